@@ -1,0 +1,62 @@
+// Shared helpers for the kernel families: vector types, cache-hinted loads and
+// warp-level sums. Compile-time knobs arrive as -D defines from tuner/compile.py.
+#pragma once
+
+#ifndef ELEM
+#define ELEM float
+#endif
+
+#ifndef CACHE_HINT
+#define CACHE_HINT 0  // 0: plain load, 1: read-only path (__ldg), 2: streaming (__ldcs)
+#endif
+
+// Vector of N elements of T, 16-byte aligned at most, as one load instruction.
+template <typename T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };
+
+template <typename T> __device__ __forceinline__ T load_hinted(const T* p) {
+#if CACHE_HINT == 1
+    return __ldg(p);
+#elif CACHE_HINT == 2
+    return __ldcs(p);
+#else
+    return *p;
+#endif
+}
+
+// __ldg/__ldcs take the built-in vector types; map Vec<T,N> onto one of them
+// by size so that the load stays a single instruction.
+template <int BYTES> struct RawOfSize;
+template <> struct RawOfSize<1> { using type = unsigned char; };
+template <> struct RawOfSize<2> { using type = unsigned short; };
+template <> struct RawOfSize<4> { using type = unsigned int; };
+template <> struct RawOfSize<8> { using type = uint2; };
+template <> struct RawOfSize<16> { using type = uint4; };
+
+template <typename T, int N>
+__device__ __forceinline__ Vec<T, N> load_vec(const Vec<T, N>* p) {
+    using Raw = typename RawOfSize<sizeof(Vec<T, N>)>::type;
+    Raw raw = load_hinted(reinterpret_cast<const Raw*>(p));
+    return *reinterpret_cast<Vec<T, N>*>(&raw);
+}
+
+// Sum across the 32 lanes of a warp; every lane receives the total.
+template <typename T> __device__ __forceinline__ T warp_sum(T x) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1)
+        x += __shfl_xor_sync(0xffffffffu, x, offset);
+    return x;
+}
+
+// Sum across a block of THREADS threads (a multiple of 32). Result valid in thread 0.
+template <typename T, int THREADS> __device__ __forceinline__ T block_sum(T x) {
+    __shared__ T warp_totals[THREADS / 32];
+    x = warp_sum(x);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) warp_totals[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        x = lane < THREADS / 32 ? warp_totals[lane] : T(0);
+        x = warp_sum(x);
+    }
+    return x;
+}

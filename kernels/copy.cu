@@ -1,0 +1,93 @@
+// Streaming yardsticks: a grid-stride copy and a read-only pass, both with
+// VEC-wide loads and UNROLL loads in flight per thread. A scalar head reaches
+// the first VEC-aligned element (source and destination share the offset) and a
+// scalar tail finishes after the last whole vector.
+//
+// Compile-time knobs (-D): ELEM (4-byte type), BLOCK, VEC, UNROLL, CACHE_HINT,
+// and COPY_COPY or COPY_READ.
+#include "common.cuh"
+
+#ifndef BLOCK
+#define BLOCK 256
+#endif
+#ifndef VEC
+#define VEC 4
+#endif
+#ifndef UNROLL
+#define UNROLL 1
+#endif
+
+typedef unsigned long long u64;
+
+__device__ __forceinline__ u64 head_elements(const void* p, u64 n) {
+    const u64 misaligned = (reinterpret_cast<u64>(p) / sizeof(ELEM)) % VEC;
+    return misaligned ? min((u64)(VEC - misaligned), n) : 0;
+}
+
+#if defined(COPY_COPY)
+extern "C" __global__ void __launch_bounds__(BLOCK)
+copy_kernel(const ELEM* __restrict__ src, ELEM* __restrict__ dst, u64 n) {
+    using V = Vec<ELEM, VEC>;
+    const u64 gid = (u64)blockIdx.x * BLOCK + threadIdx.x;
+    const u64 threads = (u64)gridDim.x * BLOCK;
+    const u64 head = head_elements(src, n);
+    if (gid < head) dst[gid] = src[gid];
+    const V* in = reinterpret_cast<const V*>(src + head);
+    V* out = reinterpret_cast<V*>(dst + head);
+    const u64 n_vec = (n - head) / VEC;
+    u64 i = gid;
+    for (; i + (UNROLL - 1) * threads < n_vec; i += UNROLL * threads) {
+        V r[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) r[u] = load_vec(in + i + u * threads);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) out[i + u * threads] = r[u];
+    }
+    for (; i < n_vec; i += threads) out[i] = load_vec(in + i);
+    const u64 tail_start = head + n_vec * VEC;
+    if (gid < n - tail_start) dst[tail_start + gid] = src[tail_start + gid];
+}
+#endif
+
+#if defined(COPY_READ)
+// Reads every element once and folds the bits with XOR (cheaper than a sum and
+// exact for any type); one word per block is written so the loads stay live.
+extern "C" __global__ void __launch_bounds__(BLOCK)
+read_kernel(const ELEM* __restrict__ src, unsigned* __restrict__ partials, u64 n) {
+    using V = Vec<unsigned, VEC>;
+    const unsigned* words = reinterpret_cast<const unsigned*>(src);
+    const u64 gid = (u64)blockIdx.x * BLOCK + threadIdx.x;
+    const u64 threads = (u64)gridDim.x * BLOCK;
+    const u64 head = head_elements(src, n);
+    unsigned acc = gid < head ? words[gid] : 0u;
+    const V* in = reinterpret_cast<const V*>(words + head);
+    const u64 n_vec = (n - head) / VEC;
+    u64 i = gid;
+    for (; i + (UNROLL - 1) * threads < n_vec; i += UNROLL * threads) {
+        V r[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) r[u] = load_vec(in + i + u * threads);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) acc ^= r[u].v[k];
+    }
+    for (; i < n_vec; i += threads) {
+        const V r = load_vec(in + i);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) acc ^= r.v[k];
+    }
+    const u64 tail_start = head + n_vec * VEC;
+    if (gid < n - tail_start) acc ^= words[tail_start + gid];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, offset);
+    __shared__ unsigned warp_totals[BLOCK / 32];
+    if ((threadIdx.x & 31) == 0) warp_totals[threadIdx.x >> 5] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned total = 0;
+        for (int w = 0; w < BLOCK / 32; ++w) total ^= warp_totals[w];
+        partials[blockIdx.x] = total;
+    }
+}
+#endif

@@ -1,0 +1,251 @@
+// Sum reduction, from the divergent textbook kernel to a vectorised grid-stride
+// kernel. Each kernel writes one partial sum per block to partials[blockIdx.x];
+// the host (or a second pass) adds the partials.
+//
+// Compile-time knobs (-D): ELEM (int or float), BLOCK (threads per block, the
+// launch must match), UNROLL, VEC, CACHE_HINT, MIN_BLOCKS, and exactly one
+// REDUCE_<VARIANT> selecting the kernel.
+//
+// The in-place kernels (neighbored .. complete_template) overwrite `data`, as the
+// lesson's kernels do: the harness restores the input before every launch.
+// Every kernel handles any n: the last block's chunk may be partial, and reads
+// past n are guarded, never performed.
+#include "common.cuh"
+
+#ifndef BLOCK
+#define BLOCK 256
+#endif
+#ifndef UNROLL
+#define UNROLL 1
+#endif
+#ifndef VEC
+#define VEC 1
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 0
+#endif
+
+typedef unsigned long long u64;
+
+// Fold UNROLL consecutive block-sized segments of the chunk into its first
+// segment (in place); returns how many elements of the first segment are live.
+__device__ __forceinline__ unsigned fold_segments(ELEM* chunk, u64 remain) {
+    const unsigned tid = threadIdx.x;
+    if (UNROLL > 1 && tid < remain) {
+        ELEM s = chunk[tid];
+#pragma unroll
+        for (int k = 1; k < UNROLL; ++k)
+            if (tid + (u64)k * blockDim.x < remain) s += chunk[tid + k * blockDim.x];
+        chunk[tid] = s;
+    }
+    __syncthreads();
+    return remain < blockDim.x ? (unsigned)remain : blockDim.x;
+}
+
+// Last 64 -> 1 elements by one warp. Each step reads, then synchronises the warp,
+// then writes: the lanes never race, which the old volatile-only idiom cannot
+// promise since Volta's independent thread scheduling.
+__device__ __forceinline__ void warp_stage(volatile ELEM* chunk, unsigned len) {
+    const unsigned tid = threadIdx.x;
+    if (tid >= 32) return;
+#pragma unroll
+    for (unsigned offset = 32; offset > 0; offset >>= 1) {
+        ELEM x = tid < len ? chunk[tid] : ELEM(0);
+        if (tid + offset < len) x += chunk[tid + offset];
+        __syncwarp();
+        if (tid < len) chunk[tid] = x;
+        __syncwarp();
+    }
+}
+
+#define CHUNK_SETUP                                                    \
+    const unsigned tid = threadIdx.x;                                  \
+    const u64 base = (u64)blockIdx.x * blockDim.x * UNROLL;            \
+    ELEM* chunk = data + base;                                         \
+    const unsigned len = fold_segments(chunk, n - base);
+
+#if defined(REDUCE_NEIGHBORED)
+// Neighbouring pairs; the modulo test leaves most lanes of each warp idle.
+extern "C" __global__ void reduce_neighbored(ELEM* data, ELEM* partials, u64 n) {
+    CHUNK_SETUP
+    for (unsigned stride = 1; stride < blockDim.x; stride *= 2) {
+        if (tid % (2 * stride) == 0 && tid + stride < len) chunk[tid] += chunk[tid + stride];
+        __syncthreads();
+    }
+    if (tid == 0) partials[blockIdx.x] = chunk[0];
+}
+#endif
+
+#if defined(REDUCE_NEIGHBORED_LESS)
+// Neighbouring pairs, but consecutive threads do the work: fewer divergent warps.
+extern "C" __global__ void reduce_neighbored_less(ELEM* data, ELEM* partials, u64 n) {
+    CHUNK_SETUP
+    for (unsigned stride = 1; stride < blockDim.x; stride *= 2) {
+        const unsigned index = 2 * stride * tid;
+        if (index + stride < len) chunk[index] += chunk[index + stride];
+        __syncthreads();
+    }
+    if (tid == 0) partials[blockIdx.x] = chunk[0];
+}
+#endif
+
+#if defined(REDUCE_INTERLEAVED) || defined(REDUCE_UNROLLED)
+// Pairs half a block apart: active threads are contiguous and reads coalesce.
+// With UNROLL > 1 each block first folds UNROLL segments (the "unrolled" kernels).
+extern "C" __global__ void
+#if defined(REDUCE_INTERLEAVED)
+reduce_interleaved
+#else
+reduce_unrolled
+#endif
+    (ELEM* data, ELEM* partials, u64 n) {
+    CHUNK_SETUP
+    for (unsigned stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+        if (tid < stride && tid + stride < len) chunk[tid] += chunk[tid + stride];
+        __syncthreads();
+    }
+    if (tid == 0) partials[blockIdx.x] = chunk[0];
+}
+#endif
+
+#if defined(REDUCE_UNROLLED_WARP)
+// Unrolled, and the last six steps done by one warp without block barriers.
+extern "C" __global__ void reduce_unrolled_warp(ELEM* data, ELEM* partials, u64 n) {
+    CHUNK_SETUP
+    for (unsigned stride = blockDim.x / 2; stride > 32; stride >>= 1) {
+        if (tid < stride && tid + stride < len) chunk[tid] += chunk[tid + stride];
+        __syncthreads();
+    }
+    warp_stage(chunk, len);
+    if (tid == 0) partials[blockIdx.x] = chunk[0];
+}
+#endif
+
+#if defined(REDUCE_COMPLETE) || defined(REDUCE_COMPLETE_TEMPLATE)
+// The block loop written out step by step. "complete" tests the run-time block
+// size; "complete_template" tests the compile-time BLOCK, so dead steps vanish.
+#if defined(REDUCE_COMPLETE)
+#define BLOCK_SIZE_USED blockDim.x
+#define KERNEL_NAME reduce_complete
+#else
+#define BLOCK_SIZE_USED BLOCK
+#define KERNEL_NAME reduce_complete_template
+#endif
+extern "C" __global__ void KERNEL_NAME(ELEM* data, ELEM* partials, u64 n) {
+    CHUNK_SETUP
+#pragma unroll
+    for (unsigned half = 512; half > 32; half >>= 1) {
+        if (BLOCK_SIZE_USED >= 2 * half) {
+            if (tid < half && tid + half < len) chunk[tid] += chunk[tid + half];
+            __syncthreads();
+        }
+    }
+    warp_stage(chunk, len);
+    if (tid == 0) partials[blockIdx.x] = chunk[0];
+}
+#endif
+
+#if defined(REDUCE_SHARED) || defined(REDUCE_SHARED_INTERLEAVED) || defined(REDUCE_SHARED_SEQUENTIAL)
+// Not in place: each thread adds UNROLL elements into a register, then the block
+// reduces in shared memory. Missing elements count as zero.
+__device__ __forceinline__ ELEM load_thread_sum(const ELEM* data, u64 n) {
+    const u64 base = (u64)blockIdx.x * BLOCK * UNROLL + threadIdx.x;
+    ELEM s = ELEM(0);
+#pragma unroll
+    for (int k = 0; k < UNROLL; ++k)
+        if (base + (u64)k * BLOCK < n) s += data[base + k * BLOCK];
+    return s;
+}
+#endif
+
+#if defined(REDUCE_SHARED)
+// Completely unrolled tree in shared memory, then warp shuffles for the last 32.
+extern "C" __global__ void reduce_shared(const ELEM* data, ELEM* partials, u64 n) {
+    __shared__ ELEM smem[BLOCK];
+    const unsigned tid = threadIdx.x;
+    smem[tid] = load_thread_sum(data, n);
+    __syncthreads();
+#pragma unroll
+    for (unsigned half = BLOCK / 2; half >= 32; half >>= 1) {
+        if (tid < half) smem[tid] += smem[tid + half];
+        __syncthreads();
+    }
+    if (tid < 32) {
+        ELEM x = warp_sum(smem[tid]);
+        if (tid == 0) partials[blockIdx.x] = x;
+    }
+}
+#endif
+
+#if defined(REDUCE_SHARED_INTERLEAVED)
+// Interleaved addressing (index = 2*stride*tid): lanes of a warp hit the same
+// shared-memory bank, so accesses serialise (bank conflicts).
+extern "C" __global__ void reduce_shared_interleaved(const ELEM* data, ELEM* partials, u64 n) {
+    __shared__ ELEM smem[BLOCK];
+    const unsigned tid = threadIdx.x;
+    smem[tid] = load_thread_sum(data, n);
+    __syncthreads();
+    for (unsigned stride = 1; stride < BLOCK; stride *= 2) {
+        const unsigned index = 2 * stride * tid;
+        if (index < BLOCK) smem[index] += smem[index + stride];
+        __syncthreads();
+    }
+    if (tid == 0) partials[blockIdx.x] = smem[0];
+}
+#endif
+
+#if defined(REDUCE_SHARED_SEQUENTIAL)
+// Sequential addressing (tid, tid + stride): consecutive lanes, distinct banks.
+extern "C" __global__ void reduce_shared_sequential(const ELEM* data, ELEM* partials, u64 n) {
+    __shared__ ELEM smem[BLOCK];
+    const unsigned tid = threadIdx.x;
+    smem[tid] = load_thread_sum(data, n);
+    __syncthreads();
+    for (unsigned stride = BLOCK / 2; stride > 0; stride >>= 1) {
+        if (tid < stride) smem[tid] += smem[tid + stride];
+        __syncthreads();
+    }
+    if (tid == 0) partials[blockIdx.x] = smem[0];
+}
+#endif
+
+#if defined(REDUCE_SHUFFLE)
+// Grid-stride loop over VEC-wide loads, UNROLL loads in flight per thread, warp
+// shuffles for the block sum. A scalar head reaches the first VEC-aligned element
+// (any offset works) and a scalar tail takes what is left after the last vector.
+#if MIN_BLOCKS > 0
+#define BOUNDS __launch_bounds__(BLOCK, MIN_BLOCKS)
+#else
+#define BOUNDS __launch_bounds__(BLOCK)
+#endif
+extern "C" __global__ void BOUNDS reduce_shuffle(const ELEM* __restrict__ data, ELEM* partials, u64 n) {
+    using V = Vec<ELEM, VEC>;
+    const u64 gid = (u64)blockIdx.x * BLOCK + threadIdx.x;
+    const u64 threads = (u64)gridDim.x * BLOCK;
+    const u64 misaligned = (reinterpret_cast<u64>(data) / sizeof(ELEM)) % VEC;
+    const u64 head = misaligned ? min((u64)(VEC - misaligned), n) : 0;
+    ELEM acc = ELEM(0);
+    if (gid < head) acc += data[gid];
+    const V* body = reinterpret_cast<const V*>(data + head);
+    const u64 n_vec = (n - head) / VEC;
+    u64 i = gid;
+    for (; i + (UNROLL - 1) * threads < n_vec; i += UNROLL * threads) {
+        V r[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) r[u] = load_vec(body + i + u * threads);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) acc += r[u].v[k];
+    }
+    for (; i < n_vec; i += threads) {
+        const V r = load_vec(body + i);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) acc += r.v[k];
+    }
+    const u64 tail_start = head + n_vec * VEC;
+    if (gid < n - tail_start) acc += data[tail_start + gid];
+    acc = block_sum<ELEM, BLOCK>(acc);
+    if (threadIdx.x == 0) partials[blockIdx.x] = acc;
+}
+#endif

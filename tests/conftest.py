@@ -1,0 +1,47 @@
+"""GPU tests carry the `gpu` marker and skip, with the reason, where PyCUDA or a
+CUDA device is missing."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_or_reason():
+    from tuner.gpu import GpuUnavailable, require_gpu
+
+    try:
+        return require_gpu(), ""
+    except GpuUnavailable as error:
+        return None, str(error)
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items:
+        return
+    gpu, reason = gpu_or_reason()
+    if gpu is None:
+        for item in gpu_items:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session")
+def gpu():
+    device, reason = gpu_or_reason()
+    if device is None:
+        pytest.skip(reason)
+    return device
+
+
+@pytest.fixture(scope="session")
+def bench(gpu, tmp_path_factory):
+    from tuner.measure import Bench, environment_columns
+    from tuner.device import describe
+    from tuner.timing import TimingOptions
+
+    device = describe(gpu)
+    return Bench(gpu=gpu, environment=environment_columns(device, device["slug"]),
+                 cache_dir=tmp_path_factory.mktemp("cubins"), timing=TimingOptions(max_time_s=0.2))

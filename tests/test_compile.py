@@ -1,0 +1,63 @@
+"""nvcc compilation: the cache key, the ptxas report, compile errors."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tuner.compile import CompileError, compile_all, compile_variant, module_key, parse_ptxas_report
+from tuner.families import REGISTRY, Problem
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+PTXAS = """ptxas info    : Compiling entry function 'reduce_shuffle' for 'sm_90'
+ptxas info    : Function properties for reduce_shuffle
+    16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 32 bytes smem, 376 bytes cmem[0]
+"""
+
+
+def test_parse_ptxas_report():
+    assert parse_ptxas_report(PTXAS) == {"registers": 40, "shared_bytes": 32, "spill_bytes": 20, "local_bytes": 16}
+
+
+def test_parse_ptxas_without_smem():
+    log = "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 20 registers, used 1 barriers\n"
+    assert parse_ptxas_report(log) == {"registers": 20, "shared_bytes": 0, "spill_bytes": 0, "local_bytes": 0}
+
+
+def test_runtime_parameters_share_a_module():
+    reduce = REGISTRY["reduce"]
+    problem = Problem("reduce", "int32", 1 << 20)
+    base = {p.name: p.default for p in reduce.params}
+    assert module_key(reduce, base, problem) == module_key(reduce, base | {"offset": 11, "grid_blocks_per_sm": 4}, problem)
+    assert module_key(reduce, base, problem) != module_key(reduce, base | {"vector_width": 4}, problem)
+
+
+@needs_nvcc
+def test_compile_is_cached_and_reports_resources(tmp_path):
+    reduce = REGISTRY["reduce"]
+    problem = Problem("reduce", "float32", 1 << 20)
+    cfg = {p.name: p.default for p in reduce.params} | {"vector_width": 4, "unroll": 4}
+    first = compile_variant(reduce, cfg, problem, arch="sm_90", cache_dir=tmp_path)
+    assert first.registers > 0 and first.spill_bytes == 0 and first.kernel == "reduce_shuffle"
+    mtime = (tmp_path / f"reduce-{first.key}.cubin").stat().st_mtime_ns
+    again = compile_variant(reduce, cfg, problem, arch="sm_90", cache_dir=tmp_path)
+    assert again == first
+    assert (tmp_path / f"reduce-{first.key}.cubin").stat().st_mtime_ns == mtime  # not rebuilt
+    other_arch = compile_variant(reduce, cfg, problem, arch="sm_80", cache_dir=tmp_path)
+    assert other_arch.key != first.key
+
+
+@needs_nvcc
+def test_compile_error_is_reported_and_not_cached(tmp_path, monkeypatch):
+    reduce = REGISTRY["reduce"]
+    problem = Problem("reduce", "int32", 1 << 20)
+    cfg = {p.name: p.default for p in reduce.params}
+    monkeypatch.setattr(type(reduce), "defines", lambda self, c, p: {"REDUCE_SHUFFLE": "", "ELEM": "no_such_type"})
+    with pytest.raises(CompileError, match="nvcc failed"):
+        compile_variant(reduce, cfg, problem, arch="sm_90", cache_dir=tmp_path)
+    assert not list(tmp_path.glob("*.cubin"))
+    results = compile_all(reduce, [cfg], problem, arch="sm_90", cache_dir=tmp_path)
+    assert isinstance(next(iter(results.values())), CompileError)

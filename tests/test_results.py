@@ -1,0 +1,60 @@
+"""Parquet results: the schema, atomic writes, reading a folder."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pytest
+
+from tuner import results
+from tuner.peaks import peak_buffer_bytes, theoretical_gbs
+
+
+def row(**overrides):
+    base = {"family": "reduce", "variant": "shuffle", "dtype": "int32", "n": 1024, "block_size": 256,
+            "config_key": results.config_key({"block_size": 256}), "status": "ok", "bandwidth_gbs": 100.0}
+    return base | overrides
+
+
+def test_frame_has_exactly_the_schema():
+    frame = results.to_frame([row(), row(family="copy", variant="read", block_size=None)])
+    assert list(frame.columns) == list(results.COLUMNS)
+    assert str(frame["block_size"].dtype) == "Int64"
+    assert frame.loc[1, "block_size"] is pd.NA
+
+
+def test_unknown_column_is_refused():
+    with pytest.raises(ValueError, match="outside the schema: \\['colour'\\]"):
+        results.to_frame([row(colour="red")])
+
+
+def test_atomic_write_and_folder_read(tmp_path):
+    results.write_atomic(results.to_frame([row()]), tmp_path / "a" / "one.parquet")
+    results.write_atomic(results.to_frame([row(n=2048)]), tmp_path / "a" / "two.parquet")
+    assert sorted(os.listdir(tmp_path / "a")) == ["one.parquet", "two.parquet"]  # no temporary files left
+    frame = pd.read_parquet(tmp_path / "a")
+    assert sorted(frame["n"]) == [1024, 2048]
+    assert len(results.read(tmp_path / "a")) == 2
+
+
+def test_failed_write_leaves_no_file(tmp_path, monkeypatch):
+    def explode(self, path, **kwargs):
+        open(path, "w").write("partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", explode)
+    with pytest.raises(OSError):
+        results.write_atomic(results.to_frame([row()]), tmp_path / "x.parquet")
+    assert os.listdir(tmp_path) == []
+
+
+def test_config_key_is_order_independent():
+    assert results.config_key({"a": 1, "b": "x"}) == results.config_key({"b": "x", "a": 1})
+
+
+def test_peak_arithmetic():
+    # H200: 3201 MHz HBM3e, double data rate, 6144-bit bus -> 4917 GB/s.
+    assert theoretical_gbs(3201.0, 6144) == pytest.approx(4916.7, rel=1e-4)
+    assert peak_buffer_bytes(60 << 20) == 1 << 30
+    assert peak_buffer_bytes(256 << 20) == 8 * (256 << 20)

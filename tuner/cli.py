@@ -1,0 +1,218 @@
+"""Command line of the pipeline: one subcommand per stage. The Snakemake rules
+call these; a user can too (``python -m tuner sweep reduce_ladder``).
+
+Stages that need the GPU stop with one line naming what is missing (PyCUDA or a
+CUDA device) and exit status 2, before anything is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from tuner import config as configuration
+from tuner import results
+from tuner.families import REGISTRY, Problem
+
+
+def _bench(config: dict, device_json: Path | None = None):
+    from tuner.gpu import require_gpu
+    from tuner.measure import Bench, environment_columns
+
+    gpu = require_gpu()
+    device = json.loads(Path(device_json).read_text()) if device_json else _describe(gpu)
+    if device["name"] != gpu.name:
+        raise SystemExit(f"error: {device_json} describes {device['name']!r} but this process sees {gpu.name!r}")
+    arch = config.get("arch", "auto")
+    if arch != "auto":
+        gpu.arch = arch
+    results_dir = Path(config["results_dir"])
+    bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=results_dir / ".cubin-cache",
+                  timing=configuration.timing_options(config.get("timing", {})), seed=config.get("seed", 0))  # fmt: skip
+    return bench, device
+
+
+def _describe(gpu) -> dict:
+    from tuner.device import describe
+
+    return describe(gpu)
+
+
+def _load_peaks(bench, peaks_json: Path | None) -> None:
+    if peaks_json and Path(peaks_json).exists():
+        bench.peaks = json.loads(Path(peaks_json).read_text())
+
+
+def cmd_describe(args) -> None:
+    from tuner.gpu import require_gpu
+
+    device = _describe(require_gpu())
+    results.write_json_atomic(device, args.out)
+    print(f"{device['name']} (sm {device['compute_capability']}, {device['sm_count']} SMs, L2 {device['l2_bytes'] >> 20} MiB,"
+          f" {device['bus_width_bits']}-bit at {device['memory_clock_mhz']:.0f} MHz) -> {args.out}")  # fmt: skip
+
+
+def _all_variants(config: dict):
+    """(family, problem, configs) for every sweep and study of the config."""
+    for sweep in config.get("sweeps", {}).values():
+        family = REGISTRY[sweep["family"]]
+        for dtype in sweep["dtypes"]:
+            for n in sweep["sizes"]:
+                problem = Problem(family.name, dtype, n)
+                yield family, problem, family.space(problem, sweep.get("params", {}))
+    for study in config.get("studies", {}).values():
+        family = REGISTRY[study["family"]]
+        problem = Problem(family.name, study["dtype"], study["n"])
+        yield family, problem, family.space(problem, study.get("params") or None)
+
+
+def cmd_compile(args) -> None:
+    from tuner.compile import CompileError, compile_all
+
+    config = configuration.load(args.config)
+    arch = args.arch or config.get("arch", "auto")
+    if arch == "auto":
+        arch = json.loads(Path(args.device).read_text())["arch"]
+    cache = Path(config["results_dir"]) / ".cubin-cache"
+    rows, failures = [], 0
+    for family, problem, configs in _all_variants(config):
+        for key, compiled in compile_all(family, configs, problem, arch=arch, cache_dir=cache, jobs=config.get("compile_jobs") or None).items():
+            if isinstance(compiled, CompileError):
+                failures += 1
+                rows.append({"family": family.name, "dtype": problem.dtype, "module": key, "status": "compile_error", "error": str(compiled)[-2000:]})
+            else:
+                rows.append({"family": family.name, "dtype": problem.dtype, "module": key, "status": "ok", "kernel": compiled.kernel,
+                             "arch": arch, "cubin_key": compiled.key, "registers": compiled.registers, "shared_bytes": compiled.shared_bytes,
+                             "spill_bytes": compiled.spill_bytes, "local_bytes": compiled.local_bytes})  # fmt: skip
+    frame = pd.DataFrame(rows).drop_duplicates(["family", "dtype", "module"])
+    results.write_atomic(frame, args.out)
+    print(f"compiled {int((frame.status == 'ok').sum())} modules for {arch}, {failures} failed -> {args.out}")
+
+
+def cmd_peaks(args) -> None:
+    from tuner.peaks import measure_peaks
+
+    config = configuration.load(args.config)
+    bench, _ = _bench(config, args.device)
+    peaks, rows = measure_peaks(bench)
+    results.write_atomic(results.to_frame(rows), Path(args.out).with_suffix(".parquet"))
+    results.write_json_atomic(peaks, args.out)
+    cub = f"{peaks['cub_reduce_gbs']:.0f}" if peaks.get("cub_reduce_gbs") else "n/a"
+    print(f"peaks: copy {peaks['copy_gbs']:.0f} GB/s, read {peaks['read_gbs'] or float('nan'):.0f} GB/s, "
+          f"theoretical {peaks['theoretical_gbs']:.0f} GB/s, CUB reduce {cub} GB/s -> {args.out}")  # fmt: skip
+
+
+def cmd_sweep(args) -> None:
+    from tuner.sweep import run_sweep, store_dir
+
+    config = configuration.load(args.config)
+    sweep = config["sweeps"][args.name]
+    bench, device = _bench(config, args.device)
+    _load_peaks(bench, args.peaks)
+    gpu_dir = Path(args.out).parent.parent
+    family = REGISTRY[sweep["family"]]
+    problems = [Problem(family.name, d, n) for d in sweep["dtypes"] for n in sweep["sizes"]]
+    if sweep.get("timing"):
+        bench.timing = configuration.timing_options({**config.get("timing", {}), **sweep["timing"]})
+    frame = run_sweep(args.name, family, problems, sweep.get("params", {}), store=store_dir(gpu_dir, args.name),
+                      open_problem=bench.problem)  # fmt: skip
+    results.write_atomic(frame, args.out)
+    _print_best(frame, f"sweep {args.name}")
+
+
+def cmd_tune(args) -> None:
+    from tuner.study import run_study, study_rows
+
+    config = configuration.load(args.config)
+    gpu_dir = Path(args.out).parent.parent
+    settings = configuration.study_settings(config, args.name, gpu_dir)
+    bench, device = _bench(config, args.device)
+    _load_peaks(bench, args.peaks)
+    study_config = config["studies"][args.name]
+    if study_config.get("timing"):
+        bench.timing = configuration.timing_options({**config.get("timing", {}), **study_config["timing"]})
+    family = REGISTRY[settings.family]
+    session = bench.problem(family, settings.problem)
+    source = f"study:{args.name}"
+    outcome = run_study(family=family, problem=settings.problem, domains=settings.params or None, storage=settings.storage,
+                        study_name=f"{device['slug']}/{args.name}", measure=lambda cfg: session.measure(cfg, source),
+                        budget_trials=settings.budget_trials, timeout_s=settings.timeout_s, sampler=settings.sampler,
+                        seed=settings.seed + args.worker, enqueue=settings.enqueue)  # fmt: skip
+    frame = results.to_frame(study_rows(outcome.study))
+    results.write_atomic(frame, args.out)
+    _print_best(frame, f"study {args.name} ({settings.sampler}, budget {settings.budget_trials})")
+
+
+def cmd_collect(args) -> None:
+    frames = [results.read(p) for p in args.inputs]
+    frame = results.to_frame(pd.concat(frames, ignore_index=True).to_dict("records")) if frames else results.to_frame([])
+    results.write_atomic(frame, args.out)
+    print(f"{len(frame)} rows ({int((frame.status == 'ok').sum())} ok) from {len(args.inputs)} files -> {args.out}")
+
+
+def cmd_space(args) -> None:
+    """How many variants, compiled modules and feasible configurations each family has."""
+    from tuner.compile import module_key
+
+    for family in REGISTRY:
+        for dtype in family.dtypes:
+            problem = Problem(family.name, dtype, args.n)
+            space = family.space(problem)
+            variants = sorted({c.get("variant", family.name) for c in family.configs({"variant": list(family.param("variant").values)})})
+            modules = {module_key(family, c, problem) for c in space}
+            print(f"{family.name:12s} {dtype:8s} variants={len(variants):3d} default space={len(space):6d} configurations, {len(modules):4d} modules")
+
+
+def _print_best(frame: pd.DataFrame, what: str) -> None:
+    ok = frame[frame.status == "ok"]
+    counts = frame.status.value_counts().to_dict()
+    if ok.empty:
+        print(f"{what}: no verified configuration; statuses {counts}")
+        return
+    best = ok.loc[ok.bandwidth_gbs.idxmax()]
+    print(f"{what}: {len(frame)} rows {counts}; best {best.bandwidth_gbs:.0f} GB/s "
+          f"({best['fraction_of_copy_peak'] or float('nan'):.3f} of copy peak) {best['dtype']} n={best['n']} {best['config_key']}")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tuner", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name, func, *arguments):
+        p = sub.add_parser(name, help=func.__doc__)
+        for flags, kwargs in arguments:
+            p.add_argument(*flags, **kwargs)
+        p.set_defaults(func=func)
+        return p
+
+    cfg = (["--config"], {"default": "config.yaml"})
+    out = (["--out"], {"required": True})
+    dev = (["--device"], {"help": "device.json from the describe stage"})
+    peaks = (["--peaks"], {"help": "peaks.json from the peaks stage"})
+    add("describe", cmd_describe, out)
+    add("compile", cmd_compile, cfg, out, dev, (["--arch"], {"help": "e.g. sm_90; default: config, then the device"}))
+    add("peaks", cmd_peaks, cfg, out, dev)
+    add("sweep", cmd_sweep, (["name"], {}), cfg, out, dev, peaks)
+    add("tune", cmd_tune, (["name"], {}), cfg, out, dev, peaks, (["--worker"], {"type": int, "default": 0, "help": "worker number (seed offset) when several GPUs share one study"}))
+    add("collect", cmd_collect, (["inputs"], {"nargs": "*"}), out)
+    add("space", cmd_space, (["--n"], {"type": int, "default": 1 << 28}))
+    args = parser.parse_args(argv)
+    from tuner.gpu import GpuUnavailable
+
+    try:
+        args.func(args)
+    except GpuUnavailable as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except configuration.ConfigError as error:
+        print(f"config error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

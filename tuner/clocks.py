@@ -1,0 +1,45 @@
+"""Clocks, temperature and power through NVML (nvidia-ml-py). Read only: the
+tuner never changes clocks or power limits."""
+
+from __future__ import annotations
+
+from tuner.timing import ClockMonitor, NoClocks
+
+
+class NvmlClocks:
+    """NVML readings for the device with PCI bus id ``pci_bus_id`` (the CUDA
+    device the measurement runs on; NVML may number devices differently)."""
+
+    def __init__(self, pci_bus_id: str) -> None:
+        import pynvml
+
+        self.nvml = pynvml
+        pynvml.nvmlInit()
+        self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id.encode() if isinstance(pci_bus_id, str) else pci_bus_id)
+        self._max_sm = float(pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM))
+
+    def sm_clock_mhz(self) -> float:
+        return float(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
+
+    def max_sm_clock_mhz(self) -> float:
+        return self._max_sm
+
+    def max_mem_clock_mhz(self) -> float:
+        return float(self.nvml.nvmlDeviceGetMaxClockInfo(self.handle, self.nvml.NVML_CLOCK_MEM))
+
+    def snapshot(self) -> dict[str, float]:
+        nvml = self.nvml
+        return {
+            "mem_clock_mhz": float(nvml.nvmlDeviceGetClockInfo(self.handle, nvml.NVML_CLOCK_MEM)),
+            "temperature_c": float(nvml.nvmlDeviceGetTemperature(self.handle, nvml.NVML_TEMPERATURE_GPU)),
+            "power_w": nvml.nvmlDeviceGetPowerUsage(self.handle) / 1000.0,
+        }
+
+
+def clock_monitor(pci_bus_id: str) -> ClockMonitor:
+    """NVML if it answers, else a monitor that reads nothing (and says so in rows:
+    the clock columns stay empty)."""
+    try:
+        return NvmlClocks(pci_bus_id)
+    except Exception:  # no pynvml, no driver library, or a device NVML cannot see
+        return NoClocks()

@@ -1,0 +1,145 @@
+"""Compile kernel variants to cubins with nvcc, cached, and keep ptxas's report.
+
+A cubin is cached under a hash of everything that changes it: the source and
+the headers it includes, the defines, the extra flags, the architecture and the
+nvcc version. The ptxas report (registers, shared memory, spills, stack) is
+stored beside each cubin, so a cached variant still reports its resources.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from tuner.families.base import KERNELS_DIR, Config, Family, Problem
+
+
+class CompileError(RuntimeError):
+    """nvcc rejected a variant; the message carries nvcc's output."""
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    cubin: str
+    kernel: str
+    arch: str
+    key: str
+    registers: int
+    shared_bytes: int
+    spill_bytes: int  # spill stores + spill loads
+    local_bytes: int  # stack frame
+    ptxas_log: str
+
+
+@functools.lru_cache(maxsize=None)
+def nvcc_version(nvcc: str = "nvcc") -> str:
+    """The release line of ``nvcc --version`` (e.g. ``13.0.48``), or 'missing'."""
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "missing"
+    match = re.search(r"release [\d.]+, V([\d.]+)", out)
+    return match.group(1) if match else out.strip().splitlines()[-1]
+
+
+_PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+
+
+def parse_ptxas_report(log: str) -> dict[str, int]:
+    """Registers, static shared memory, spill and stack bytes from ``-Xptxas -v``.
+
+    With several entry points the largest of each figure is kept (our modules
+    hold one kernel each, selected by a define)."""
+    report = {"registers": 0, "shared_bytes": 0, "spill_bytes": 0, "local_bytes": 0}
+    for stack, stores, loads in _PROPS.findall(log):
+        report["local_bytes"] = max(report["local_bytes"], int(stack))
+        report["spill_bytes"] = max(report["spill_bytes"], int(stores) + int(loads))
+    for registers, smem in _USED.findall(log):
+        report["registers"] = max(report["registers"], int(registers))
+        report["shared_bytes"] = max(report["shared_bytes"], int(smem or 0))
+    return report
+
+
+def _sources_digest(source: Path) -> str:
+    """Hash of the kernel source and every header beside it (they may be included)."""
+    digest = hashlib.sha256(source.read_bytes())
+    for header in sorted(source.parent.glob("*.cuh")):
+        digest.update(header.name.encode() + header.read_bytes())
+    return digest.hexdigest()
+
+
+def nvcc_command(source: Path, defines: dict[str, str], flags: Sequence[str], arch: str, output: Path) -> list[str]:
+    return [
+        "nvcc", "-cubin", f"-arch={arch}", "-O3", "-std=c++17", "-Xptxas", "-v",
+        f"-I{source.parent}",
+        *(f"-D{k}={v}" if v != "" else f"-D{k}" for k, v in sorted(defines.items())),
+        *flags, "-o", str(output), str(source),
+    ]  # fmt: skip
+
+
+def compile_variant(family: Family, cfg: Config, problem: Problem, *, arch: str, cache_dir: str | os.PathLike) -> CompiledKernel:
+    """Compile (or fetch from the cache) the module that runs ``cfg``.
+
+    Raises:
+        CompileError: nvcc failed; the cache keeps nothing for this key.
+    """
+    source = KERNELS_DIR / family.source
+    defines = family.defines(cfg, problem)
+    flags = tuple(family.compile_flags(cfg))
+    identity = json.dumps(
+        {"src": _sources_digest(source), "defines": sorted(defines.items()), "flags": flags,
+         "arch": arch, "nvcc": nvcc_version()}, sort_keys=True)  # fmt: skip
+    key = hashlib.sha256(identity.encode()).hexdigest()[:20]
+    cache_dir = Path(cache_dir)
+    cubin = cache_dir / f"{family.name}-{key}.cubin"
+    meta = cubin.with_suffix(".json")
+    if cubin.exists() and meta.exists():
+        return CompiledKernel(**{**json.loads(meta.read_text()), "kernel": family.kernel_name(cfg)})
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
+        out = Path(tmp) / cubin.name
+        proc = subprocess.run(nvcc_command(source, defines, flags, arch, out), capture_output=True, text=True)
+        log = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            raise CompileError(f"nvcc failed for {family.name} {dict(cfg)}:\n{log.strip()}")
+        compiled = CompiledKernel(cubin=str(cubin), kernel=family.kernel_name(cfg), arch=arch, key=key,
+                                  ptxas_log=log, **parse_ptxas_report(log))  # fmt: skip
+        # Report first, cubin last: a cubin on disk always has its report.
+        meta.write_text(json.dumps(asdict(compiled), indent=1))
+        os.replace(out, cubin)
+    return compiled
+
+
+def compile_all(
+    family: Family, configs: Iterable[Config], problem: Problem, *, arch: str, cache_dir: str | os.PathLike, jobs: int | None = None
+) -> dict[str, CompiledKernel | CompileError]:
+    """Compile the distinct modules behind ``configs`` in parallel (nvcc runs in
+    subprocesses, so threads suffice). Returns module key -> result, where the
+    key is ``module_key(family, cfg, problem)``."""
+    unique: dict[str, Config] = {}
+    for cfg in configs:
+        unique.setdefault(module_key(family, cfg, problem), cfg)
+
+    def build(cfg: Config) -> CompiledKernel | CompileError:
+        try:
+            return compile_variant(family, cfg, problem, arch=arch, cache_dir=cache_dir)
+        except CompileError as error:
+            return error
+
+    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+        return dict(zip(unique, pool.map(build, unique.values())))
+
+
+def module_key(family: Family, cfg: Config, problem: Problem) -> str:
+    """Configurations with the same key share one compiled module."""
+    return json.dumps([family.kernel_name(cfg), sorted(family.defines(cfg, problem).items()), list(family.compile_flags(cfg))])

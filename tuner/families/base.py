@@ -1,0 +1,244 @@
+"""What a kernel family declares, in one place each.
+
+A family is a CUDA source in ``kernels/`` plus the Python that knows how to run
+it: its parameters and their domains, the constraints between them, the launch
+geometry, the bytes it moves, how host inputs are made, the numpy reference and
+the tolerance. The stages (compile, measure, sweep, tune, report) only talk to
+this interface, so adding a family never touches them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterator, Mapping
+
+import numpy as np
+
+KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"
+
+Config = Mapping[str, Any]  # one point of a family's space: parameter name -> value
+
+DTYPES = {
+    "int8": np.int8,
+    "int32": np.int32,
+    "float16": np.float16,
+    "float32": np.float32,
+}
+C_TYPES = {"int8": "signed char", "int32": "int", "float16": "__half", "float32": "float"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One tunable parameter.
+
+    Attributes:
+        name: column name in the results and key in configs (``block_size``).
+        values: the search domain, in a natural order (a study's default space).
+        doc: one line for users.
+        default: value used when a sweep does not list the parameter.
+        rule: which values are accepted at all (default: those in ``values``),
+            with ``rule_text`` saying so in words for error messages.
+    """
+
+    name: str
+    values: tuple
+    doc: str
+    default: Any = None
+    rule: Callable[[Any], bool] | None = None
+    rule_text: str = ""
+
+    def __post_init__(self) -> None:
+        if self.default is None:
+            object.__setattr__(self, "default", self.values[0])
+
+    def accepts(self, value: Any) -> bool:
+        if self.rule is None:
+            return value in self.values
+        try:
+            return bool(self.rule(value))
+        except TypeError:
+            return False
+
+    def rule_description(self) -> str:
+        return self.rule_text or f"one of {list(self.values)}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What is computed: a family, an element type and a size ``n`` (elements,
+    or the matrix dimension for matmul)."""
+
+    family: str
+    dtype: str
+    n: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.family}-{self.dtype}-n{self.n}"
+
+
+@dataclass
+class Launch:
+    """One configuration bound to device buffers, ready to time.
+
+    Attributes:
+        run: enqueues the kernel (asynchronously, no synchronisation).
+        grid, block: the launch geometry, for the results.
+        restore: puts back inputs the kernel overwrites (untimed), or None.
+        fetch: copies the outputs the reference is compared with to the host.
+        shared_bytes: dynamic shared memory per block.
+    """
+
+    run: Callable[[], None]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    fetch: Callable[[], np.ndarray]
+    restore: Callable[[], None] | None = None
+    release: Callable[[], None] = lambda: None
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    error: float  # the family's error measure (relative error by default)
+    detail: str = ""
+
+
+class Family(ABC):
+    """Base class of every kernel family; subclasses fill in the class attributes
+    and the abstract methods. ``space()``, ``violations()`` and ``defines()`` are
+    pure Python, so the compile stage and the tests run without a GPU."""
+
+    name: ClassVar[str]
+    source: ClassVar[str]  # file name in kernels/
+    dtypes: ClassVar[tuple[str, ...]]
+    params: ClassVar[tuple[Param, ...]]
+    tolerance: ClassVar[float] = 1e-5
+    arg_types: ClassVar[str]  # PyCUDA struct format of the kernel's arguments ("PPQ")
+
+    # ---- the space -------------------------------------------------------
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(f"family {self.name!r} has no parameter {name!r}")
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def configs(self, domains: Mapping[str, list] | None = None) -> Iterator[dict]:
+        """Every combination of the given domains (parameters not listed take
+        their default), feasible or not."""
+        domains = dict(domains or {})
+        axes = [list(domains.get(p.name, [p.default])) for p in self.params]
+        for combo in itertools.product(*axes):
+            yield dict(zip(self.param_names, combo))
+
+    def space(self, problem: Problem, domains: Mapping[str, list] | None = None) -> list[dict]:
+        """The feasible configurations of ``domains`` for ``problem``. With no
+        domains, the family's full tuning space."""
+        if domains is None:
+            domains = {p.name: list(p.values) for p in self.params}
+        return [c for c in self.configs(domains) if not self.violations(c, problem)]
+
+    def violations(self, cfg: Config, problem: Problem) -> list[str]:
+        """Why ``cfg`` cannot run ``problem`` (empty when it can). Checked before
+        anything is compiled or launched."""
+        reasons = [
+            f"{p.name} must be {p.rule_description()}, got {cfg[p.name]!r}"
+            for p in self.params
+            if not p.accepts(cfg[p.name])
+        ]
+        if problem.dtype not in self.dtypes:
+            reasons.append(f"dtype {problem.dtype!r} is not one of {list(self.dtypes)}")
+        return reasons + self.constraint_violations(cfg, problem)
+
+    def constraint_violations(self, cfg: Config, problem: Problem) -> list[str]:
+        """Family-specific rules between parameters; override to add some."""
+        return []
+
+    # ---- compiling -------------------------------------------------------
+    @abstractmethod
+    def kernel_name(self, cfg: Config) -> str:
+        """The ``extern "C"`` name of the kernel that ``cfg`` runs."""
+
+    @abstractmethod
+    def defines(self, cfg: Config, problem: Problem) -> dict[str, str]:
+        """The -D defines that select and specialise the kernel. Parameters that
+        are run-time arguments (offset, grid size) stay out, so that their
+        configurations share one compiled module."""
+
+    def compile_flags(self, cfg: Config) -> tuple[str, ...]:
+        """Extra nvcc flags (e.g. ``-Xptxas -dlcm=cg``)."""
+        return ()
+
+    # ---- running ---------------------------------------------------------
+    @abstractmethod
+    def bytes_moved(self, cfg: Config, problem: Problem) -> int:
+        """The fewest bytes the computation must move through device memory
+        (inputs read once plus outputs written once); GB/s is this over time."""
+
+    def flops(self, cfg: Config, problem: Problem) -> int:
+        return 0
+
+    @abstractmethod
+    def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Fresh random host inputs (never all zeros)."""
+
+    @abstractmethod
+    def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:
+        """The expected result, computed with numpy in higher precision."""
+
+    @abstractmethod
+    def bind(self, cfg: Config, problem: Problem, workspace: Any, function: Any, device: Any) -> Launch:
+        """Bind ``cfg`` to the device buffers in ``workspace`` (made once per
+        problem by ``allocate``) and the loaded kernel ``function``."""
+
+    @abstractmethod
+    def allocate(self, problem: Problem, inputs: dict[str, np.ndarray], gpu: Any) -> Any:
+        """Device buffers for ``problem``, shared by every configuration."""
+
+    def verify(self, output: np.ndarray, expected: np.ndarray, inputs: dict[str, np.ndarray]) -> Verdict:
+        """Relative error against ``tolerance`` by default; override for exact checks."""
+        return relative_error_verdict(output, expected, self.tolerance)
+
+    def describe(self, problem: Problem) -> str:
+        return f"{self.name}: {len(self.space(problem))} feasible configurations for {problem.key}"
+
+
+def relative_error_verdict(output: np.ndarray, expected: np.ndarray, tolerance: float) -> Verdict:
+    """||out - ref|| / ||ref|| against ``tolerance``; NaN or a shape mismatch fails."""
+    output = np.asarray(output, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    if output.shape != expected.shape:
+        return Verdict(False, float("inf"), f"shape {output.shape} != {expected.shape}")
+    if not np.all(np.isfinite(output)):
+        return Verdict(False, float("inf"), "non-finite output (an element was never written?)")
+    scale = max(float(np.linalg.norm(expected.ravel())), 1e-30)
+    error = float(np.linalg.norm((output - expected).ravel()) / scale)
+    ok = error <= tolerance
+    return Verdict(ok, error, "" if ok else f"relative error {error:.3g} > {tolerance:g}")
+
+
+@dataclass
+class Registry:
+    families: dict[str, Family] = field(default_factory=dict)
+
+    def add(self, family: Family) -> Family:
+        self.families[family.name] = family
+        return family
+
+    def __getitem__(self, name: str) -> Family:
+        if name not in self.families:
+            raise KeyError(f"unknown family {name!r}; known families: {sorted(self.families)}")
+        return self.families[name]
+
+    def __iter__(self):
+        return iter(self.families.values())
+
+    def names(self) -> list[str]:
+        return sorted(self.families)

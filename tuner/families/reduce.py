@@ -1,0 +1,162 @@
+"""Sum reduction: the lesson's ladder from a divergent kernel to a completely
+unrolled one, the shared-memory steps, and a vectorised warp-shuffle kernel.
+
+Bytes moved: the n input elements read once plus one result written,
+``(n + 1) * itemsize``. Partial sums per block are part of the kernels' work
+but not of the problem, so every variant is judged on the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tuner.families.base import C_TYPES, DTYPES, Config, Family, Launch, Param, Problem, Verdict, relative_error_verdict
+from tuner.families.buffers import MAX_OFFSET_ELEMENTS, Inputs1D, ceil_div, poison
+
+# The ladder, in the order the lessons climb it.
+LADDER = (
+    "neighbored",
+    "neighbored_less",
+    "interleaved",
+    "unrolled",
+    "unrolled_warp",
+    "complete",
+    "complete_template",
+    "shared",
+    "shuffle",
+)
+BANK_CONFLICT_PAIR = ("shared_interleaved", "shared_sequential")
+VARIANTS = LADDER + BANK_CONFLICT_PAIR
+
+IN_PLACE = {"neighbored", "neighbored_less", "interleaved", "unrolled", "unrolled_warp", "complete", "complete_template"}
+WARP_STAGE = {"unrolled_warp", "complete", "complete_template"}
+CACHE_HINTS = {"none": 0, "ldg": 1, "stream": 2}
+
+
+def _power_of_two(x: int) -> bool:
+    return x > 0 and x & (x - 1) == 0
+
+
+@dataclass
+class ReduceBuffers:
+    inputs: Inputs1D
+    partials: object  # DeviceBuffer, one element per block of the largest grid
+    n: int
+    dtype: np.dtype
+
+
+class Reduce(Family):
+    name = "reduce"
+    source = "reduce.cu"
+    dtypes = ("int32", "float32")
+    params = (
+        Param("variant", VARIANTS, "which kernel of the ladder", default="shuffle"),
+        Param("block_size", (128, 256, 512, 1024), "threads per block", default=256,
+              rule=lambda b: isinstance(b, int) and b % 32 == 0 and 32 <= b <= 1024,
+              rule_text="a multiple of 32 from 32 to 1024"),
+        Param("unroll", (1, 2, 4, 8), "block-sized segments folded per block (ladder) or loads in flight per thread (shuffle)",
+              default=1, rule=lambda u: u in (1, 2, 4, 8, 16), rule_text="one of [1, 2, 4, 8, 16]"),
+        Param("vector_width", (1, 2, 4), "elements per load (shuffle only)", default=1),
+        Param("offset", (0, 11), "elements added to the input pointer", default=0,
+              rule=lambda o: isinstance(o, int) and 0 <= o <= MAX_OFFSET_ELEMENTS,
+              rule_text=f"an integer from 0 to {MAX_OFFSET_ELEMENTS}"),
+        Param("grid_blocks_per_sm", (1, 2, 4, 8), "blocks per multiprocessor for the grid-stride loop; 0: one pass, no loop (shuffle only)",
+              default=0, rule=lambda g: isinstance(g, int) and 0 <= g <= 64, rule_text="an integer from 0 to 64"),
+        Param("cache_hint", ("none", "stream"), "load path: plain, read-only (__ldg) or streaming (__ldcs) (shuffle only)",
+              default="none", rule=lambda h: h in CACHE_HINTS, rule_text=f"one of {list(CACHE_HINTS)}"),
+        Param("min_blocks", (0, 2), "__launch_bounds__ minimum blocks per multiprocessor; 0: none (shuffle only)",
+              default=0, rule=lambda m: isinstance(m, int) and 0 <= m <= 32, rule_text="an integer from 0 to 32"),
+    )  # fmt: skip
+    arg_types = "PPQ"  # data, partials, n
+    # Float sums of 2^28 terms in different orders differ by rounding: 2e-5 relative.
+    tolerance = 2e-5
+
+    # ---- space -------------------------------------------------------------
+    def constraint_violations(self, cfg: Config, problem: Problem) -> list[str]:
+        variant, block, unroll = cfg["variant"], cfg["block_size"], cfg["unroll"]
+        reasons = []
+        if variant != "shuffle":
+            for name, default in (("vector_width", 1), ("grid_blocks_per_sm", 0), ("cache_hint", "none"), ("min_blocks", 0)):
+                if cfg[name] != default:
+                    reasons.append(f"{name} applies only to variant shuffle (must be {default!r} for {variant}), got {cfg[name]!r}")
+            if not _power_of_two(block):
+                reasons.append(f"block_size must be a power of two for the tree reduction of {variant}, got {block}")
+        if variant in ("neighbored", "neighbored_less", "interleaved") and unroll != 1:
+            reasons.append(f"unroll must be 1 for {variant} (use variant unrolled), got {unroll}")
+        if variant == "unrolled" and unroll < 2:
+            reasons.append(f"unroll must be at least 2 for variant unrolled, got {unroll}")
+        if variant in WARP_STAGE and block < 64:
+            reasons.append(f"block_size must be at least 64 for the warp stage of {variant}, got {block}")
+        if variant == "shuffle" and cfg["min_blocks"] * block > 2048:
+            reasons.append(f"min_blocks x block_size must be at most 2048 threads per multiprocessor, got {cfg['min_blocks']} x {block}")
+        return reasons
+
+    # ---- compiling ---------------------------------------------------------
+    def kernel_name(self, cfg: Config) -> str:
+        return f"reduce_{cfg['variant']}"
+
+    def defines(self, cfg: Config, problem: Problem) -> dict[str, str]:
+        defines = {
+            f"REDUCE_{cfg['variant'].upper()}": "",
+            "ELEM": C_TYPES[problem.dtype],
+            "BLOCK": str(cfg["block_size"]),
+            "UNROLL": str(cfg["unroll"]),
+        }
+        if cfg["variant"] == "shuffle":
+            defines |= {"VEC": str(cfg["vector_width"]), "CACHE_HINT": str(CACHE_HINTS[cfg["cache_hint"]]),
+                        "MIN_BLOCKS": str(cfg["min_blocks"])}  # fmt: skip
+        return defines
+
+    # ---- running -----------------------------------------------------------
+    def bytes_moved(self, cfg: Config, problem: Problem) -> int:
+        return (problem.n + 1) * np.dtype(DTYPES[problem.dtype]).itemsize
+
+    def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        if problem.dtype == "int32":
+            # |x| <= 4 keeps every partial and total sum of up to 2^28 elements inside int32.
+            data = rng.integers(-4, 4, size=problem.n, dtype=np.int32)
+            data[data == 0] = 3
+        else:
+            data = rng.random(problem.n, dtype=np.float32)
+        return {"data": data}
+
+    def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:
+        acc = np.int64 if problem.dtype == "int32" else np.float64
+        return np.array([inputs["data"].sum(dtype=acc)])
+
+    def verify(self, output: np.ndarray, expected: np.ndarray, inputs: dict[str, np.ndarray]) -> Verdict:
+        if output.dtype.kind == "i":
+            total = int(output.astype(np.int64).sum())
+            ok = total == int(expected[0])
+            return Verdict(ok, 0.0 if ok else float(abs(total - int(expected[0]))), "" if ok else f"sum {total} != {int(expected[0])}")
+        total = np.array([output.astype(np.float64).sum()])
+        return relative_error_verdict(total, expected, self.tolerance)
+
+    def grid_size(self, cfg: Config, problem: Problem, sm_count: int) -> int:
+        if cfg["variant"] == "shuffle":
+            one_pass = ceil_div(problem.n, cfg["block_size"] * cfg["vector_width"] * cfg["unroll"])
+            per_sm = cfg["grid_blocks_per_sm"]
+            return max(1, one_pass if per_sm == 0 else min(one_pass, per_sm * sm_count))
+        return ceil_div(problem.n, cfg["block_size"] * cfg["unroll"])
+
+    def allocate(self, problem: Problem, inputs: dict[str, np.ndarray], gpu) -> ReduceBuffers:
+        largest_grid = ceil_div(problem.n, 32)
+        itemsize = inputs["data"].itemsize
+        return ReduceBuffers(Inputs1D.upload(gpu, inputs), gpu.alloc(largest_grid * itemsize), problem.n, inputs["data"].dtype)
+
+    def bind(self, cfg: Config, problem: Problem, buffers: ReduceBuffers, function, gpu) -> Launch:
+        grid = self.grid_size(cfg, problem, gpu.sm_count)
+        offset = cfg["offset"]
+        data = buffers.inputs.ptr("data", offset)
+        run = gpu.launcher(function, (grid, 1, 1), (cfg["block_size"], 1, 1), data, buffers.partials.ptr(), np.uint64(problem.n))
+        itemsize = buffers.dtype.itemsize
+        buffers.inputs.place("data", offset)
+        poison(gpu, buffers.partials, grid * itemsize)
+
+        def fetch() -> np.ndarray:
+            return gpu.download(buffers.partials, grid, buffers.dtype)
+
+        restore = (lambda: buffers.inputs.place("data", offset)) if cfg["variant"] in IN_PLACE else None
+        return Launch(run=run, grid=(grid, 1, 1), block=(cfg["block_size"], 1, 1), fetch=fetch, restore=restore)

@@ -1,0 +1,175 @@
+"""The CUDA device, through PyCUDA. The only module that imports PyCUDA, and
+only when a ``Gpu`` is made, so ``import tuner`` works on machines without CUDA.
+
+PyCUDA runs in the device's primary context (``pycuda.autoprimaryctx``), the
+one the CUDA runtime uses, so CuPy or PyTorch can share the GPU in-process.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+class GpuUnavailable(RuntimeError):
+    """No PyCUDA or no CUDA device: the message says which and what to do."""
+
+
+def require_gpu() -> "Gpu":
+    try:
+        import pycuda  # noqa: F401
+    except ImportError as error:
+        raise GpuUnavailable(
+            f"PyCUDA is not installed ({error}); on a machine with a CUDA GPU run: pip install -e '.[cuda]'"
+        ) from None
+    try:
+        return Gpu()
+    except Exception as error:  # pycuda raises its own types for "no device"/"no driver"
+        raise GpuUnavailable(
+            f"no usable CUDA device ({type(error).__name__}: {error}); run on a machine with an NVIDIA GPU and driver,"
+            " or use `snakemake --cores 1 report` to rebuild figures from existing results"
+        ) from None
+
+
+@dataclass
+class DeviceBuffer:
+    """A device allocation and its size; ``ptr(k)`` is the address of byte ``k``."""
+
+    allocation: Any
+    nbytes: int
+
+    def ptr(self, byte_offset: int = 0) -> np.uintp:
+        if not 0 <= byte_offset <= self.nbytes:
+            raise ValueError(f"byte offset must lie within the buffer of {self.nbytes} bytes, got {byte_offset}")
+        return np.uintp(int(self.allocation) + byte_offset)
+
+
+class Gpu:
+    def __init__(self) -> None:
+        import pycuda.autoprimaryctx as primary
+        import pycuda.driver as cuda
+
+        self.cuda = cuda
+        self.device = primary.device
+        attr = cuda.device_attribute
+        self.name: str = self.device.name()
+        major, minor = self.device.compute_capability()
+        self.compute_capability = f"{major}.{minor}"
+        self.arch = f"sm_{major}{minor}"
+        self.sm_count: int = self.device.get_attribute(attr.MULTIPROCESSOR_COUNT)
+        self.l2_bytes: int = self.device.get_attribute(attr.L2_CACHE_SIZE)
+        self.bus_width_bits: int = self.device.get_attribute(attr.GLOBAL_MEMORY_BUS_WIDTH)
+        self.max_threads_per_sm: int = self.device.get_attribute(attr.MAX_THREADS_PER_MULTIPROCESSOR)
+        self.total_memory_bytes: int = self.device.total_memory()
+        self.pci_bus_id: str = self.device.pci_bus_id()
+        self.memory_clock_mhz: float = self._memory_clock_mhz()
+        self._flush: DeviceBuffer | None = None
+
+    def _memory_clock_mhz(self) -> float:
+        """Peak memory clock: the driver attribute (kHz), or NVML where a CUDA
+        version no longer reports it."""
+        try:
+            khz = self.device.get_attribute(self.cuda.device_attribute.MEMORY_CLOCK_RATE)
+            if khz > 0:
+                return khz / 1000.0
+        except Exception:
+            pass
+        try:
+            from tuner.clocks import NvmlClocks
+
+            return NvmlClocks(self.pci_bus_id).max_mem_clock_mhz()
+        except Exception:
+            return float("nan")
+
+    # ---- facts -----------------------------------------------------------
+    def describe(self) -> dict:
+        import pycuda
+
+        driver = self.cuda.get_driver_version()
+        return {
+            "name": self.name,
+            "compute_capability": self.compute_capability,
+            "arch": self.arch,
+            "sm_count": self.sm_count,
+            "l2_bytes": self.l2_bytes,
+            "bus_width_bits": self.bus_width_bits,
+            "memory_clock_mhz": self.memory_clock_mhz,
+            "total_memory_bytes": self.total_memory_bytes,
+            "pci_bus_id": self.pci_bus_id,
+            "driver_version": f"{driver // 1000}.{driver % 1000 // 10}",
+            "cuda_version": ".".join(map(str, self.cuda.get_version())),
+            "pycuda_version": pycuda.VERSION_TEXT,
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+        }
+
+    # ---- memory ----------------------------------------------------------
+    def alloc(self, nbytes: int) -> DeviceBuffer:
+        return DeviceBuffer(self.cuda.mem_alloc(max(int(nbytes), 1)), int(nbytes))
+
+    def upload(self, array: np.ndarray, pad_bytes: int = 0) -> DeviceBuffer:
+        buffer = self.alloc(array.nbytes + pad_bytes)
+        self.cuda.memcpy_htod(buffer.allocation, np.ascontiguousarray(array))
+        return buffer
+
+    def download(self, buffer: DeviceBuffer, shape, dtype, byte_offset: int = 0) -> np.ndarray:
+        out = np.empty(shape, dtype=dtype)
+        self.cuda.memcpy_dtoh(out, int(buffer.ptr(byte_offset)))
+        return out
+
+    def copy(self, dst: np.uintp, src: np.uintp, nbytes: int) -> None:
+        self.cuda.memcpy_dtod_async(int(dst), int(src), int(nbytes))
+
+    def fill_bytes(self, dst: np.uintp, value: int, nbytes: int) -> None:
+        self.cuda.memset_d8_async(int(dst), value, int(nbytes))
+
+    def flush_l2(self) -> None:
+        """Evict the L2 cache by writing a buffer twice its size."""
+        if self._flush is None:
+            self._flush = self.alloc(2 * self.l2_bytes)
+        self.cuda.memset_d32_async(self._flush.allocation, 0x5A5A5A5A, self._flush.nbytes // 4)
+
+    def synchronize(self) -> None:
+        self.cuda.Context.synchronize()
+
+    # ---- kernels ---------------------------------------------------------
+    @functools.lru_cache(maxsize=None)
+    def module(self, cubin_path: str):
+        return self.cuda.module_from_file(cubin_path)
+
+    def function(self, cubin_path: str, kernel: str, arg_types: str):
+        """A kernel prepared for fast launches; ``arg_types`` is PyCUDA's struct
+        format ("PPQ": two pointers and an unsigned 64-bit integer)."""
+        function = self.module(cubin_path).get_function(kernel)
+        function.prepare(arg_types)
+        return function
+
+    def launcher(self, function, grid: tuple, block: tuple, *args, shared_bytes: int = 0):
+        """A no-argument callable that enqueues one launch on the default stream."""
+        grid = tuple(int(g) for g in grid)
+        block = tuple(int(b) for b in block)
+
+        def run() -> None:
+            function.prepared_async_call(grid, block, None, *args, shared_size=shared_bytes)
+
+        return run
+
+    def event_timer(self) -> "EventTimer":
+        return EventTimer(self.cuda)
+
+
+class EventTimer:
+    """Times one enqueued piece of work with a pair of CUDA events."""
+
+    def __init__(self, cuda) -> None:
+        self.start, self.end = cuda.Event(), cuda.Event()
+
+    def __call__(self, run) -> float:
+        self.start.record()
+        run()
+        self.end.record()
+        self.end.synchronize()
+        return self.end.time_since(self.start)  # milliseconds

@@ -1,0 +1,174 @@
+"""Measure one configuration: check it, compile it, verify it, time it, and
+return one results row. A wrong result is recorded as such and has no time.
+
+``Bench`` holds what a run shares (the GPU, clocks, compile cache, timing
+options, peaks, the environment columns); ``Bench.problem(...)`` uploads one
+problem's inputs once and measures any number of configurations on them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from tuner import results
+from tuner.compile import CompileError, compile_variant, nvcc_version
+from tuner.families.base import Config, Family, Problem
+from tuner.timing import TimingOptions, time_kernel
+
+
+class FatalDeviceError(RuntimeError):
+    """The CUDA context is unusable after a failed launch; the stage must stop
+    (what was measured is already saved)."""
+
+
+def git_commit() -> str:
+    if os.environ.get("TUNER_GIT_COMMIT"):
+        return os.environ["TUNER_GIT_COMMIT"]
+    try:
+        root = Path(__file__).resolve().parents[1]
+        return subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def environment_columns(device: dict, slug: str, run_id: str | None = None) -> dict[str, Any]:
+    """The columns every row of a run shares."""
+    return {
+        "run_id": run_id or uuid.uuid4().hex[:12],
+        "gpu": device["name"],
+        "gpu_slug": slug,
+        "compute_capability": device["compute_capability"],
+        "driver_version": device.get("driver_version"),
+        "cuda_version": device.get("cuda_version"),
+        "nvcc_version": nvcc_version(),
+        "pycuda_version": device.get("pycuda_version"),
+        "git_commit": git_commit(),
+    }
+
+
+@dataclass
+class Bench:
+    gpu: Any  # tuner.gpu.Gpu
+    environment: dict
+    cache_dir: Path
+    timing: TimingOptions = TimingOptions()
+    peaks: dict = field(default_factory=dict)
+    clocks: Any = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.clocks is None:
+            from tuner.clocks import clock_monitor
+
+            self.clocks = clock_monitor(self.gpu.pci_bus_id)
+        self._timer = self.gpu.event_timer()
+
+    def problem(self, family: Family, problem: Problem) -> "ProblemBench":
+        return ProblemBench(self, family, problem)
+
+
+class ProblemBench:
+    """One problem's inputs on the device, measured under many configurations."""
+
+    def __init__(self, bench: Bench, family: Family, problem: Problem) -> None:
+        self.bench, self.family, self.problem = bench, family, problem
+        # Fresh random inputs per problem; the seed keeps reruns comparable.
+        rng = np.random.default_rng([bench.seed, problem.n, sum(map(ord, problem.key))])
+        self.inputs = family.make_inputs(problem, rng)
+        self.expected = family.reference(self.inputs, problem)
+        self.buffers = family.allocate(problem, self.inputs, bench.gpu)
+
+    def base_row(self, cfg: Config, source: str) -> dict:
+        row = {**self.bench.environment, "timestamp": now_iso(), "source": source,
+               "family": self.family.name, "dtype": self.problem.dtype, "n": self.problem.n,
+               "config_key": results.config_key(cfg)}  # fmt: skip
+        for name in self.family.param_names:
+            row[name] = cfg[name]
+        return row
+
+    def measure(self, cfg: Config, source: str, *, flush_l2: bool | None = None, timed: bool = True) -> dict:
+        """One results row for ``cfg``; never raises for a bad configuration.
+        With ``timed=False`` it stops after verification (status ok, no times)."""
+        bench, family, problem = self.bench, self.family, self.problem
+        row = self.base_row(cfg, source)
+        reasons = family.violations(cfg, problem)
+        if reasons:
+            return row | {"status": "infeasible", "error": "; ".join(reasons)}
+        try:
+            compiled = compile_variant(family, cfg, problem, arch=bench.gpu.arch, cache_dir=bench.cache_dir)
+        except CompileError as error:
+            return row | {"status": "compile_error", "error": str(error)[-2000:]}
+        row |= {"registers": compiled.registers, "shared_bytes": compiled.shared_bytes,
+                "spill_bytes": compiled.spill_bytes, "local_bytes": compiled.local_bytes}  # fmt: skip
+        gpu = bench.gpu
+        try:
+            function = gpu.function(compiled.cubin, compiled.kernel, family.arg_types)
+            launch = family.bind(cfg, problem, self.buffers, function, gpu)
+            row |= {"grid": ",".join(map(str, launch.grid)), "block": ",".join(map(str, launch.block))}
+            launch.run()
+            gpu.synchronize()
+            verdict = family.verify(launch.fetch(), self.expected, self.inputs)
+        except Exception as error:  # pycuda.driver.Error and friends
+            self._check_context(error)
+            return row | {"status": "launch_error", "error": f"{type(error).__name__}: {error}"}
+        if not verdict.ok:
+            return row | {"status": "wrong_result", "error": verdict.detail}
+        if not timed:
+            return row | {"status": "ok", "error": f"{verdict.error:.3g}"}
+        options = bench.timing if flush_l2 is None else _with_flush(bench.timing, flush_l2)
+        try:
+            timing = time_kernel(launch.run, timer=bench._timer, options=options, restore=launch.restore,
+                                 flush=gpu.flush_l2, synchronize=gpu.synchronize, clocks=bench.clocks)  # fmt: skip
+        except Exception as error:
+            self._check_context(error)
+            return row | {"status": "launch_error", "error": f"while timing: {type(error).__name__}: {error}"}
+        bytes_moved = family.bytes_moved(cfg, problem)
+        seconds = timing.median_ms / 1e3
+        bandwidth = bytes_moved / seconds / 1e9
+        flops = family.flops(cfg, problem)
+        row |= timing.as_row() | {
+            "status": "ok",
+            "error": f"{verdict.error:.3g}",
+            "bytes_moved": bytes_moved,
+            "bandwidth_gbs": bandwidth,
+            "gflops": flops / seconds / 1e9 if flops else None,
+        }
+        row |= peak_fractions(bandwidth, bench.peaks)
+        return row
+
+    def _check_context(self, error: Exception) -> None:
+        try:
+            self.bench.gpu.synchronize()
+        except Exception:
+            raise FatalDeviceError(f"the CUDA context failed after {type(error).__name__}: {error}") from error
+
+    def measure_all(self, configs: list[Config], source: str) -> Iterator[dict]:
+        for cfg in configs:
+            yield self.measure(cfg, source)
+
+
+def peak_fractions(bandwidth_gbs: float, peaks: dict) -> dict:
+    copy, theoretical = peaks.get("copy_gbs"), peaks.get("theoretical_gbs")
+    return {
+        "fraction_of_copy_peak": bandwidth_gbs / copy if copy else None,
+        "fraction_of_theoretical_peak": bandwidth_gbs / theoretical if theoretical else None,
+    }
+
+
+def _with_flush(options: TimingOptions, flush: bool) -> TimingOptions:
+    from dataclasses import replace
+
+    return replace(options, flush_l2=flush)

@@ -1,0 +1,93 @@
+"""Bandwidth peaks of the GPU, measured in the same run as the kernels they judge.
+
+- copy: device-to-device ``cuMemcpyDtoD`` of a buffer at least 8x the L2 cache,
+  counting bytes read plus bytes written;
+- read: the best of a few configurations of the copy family's read-only kernel;
+- theoretical: memory clock x 2 (double data rate) x bus width;
+- CUB: CuPy's sum (CUB DeviceReduce) of the 2^28 int32 problem, when CuPy is there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tuner.families import REGISTRY, Problem
+from tuner.timing import time_kernel
+
+READ_CONFIGS = [
+    {"variant": "read", "block_size": b, "vector_width": 4, "unroll": u, "grid_blocks_per_sm": 0, "cache_hint": h, "offset": 0}
+    for b in (256, 512) for u in (2, 4) for h in ("none", "stream")
+]  # fmt: skip
+
+
+def theoretical_gbs(memory_clock_mhz: float, bus_width_bits: int) -> float:
+    """Double-data-rate peak: clock (MHz) x 2 transfers x bus width (bytes)."""
+    return memory_clock_mhz * 1e6 * 2 * (bus_width_bits / 8) / 1e9
+
+
+def peak_buffer_bytes(l2_bytes: int) -> int:
+    """At least 8x the L2 cache and 1 GiB, so no copy is served from cache."""
+    return max(8 * l2_bytes, 1 << 30)
+
+
+def measure_peaks(bench, *, source: str = "peaks") -> tuple[dict, list[dict]]:
+    """The peaks dict and the results rows measured on the way."""
+    gpu = bench.gpu
+    nbytes = peak_buffer_bytes(gpu.l2_bytes)
+    src, dst = gpu.alloc(nbytes), gpu.alloc(nbytes)
+    gpu.fill_bytes(src.ptr(), 0x3C, nbytes)
+    timing = time_kernel(lambda: gpu.copy(dst.ptr(), src.ptr(), nbytes), timer=bench._timer, options=bench.timing,
+                         flush=gpu.flush_l2, synchronize=gpu.synchronize, clocks=bench.clocks)  # fmt: skip
+    copy_gbs = 2 * nbytes / (timing.median_ms / 1e3) / 1e9
+    del src, dst
+    peaks: dict[str, Any] = {
+        "copy_gbs": copy_gbs,
+        "copy_bytes": nbytes,
+        "copy_rel_spread": timing.rel_spread,
+        "copy_samples": timing.count,
+        "theoretical_gbs": theoretical_gbs(gpu.memory_clock_mhz, gpu.bus_width_bits),
+        "memory_clock_mhz": gpu.memory_clock_mhz,
+        "bus_width_bits": gpu.bus_width_bits,
+    }
+    bench.peaks = peaks
+    words = nbytes // 4
+    problem = Problem("copy", "int32", words)
+    session = bench.problem(REGISTRY["copy"], problem)
+    rows = [session.measure(cfg, source) for cfg in READ_CONFIGS]
+    rows.append(session.measure({**READ_CONFIGS[0], "variant": "copy", "unroll": 1}, source))
+    del session
+    reads = [r["bandwidth_gbs"] for r in rows if r["status"] == "ok" and r["variant"] == "read"]
+    peaks["read_gbs"] = max(reads) if reads else None
+    peaks["cub_reduce_gbs"], peaks["cub_reduce_note"] = cub_reduce_gbs(bench)
+    return peaks, rows
+
+
+def cub_reduce_gbs(bench, n: int = 1 << 28) -> tuple[float | None, str]:
+    """CUB DeviceReduce::Sum of n int32 values (through CuPy's binding), int32
+    accumulator as our kernels use, verified; GB/s of input read."""
+    try:
+        import cupy
+        from cupy.cuda import cub
+    except Exception as error:  # CuPy is optional: it is a yardstick, not a dependency
+        return None, f"CuPy unavailable: {type(error).__name__}"
+    rng = np.random.default_rng(1)
+    host = rng.integers(-4, 4, size=n, dtype=np.int32)
+    data = cupy.asarray(host)
+    out = cupy.zeros((), dtype=cupy.int32)
+
+    def run() -> None:
+        if cub.cub_reduction(data, cub.CUPY_CUB_SUM, None, cupy.int32, out, False) is None:
+            raise RuntimeError("CuPy declined the CUB reduction for this input")
+
+    try:
+        run()
+    except Exception as error:
+        return None, f"CUB reduction unavailable: {error}"
+    cupy.cuda.Device().synchronize()
+    if int(out.get()) != int(host.sum(dtype=np.int64)):
+        return None, "CUB sum disagreed with numpy"
+    timing = time_kernel(run, timer=bench._timer, options=bench.timing, flush=bench.gpu.flush_l2,
+                         synchronize=bench.gpu.synchronize, clocks=bench.clocks)  # fmt: skip
+    return n * 4 / (timing.median_ms / 1e3) / 1e9, f"CUB DeviceReduce sum via cupy {cupy.__version__}, n={n} int32"

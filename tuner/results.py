@@ -1,0 +1,161 @@
+"""The results schema and its Parquet files.
+
+One row per measured configuration and problem. Every stage that measures
+writes rows with these columns (parameters a family lacks are null), so one
+``pandas.read_parquet(folder)`` reads a GPU's whole dataset.
+
+Columns:
+    run_id, timestamp            which run measured the row, and when (UTC, ISO 8601)
+    source                       the stage and name that measured it (``sweep:reduce_ladder``, ``study:reduce_int32``)
+    trial                        the Optuna trial number for study rows (null for sweeps)
+    gpu, gpu_slug, compute_capability, driver_version, cuda_version,
+    nvcc_version, pycuda_version, git_commit
+    family, variant, dtype, n    what was computed (n: elements, or matrix dimension)
+    <parameter columns>          one per tuning parameter, see PARAM_COLUMNS
+    config_key                   canonical text of the parameters (identifies a configuration)
+    grid, block                  launch geometry as "x,y,z"
+    registers, shared_bytes, spill_bytes, local_bytes   from the ptxas report
+    status                       ok | infeasible | compile_error | launch_error | wrong_result
+    error                        the reason when status is not ok; relative error when ok
+    time_ms_median, time_ms_min, time_ms_max, time_ms_p10, time_ms_p90
+    rel_spread                   standard deviation / mean of the kept samples
+    samples, throttled_samples, converged, measure_wall_s, l2_flushed
+    sm_clock_mhz, mem_clock_mhz, temperature_c, power_w   NVML readings (median over the samples)
+    bytes_moved, bandwidth_gbs   fewest bytes read + written; GB/s = bytes / median time / 1e9
+    gflops                       for families that count floating-point work (else null)
+    fraction_of_copy_peak, fraction_of_theoretical_peak
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import pandas as pd
+
+STATUSES = ("ok", "infeasible", "compile_error", "launch_error", "wrong_result")
+
+# Every tuning parameter of every family, each its own column.
+PARAM_COLUMNS = {
+    "variant": "string",
+    "block_size": "Int64",
+    "unroll": "Int64",
+    "vector_width": "Int64",
+    "offset": "Int64",
+    "grid_blocks_per_sm": "Int64",
+    "cache_hint": "string",
+    "min_blocks": "Int64",
+    "l1_cache": "string",
+    "pitched": "Int64",
+    "tile": "Int64",
+}
+
+COLUMNS = {
+    "run_id": "string",
+    "timestamp": "string",
+    "source": "string",
+    "trial": "Int64",
+    "gpu": "string",
+    "gpu_slug": "string",
+    "compute_capability": "string",
+    "driver_version": "string",
+    "cuda_version": "string",
+    "nvcc_version": "string",
+    "pycuda_version": "string",
+    "git_commit": "string",
+    "family": "string",
+    "dtype": "string",
+    "n": "Int64",
+    **PARAM_COLUMNS,
+    "config_key": "string",
+    "grid": "string",
+    "block": "string",
+    "registers": "Int64",
+    "shared_bytes": "Int64",
+    "spill_bytes": "Int64",
+    "local_bytes": "Int64",
+    "status": "string",
+    "error": "string",
+    "time_ms_median": "float64",
+    "time_ms_min": "float64",
+    "time_ms_max": "float64",
+    "time_ms_p10": "float64",
+    "time_ms_p90": "float64",
+    "rel_spread": "float64",
+    "samples": "Int64",
+    "throttled_samples": "Int64",
+    "converged": "boolean",
+    "measure_wall_s": "float64",
+    "l2_flushed": "boolean",
+    "sm_clock_mhz": "float64",
+    "mem_clock_mhz": "float64",
+    "temperature_c": "float64",
+    "power_w": "float64",
+    "bytes_moved": "Int64",
+    "bandwidth_gbs": "float64",
+    "gflops": "float64",
+    "fraction_of_copy_peak": "float64",
+    "fraction_of_theoretical_peak": "float64",
+}
+
+
+def config_key(cfg: Mapping) -> str:
+    """Canonical, order-independent text of a configuration."""
+    return json.dumps({k: cfg[k] for k in sorted(cfg)}, sort_keys=True, default=str)
+
+
+def to_frame(rows: Iterable[Mapping]) -> pd.DataFrame:
+    """Rows (dicts) to a frame with exactly the schema's columns and types."""
+    frame = pd.DataFrame(list(rows))
+    for column, dtype in COLUMNS.items():
+        if column not in frame:
+            frame[column] = pd.Series([None] * len(frame), index=frame.index, dtype=dtype)
+        elif str(frame[column].dtype) != dtype:
+            values = frame[column].astype(object)
+            frame[column] = values.where(values.notna(), None).astype(dtype)
+    unknown = sorted(set(frame.columns) - set(COLUMNS))
+    if unknown:
+        raise ValueError(f"results rows carry columns outside the schema: {unknown}")
+    return frame[list(COLUMNS)]
+
+
+def write_atomic(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write ``frame`` to ``path`` as Parquet through a temporary file and a
+    rename, so a reader never sees a partial file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json_atomic(data: Mapping, path: str | os.PathLike) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle, indent=2, sort_keys=True, default=str)
+    os.replace(tmp, path)
+    return path
+
+
+def read(path: str | os.PathLike) -> pd.DataFrame:
+    """A Parquet file or a folder of them, in the schema (empty if none)."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(path.rglob("*.parquet"))
+        if not files:
+            return to_frame([])
+        return to_frame(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True).to_dict("records"))
+    if not path.exists():
+        return to_frame([])
+    return to_frame(pd.read_parquet(path).to_dict("records"))

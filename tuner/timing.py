@@ -1,0 +1,231 @@
+"""The one timing function every stage uses.
+
+Per sample: restore the inputs a kernel overwrites, flush the L2 cache (both
+untimed), then time one launch between two CUDA events. Samples taken while the
+SM clock ran under 75 % of its maximum are discarded and counted (nvbench's
+rule). Sampling stops when the relative standard deviation of the kept samples
+reaches the target after a minimum count and measured time, or at a sample or
+wall-time cap. Warm-up launches (module load, first launch) are never timed.
+
+The GPU is reached only through callables, so the statistics and the stopping
+rule run under test with a fake timer, a fake clock and a fake wall clock.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TimingOptions:
+    """Knobs of ``time_kernel``; every stage reads them from the config's ``timing``."""
+
+    warmup: int = 2
+    min_samples: int = 10
+    max_samples: int = 2000
+    min_time_s: float = 0.002  # kernel time summed over kept samples, before stopping may happen
+    max_time_s: float = 1.0  # wall time for one configuration, samples and their set-up included
+    target_rel_spread: float = 0.005
+    flush_l2: bool = True
+    throttle_ratio: float = 0.75
+
+    def __post_init__(self) -> None:
+        checks = [
+            ("warmup", self.warmup >= 0, "must be >= 0"),
+            ("min_samples", self.min_samples >= 2, "must be >= 2"),
+            ("max_samples", self.max_samples >= self.min_samples, f"must be >= min_samples ({self.min_samples})"),
+            ("min_time_s", self.min_time_s >= 0, "must be >= 0"),
+            ("max_time_s", self.max_time_s > 0, "must be > 0"),
+            ("target_rel_spread", self.target_rel_spread > 0, "must be > 0"),
+            ("throttle_ratio", 0 <= self.throttle_ratio < 1, "must be in [0, 1)"),
+        ]
+        for name, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"timing.{name} {rule}, got {getattr(self, name)!r}")
+
+
+class ClockMonitor(Protocol):
+    """What ``time_kernel`` needs to know about clocks (NVML in production)."""
+
+    def sm_clock_mhz(self) -> float: ...
+    def max_sm_clock_mhz(self) -> float: ...
+    def snapshot(self) -> dict[str, float]: ...  # mem clock, temperature, power
+
+
+class NoClocks:
+    """For machines without NVML: nothing is discarded, nothing is read."""
+
+    def sm_clock_mhz(self) -> float:
+        return float("nan")
+
+    def max_sm_clock_mhz(self) -> float:
+        return float("nan")
+
+    def snapshot(self) -> dict[str, float]:
+        return {}
+
+
+@dataclass
+class TimingResult:
+    samples_ms: np.ndarray  # kept samples, in order
+    throttled: int  # samples discarded for a low SM clock
+    converged: bool  # the spread target was met (not stopped by a cap)
+    wall_s: float  # wall time spent on this configuration, warm-up included
+    flushed: bool
+    sm_clocks_mhz: list[float] = field(default_factory=list)
+    conditions: dict[str, float] = field(default_factory=dict)  # NVML readings around the samples
+
+    @property
+    def count(self) -> int:
+        return int(self.samples_ms.size)
+
+    def stat(self, name: str) -> float:
+        s = self.samples_ms
+        if s.size == 0:
+            return float("nan")
+        return {
+            "median": float(np.median(s)),
+            "min": float(s.min()),
+            "max": float(s.max()),
+            "p10": float(np.percentile(s, 10)),
+            "p90": float(np.percentile(s, 90)),
+        }[name]
+
+    @property
+    def median_ms(self) -> float:
+        return self.stat("median")
+
+    @property
+    def rel_spread(self) -> float:
+        return relative_spread(self.samples_ms)
+
+    def as_row(self) -> dict:
+        """The timing columns of a results row."""
+        clocks = [c for c in self.sm_clocks_mhz if np.isfinite(c)]
+        return {
+            "time_ms_median": self.stat("median"),
+            "time_ms_min": self.stat("min"),
+            "time_ms_max": self.stat("max"),
+            "time_ms_p10": self.stat("p10"),
+            "time_ms_p90": self.stat("p90"),
+            "rel_spread": self.rel_spread,
+            "samples": self.count,
+            "throttled_samples": self.throttled,
+            "converged": self.converged,
+            "measure_wall_s": self.wall_s,
+            "l2_flushed": self.flushed,
+            "sm_clock_mhz": float(np.median(clocks)) if clocks else None,
+            "mem_clock_mhz": self.conditions.get("mem_clock_mhz"),
+            "temperature_c": self.conditions.get("temperature_c"),
+            "power_w": self.conditions.get("power_w"),
+        }
+
+
+def relative_spread(samples_ms: np.ndarray) -> float:
+    """Sample standard deviation over mean (nan with fewer than two samples)."""
+    s = np.asarray(samples_ms, dtype=np.float64)
+    if s.size < 2 or s.mean() <= 0:
+        return float("nan")
+    return float(s.std(ddof=1) / s.mean())
+
+
+def is_throttled(sm_clock_mhz: float, max_sm_clock_mhz: float, ratio: float) -> bool:
+    """A sample counts as throttled when the SM clock ran under ``ratio`` of its
+    maximum; unknown clocks (nan) never discard a sample."""
+    if not (np.isfinite(sm_clock_mhz) and np.isfinite(max_sm_clock_mhz)):
+        return False
+    return sm_clock_mhz < ratio * max_sm_clock_mhz
+
+
+def median_half_width(samples_ms: np.ndarray) -> float:
+    """Relative half-width of the 95 % confidence interval of the median, by the
+    normal approximation (1.96 x 1.2533 sigma / sqrt(n)) over the median."""
+    s = np.asarray(samples_ms, dtype=np.float64)
+    if s.size < 2:
+        return float("nan")
+    return float(1.96 * 1.2533 * s.std(ddof=1) / np.sqrt(s.size) / np.median(s))
+
+
+def should_stop(samples_ms: list[float], taken: int, wall_s: float, options: TimingOptions) -> tuple[bool, bool]:
+    """(stop, converged) after ``taken`` samples, ``samples_ms`` of them kept.
+
+    Converged: at least ``min_samples`` kept, at least ``min_time_s`` of kernel
+    time, and either the relative spread or the confidence half-width of the
+    median at most the target (short kernels have a few % of event-timer jitter:
+    their median still pins down to 0.5 % after some tens of samples). Caps:
+    ``max_samples`` taken or ``max_time_s`` of wall time (stops unconverged)."""
+    kept = len(samples_ms)
+    if kept >= options.min_samples and sum(samples_ms) / 1e3 >= options.min_time_s:
+        s = np.asarray(samples_ms)
+        if min(relative_spread(s), median_half_width(s)) <= options.target_rel_spread:
+            return True, True
+    if taken >= options.max_samples or wall_s >= options.max_time_s:
+        return True, False
+    return False, False
+
+
+def time_kernel(
+    run: Callable[[], None],
+    *,
+    timer: Callable[[Callable[[], None]], float],
+    options: TimingOptions = TimingOptions(),
+    restore: Callable[[], None] | None = None,
+    flush: Callable[[], None] | None = None,
+    synchronize: Callable[[], None] = lambda: None,
+    clocks: ClockMonitor = NoClocks(),
+    wall_clock: Callable[[], float] = time.perf_counter,
+) -> TimingResult:
+    """Time ``run`` (which enqueues one launch) until the stopping rule says so.
+
+    Args:
+        run: enqueues the work to time; no synchronisation inside.
+        timer: times one call of ``run`` with device events, in milliseconds.
+        restore: untimed, before every launch (warm-up too): resets inputs.
+        flush: untimed, before every sample unless ``options.flush_l2`` is off.
+        synchronize: waits for the device (after warm-up).
+        clocks: SM-clock readings for throttle filtering, and NVML snapshots.
+        wall_clock: seconds, for the time cap.
+    """
+    started = wall_clock()
+    for _ in range(options.warmup):
+        if restore:
+            restore()
+        run()
+    synchronize()
+    max_clock = clocks.max_sm_clock_mhz()
+    before = clocks.snapshot()
+    kept: list[float] = []
+    sm_clocks: list[float] = []
+    throttled = taken = 0
+    flushing = options.flush_l2 and flush is not None
+    while True:
+        if restore:
+            restore()
+        if flushing:
+            flush()
+        elapsed_ms = timer(run)
+        clock = clocks.sm_clock_mhz()
+        taken += 1
+        if is_throttled(clock, max_clock, options.throttle_ratio):
+            throttled += 1
+        else:
+            kept.append(elapsed_ms)
+            sm_clocks.append(clock)
+        stop, converged = should_stop(kept, taken, wall_clock() - started, options)
+        if stop:
+            break
+    after = clocks.snapshot()
+    conditions = {k: float(np.nanmean([before.get(k, np.nan), after.get(k, np.nan)])) for k in set(before) | set(after)}
+    return TimingResult(
+        samples_ms=np.asarray(kept, dtype=np.float64),
+        throttled=throttled,
+        converged=converged,
+        wall_s=wall_clock() - started,
+        flushed=flushing,
+        sm_clocks_mhz=sm_clocks,
+        conditions=conditions,
+    )

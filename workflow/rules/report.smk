@@ -1,0 +1,27 @@
+# Stage 6: figures and the report document, from the Parquet dataset alone
+# (no GPU needed). `snakemake --cores 1 report` rebuilds every finished folder.
+
+
+rule plot_report:
+    input:
+        measurements="{folder}/measurements.parquet",
+        device="{folder}/device.json",
+        peaks="{folder}/peaks.json",
+    output:
+        markdown="{folder}/report/report.md",
+        html="{folder}/report/report.html",
+        figures=report(
+            expand("{{folder}}/report/{stem}.png", stem=EXPECTED_FIGURES),
+            caption="../report/figure.rst",
+            category="Figures",
+        ),
+    log:
+        "{folder}/logs/report.log",
+    shell:
+        "set -o pipefail; {sys.executable} -m tuner.report --results {wildcards.folder}"
+        " --out {wildcards.folder}/report 2>&1 | tee {log}"
+
+
+rule report:
+    input:
+        [path for folder in finished_result_folders() for path in report_outputs(folder)],

@@ -1,0 +1,16 @@
+# Stage 4: Optuna studies. The study database (results/<gpu>/optuna.db by
+# default) is not an output: Snakemake never deletes it, and a rerun resumes.
+
+
+rule tune:
+    input:
+        device=f"{RESULTS}/{{gpu}}/device.json",
+        peaks=f"{RESULTS}/{{gpu}}/peaks.json",
+        compiled=f"{RESULTS}/{{gpu}}/compile.parquet",
+    output:
+        f"{RESULTS}/{{gpu}}/studies/{{name}}.parquet",
+    log:
+        f"{RESULTS}/{{gpu}}/logs/tune-{{name}}.log",
+    shell:
+        "set -o pipefail; {TUNER} tune {wildcards.name} --config config.yaml --device {input.device}"
+        " --peaks {input.peaks} --out {output} 2>&1 | tee {log}"
