@@ -10,6 +10,11 @@ rule collect:
         f"{RESULTS}/{{gpu}}/measurements.parquet",
     log:
         f"{RESULTS}/{{gpu}}/logs/collect.log",
+    params:
+        tuner=TUNER,
+        peak_rows=lambda wildcards, input: str(Path(input.peaks).with_suffix(".parquet")),
+    conda:
+        "../envs/tuner.yaml"
     shell:
-        "set -o pipefail; {TUNER} collect {input.sweeps} {input.studies} {RESULTS}/{wildcards.gpu}/peaks.parquet"
+        "set -o pipefail; {params.tuner} collect {input.sweeps} {input.studies} {params.peak_rows}"
         " --out {output} 2>&1 | tee {log}"

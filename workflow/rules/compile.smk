@@ -10,5 +10,9 @@ rule compile_variants:
         f"{RESULTS}/{{gpu}}/compile.parquet",
     log:
         f"{RESULTS}/{{gpu}}/logs/compile.log",
+    params:
+        tuner=TUNER,
+    conda:
+        "../envs/tuner.yaml"
     shell:
-        "{TUNER} compile --config {input.config} --device {input.device} --out {output} 2>&1 | tee {log}"
+        "set -o pipefail; {params.tuner} compile --config {input.config} --device {input.device} --out {output} 2>&1 | tee {log}"

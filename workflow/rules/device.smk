@@ -1,5 +1,6 @@
-# Stage 1: describe the device. Stops the run with one line when PyCUDA or a
-# CUDA device is missing, before anything is compiled or measured.
+# Stage 1: describe the device (stops the run with one line when PyCUDA or a
+# CUDA device is missing, before anything is compiled or measured), then
+# measure the bandwidth peaks every result is judged against.
 
 
 rule describe_device:
@@ -7,17 +8,26 @@ rule describe_device:
         f"{RESULTS}/{{gpu}}/device.json",
     log:
         f"{RESULTS}/{{gpu}}/logs/describe_device.log",
+    params:
+        tuner=TUNER,
+    conda:
+        "../envs/tuner.yaml"
     shell:
-        "{TUNER} describe --out {output} 2> >(tee {log} >&2)"
+        "{params.tuner} describe --out {output} 2> >(tee {log} >&2)"
 
 
 rule peaks:
     input:
         device=f"{RESULTS}/{{gpu}}/device.json",
         compiled=f"{RESULTS}/{{gpu}}/compile.parquet",
+        config="config.yaml",
     output:
         f"{RESULTS}/{{gpu}}/peaks.json",
     log:
         f"{RESULTS}/{{gpu}}/logs/peaks.log",
+    params:
+        tuner=TUNER,
+    conda:
+        "../envs/tuner.yaml"
     shell:
-        "{TUNER} peaks --config config.yaml --device {input.device} --out {output} 2>&1 | tee {log}"
+        "set -o pipefail; {params.tuner} peaks --config {input.config} --device {input.device} --out {output} 2>&1 | tee {log}"

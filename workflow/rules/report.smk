@@ -17,9 +17,14 @@ rule plot_report:
         ),
     log:
         "{folder}/logs/report.log",
+    params:
+        python=sys.executable,
+        folder=lambda wildcards: wildcards.folder,
+    conda:
+        "../envs/tuner.yaml"
     shell:
-        "set -o pipefail; {sys.executable} -m tuner.report --results {wildcards.folder}"
-        " --out {wildcards.folder}/report 2>&1 | tee {log}"
+        "set -o pipefail; {params.python} -m tuner.report --results {params.folder}"
+        " --out {params.folder}/report 2>&1 | tee {log}"
 
 
 rule report:

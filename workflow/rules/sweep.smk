@@ -7,10 +7,15 @@ rule sweep:
         device=f"{RESULTS}/{{gpu}}/device.json",
         peaks=f"{RESULTS}/{{gpu}}/peaks.json",
         compiled=f"{RESULTS}/{{gpu}}/compile.parquet",
+        config="config.yaml",
     output:
         f"{RESULTS}/{{gpu}}/sweeps/{{name}}.parquet",
     log:
         f"{RESULTS}/{{gpu}}/logs/sweep-{{name}}.log",
+    params:
+        tuner=TUNER,
+    conda:
+        "../envs/tuner.yaml"
     shell:
-        "set -o pipefail; {TUNER} sweep {wildcards.name} --config config.yaml --device {input.device}"
+        "set -o pipefail; {params.tuner} sweep {wildcards.name} --config {input.config} --device {input.device}"
         " --peaks {input.peaks} --out {output} 2>&1 | tee {log}"

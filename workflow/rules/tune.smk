@@ -7,10 +7,15 @@ rule tune:
         device=f"{RESULTS}/{{gpu}}/device.json",
         peaks=f"{RESULTS}/{{gpu}}/peaks.json",
         compiled=f"{RESULTS}/{{gpu}}/compile.parquet",
+        config="config.yaml",
     output:
         f"{RESULTS}/{{gpu}}/studies/{{name}}.parquet",
     log:
         f"{RESULTS}/{{gpu}}/logs/tune-{{name}}.log",
+    params:
+        tuner=TUNER,
+    conda:
+        "../envs/tuner.yaml"
     shell:
-        "set -o pipefail; {TUNER} tune {wildcards.name} --config config.yaml --device {input.device}"
+        "set -o pipefail; {params.tuner} tune {wildcards.name} --config {input.config} --device {input.device}"
         " --peaks {input.peaks} --out {output} 2>&1 | tee {log}"
