@@ -167,6 +167,57 @@ def cmd_space(args) -> None:
             print(f"{family.name:12s} {dtype:8s} variants={len(variants):3d} default space={len(space):6d} configurations, {len(modules):4d} modules")
 
 
+def cmd_verify(args) -> None:
+    """Verify (untimed) every variant of every family, each compile-time value at
+    least once, at two sizes: the pass compute-sanitizer runs over."""
+    from tuner.compile import compile_all
+    from tuner.measure import Bench, environment_columns
+    from tuner.gpu import require_gpu
+    from tuner.timing import TimingOptions
+
+    gpu = require_gpu()
+    device = _describe(gpu)
+    bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=Path(args.cache),
+                  timing=TimingOptions(), seed=args.seed)  # fmt: skip
+    failures = total = 0
+    for family in REGISTRY:
+        if args.families and family.name not in args.families:
+            continue
+        for dtype in family.dtypes:
+            for n in args.sizes:
+                problem = Problem(family.name, dtype, n if family.name != "matmul" else min(n, 1000 + (n % 7)))
+                configs = covering_configs(family, problem)
+                compile_all(family, configs, problem, arch=gpu.arch, cache_dir=args.cache)
+                session = bench.problem(family, problem)
+                for cfg in configs:
+                    row = session.measure(cfg, "verify", timed=False)
+                    total += 1
+                    if row["status"] != "ok":
+                        failures += 1
+                        print(f"FAIL {family.name} {dtype} n={problem.n} {row['config_key']}: {row['status']} {row['error']}")
+                print(f"{family.name:12s} {dtype:8s} n={problem.n:<10d} {len(configs):4d} configurations verified")
+                del session
+    print(f"verified {total - failures}/{total} configurations")
+    if failures:
+        raise SystemExit(1)
+
+
+def covering_configs(family, problem) -> list[dict]:
+    """Feasible configurations in which every value of every parameter appears
+    at least once, for every variant (a covering set, not the full product)."""
+    chosen: dict[str, dict] = {}
+    variants = family.param("variant").values if "variant" in family.param_names else (None,)
+    for variant in variants:
+        fixed = {"variant": [variant]} if variant is not None else {}
+        space = family.space(problem, {p.name: list(p.values) for p in family.params} | fixed)
+        for p in family.params:
+            for value in p.values:
+                match = next((c for c in space if c[p.name] == value), None)
+                if match is not None:
+                    chosen.setdefault(results.config_key(match), match)
+    return list(chosen.values())
+
+
 def _print_best(frame: pd.DataFrame, what: str) -> None:
     ok = frame[frame.status == "ok"]
     counts = frame.status.value_counts().to_dict()
@@ -199,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     add("sweep", cmd_sweep, (["name"], {}), cfg, out, dev, peaks)
     add("tune", cmd_tune, (["name"], {}), cfg, out, dev, peaks, (["--worker"], {"type": int, "default": 0, "help": "worker number (seed offset) when several GPUs share one study"}))
     add("collect", cmd_collect, (["inputs"], {"nargs": "*"}), out)
+    add("verify", cmd_verify, (["--families"], {"nargs": "*"}), (["--sizes"], {"type": int, "nargs": "+", "default": [(1 << 20) + 37, 1 << 22]}),
+        (["--cache"], {"default": "results/.cubin-cache"}), (["--seed"], {"type": int, "default": 1}))
     add("space", cmd_space, (["--n"], {"type": int, "default": 1 << 28}))
     args = parser.parse_args(argv)
     from tuner.gpu import GpuUnavailable

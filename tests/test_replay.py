@@ -1,0 +1,117 @@
+"""Replaying samplers against the shipped exhaustive table (tuner.replay)."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tuner.replay import COLUMNS, format_table, main, replay, table_domains, table_measure
+
+DATA = Path(__file__).parent / "data"
+sys.path.insert(0, str(DATA))
+from fake_family import OPTIMUM_CFG, OPTIMUM_GBS, PROBLEM, FakeFamily  # noqa: E402
+
+FAMILY = FakeFamily()
+TABLE_PATH = DATA / "replay_table.parquet"
+FEASIBLE = 156  # 4 x 3 x 13 (unroll, vector_width) pairs with product <= 16
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    return pd.read_parquet(TABLE_PATH)
+
+
+def test_shipped_table_is_the_exhaustive_fake_sweep(table):
+    assert len(table) == 192
+    assert table["status"].value_counts().to_dict() == {"ok": 140, "infeasible": 36, "wrong_result": 16}
+    assert len(FAMILY.space(PROBLEM, table_domains(table, FAMILY))) == FEASIBLE
+    # Wrong results carry a bandwidth above the optimum, so ranking them would show.
+    assert table["bandwidth_gbs"].max() > OPTIMUM_GBS
+
+
+def test_replay_reports_one_row_per_sampler_and_budget(table):
+    df = replay(table, FAMILY, PROBLEM, samplers=("tpe", "random"), budgets=(8, 4), seeds=range(3))
+    assert list(df.columns) == list(COLUMNS)
+    assert list(zip(df["sampler"], df["budget"])) == [("tpe", 4), ("tpe", 8), ("random", 4), ("random", 8)]
+    assert df["budget_fraction"].tolist() == [4 / FEASIBLE, 8 / FEASIBLE] * 2
+    assert (df["seeds"] == 3).all()
+    assert ((df["median_ratio"] > 0) & (df["median_ratio"] <= 1)).all()
+    assert ((df["min_ratio"] > 0) & (df["min_ratio"] <= df["median_ratio"])).all()
+    assert df["within_2pct"].between(0, 1).all()
+    assert (df["median_measured"] == df["budget"]).all()
+    # More budget never finds less (the smaller budget is a prefix of the run).
+    for _, group in df.groupby("sampler"):
+        assert group["min_ratio"].is_monotonic_increasing
+
+
+def test_brute_force_reaches_the_optimum_with_the_whole_table(table):
+    df = replay(table, FAMILY, PROBLEM, samplers=("brute_force",), budgets=(FEASIBLE,), seeds=range(2))
+    row = df.iloc[0]
+    assert row["median_ratio"] == 1.0 and row["min_ratio"] == 1.0 and row["within_2pct"] == 1.0
+    assert row["budget_fraction"] == 1.0
+    assert row["median_measured"] == FEASIBLE
+
+
+def test_table_measure_looks_rows_up_and_reports_gaps(table):
+    without_optimum = table[
+        ~(
+            (table["block_size"] == 256)
+            & (table["unroll"] == 4)
+            & (table["vector_width"] == 4)
+            & (table["cache_hint"] == "cg")
+        )
+    ]
+    measure = table_measure(without_optimum, FAMILY)
+    assert measure(OPTIMUM_CFG) == {"status": "launch_error", "error": "not in table"}
+    other = measure({**OPTIMUM_CFG, "cache_hint": "none"})
+    assert other["status"] == "ok" and other["bandwidth_gbs"] == 885.0
+    assert "trial" not in other and "source" not in other
+    wrong = measure({**OPTIMUM_CFG, "unroll": 1, "cache_hint": "cs"})
+    assert wrong["status"] == "wrong_result"
+
+    # The optimum is now the table's second best, and brute force still gets it.
+    df = replay(without_optimum, FAMILY, PROBLEM, samplers=("brute_force",), budgets=(FEASIBLE,), seeds=[0])
+    assert df.iloc[0]["median_ratio"] == 1.0
+
+
+def test_replay_rejects_bad_arguments(table):
+    with pytest.raises(ValueError, match=r"sampler must be one of .* got 'annealing'"):
+        replay(table, FAMILY, PROBLEM, samplers=("annealing",), budgets=(4,), seeds=[0])
+    with pytest.raises(ValueError, match=r"budgets must be >= 1"):
+        replay(table, FAMILY, PROBLEM, samplers=("random",), budgets=(0,), seeds=[0])
+    with pytest.raises(ValueError, match=r"seeds must not be empty"):
+        replay(table, FAMILY, PROBLEM, samplers=("random",), budgets=(4,), seeds=[])
+    with pytest.raises(ValueError, match=r"table must hold rows for problem fake-float32-n1048576"):
+        replay(table, FAMILY, PROBLEM.__class__("fake", "float32", PROBLEM.n), samplers=("random",), budgets=(4,), seeds=[0])
+    failing = table.assign(status="wrong_result")
+    with pytest.raises(ValueError, match=r"table must hold an ok row"):
+        replay(failing, FAMILY, PROBLEM, samplers=("random",), budgets=(4,), seeds=[0])
+
+
+def test_format_table_is_aligned_text(table):
+    df = replay(table, FAMILY, PROBLEM, samplers=("random",), budgets=(4, 8), seeds=range(2))
+    text = format_table(df)
+    lines = text.splitlines()
+    assert len(lines) == 2 + len(df)
+    assert lines[0].split() == list(COLUMNS)
+    assert len({len(line) for line in lines}) == 1
+    assert lines[2].startswith("random") and "2.6%" in lines[2]
+
+
+def test_cli_prints_the_table(monkeypatch, capsys):
+    registry = types.ModuleType("tuner.families")
+    registry.REGISTRY = {"fake": FAMILY}
+    monkeypatch.setitem(sys.modules, "tuner.families", registry)
+    argv = [str(TABLE_PATH), "--family", "fake", "--dtype", "int32", "--n", str(PROBLEM.n)]
+    assert main(argv + ["--samplers", "random,brute_force", "--budgets", "4", "8", "--seeds", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "fake-int32-n1048576: 192 table rows, 2 seeds"
+    assert out.count("random") == 2 and out.count("brute_force") == 2
+
+    with pytest.raises(SystemExit):
+        main(argv + ["--samplers", "annealing"])
+    assert "sampler must be one of" in capsys.readouterr().err

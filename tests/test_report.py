@@ -1,0 +1,197 @@
+"""The report stage on a synthetic dataset: every figure, both documents, the
+comparison tables, the status filter, missing data and the CLI."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from fixtures_report import make_dataset  # noqa: E402
+from tuner.report import BLOG_TABLES, EXPECTED_FIGURES, ReportOutputs, best_per_family, build_report, load_published  # noqa: E402
+from tuner.report.__main__ import main  # noqa: E402
+from tuner.report.comparisons import ROW_COLUMNS, evaluate  # noqa: E402
+from tuner.report.published import ladder_speedups  # noqa: E402
+from tuner.report.selection import usable  # noqa: E402
+from tuner.report.studies import param_importances  # noqa: E402
+from tuner.results import write_atomic, write_json_atomic  # noqa: E402
+
+ALLOWED_HOLDS = re.compile(r"^(yes|no|n/a \(.+\))$")
+
+
+def markdown_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
+    """(header cells, body rows) of every Markdown table in ``text``."""
+    lines = text.splitlines()
+    tables = []
+    for i in range(len(lines) - 1):
+        if lines[i].startswith("|") and re.fullmatch(r"\|( --- \|)+", lines[i + 1]):
+            split = lambda line: [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]  # noqa: E731
+            body = []
+            for line in lines[i + 2:]:
+                if not line.startswith("|"):
+                    break
+                body.append(split(line))
+            tables.append((split(lines[i]), body))
+    return tables
+
+
+@pytest.fixture(scope="module")
+def synthetic() -> tuple[pd.DataFrame, dict, dict]:
+    return make_dataset(seed=0)
+
+
+@pytest.fixture(scope="module")
+def report(synthetic, tmp_path_factory) -> ReportOutputs:
+    dataset, device, peaks = synthetic
+    return build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path_factory.mktemp("report"))
+
+
+def test_expected_figures_is_a_stable_list():
+    assert isinstance(EXPECTED_FIGURES, tuple)
+    assert len(set(EXPECTED_FIGURES)) == len(EXPECTED_FIGURES) > 10
+    assert {"reduce_ladder", "peak_fractions", "study_history", "study_importance"} <= set(EXPECTED_FIGURES)
+
+
+def test_every_figure_is_drawn_as_png_and_svg(report):
+    assert report.skipped == {}
+    for stem in EXPECTED_FIGURES:
+        for suffix in ("png", "svg"):
+            path = report.out_dir / f"{stem}.{suffix}"
+            assert path.is_file() and path.stat().st_size > 1000, path
+    assert len(report.figures) == 2 * len(EXPECTED_FIGURES)
+    assert (report.out_dir / "reduce_ladder.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_documents_are_written(report):
+    assert report.markdown.is_file() and report.html.is_file()
+    assert set(report.documents) == {report.markdown, report.html}
+    markdown, html = report.markdown.read_text(), report.html.read_text()
+    assert markdown.startswith("# Kernel autotuning report — Synthetic GPU X100")
+    for stem in EXPECTED_FIGURES:
+        assert f"]({stem}.png)" in markdown
+        assert f'src="{stem}.svg"' in html
+    assert html.count("<table>") == len(markdown_tables(markdown))
+    assert "0123456789abcdef" in markdown  # the commit, in the environment table
+
+
+def test_comparison_tables_hold_published_and_measured_columns(report):
+    tables = markdown_tables(report.markdown.read_text())
+    comparisons = [(head, body) for head, body in tables if head and head[0] == "step / config"]
+    assert len(comparisons) == len(BLOG_TABLES)
+    for head, body in comparisons:
+        assert head == ROW_COLUMNS
+        assert any(h.startswith("published") for h in head) and "ours" in head
+        assert body and all(ALLOWED_HOLDS.match(row[-1]) for row in body)
+    # The synthetic GPU follows every blog's conclusion: all measured rows say yes.
+    verdicts = [row[-1] for _, body in comparisons for row in body if not row[-1].startswith("n/a")]
+    assert verdicts and set(verdicts) == {"yes"}
+
+    summary = next(body for head, body in tables if head[:1] == ["blog table"] and "blog number" in head)
+    assert {row[0] for row in summary} == {spec.key for spec in BLOG_TABLES}
+    ladder = next(row for row in summary if row[0] == "reduce_ladder_int32_1050ti")
+    assert "GTX 1050 Ti" in ladder[2] and "10.41×" in ladder[2]  # 10.491 ms / 1.008 ms
+
+
+def test_published_ladder_speedups():
+    published = load_published()
+    int32 = ladder_speedups(published, "reduce_ladder_int32_1050ti")
+    assert list(int32["variant"])[:3] == ["neighbored", "neighbored_less", "interleaved"]
+    assert int32["speedup"].iloc[0] == 1.0
+    assert int32["speedup"].iloc[-1] == pytest.approx(10.491 / 1.008)
+    float32 = ladder_speedups(published, "reduce_v0_v6_gtx1060")
+    assert float32["variant"].iloc[-1] == "shared" and float32["unroll"].isna().all()
+
+
+def test_non_ok_rows_never_appear_as_best(synthetic, report):
+    dataset, _, peaks = synthetic
+    broken = dataset[dataset["status"] == "wrong_result"]
+    assert len(broken) and broken["bandwidth_gbs"].max() > 1e5  # the fixture's trap is armed
+    bests = best_per_family(dataset, peaks)
+    assert set(bests["status"]) == {"ok"}
+    assert bests["bandwidth_gbs"].max() < peaks["read_gbs"] * 1.05
+
+    # Mark each family's best row as wrong: the next best ok row must take its place.
+    spoiled = dataset.copy()
+    for index in bests.index:
+        family = bests.loc[index, "family"]
+        rows = usable(spoiled)
+        top = rows[rows["family"] == family]["bandwidth_gbs"].idxmax()
+        spoiled.loc[top, "status"] = "wrong_result"
+    after = best_per_family(spoiled, peaks)
+    assert set(after["status"]) == {"ok"}
+    assert (after["bandwidth_gbs"].to_numpy() <= bests["bandwidth_gbs"].to_numpy()).all()
+
+    best_table = next(body for head, body in markdown_tables(report.markdown.read_text()) if "of copy peak" in head)
+    assert max(float(row[4]) for row in best_table) < 1e4
+
+
+def test_missing_family_builds_with_a_note(synthetic, tmp_path):
+    dataset, device, peaks = synthetic
+    without = dataset[(dataset["family"] != "layout") & ~dataset["source"].str.startswith("study:")]
+    outputs = build_report(without, device=device, peaks={**peaks, "cub_reduce_gbs": None}, out_dir=tmp_path)
+    assert set(outputs.skipped) == {"layout_aos_soa", "study_history", "study_importance"}
+    assert "layout" in outputs.skipped["layout_aos_soa"]
+    # The workflow still finds every stem: skipped ones are placeholders saying why.
+    for stem in EXPECTED_FIGURES:
+        assert (tmp_path / f"{stem}.png").is_file() and (tmp_path / f"{stem}.svg").is_file()
+    markdown = outputs.markdown.read_text()
+    assert "figure `layout_aos_soa`: skipped, no layout rows" in markdown
+    assert "](layout_aos_soa.png)" not in markdown
+    assert "no ok rows for families: layout" in markdown
+    aos_soa = next(c for c in outputs.comparisons if c.spec.key == "aos_soa_m2070")
+    assert set(aos_soa.rows[ROW_COLUMNS[-1]]) <= {"n/a (no data)", "n/a (reference)"}
+    assert "| cub reduce | not measured |" in markdown
+
+
+def test_a_failed_conclusion_reads_no(synthetic):
+    dataset, _, _ = synthetic
+    ok = usable(dataset).copy()
+    soa = ok["variant"] == "soa"
+    ok.loc[soa, "time_ms_median"] *= 10  # SoA now much slower than AoS
+    spec = next(s for s in BLOG_TABLES if s.key == "aos_soa_m2070")
+    comparison = evaluate(spec, ok, load_published())
+    assert list(comparison.rows[ROW_COLUMNS[-1]]) == ["n/a (reference)", "no"]
+
+
+def test_importances_need_five_ok_trials(synthetic):
+    dataset, _, _ = synthetic
+    study = usable(dataset[dataset["source"] == "study:reduce_int32"])
+    importances, note = param_importances(study.head(4))
+    assert importances is None and "only 4 ok trials" in note
+    importances, note = param_importances(study)
+    assert note == "" and importances and sum(importances.values()) == pytest.approx(1.0)
+
+
+def test_cli_fails_cleanly_on_a_missing_folder(tmp_path):
+    missing = tmp_path / "no-such-gpu"
+    run = subprocess.run(
+        [sys.executable, "-m", "tuner.report", "--results", str(missing), "--out", str(missing / "report")],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert run.returncode != 0
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(missing) in lines[0] and "Traceback" not in run.stderr
+
+
+def test_cli_names_the_missing_file(tmp_path, capsys):
+    (tmp_path / "device.json").write_text("{}")
+    assert main(["--results", str(tmp_path)]) != 0
+    assert "measurements.parquet" in capsys.readouterr().err
+
+
+def test_cli_builds_the_report(synthetic, tmp_path, capsys):
+    dataset, device, peaks = synthetic
+    folder = tmp_path / "synthetic-x100"
+    write_atomic(dataset, folder / "measurements.parquet")
+    write_json_atomic(device, folder / "device.json")
+    write_json_atomic(peaks, folder / "peaks.json")
+    assert main(["--results", str(folder), "--out", str(folder / "report")]) == 0
+    assert (folder / "report" / "report.md").is_file() and (folder / "report" / "report.html").is_file()
+    assert "0 skipped" in capsys.readouterr().out

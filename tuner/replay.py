@@ -1,0 +1,301 @@
+"""Replay samplers against an exhaustive table, without a GPU.
+
+Each sampler runs through the same ``run_study`` code path as a real search,
+with ``measure`` replaced by a look-up of the configuration in a table of
+measured rows (an exhaustive sweep). Repeated over seeds, this tells how close
+to the table's optimum each sampler gets within each budget, which is how the
+default sampler and budget are chosen.
+
+    python -m tuner.replay TABLE.parquet --family reduce --dtype int32 --n 268435456
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import statistics
+import sys
+import warnings
+from typing import Callable, Iterable, Sequence
+
+import optuna
+import pandas as pd
+
+from tuner.families.base import Family, Problem
+from tuner.results import config_key
+from tuner.study import make_sampler, plain_value, run_study
+
+DEFAULT_SAMPLERS = ("tpe", "gp", "random")
+DEFAULT_BUDGETS = (8, 16, 32, 64)
+DEFAULT_SEEDS = 10
+NEAR = 0.02  # "within 2 % of the optimum"
+
+COLUMNS = (
+    "sampler",
+    "budget",
+    "budget_fraction",
+    "median_ratio",
+    "min_ratio",
+    "within_2pct",
+    "median_measured",
+    "seeds",
+)
+
+
+def problem_rows(table: pd.DataFrame, problem: Problem) -> pd.DataFrame:
+    """The rows of ``table`` for ``problem`` (a table without ``family``,
+    ``dtype`` or ``n`` values is taken to be for it).
+
+    Raises:
+        ValueError: no row is for ``problem``.
+    """
+    keep = pd.Series(True, index=table.index)
+    for column, value in (("family", problem.family), ("dtype", problem.dtype), ("n", problem.n)):
+        if column in table and table[column].notna().any():
+            keep &= table[column] == value
+    rows = table[keep.fillna(False).astype(bool)]
+    if rows.empty:
+        raise ValueError(f"table must hold rows for problem {problem.key}, got none of its {len(table)} rows")
+    return rows
+
+
+def table_domains(rows: pd.DataFrame, family: Family) -> dict[str, list]:
+    """Per parameter, the values present in ``rows``, in the family's order.
+
+    A parameter without a column (or with no value) takes its default, as in a
+    sweep that does not list it.
+
+    Raises:
+        ValueError: the table holds a value outside the parameter's domain.
+    """
+    domains = {}
+    for param in family.params:
+        if param.name not in rows or rows[param.name].isna().all():
+            domains[param.name] = [param.default]
+            continue
+        present = {plain_value(v) for v in rows[param.name].dropna().unique()}
+        outside = sorted(present - set(param.values), key=str)
+        if outside:
+            raise ValueError(f"table values of {param.name} must be within {list(param.values)}, got {outside}")
+        domains[param.name] = [v for v in param.values if v in present]
+    return domains
+
+
+def table_measure(rows: pd.DataFrame, family: Family) -> Callable[[dict], dict]:
+    """A ``measure`` that looks configurations up in ``rows`` by config_key.
+
+    Keys are recomputed from the parameter columns, so the table's own
+    ``config_key`` text does not have to match. A configuration measured more
+    than once keeps its last row. One missing from the table comes back as a
+    ``launch_error`` "not in table", so gaps and bugs show in the results.
+    """
+    domains = table_domains(rows, family)
+    lookup: dict[str, dict] = {}
+    for record in rows.to_dict("records"):
+        cfg = {}
+        for param in family.params:
+            value = plain_value(record.get(param.name))
+            cfg[param.name] = domains[param.name][0] if value is None else value
+        # Only the measurement travels; the study fills in trial and source.
+        row = {k: plain_value(v) for k, v in record.items() if k not in ("trial", "source")}
+        row = {k: v for k, v in row.items() if v is not None}
+        if row.get("status") == "infeasible":
+            # The family's constraints said no where the study's did not (or
+            # the table was made under other rules): a failure, not a crash.
+            row["status"] = "launch_error"
+            row["error"] = f"infeasible in table: {row.get('error', '')}"
+        lookup[config_key(cfg)] = row
+
+    def measure(cfg: dict) -> dict:
+        row = lookup.get(config_key(cfg))
+        if row is None:
+            return {"status": "launch_error", "error": "not in table"}
+        return dict(row)
+
+    return measure
+
+
+def replay(
+    table: pd.DataFrame,
+    family: Family,
+    problem: Problem,
+    samplers: Sequence[str] = DEFAULT_SAMPLERS,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    seeds: Iterable[int] = range(DEFAULT_SEEDS),
+) -> pd.DataFrame:
+    """How close each sampler gets to the table's optimum within each budget.
+
+    One study per sampler and seed runs to the largest budget; the result at a
+    smaller budget is its first ``budget`` measurements, which is what a study
+    with that budget would have measured (samplers do not see the budget).
+
+    Args:
+        table: measured rows (the results schema), ideally an exhaustive sweep.
+        family: the family the rows belong to.
+        problem: which of the table's problems to replay.
+        samplers: sampler names (see ``tuner.study.SAMPLERS``).
+        budgets: budgets to report, in distinct configurations measured.
+        seeds: sampler seeds; each (sampler, seed) is one study.
+
+    Returns:
+        One row per sampler x budget with ``COLUMNS``: ``median_ratio`` and
+        ``min_ratio`` of best-found / optimum over seeds, ``within_2pct`` the
+        share of seeds within 2 % of the optimum, ``budget_fraction`` the
+        budget over the number of feasible configurations in the table's
+        space, ``median_measured`` the configurations actually measured (less
+        than the budget when a study stalled or exhausted the space).
+
+    Raises:
+        ValueError: bad arguments, or the table has no ``ok`` row.
+    """
+    samplers = list(samplers)
+    budgets = sorted({int(b) for b in budgets})
+    seeds = list(seeds)
+    if not samplers:
+        raise ValueError(f"samplers must not be empty, got {samplers}")
+    if not budgets or budgets[0] < 1:
+        raise ValueError(f"budgets must be >= 1 and not empty, got {budgets}")
+    if not seeds:
+        raise ValueError(f"seeds must not be empty, got {seeds}")
+    for name in samplers:
+        make_sampler(name, 0)  # unknown names and missing packages fail here, not mid-way
+
+    rows = problem_rows(table, problem)
+    ok = rows[(rows["status"] == "ok") & rows["bandwidth_gbs"].notna()]
+    if ok.empty:
+        raise ValueError(f"table must hold an ok row for {problem.key}, got statuses {sorted(rows['status'].dropna().unique())}")
+    optimum = float(ok["bandwidth_gbs"].max())
+    domains = table_domains(rows, family)
+    feasible = len(family.space(problem, domains))
+    measure = table_measure(rows, family)
+
+    found: dict[str, list[list[dict]]] = {name: [] for name in samplers}
+    with _quiet_optuna():
+        for name in samplers:
+            for seed in seeds:
+                outcome = run_study(
+                    family=family,
+                    problem=problem,
+                    domains=domains,
+                    storage=None,
+                    study_name=f"replay-{name}-{seed}",
+                    measure=measure,
+                    budget_trials=budgets[-1],
+                    timeout_s=None,
+                    sampler=name,
+                    seed=seed,
+                )
+                found[name].append(outcome.rows)
+
+    result = []
+    for name in samplers:
+        runs = found[name]
+        for budget in budgets:
+            ratios = [_best(run[:budget]) / optimum for run in runs]
+            result.append(
+                {
+                    "sampler": name,
+                    "budget": budget,
+                    "budget_fraction": budget / feasible,
+                    "median_ratio": statistics.median(ratios),
+                    "min_ratio": min(ratios),
+                    "within_2pct": sum(r >= 1 - NEAR for r in ratios) / len(ratios),
+                    "median_measured": statistics.median(min(len(run), budget) for run in runs),
+                    "seeds": len(runs),
+                }
+            )
+    return pd.DataFrame(result, columns=list(COLUMNS))
+
+
+def format_table(df: pd.DataFrame) -> str:
+    """``replay``'s frame as an aligned plain-text table."""
+    formats = {
+        "budget_fraction": "{:.1%}".format,
+        "median_ratio": "{:.3f}".format,
+        "min_ratio": "{:.3f}".format,
+        "within_2pct": "{:.0%}".format,
+        "median_measured": "{:g}".format,
+    }
+    header = list(df.columns)
+    body = [
+        [formats.get(c, str)(v) for c, v in zip(header, record)]
+        for record in df.itertuples(index=False, name=None)
+    ]
+    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(header)]
+    # Text left-aligned, numbers right-aligned, as people read them.
+    left = {"sampler"}
+    lines = [
+        "  ".join(h.ljust(w) if h in left else h.rjust(w) for h, w in zip(header, widths)),
+        "  ".join("-" * w for w in widths),
+    ]
+    for r in body:
+        lines.append("  ".join(v.ljust(w) if h in left else v.rjust(w) for h, v, w in zip(header, r, widths)))
+    return "\n".join(lines)
+
+
+def _best(rows: list[dict]) -> float:
+    values = [r["bandwidth_gbs"] for r in rows if r.get("status") == "ok" and r.get("bandwidth_gbs") is not None]
+    return max(values, default=0.0)
+
+
+class _quiet_optuna:
+    """Silences Optuna's per-trial log lines and warnings during a replay
+    (thousands of trials), restoring the previous verbosity afterwards."""
+
+    def __enter__(self) -> None:
+        self._verbosity = optuna.logging.get_verbosity()
+        optuna.logging.set_verbosity(logging.WARNING)
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+
+    def __exit__(self, *exc: object) -> None:
+        self._warnings.__exit__(*exc)
+        optuna.logging.set_verbosity(self._verbosity)
+
+
+def _split(values: Sequence[str]) -> list[str]:
+    # Accept both "--samplers tpe gp" and "--samplers tpe,gp".
+    return [v for text in values for v in text.split(",") if v]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: replay samplers on a table and print the summary."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tuner.replay",
+        description="Replay Optuna samplers against an exhaustive results table (no GPU).",
+    )
+    parser.add_argument("table", help="Parquet file (or folder of them) in the results schema")
+    parser.add_argument("--family", required=True, help="family name, e.g. reduce")
+    parser.add_argument("--dtype", required=True, help="element type, e.g. int32")
+    parser.add_argument("--n", required=True, type=int, help="problem size")
+    parser.add_argument("--samplers", nargs="+", default=list(DEFAULT_SAMPLERS), help="sampler names")
+    parser.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS), help="budgets to report")
+    parser.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help="seeds per sampler (0..N-1)")
+    args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error(f"--seeds must be >= 1, got {args.seeds}")
+
+    from tuner.results import read
+
+    # Imported here: the registry pulls in every family, which replay's
+    # library use (and its tests) do not need.
+    families = importlib.import_module("tuner.families")
+    try:
+        family = families.REGISTRY[args.family]
+    except KeyError as exc:
+        parser.error(str(exc.args[0]) if exc.args else str(exc))
+    table = read(args.table)
+    problem = Problem(args.family, args.dtype, args.n)
+    try:
+        df = replay(table, family, problem, _split(args.samplers), args.budgets, range(args.seeds))
+    except (ValueError, ImportError) as exc:
+        parser.error(str(exc))
+    print(f"{problem.key}: {len(problem_rows(table, problem))} table rows, {args.seeds} seeds")
+    print(format_table(df))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""The report stage: figures and a Markdown/HTML document from a GPU's results.
+
+``build_report`` reads nothing from disk but the blogs' published numbers; the
+CLI (``python -m tuner.report``) loads a results folder and calls it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from tuner.report.comparisons import BLOG_TABLES, Comparison, evaluate_all
+from tuner.report.document import build_blocks, write_documents
+from tuner.report.figures import EXPECTED_FIGURES, FigureContext, draw_all, report_style, write_placeholder
+from tuner.report.published import load_published
+from tuner.report.selection import best_per_family, study_frames, usable
+from tuner.report.studies import summarise_studies
+
+__all__ = [
+    "BLOG_TABLES",
+    "EXPECTED_FIGURES",
+    "ReportOutputs",
+    "best_per_family",
+    "build_report",
+    "load_published",
+    "report_style",
+]
+
+
+@dataclass(frozen=True)
+class ReportOutputs:
+    """What ``build_report`` wrote.
+
+    Attributes:
+        out_dir: the report folder.
+        figures: every drawn figure's files (``<stem>.png`` and ``<stem>.svg``).
+        documents: ``report.md`` and ``report.html``.
+        skipped: figure stem -> why it was not drawn (missing data).
+        placeholders: the files written for skipped stems (an image saying why),
+            so every stem of ``EXPECTED_FIGURES`` exists as PNG and SVG.
+        notes: every missing-data line the report contains.
+        comparisons: the evaluated blog tables.
+    """
+
+    out_dir: Path
+    figures: tuple[Path, ...]
+    documents: tuple[Path, ...]
+    skipped: dict[str, str] = field(default_factory=dict)
+    placeholders: tuple[Path, ...] = ()
+    notes: tuple[str, ...] = ()
+    comparisons: tuple[Comparison, ...] = ()
+
+    @property
+    def markdown(self) -> Path:
+        return self.out_dir / "report.md"
+
+    @property
+    def html(self) -> Path:
+        return self.out_dir / "report.html"
+
+
+def build_report(
+    dataset: pd.DataFrame,
+    *,
+    device: Mapping[str, Any],
+    peaks: Mapping[str, Any],
+    out_dir: Path,
+    studies: dict[str, pd.DataFrame] | None = None,
+) -> ReportOutputs:
+    """Draw every figure of ``EXPECTED_FIGURES`` that has data and write
+    ``report.md`` and ``report.html`` into ``out_dir``.
+
+    Args:
+        dataset: result rows in the schema of ``tuner.results`` (all statuses;
+            only ``ok`` rows count for performance).
+        device: name, slug, compute_capability, driver_version, cuda_version,
+            memory_clock_mhz, bus_width_bits, l2_bytes, sm_count, nvcc_version,
+            pycuda_version, git_commit.
+        peaks: copy_gbs, read_gbs, theoretical_gbs, cub_reduce_gbs (each may be None).
+        out_dir: created if needed; figures and documents are written into it.
+        studies: study name -> its rows; None: the rows of ``dataset`` whose
+            source starts with ``study:``.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    peaks = {k: v for k, v in dict(peaks).items()}
+    published = load_published()
+    ok = usable(dataset)
+    study_rows = study_frames(dataset) if studies is None else studies
+    summaries = summarise_studies(study_rows, dataset)
+
+    ctx = FigureContext(ok=ok, device=device, peaks=peaks, published=published, studies=summaries, out_dir=out_dir)
+    figures = draw_all(ctx)
+    # Skipped figures get a placeholder image (which also replaces a figure left
+    # by an earlier build, which would contradict this report).
+    placeholders = [path for result in figures if not result.drawn for path in write_placeholder(ctx, result)]
+
+    comparisons = evaluate_all(ok, published)
+    blocks, notes = build_blocks(
+        dataset=dataset,
+        device=device,
+        peaks=peaks,
+        comparisons=comparisons,
+        bests=best_per_family(dataset, peaks),
+        figures=figures,
+        studies=summaries,
+        out_dir=out_dir,
+    )
+    documents = write_documents(blocks, out_dir, f"Kernel autotuning report — {device.get('name') or 'unknown GPU'}")
+    return ReportOutputs(
+        out_dir=out_dir,
+        figures=tuple(path for result in figures for path in result.paths),
+        documents=tuple(documents),
+        skipped={r.stem: r.note for r in figures if not r.drawn},
+        placeholders=tuple(placeholders),
+        notes=tuple(notes),
+        comparisons=tuple(comparisons),
+    )

@@ -1,0 +1,53 @@
+"""``python -m tuner.report --results results/<gpu> --out results/<gpu>/report``.
+
+The results folder holds ``measurements.parquet`` (every row: sweeps and
+studies), ``device.json`` and ``peaks.json``. Study rows are those whose source
+starts with ``study:``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+INPUTS = ("measurements.parquet", "device.json", "peaks.json")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tuner.report", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", type=Path, required=True, help="folder with measurements.parquet, device.json, peaks.json")
+    parser.add_argument("--out", type=Path, default=None, help="report folder (default: <results>/report)")
+    args = parser.parse_args(argv)
+
+    if not args.results.is_dir():
+        print(f"error: results folder not found: {args.results}", file=sys.stderr)
+        return 2
+    for name in INPUTS:
+        if not (args.results / name).exists():
+            print(f"error: missing input file: {args.results / name}", file=sys.stderr)
+            return 2
+
+    # Imported here so that a bad invocation fails fast, before matplotlib loads.
+    from tuner.report import build_report
+    from tuner.results import read
+
+    try:
+        dataset = read(args.results / "measurements.parquet")
+        device = json.loads((args.results / "device.json").read_text())
+        peaks = json.loads((args.results / "peaks.json").read_text())
+    except (OSError, ValueError) as error:
+        print(f"error: cannot read the inputs in {args.results}: {error}", file=sys.stderr)
+        return 2
+    outputs = build_report(dataset, device=device, peaks=peaks, out_dir=args.out or args.results / "report")
+    drawn = len(outputs.figures) // 2
+    print(f"report: {outputs.markdown} and {outputs.html}; {drawn} figures, {len(outputs.skipped)} skipped")
+    for stem, why in outputs.skipped.items():
+        print(f"  skipped {stem}: {why}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""Picking rows out of a results dataset for the figures and tables.
+
+Rows are chosen by family, variant and parameters; a sweep's ``source`` name is
+only a hint (rows of that sweep are preferred when there are any). Only
+``status == "ok"`` rows with a positive bandwidth count for performance.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from tuner.results import PARAM_COLUMNS
+
+STUDY_PREFIX = "study:"
+PARAMS = tuple(PARAM_COLUMNS)  # includes "variant"
+
+
+def usable(dataset: pd.DataFrame) -> pd.DataFrame:
+    """The rows that count for performance: status ok, finite positive GB/s and time."""
+    if dataset.empty:
+        return dataset
+    bandwidth = pd.to_numeric(dataset["bandwidth_gbs"], errors="coerce")
+    time_ms = pd.to_numeric(dataset["time_ms_median"], errors="coerce")
+    keep = (dataset["status"] == "ok").fillna(False) & (bandwidth > 0).fillna(False) & (time_ms > 0).fillna(False)
+    return dataset[keep.to_numpy(dtype=bool)]
+
+
+def is_study(frame: pd.DataFrame) -> pd.Series:
+    return frame["source"].fillna("").str.startswith(STUDY_PREFIX)
+
+
+def study_frames(dataset: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Study rows grouped by study name (the source without ``study:``)."""
+    rows = dataset[is_study(dataset).to_numpy(dtype=bool)]
+    return {str(source)[len(STUDY_PREFIX):]: group for source, group in rows.groupby("source", sort=True)}
+
+
+def _matches(frame: pd.DataFrame, column: str, value: Any) -> pd.Series:
+    if column not in frame:
+        return pd.Series(False, index=frame.index)
+    if isinstance(value, (list, tuple, set)):
+        return frame[column].isin(list(value)).fillna(False)
+    return (frame[column] == value).fillna(False)
+
+
+def select(
+    ok: pd.DataFrame,
+    family: str,
+    *,
+    variants: Iterable[str] | None = None,
+    dtype: str | None = None,
+    n: int | None = None,
+    must: Mapping[str, Any] | None = None,
+    prefer: Mapping[str, Any] | None = None,
+    hint: str | None = None,
+) -> pd.DataFrame:
+    """Usable rows of ``family`` narrowed step by step.
+
+    ``must`` parameters have to match. ``prefer`` parameters narrow the rows
+    one at a time, each only when some rows match it (a preferred launch
+    configuration that was not measured is skipped, not fatal). Rows of the
+    ``hint`` sweep win over others; study rows are used only when nothing else
+    matches, since studies sample the space unevenly.
+    """
+    rows = ok[(ok["family"] == family).fillna(False).to_numpy(dtype=bool)]
+    if variants is not None:
+        rows = rows[_matches(rows, "variant", list(variants)).to_numpy(dtype=bool)]
+    if dtype is not None:
+        rows = rows[(rows["dtype"] == dtype).fillna(False).to_numpy(dtype=bool)]
+    if n is not None:
+        rows = rows[(rows["n"] == n).fillna(False).to_numpy(dtype=bool)]
+    for column, value in (must or {}).items():
+        rows = rows[_matches(rows, column, value).to_numpy(dtype=bool)]
+    if rows.empty:
+        return rows
+    if hint is not None:
+        hinted = rows[(rows["source"] == hint).fillna(False).to_numpy(dtype=bool)]
+        if len(hinted):
+            rows = hinted
+    sweeps = rows[~is_study(rows).to_numpy(dtype=bool)]
+    if len(sweeps):
+        rows = sweeps
+    for column, value in (prefer or {}).items():
+        narrowed = rows[_matches(rows, column, value).to_numpy(dtype=bool)]
+        if len(narrowed):
+            rows = narrowed
+    return rows
+
+
+def best(rows: pd.DataFrame) -> pd.Series | None:
+    """The row with the highest bandwidth (None if there are no rows)."""
+    if rows.empty:
+        return None
+    return rows.loc[pd.to_numeric(rows["bandwidth_gbs"]).idxmax()]
+
+
+def best_by(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The highest-bandwidth row of each group of ``keys`` (null keys kept)."""
+    if rows.empty:
+        return rows
+    order = rows.sort_values("bandwidth_gbs", ascending=False, kind="stable")
+    return order.drop_duplicates(subset=keys, keep="first").sort_values(keys, kind="stable")
+
+
+def problems(rows: pd.DataFrame) -> list[tuple[str, int]]:
+    """The distinct (dtype, n) of ``rows``, sorted by dtype then n."""
+    pairs = {(str(d), int(n)) for d, n in zip(rows["dtype"], rows["n"]) if pd.notna(d) and pd.notna(n)}
+    return sorted(pairs)
+
+
+def nearest_problem(rows: pd.DataFrame, dtype: str | None, n: int | None) -> tuple[str, int] | None:
+    """Our (dtype, n) closest to a published one: the same dtype when we have
+    it, then the n nearest on a log scale (the largest n when the blog gives none)."""
+    candidates = problems(rows)
+    if not candidates:
+        return None
+    same = [p for p in candidates if p[0] == dtype]
+    candidates = same or candidates
+    if n is None:
+        return max(candidates, key=lambda p: (p[1], p[0]))
+    return min(candidates, key=lambda p: (abs(math.log2(p[1]) - math.log2(n)), -p[1], p[0]))
+
+
+def config_text(row: pd.Series, skip: Iterable[str] = ("variant",)) -> str:
+    """The parameters of a row that are set, as ``block_size=256, unroll=4``."""
+    parts = []
+    for column in PARAMS:
+        if column in skip or column not in row.index:
+            continue
+        value = row[column]
+        if value is None or (not isinstance(value, str) and pd.isna(value)):
+            continue
+        parts.append(f"{column}={value}")
+    return ", ".join(parts)
+
+
+def format_n(n: int | None, family: str | None = None, *, tex: bool = False) -> str:
+    """``2^24`` for powers of two, ``1000×1000`` for matmul, else the digits."""
+    if n is None or pd.isna(n):
+        return "n/a"
+    n = int(n)
+    if family == "matmul":
+        return f"{n}×{n}"
+    if n >= 1024 and n & (n - 1) == 0:
+        power = n.bit_length() - 1
+        return f"$2^{{{power}}}$" if tex else f"2^{power}"
+    return f"{n:,}"
+
+
+def problem_label(family: str, dtype: str, n: int, *, tex: bool = False) -> str:
+    """``int32, n = 2^24`` (or ``float32, 1000×1000`` for matmul)."""
+    if family == "matmul":
+        return f"{dtype}, {format_n(n, family)}"
+    return f"{dtype}, n = {format_n(n, family, tex=tex)}"
+
+
+def peak_fractions(bandwidth_gbs: float, row: pd.Series | None, peaks: Mapping[str, Any]) -> tuple[float, float]:
+    """(fraction of measured copy peak, fraction of theoretical peak).
+
+    From ``peaks`` when it has the value, else from the row's stored fractions
+    (which the measuring stage computed from the same peaks)."""
+
+    def fraction(peak_key: str, column: str) -> float:
+        peak = peaks.get(peak_key)
+        if peak:
+            return float(bandwidth_gbs) / float(peak)
+        if row is not None and column in row.index and pd.notna(row[column]):
+            return float(row[column])
+        return float("nan")
+
+    return fraction("copy_gbs", "fraction_of_copy_peak"), fraction("theoretical_gbs", "fraction_of_theoretical_peak")
+
+
+def best_per_family(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per family: its highest-bandwidth ok configuration (sweeps and
+    studies alike), with the fractions of the copy and theoretical peaks."""
+    ok = usable(dataset)
+    records = []
+    for family in sorted(ok["family"].dropna().unique()):
+        row = best(ok[(ok["family"] == family).to_numpy(dtype=bool)])
+        if row is None:
+            continue
+        copy_fraction, theoretical_fraction = peak_fractions(row["bandwidth_gbs"], row, peaks)
+        records.append(
+            {
+                "family": family,
+                "variant": row["variant"],
+                "dtype": row["dtype"],
+                "n": int(row["n"]),
+                "config": config_text(row),
+                "source": row["source"],
+                "status": row["status"],
+                "time_ms": float(row["time_ms_median"]),
+                "bandwidth_gbs": float(row["bandwidth_gbs"]),
+                "gflops": float(row["gflops"]) if pd.notna(row["gflops"]) else np.nan,
+                "fraction_of_copy_peak": copy_fraction,
+                "fraction_of_theoretical_peak": theoretical_fraction,
+            }
+        )
+    return pd.DataFrame.from_records(
+        records,
+        columns=[
+            "family", "variant", "dtype", "n", "config", "source", "status", "time_ms", "bandwidth_gbs",
+            "gflops", "fraction_of_copy_peak", "fraction_of_theoretical_peak",
+        ],
+    )
