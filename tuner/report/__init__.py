@@ -62,6 +62,17 @@ class ReportOutputs:
         return self.out_dir / "report.html"
 
 
+def with_run_environment(device: Mapping[str, Any], dataset: pd.DataFrame) -> dict[str, Any]:
+    """device.json describes the card; the toolchain and commit that measured
+    the rows live in the rows. Fill what device.json lacks from the most common
+    value of each column."""
+    filled = dict(device)
+    for key in ("nvcc_version", "pycuda_version", "git_commit", "driver_version", "cuda_version"):
+        if not filled.get(key) and key in dataset and dataset[key].notna().any():
+            filled[key] = str(dataset[key].dropna().mode().iloc[0])
+    return filled
+
+
 def build_report(
     dataset: pd.DataFrame,
     *,
@@ -87,6 +98,7 @@ def build_report(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     peaks = {k: v for k, v in dict(peaks).items()}
+    device = with_run_environment(device, dataset)
     published = load_published()
     ok = usable(dataset)
     study_rows = study_frames(dataset) if studies is None else studies

@@ -1,0 +1,54 @@
+"""The shipped reference results (measured on an H200): the report regenerates
+from them without a GPU, and the samplers replay against their exhaustive sweep."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tuner import results
+from tuner.families import REGISTRY, Problem
+from tuner.replay import replay
+from tuner.report import EXPECTED_FIGURES, build_report
+
+REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference" / "nvidia-h200"
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    return results.read(REFERENCE / "measurements.parquet")
+
+
+def test_reference_rows_are_verified_and_complete(dataset):
+    assert set(dataset["gpu"]) == {"NVIDIA H200"}
+    ok = dataset[dataset.status == "ok"]
+    assert len(ok) > 1500
+    assert ok["time_ms_median"].gt(0).all() and ok["samples"].ge(10).all()
+    assert ok["bandwidth_gbs"].sub(ok["bytes_moved"] / (ok["time_ms_median"] / 1e3) / 1e9).abs().max() < 1e-6
+
+
+def test_report_regenerates_from_reference(dataset, tmp_path):
+    outputs = build_report(dataset, device=json.loads((REFERENCE / "device.json").read_text()),
+                           peaks=json.loads((REFERENCE / "peaks.json").read_text()), out_dir=tmp_path)
+    for stem in EXPECTED_FIGURES:
+        assert (tmp_path / f"{stem}.png").stat().st_size > 1000
+        assert (tmp_path / f"{stem}.svg").exists()
+    markdown = (tmp_path / "report.md").read_text()
+    headers = re.findall(r"^\| (blog table \| row \| blog number \| ours \| ratio \| holds) \|$", markdown, re.M)
+    assert headers, "summary table with published and measured columns missing"
+    assert "| reduce_ladder_int32_1050ti |" in markdown
+    assert (tmp_path / "report.html").read_text().count("<img") >= 3
+
+
+def test_replay_on_the_measured_reduction_space(dataset):
+    problem = Problem("reduce", "int32", 1 << 28)
+    table = dataset[dataset.source == "sweep:reduce_space"]
+    assert len(table) == 1536
+    frame = replay(table, REGISTRY["reduce"], problem, samplers=("random", "brute_force"), budgets=(16, 1536), seeds=range(1))
+    exhaustive = frame[(frame.sampler == "brute_force") & (frame.budget == 1536)]
+    assert exhaustive["median_ratio"].iloc[0] == pytest.approx(1.0)
+    assert frame["median_ratio"].between(0, 1).all()
