@@ -12,7 +12,7 @@ from tuner.families import REGISTRY, Problem
 pytestmark = pytest.mark.gpu
 
 ODD_N = (1 << 20) + 37  # not a multiple of any block x unroll x vector width
-EVEN_N = 1 << 22
+EVEN_N = 1 << 22  # families state their own pair in Family.check_sizes
 
 
 def variant_configs(family, problem):
@@ -25,16 +25,21 @@ def variant_configs(family, problem):
     elif family.name == "copy":
         domains |= {"block_size": [128, 1024], "unroll": [1, 4], "offset": [0, 3], "grid_blocks_per_sm": [0, 4],
                     "cache_hint": ["none", "ldg", "stream"]}
+    else:  # every value of every parameter at least once, for every variant
+        from tuner.cli import covering_configs
+
+        return covering_configs(family, problem)
     configs = family.space(problem, domains)
     assert configs, f"no feasible configuration for {problem}"
     return configs
 
 
-@pytest.mark.parametrize("n", [ODD_N, EVEN_N])
-@pytest.mark.parametrize("family_name", ["reduce", "copy"])
-def test_every_variant_verifies(bench, family_name, n):
+@pytest.mark.parametrize("size", ["odd", "even"])
+@pytest.mark.parametrize("family_name", REGISTRY.names())
+def test_every_variant_verifies(bench, family_name, size):
     family = REGISTRY[family_name]
     for dtype in family.dtypes:
+        n = family.check_sizes[0 if size == "odd" else 1]
         problem = Problem(family.name, dtype, n)
         session = bench.problem(family, problem)
         configs = variant_configs(family, problem)

@@ -58,3 +58,11 @@ def test_peak_arithmetic():
     assert theoretical_gbs(3201.0, 6144) == pytest.approx(4916.7, rel=1e-4)
     assert peak_buffer_bytes(60 << 20) == 1 << 30
     assert peak_buffer_bytes(256 << 20) == 8 * (256 << 20)
+
+
+def test_every_family_parameter_has_a_column():
+    from tuner.families import REGISTRY
+
+    for family in REGISTRY:
+        missing = [name for name in family.param_names if name not in results.PARAM_COLUMNS]
+        assert not missing, f"{family.name}: parameters without a results column: {missing}"

@@ -225,6 +225,27 @@ def test_exceptions_in_measure_are_failures_and_the_study_goes_on():
     assert outcome.best["block_size"] != 64
 
 
+@pytest.mark.parametrize(
+    "returned, message",
+    [
+        (None, r"measure must return a mapping, got NoneType"),
+        ({"bandwidth_gbs": 1.0}, r"measure's row status must be one of .* got None"),
+        ({"status": "ok", "colour": "red"}, r"measure's row must only have results columns, got extra \['colour'\]"),
+    ],
+)
+def test_a_row_that_breaks_the_contract_is_a_bug_not_a_failure(returned, message):
+    with pytest.raises(ValueError, match=message):
+        study(lambda c: returned, budget_trials=3, sampler=Scripted([cfg()]))
+
+
+def test_ok_without_a_bandwidth_is_a_failure():
+    outcome = study(lambda c: {"status": "ok", "bandwidth_gbs": float("nan")}, budget_trials=1, sampler=Scripted([cfg()]))
+    (trial,) = outcome.study.trials
+    assert trial.state == TrialState.FAIL
+    assert trial.user_attrs["reason"] == "launch_error: status ok needs a finite bandwidth_gbs, got nan"
+    assert outcome.best is None and outcome.failed == 1
+
+
 def test_duplicates_reuse_the_stored_result_and_are_free():
     wrong, good, other = cfg(unroll=1, cache_hint="cs"), cfg(), cfg(block_size=128)
     recorder = Recorder()
@@ -360,6 +381,17 @@ def test_resume_continues_to_the_budget_without_redoing_trials(tmp_path, kind):
     third = Recorder()
     c = study(third, storage=storage, study_name="resume", budget_trials=15)
     assert third.calls == [] and c.stop_reason == "budget" and c.best == b.best
+
+
+def test_enqueued_configurations_are_not_redone_on_resume(tmp_path):
+    storage = str(tmp_path / "study.jsonl")
+    first = cfg(block_size=64, unroll=1)
+    a = Recorder()
+    study(a, storage=storage, study_name="enq", budget_trials=2, sampler="random", enqueue=[first])
+    b = Recorder()
+    study(b, storage=storage, study_name="enq", budget_trials=4, sampler="random", enqueue=[first])
+    assert a.calls[0] == first and first not in b.calls
+    assert len(b.calls) == 2
 
 
 def test_workers_sharing_a_storage_share_one_budget(tmp_path):

@@ -184,8 +184,8 @@ def cmd_verify(args) -> None:
         if args.families and family.name not in args.families:
             continue
         for dtype in family.dtypes:
-            for n in args.sizes:
-                problem = Problem(family.name, dtype, n if family.name != "matmul" else min(n, 1000 + (n % 7)))
+            for n in args.sizes or family.check_sizes:
+                problem = Problem(family.name, dtype, n)
                 configs = covering_configs(family, problem)
                 compile_all(family, configs, problem, arch=gpu.arch, cache_dir=args.cache)
                 session = bench.problem(family, problem)
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     add("sweep", cmd_sweep, (["name"], {}), cfg, out, dev, peaks)
     add("tune", cmd_tune, (["name"], {}), cfg, out, dev, peaks, (["--worker"], {"type": int, "default": 0, "help": "worker number (seed offset) when several GPUs share one study"}))
     add("collect", cmd_collect, (["inputs"], {"nargs": "*"}), out)
-    add("verify", cmd_verify, (["--families"], {"nargs": "*"}), (["--sizes"], {"type": int, "nargs": "+", "default": [(1 << 20) + 37, 1 << 22]}),
+    add("verify", cmd_verify, (["--families"], {"nargs": "*"}), (["--sizes"], {"type": int, "nargs": "+", "help": "default: each family's check_sizes"}),
         (["--cache"], {"default": "results/.cubin-cache"}), (["--seed"], {"type": int, "default": 1}))
     add("space", cmd_space, (["--n"], {"type": int, "default": 1 << 28}))
     args = parser.parse_args(argv)

@@ -39,6 +39,7 @@ COLUMNS = (
     "min_ratio",
     "within_2pct",
     "median_measured",
+    "rescued_share",
     "seeds",
 )
 
@@ -77,7 +78,9 @@ def table_domains(rows: pd.DataFrame, family: Family) -> dict[str, list]:
         present = {plain_value(v) for v in rows[param.name].dropna().unique()}
         outside = sorted(present - set(param.values), key=str)
         if outside:
-            raise ValueError(f"table values of {param.name} must be within {list(param.values)}, got {outside}")
+            raise ValueError(
+                f"table values of {param.name} must be within {list(param.values)}, got {outside}"
+            )
         domains[param.name] = [v for v in param.values if v in present]
     return domains
 
@@ -144,7 +147,9 @@ def replay(
         share of seeds within 2 % of the optimum, ``budget_fraction`` the
         budget over the number of feasible configurations in the table's
         space, ``median_measured`` the configurations actually measured (less
-        than the budget when a study stalled or exhausted the space).
+        than the budget when a study stalled or exhausted the space),
+        ``rescued_share`` the share of those measurements that the loop drew
+        at random because the sampler was stuck (pooled over seeds).
 
     Raises:
         ValueError: bad arguments, or the table has no ``ok`` row.
@@ -164,13 +169,15 @@ def replay(
     rows = problem_rows(table, problem)
     ok = rows[(rows["status"] == "ok") & rows["bandwidth_gbs"].notna()]
     if ok.empty:
-        raise ValueError(f"table must hold an ok row for {problem.key}, got statuses {sorted(rows['status'].dropna().unique())}")
+        statuses = sorted(rows["status"].dropna().unique())
+        raise ValueError(f"table must hold an ok row for {problem.key}, got statuses {statuses}")
     optimum = float(ok["bandwidth_gbs"].max())
     domains = table_domains(rows, family)
     feasible = len(family.space(problem, domains))
     measure = table_measure(rows, family)
 
-    found: dict[str, list[list[dict]]] = {name: [] for name in samplers}
+    # Per sampler, per seed: the measured rows in order, and which were rescues.
+    found: dict[str, list[list[tuple[dict, bool]]]] = {name: [] for name in samplers}
     with _quiet_optuna():
         for name in samplers:
             for seed in seeds:
@@ -186,13 +193,18 @@ def replay(
                     sampler=name,
                     seed=seed,
                 )
-                found[name].append(outcome.rows)
+                trials = outcome.study.get_trials(deepcopy=False)
+                rescued = {t.number for t in trials if "rescue" in t.user_attrs}
+                found[name].append([(row, row["trial"] in rescued) for row in outcome.rows])
 
     result = []
     for name in samplers:
         runs = found[name]
         for budget in budgets:
-            ratios = [_best(run[:budget]) / optimum for run in runs]
+            ratios = [_best([row for row, _ in run[:budget]]) / optimum for run in runs]
+            firsts = [run[:budget] for run in runs]
+            measured = sum(len(first) for first in firsts)
+            rescued = sum(flag for first in firsts for _, flag in first)
             result.append(
                 {
                     "sampler": name,
@@ -201,7 +213,8 @@ def replay(
                     "median_ratio": statistics.median(ratios),
                     "min_ratio": min(ratios),
                     "within_2pct": sum(r >= 1 - NEAR for r in ratios) / len(ratios),
-                    "median_measured": statistics.median(min(len(run), budget) for run in runs),
+                    "median_measured": statistics.median(len(first) for first in firsts),
+                    "rescued_share": rescued / measured if measured else 0.0,
                     "seeds": len(runs),
                 }
             )
@@ -216,6 +229,7 @@ def format_table(df: pd.DataFrame) -> str:
         "min_ratio": "{:.3f}".format,
         "within_2pct": "{:.0%}".format,
         "median_measured": "{:g}".format,
+        "rescued_share": "{:.0%}".format,
     }
     header = list(df.columns)
     body = [

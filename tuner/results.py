@@ -49,6 +49,7 @@ PARAM_COLUMNS = {
     "cache_hint": "string",
     "min_blocks": "Int64",
     "l1_cache": "string",
+    "read_only": "Int64",
     "pitched": "Int64",
     "tile": "Int64",
 }

@@ -125,7 +125,9 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
         if name == "cmaes":
             return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
         if name == "qmc":
-            return optuna.samplers.QMCSampler(seed=seed, warn_independent_sampling=False)
+            # Scrambled, so that seeds differ (unscrambled Sobol starts at the
+            # centre of every domain whatever the seed).
+            return optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False)
         return _BruteForceSampler(seed=seed)
 
 
@@ -190,7 +192,9 @@ def open_storage(spec: str | os.PathLike | BaseStorage | None) -> BaseStorage:
 # ---- the search ------------------------------------------------------------
 
 
-def distributions(family: Family, domains: Mapping[str, Sequence] | None) -> dict[str, CategoricalDistribution]:
+def distributions(
+    family: Family, domains: Mapping[str, Sequence] | None
+) -> dict[str, CategoricalDistribution]:
     """One categorical distribution per family parameter, over ``domains`` (or
     the parameter's full domain where it is not listed), in family order.
 
@@ -267,7 +271,10 @@ def run_study(
         A ``StudyOutcome``.
 
     Raises:
-        ValueError: an argument is out of range (checked before anything runs).
+        ValueError: an argument is out of range (checked before anything
+            runs), or ``measure`` returned something that is not a results
+            row (a bug in ``measure``, unlike its exceptions, which are
+            recorded as ``launch_error`` and the search goes on).
     """
     if budget_trials is not None and budget_trials < 1:
         raise ValueError(f"budget_trials must be >= 1, got {budget_trials}")
@@ -329,7 +336,12 @@ def run_study(
             outcome.stop_reason = "stalled"
             break
 
-        rescue = idle > 0 and idle % RESCUE_AFTER == 0
+        # Enqueued trials still waiting come first; they are not the sampler's.
+        rescue = (
+            idle > 0
+            and idle % RESCUE_AFTER == 0
+            and not study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+        )
         if rescue:
             trial = _rescue_ask(study, dists, feasible, measured, rng, seed + asks)
         else:
@@ -453,7 +465,9 @@ def _rescue_ask(
 def _check_enqueued(cfg: dict, dists: Mapping[str, CategoricalDistribution]) -> dict:
     for name, value in cfg.items():
         if name not in dists:
-            raise ValueError(f"enqueued configurations must name searched parameters {list(dists)}, got {name!r}")
+            raise ValueError(
+                f"enqueued configurations must name searched parameters {list(dists)}, got {name!r}"
+            )
         if plain_value(value) not in dists[name].choices:
             raise ValueError(
                 f"enqueued {name} must be one of {list(dists[name].choices)}, got {value!r}"
@@ -484,9 +498,12 @@ def _measure_row(
     if not isinstance(result, Mapping):
         problem_text = f"measure must return a mapping, got {type(result).__name__}"
     elif result.get("status") not in MEASURED_STATUSES:
-        problem_text = f"measure's row status must be one of {list(MEASURED_STATUSES)}, got {result.get('status')!r}"
+        problem_text = (
+            f"measure's row status must be one of {list(MEASURED_STATUSES)}, got {result.get('status')!r}"
+        )
     elif set(result) - set(COLUMNS):
-        problem_text = f"measure's row must only have results columns, got extra {sorted(set(result) - set(COLUMNS))}"
+        extra = sorted(set(result) - set(COLUMNS))
+        problem_text = f"measure's row must only have results columns, got extra {extra}"
     if problem_text is not None:
         trial.set_user_attr("reason", problem_text)
         trial.study.tell(trial, state=TrialState.FAIL)
@@ -504,7 +521,7 @@ def _measure_row(
     if row["status"] == "ok" and not _is_ok(row):
         # A measurement without a finite bandwidth cannot be ranked.
         row["status"] = "launch_error"
-        row["error"] = f"status ok needs a finite bandwidth_gbs, got {row.get('bandwidth_gbs')!r}"
+        row["error"] = f"status ok needs a finite bandwidth_gbs, got {result.get('bandwidth_gbs')!r}"
     return row
 
 
@@ -512,7 +529,7 @@ def _record(trial: optuna.Trial, row: dict) -> None:
     for name in ROW_ATTRS:
         trial.set_user_attr(name, row.get(name))
     # allow_nan=False: the dashboard parses attributes with JSON.parse.
-    trial.set_user_attr("row", json.dumps(row, sort_keys=True, allow_nan=False))
+    trial.set_user_attr("row", json.dumps(row, sort_keys=True, allow_nan=False, default=str))
 
 
 def _is_ok(row: Mapping) -> bool:

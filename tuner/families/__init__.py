@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from tuner.families.base import Config, Family, Launch, Param, Problem, Registry, Verdict
 from tuner.families.copy import Copy
+from tuner.families.layout import Layout
+from tuner.families.matmul import Matmul
+from tuner.families.offset import Offset
 from tuner.families.reduce import Reduce
+from tuner.families.vector_add import VectorAdd
 
 REGISTRY = Registry()
-for _family in (Reduce(), Copy()):
+for _family in (Reduce(), Copy(), VectorAdd(), Offset(), Layout(), Matmul()):
     REGISTRY.add(_family)
 
 __all__ = ["REGISTRY", "Config", "Family", "Launch", "Param", "Problem", "Registry", "Verdict"]

@@ -118,6 +118,8 @@ class Family(ABC):
     params: ClassVar[tuple[Param, ...]]
     tolerance: ClassVar[float] = 1e-5
     arg_types: ClassVar[str]  # PyCUDA struct format of the kernel's arguments ("PPQ")
+    # Sizes for verification passes: one not a multiple of any tile, one a power of two.
+    check_sizes: ClassVar[tuple[int, int]] = ((1 << 20) + 37, 1 << 22)
 
     # ---- the space -------------------------------------------------------
     def param(self, name: str) -> Param:

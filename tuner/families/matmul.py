@@ -1,0 +1,144 @@
+"""Square float32 matrix multiply ``C = A x B`` (``problem.n`` is the matrix
+dimension N): the pitched-allocation lesson and the shared-memory lesson
+(naive, a tile of A in shared memory, tiles of A and B).
+
+Bytes moved: ``3 * N * N * 4``, A and B read once and C written once. This is
+the blog's GB/s convention, not the traffic the kernels cause (the naive
+kernel reads each element of A and B N times, mostly from cache); it makes
+GB/s a speed measure comparable across variants. FLOPs: ``2 * N^3``.
+
+Storage (``pitched``): 0, linear rows of N floats (``cuda.mem_alloc``); 1,
+rows padded to the pitch PyCUDA's ``mem_alloc_pitch(N * 4, N, 4)`` chooses
+(the driver's ``cuMemAllocPitch``, like ``cudaMallocPitch``), so every row
+starts aligned. Pitched A and B are uploaded row by row with one
+``Memcpy2D`` (like ``cudaMemcpy2D``); pitched C is read back whole and its
+padding dropped on the host. The kernel takes the leading dimension ``ld``
+(elements per row: N, or pitch / 4) as an argument, so ``pitched`` is not a
+compile-time knob. Both storages are allocated once per problem.
+
+The kernels only read A and B: no restore is needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tuner.families.base import Config, Family, Launch, Param, Problem, Verdict, relative_error_verdict
+from tuner.families.buffers import ceil_div, poison
+from tuner.gpu import DeviceBuffer
+
+VARIANTS = ("naive", "shared_a", "shared_ab")
+FLOAT_BYTES = 4
+
+
+@dataclass
+class Storage:
+    """A, B and C in one storage scheme; ``ld`` is the row length in elements."""
+
+    a: DeviceBuffer
+    b: DeviceBuffer
+    c: DeviceBuffer
+    ld: int
+
+
+@dataclass
+class MatmulBuffers:
+    linear: Storage
+    pitched: Storage
+    n: int
+
+
+def alloc_pitched(gpu, n: int) -> tuple[DeviceBuffer, int]:
+    """An n x n float32 matrix with padded rows; returns the buffer and the pitch in bytes."""
+    allocation, pitch = gpu.cuda.mem_alloc_pitch(n * FLOAT_BYTES, n, FLOAT_BYTES)
+    pitch = int(pitch)
+    if pitch % FLOAT_BYTES or pitch < n * FLOAT_BYTES:
+        raise RuntimeError(f"mem_alloc_pitch returned pitch {pitch} for rows of {n * FLOAT_BYTES} bytes")
+    return DeviceBuffer(allocation, pitch * n), pitch
+
+
+def upload_pitched(gpu, host: np.ndarray, buffer: DeviceBuffer, pitch: int) -> None:
+    """Copy the rows of ``host`` (C order) into the pitched ``buffer`` (a synchronous Memcpy2D)."""
+    host = np.ascontiguousarray(host, dtype=np.float32)
+    rows, cols = host.shape
+    copy = gpu.cuda.Memcpy2D()
+    copy.set_src_host(host)
+    copy.src_pitch = cols * FLOAT_BYTES
+    copy.set_dst_device(int(buffer.ptr()))
+    copy.dst_pitch = pitch
+    copy.width_in_bytes = cols * FLOAT_BYTES
+    copy.height = rows
+    copy(True)  # synchronous; PyCUDA's binding takes `aligned` positionally and has no default
+
+
+class Matmul(Family):
+    name = "matmul"
+    source = "matmul.cu"
+    dtypes = ("float32",)
+    check_sizes = (1000, 512)  # N: not a multiple of any tile, and one that is
+    arg_types = "PPPii"  # A, B, C, n, ld
+    params = (
+        Param("variant", VARIANTS, "naive; a tile of A in shared memory; tiles of A and B in shared memory",
+              default="shared_ab"),
+        Param("tile", (8, 16, 32), "tile width: blocks of tile x tile threads, one element of C each", default=16),
+        Param("pitched", (0, 1), "0: rows of N floats back to back; 1: rows padded to mem_alloc_pitch's pitch",
+              default=0),
+    )  # fmt: skip
+    # Float32 sums of N products in order against float64: 1e-4 relative (2-norm).
+    tolerance = 1e-4
+
+    # ---- compiling ---------------------------------------------------------
+    def kernel_name(self, cfg: Config) -> str:
+        return f"matmul_{cfg['variant']}"
+
+    def defines(self, cfg: Config, problem: Problem) -> dict[str, str]:
+        return {f"MATMUL_{cfg['variant'].upper()}": "", "TILE": str(cfg["tile"])}
+
+    # ---- running -----------------------------------------------------------
+    def bytes_moved(self, cfg: Config, problem: Problem) -> int:
+        return 3 * problem.n * problem.n * FLOAT_BYTES
+
+    def flops(self, cfg: Config, problem: Problem) -> int:
+        return 2 * problem.n**3
+
+    def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        n = problem.n
+        return {
+            "a": rng.uniform(-1.0, 1.0, size=(n, n)).astype(np.float32),
+            "b": rng.uniform(-1.0, 1.0, size=(n, n)).astype(np.float32),
+        }
+
+    def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:
+        return inputs["a"].astype(np.float64) @ inputs["b"].astype(np.float64)
+
+    def verify(self, output: np.ndarray, expected: np.ndarray, inputs: dict[str, np.ndarray]) -> Verdict:
+        return relative_error_verdict(output, expected, self.tolerance)
+
+    def grid_size(self, cfg: Config, problem: Problem) -> tuple[int, int, int]:
+        tiles = max(1, ceil_div(problem.n, cfg["tile"]))
+        return (tiles, tiles, 1)
+
+    def allocate(self, problem: Problem, inputs: dict[str, np.ndarray], gpu) -> MatmulBuffers:
+        n = problem.n
+        linear = Storage(gpu.upload(inputs["a"]), gpu.upload(inputs["b"]), gpu.alloc(n * n * FLOAT_BYTES), n)
+        (a, pitch), (b, pitch_b), (c, pitch_c) = (alloc_pitched(gpu, n) for _ in range(3))
+        if not pitch == pitch_b == pitch_c:
+            raise RuntimeError(f"one leading dimension for A, B and C needs equal pitches, got {pitch}, {pitch_b}, {pitch_c}")
+        upload_pitched(gpu, inputs["a"], a, pitch)
+        upload_pitched(gpu, inputs["b"], b, pitch)
+        return MatmulBuffers(linear, Storage(a, b, c, pitch // FLOAT_BYTES), n)
+
+    def bind(self, cfg: Config, problem: Problem, buffers: MatmulBuffers, function, gpu) -> Launch:
+        storage = buffers.pitched if cfg["pitched"] else buffers.linear
+        grid, block = self.grid_size(cfg, problem), (cfg["tile"], cfg["tile"], 1)
+        poison(gpu, storage.c)
+        n, ld = problem.n, storage.ld
+        run = gpu.launcher(function, grid, block, storage.a.ptr(), storage.b.ptr(), storage.c.ptr(),
+                           np.int32(n), np.int32(ld))  # fmt: skip
+
+        def fetch() -> np.ndarray:
+            return np.ascontiguousarray(gpu.download(storage.c, (n, ld), np.float32)[:, :n])
+
+        return Launch(run=run, grid=grid, block=block, fetch=fetch)

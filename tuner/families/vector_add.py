@@ -1,0 +1,136 @@
+"""Element-wise add ``c = a + b``: the vectorisation lesson (vector widths 1 to
+8 for int8, float16, float32 and int32) and ``#pragma unroll`` on the
+grid-stride loop.
+
+Bytes moved: a and b read once, c written once, ``3 * n * itemsize``.
+
+The ``offset`` shifts a, b and c alike by that many elements; the kernel adds a
+scalar head up to the first vector boundary and a scalar tail after the last
+whole vector, so every offset works with every vector width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tuner.families.base import C_TYPES, DTYPES, Config, Family, Launch, Param, Problem, Verdict, relative_error_verdict
+from tuner.families.buffers import MAX_OFFSET_ELEMENTS, Inputs1D, ceil_div, poison
+
+MAX_VECTOR_BYTES = 16  # the widest load instruction
+# Relative error (2-norm) allowed for float outputs: one rounding of the sum.
+TOLERANCES = {"float16": 1e-3, "float32": 1e-6}
+
+
+@dataclass
+class VectorAddBuffers:
+    inputs: Inputs1D  # a and b, pristine and padded work copies
+    c: object  # DeviceBuffer with room for n + MAX_OFFSET_ELEMENTS elements
+    n: int
+    dtype: np.dtype
+
+
+class VectorAdd(Family):
+    name = "vector_add"
+    source = "vector_add.cu"
+    dtypes = ("int8", "float16", "float32", "int32")
+    arg_types = "PPPQ"  # a, b, c, n
+    params = (
+        Param("variant", ("add",), "grid-stride add, one vector of VEC elements per iteration", default="add"),
+        Param("vector_width", (1, 2, 4, 8), "elements per load and store; vector_width x element size <= 16 bytes",
+              default=1, rule=lambda v: v in (1, 2, 4, 8, 16), rule_text="one of [1, 2, 4, 8, 16]"),
+        Param("unroll", (1, 2, 4), "#pragma unroll factor of the grid-stride loop", default=1,
+              rule=lambda u: u in (1, 2, 4, 8), rule_text="one of [1, 2, 4, 8]"),
+        Param("block_size", (128, 256, 512, 1024), "threads per block", default=512,
+              rule=lambda b: isinstance(b, int) and b % 32 == 0 and 32 <= b <= 1024,
+              rule_text="a multiple of 32 from 32 to 1024"),
+        Param("grid_blocks_per_sm", (0, 4, 8, 16),
+              "blocks per multiprocessor; 0: one pass, just enough blocks for unroll iterations per thread",
+              default=0, rule=lambda g: isinstance(g, int) and 0 <= g <= 64, rule_text="an integer from 0 to 64"),
+        Param("offset", (0, 11), "elements added to the a, b and c pointers", default=0,
+              rule=lambda o: isinstance(o, int) and 0 <= o <= MAX_OFFSET_ELEMENTS,
+              rule_text=f"an integer from 0 to {MAX_OFFSET_ELEMENTS}"),
+    )  # fmt: skip
+
+    # ---- space -------------------------------------------------------------
+    def constraint_violations(self, cfg: Config, problem: Problem) -> list[str]:
+        if problem.dtype not in DTYPES:
+            return []  # reported by violations()
+        itemsize = np.dtype(DTYPES[problem.dtype]).itemsize
+        width = cfg["vector_width"]
+        if width * itemsize > MAX_VECTOR_BYTES:
+            return [f"vector_width x element size must be at most {MAX_VECTOR_BYTES} bytes, got {width} x {itemsize}"
+                    f" = {width * itemsize} bytes for {problem.dtype}"]  # fmt: skip
+        return []
+
+    # ---- compiling ---------------------------------------------------------
+    def kernel_name(self, cfg: Config) -> str:
+        return "vector_add"
+
+    def defines(self, cfg: Config, problem: Problem) -> dict[str, str]:
+        return {
+            "ELEM": C_TYPES[problem.dtype],
+            "BLOCK": str(cfg["block_size"]),
+            "VEC": str(cfg["vector_width"]),
+            "UNROLL": str(cfg["unroll"]),
+        }
+
+    # ---- running -----------------------------------------------------------
+    def bytes_moved(self, cfg: Config, problem: Problem) -> int:
+        return 3 * problem.n * np.dtype(DTYPES[problem.dtype]).itemsize
+
+    def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        n, dtype = problem.n, DTYPES[problem.dtype]
+        if problem.dtype in ("int8", "int32"):
+            # Half the type's range each, so a + b never overflows.
+            high = 64 if problem.dtype == "int8" else 2**30
+            a = rng.integers(-high, high, size=n, dtype=dtype)
+            b = rng.integers(-high, high, size=n, dtype=dtype)
+            # No sum is -1, the poison pattern: an unwritten element never passes.
+            b[a.astype(np.int64) + b == -1] += 1
+        else:
+            a = rng.uniform(-1.0, 1.0, size=n).astype(dtype)
+            b = rng.uniform(-1.0, 1.0, size=n).astype(dtype)
+        return {"a": a, "b": b}
+
+    def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:
+        a, b = inputs["a"], inputs["b"]
+        if problem.dtype in ("int8", "int32"):
+            return (a.astype(np.int64) + b.astype(np.int64)).astype(a.dtype)  # exact: the inputs never overflow
+        wide = np.float32 if problem.dtype == "float16" else np.float64
+        return a.astype(wide) + b.astype(wide)
+
+    def verify(self, output: np.ndarray, expected: np.ndarray, inputs: dict[str, np.ndarray]) -> Verdict:
+        if output.dtype.kind == "i":
+            if output.shape != expected.shape:
+                return Verdict(False, float("inf"), f"shape {output.shape} != {expected.shape}")
+            wrong = int(np.count_nonzero(output != expected))
+            return Verdict(wrong == 0, float(wrong), "" if wrong == 0 else f"{wrong} of {output.size} elements differ")
+        return relative_error_verdict(output, expected, TOLERANCES[output.dtype.name])
+
+    def grid_size(self, cfg: Config, problem: Problem, sm_count: int) -> int:
+        one_pass = ceil_div(problem.n, cfg["block_size"] * cfg["vector_width"] * cfg["unroll"])
+        per_sm = cfg["grid_blocks_per_sm"]
+        return max(1, one_pass if per_sm == 0 else min(one_pass, per_sm * sm_count))
+
+    def allocate(self, problem: Problem, inputs: dict[str, np.ndarray], gpu) -> VectorAddBuffers:
+        a = inputs["a"]
+        c = gpu.alloc(a.nbytes + MAX_OFFSET_ELEMENTS * a.itemsize)
+        return VectorAddBuffers(Inputs1D.upload(gpu, inputs), c, problem.n, a.dtype)
+
+    def bind(self, cfg: Config, problem: Problem, buffers: VectorAddBuffers, function, gpu) -> Launch:
+        grid = self.grid_size(cfg, problem, gpu.sm_count)
+        block = cfg["block_size"]
+        offset, itemsize = cfg["offset"], buffers.dtype.itemsize
+        for name in ("a", "b"):
+            buffers.inputs.place(name, offset)
+        poison(gpu, buffers.c)
+        a, b = buffers.inputs.ptr("a", offset), buffers.inputs.ptr("b", offset)
+        c = buffers.c.ptr(offset * itemsize)
+        run = gpu.launcher(function, (grid, 1, 1), (block, 1, 1), a, b, c, np.uint64(problem.n))
+
+        def fetch() -> np.ndarray:
+            return gpu.download(buffers.c, problem.n, buffers.dtype, offset * itemsize)
+
+        return Launch(run=run, grid=(grid, 1, 1), block=(block, 1, 1), fetch=fetch)
