@@ -33,30 +33,9 @@ def defaults(family) -> dict:
     return {p.name: p.default for p in family.params}
 
 
-def covering_configs(family, problem: Problem) -> list[dict]:
-    """Per variant, for each (parameter, value) of the default domains, the
-    feasible configuration nearest the defaults that has it."""
-    base = defaults(family)
-    # Each default joins its domain: some variants need a default outside it
-    # (reduce's ladder runs only with grid_blocks_per_sm 0).
-    space = family.space(problem, {p.name: list(dict.fromkeys([p.default, *p.values])) for p in family.params})
-    by_variant: dict = {}
-    for cfg in space:
-        by_variant.setdefault(cfg.get("variant"), []).append(cfg)
-    chosen: list[dict] = []
-    for configs in by_variant.values():
-        distance = [sum(cfg[k] != v for k, v in base.items()) for cfg in configs]
-        for param in family.params:
-            for value in param.values:
-                candidates = [(d, i) for i, (cfg, d) in enumerate(zip(configs, distance)) if cfg[param.name] == value]
-                if candidates:
-                    chosen.append(configs[min(candidates)[1]])
-    return chosen
-
-
 def covering_set(family) -> dict[str, list[dict]]:
     """dtype -> covering configurations."""
-    return {dtype: covering_configs(family, problem_for(family, dtype)) for dtype in family.dtypes}
+    return {dtype: family.covering_configs(problem_for(family, dtype)) for dtype in family.dtypes}
 
 
 @pytest.mark.parametrize("family_name", REGISTRY.names())

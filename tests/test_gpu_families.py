@@ -26,9 +26,7 @@ def variant_configs(family, problem):
         domains |= {"block_size": [128, 1024], "unroll": [1, 4], "offset": [0, 3], "grid_blocks_per_sm": [0, 4],
                     "cache_hint": ["none", "ldg", "stream"]}
     else:  # every value of every parameter at least once, for every variant
-        from tuner.cli import covering_configs
-
-        return covering_configs(family, problem)
+        return family.covering_configs(problem)
     configs = family.space(problem, domains)
     assert configs, f"no feasible configuration for {problem}"
     return configs

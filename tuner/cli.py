@@ -125,26 +125,55 @@ def cmd_sweep(args) -> None:
 
 
 def cmd_tune(args) -> None:
-    from tuner.study import run_study, study_rows
+    """Run an Optuna study; with --gpus, one worker process per GPU shares it."""
+    from tuner.study import open_storage, run_study, study_rows
 
     config = configuration.load(args.config)
     gpu_dir = Path(args.out).parent.parent
     settings = configuration.study_settings(config, args.name, gpu_dir)
-    bench, device = _bench(config, args.device)
-    _load_peaks(bench, args.peaks)
-    study_config = config["studies"][args.name]
-    if study_config.get("timing"):
-        bench.timing = configuration.timing_options({**config.get("timing", {}), **study_config["timing"]})
-    family = REGISTRY[settings.family]
-    session = bench.problem(family, settings.problem)
-    source = f"study:{args.name}"
-    outcome = run_study(family=family, problem=settings.problem, domains=settings.params or None, storage=settings.storage,
-                        study_name=f"{device['slug']}/{args.name}", measure=lambda cfg: session.measure(cfg, source),
-                        budget_trials=settings.budget_trials, timeout_s=settings.timeout_s, sampler=settings.sampler,
-                        seed=settings.seed + args.worker, enqueue=settings.enqueue)  # fmt: skip
-    frame = results.to_frame(study_rows(outcome.study))
+    device = json.loads(Path(args.device).read_text())
+    study_name = f"{device['slug']}/{args.name}"
+    if len(args.gpus) > 1:
+        _run_workers(args)
+        import optuna
+
+        study = optuna.load_study(study_name=study_name, storage=open_storage(settings.storage))
+    else:
+        bench, device = _bench(config, args.device)
+        _load_peaks(bench, args.peaks)
+        study_config = config["studies"][args.name]
+        if study_config.get("timing"):
+            bench.timing = configuration.timing_options({**config.get("timing", {}), **study_config["timing"]})
+        family = REGISTRY[settings.family]
+        session = bench.problem(family, settings.problem)
+        source = f"study:{args.name}"
+        study = run_study(family=family, problem=settings.problem, domains=settings.params or None, storage=settings.storage,
+                          study_name=study_name, measure=lambda cfg: session.measure(cfg, source),
+                          budget_trials=settings.budget_trials, timeout_s=settings.timeout_s, sampler=settings.sampler,
+                          seed=settings.seed + args.worker, enqueue=settings.enqueue).study  # fmt: skip
+    if args.worker_only:
+        return
+    frame = results.to_frame(study_rows(study))
     results.write_atomic(frame, args.out)
     _print_best(frame, f"study {args.name} ({settings.sampler}, budget {settings.budget_trials})")
+
+
+def _run_workers(args) -> None:
+    """One `tuner tune --worker-only` process per GPU (CUDA_VISIBLE_DEVICES), all
+    on the study's shared storage: they split one trial budget."""
+    import os
+    import subprocess
+
+    processes = []
+    for worker, gpu in enumerate(args.gpus):
+        command = [sys.executable, "-m", "tuner", "tune", args.name, "--config", args.config, "--device", args.device,
+                   "--out", args.out, "--worker", str(worker), "--worker-only", "--gpus", gpu]  # fmt: skip
+        if args.peaks:
+            command += ["--peaks", args.peaks]
+        processes.append(subprocess.Popen(command, env={**os.environ, "CUDA_VISIBLE_DEVICES": gpu}))
+    failed = [gpu for gpu, process in zip(args.gpus, processes) if process.wait() != 0]
+    if failed:
+        raise SystemExit(f"error: the study workers on GPUs {failed} failed; finished trials are kept in the study storage")
 
 
 def cmd_collect(args) -> None:
@@ -186,7 +215,7 @@ def cmd_verify(args) -> None:
         for dtype in family.dtypes:
             for n in args.sizes or family.check_sizes:
                 problem = Problem(family.name, dtype, n)
-                configs = covering_configs(family, problem)
+                configs = family.covering_configs(problem)
                 compile_all(family, configs, problem, arch=gpu.arch, cache_dir=args.cache)
                 session = bench.problem(family, problem)
                 for cfg in configs:
@@ -200,22 +229,6 @@ def cmd_verify(args) -> None:
     print(f"verified {total - failures}/{total} configurations")
     if failures:
         raise SystemExit(1)
-
-
-def covering_configs(family, problem) -> list[dict]:
-    """Feasible configurations in which every value of every parameter appears
-    at least once, for every variant (a covering set, not the full product)."""
-    chosen: dict[str, dict] = {}
-    variants = family.param("variant").values if "variant" in family.param_names else (None,)
-    for variant in variants:
-        fixed = {"variant": [variant]} if variant is not None else {}
-        space = family.space(problem, {p.name: list(p.values) for p in family.params} | fixed)
-        for p in family.params:
-            for value in p.values:
-                match = next((c for c in space if c[p.name] == value), None)
-                if match is not None:
-                    chosen.setdefault(results.config_key(match), match)
-    return list(chosen.values())
 
 
 def _print_best(frame: pd.DataFrame, what: str) -> None:
@@ -248,7 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     add("compile", cmd_compile, cfg, out, dev, (["--arch"], {"help": "e.g. sm_90; default: config, then the device"}))
     add("peaks", cmd_peaks, cfg, out, dev)
     add("sweep", cmd_sweep, (["name"], {}), cfg, out, dev, peaks)
-    add("tune", cmd_tune, (["name"], {}), cfg, out, dev, peaks, (["--worker"], {"type": int, "default": 0, "help": "worker number (seed offset) when several GPUs share one study"}))
+    add("tune", cmd_tune, (["name"], {}), cfg, out, dev, peaks,
+        (["--worker"], {"type": int, "default": 0, "help": "worker number (seed offset) when several GPUs share one study"}),
+        (["--worker-only"], {"action": "store_true", "help": "measure trials, write no output (a worker of --gpus)"}),
+        (["--gpus"], {"type": lambda text: [g for g in text.split(",") if g], "default": [], "help": "e.g. 0,1,2,3: one worker per GPU"}))
     add("collect", cmd_collect, (["inputs"], {"nargs": "*"}), out)
     add("verify", cmd_verify, (["--families"], {"nargs": "*"}), (["--sizes"], {"type": int, "nargs": "+", "help": "default: each family's check_sizes"}),
         (["--cache"], {"default": "results/.cubin-cache"}), (["--seed"], {"type": int, "default": 1}))

@@ -93,27 +93,35 @@ def compile_variant(family: Family, cfg: Config, problem: Problem, *, arch: str,
     Raises:
         CompileError: nvcc failed; the cache keeps nothing for this key.
     """
-    source = KERNELS_DIR / family.source
-    defines = family.defines(cfg, problem)
-    flags = tuple(family.compile_flags(cfg))
+    try:
+        return compile_source(KERNELS_DIR / family.source, family.kernel_name(cfg), defines=family.defines(cfg, problem),
+                              flags=tuple(family.compile_flags(cfg)), arch=arch, cache_dir=cache_dir, prefix=family.name)  # fmt: skip
+    except CompileError as error:
+        raise CompileError(f"{family.name} {dict(cfg)}: {error}") from None
+
+
+def compile_source(
+    source: Path, kernel: str, *, defines: dict[str, str], flags: Sequence[str] = (), arch: str, cache_dir: str | os.PathLike, prefix: str
+) -> CompiledKernel:
+    """Compile ``source`` with ``defines`` to a cubin in ``cache_dir`` (or fetch it)."""
+    flags = tuple(flags)
     identity = json.dumps(
         {"src": _sources_digest(source), "defines": sorted(defines.items()), "flags": flags,
          "arch": arch, "nvcc": nvcc_version()}, sort_keys=True)  # fmt: skip
     key = hashlib.sha256(identity.encode()).hexdigest()[:20]
     cache_dir = Path(cache_dir)
-    cubin = cache_dir / f"{family.name}-{key}.cubin"
+    cubin = cache_dir / f"{prefix}-{key}.cubin"
     meta = cubin.with_suffix(".json")
     if cubin.exists() and meta.exists():
-        return CompiledKernel(**{**json.loads(meta.read_text()), "kernel": family.kernel_name(cfg)})
+        return CompiledKernel(**{**json.loads(meta.read_text()), "kernel": kernel})
     cache_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
         out = Path(tmp) / cubin.name
         proc = subprocess.run(nvcc_command(source, defines, flags, arch, out), capture_output=True, text=True)
         log = proc.stdout + proc.stderr
         if proc.returncode != 0:
-            raise CompileError(f"nvcc failed for {family.name} {dict(cfg)}:\n{log.strip()}")
-        compiled = CompiledKernel(cubin=str(cubin), kernel=family.kernel_name(cfg), arch=arch, key=key,
-                                  ptxas_log=log, **parse_ptxas_report(log))  # fmt: skip
+            raise CompileError(f"nvcc failed for {source.name}:\n{log.strip()}")
+        compiled = CompiledKernel(cubin=str(cubin), kernel=kernel, arch=arch, key=key, ptxas_log=log, **parse_ptxas_report(log))
         # Report first, cubin last: a cubin on disk always has its report.
         meta.write_text(json.dumps(asdict(compiled), indent=1))
         os.replace(out, cubin)

@@ -76,6 +76,27 @@ class Bench:
             self.clocks = clock_monitor(self.gpu.pci_bus_id)
         self._timer = self.gpu.event_timer()
 
+    @property
+    def hold(self):
+        """The spin launch that precedes each sample's start event (or None)."""
+        if self.timing.hold_us <= 0:
+            return None
+        if getattr(self, "_hold_us", None) != self.timing.hold_us:
+            from tuner.compile import compile_source
+            from tuner.families.base import KERNELS_DIR
+
+            compiled = compile_source(KERNELS_DIR / "timing.cu", "hold_stream", defines={}, arch=self.gpu.arch,
+                                      cache_dir=self.cache_dir, prefix="timing")  # fmt: skip
+            function = self.gpu.function(compiled.cubin, compiled.kernel, "Q")
+            self._hold = self.gpu.launcher(function, (1, 1, 1), (1, 1, 1), np.uint64(self.timing.hold_us * 1000))
+            self._hold_us = self.timing.hold_us
+        return self._hold
+
+    def time(self, run, *, restore=None, options: TimingOptions | None = None):
+        """``time_kernel`` with this bench's timer, flush, hold and clocks."""
+        return time_kernel(run, timer=self._timer, options=options or self.timing, restore=restore, flush=self.gpu.flush_l2,
+                           hold=self.hold, synchronize=self.gpu.synchronize, clocks=self.clocks)  # fmt: skip
+
     def problem(self, family: Family, problem: Problem) -> "ProblemBench":
         return ProblemBench(self, family, problem)
 
@@ -130,8 +151,7 @@ class ProblemBench:
             return row | {"status": "ok", "error": f"{verdict.error:.3g}"}
         options = bench.timing if flush_l2 is None else _with_flush(bench.timing, flush_l2)
         try:
-            timing = time_kernel(launch.run, timer=bench._timer, options=options, restore=launch.restore,
-                                 flush=gpu.flush_l2, synchronize=gpu.synchronize, clocks=bench.clocks)  # fmt: skip
+            timing = bench.time(launch.run, restore=launch.restore, options=options)
         except Exception as error:
             self._check_context(error)
             return row | {"status": "launch_error", "error": f"while timing: {type(error).__name__}: {error}"}

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from tuner.families import REGISTRY, Problem
-from tuner.timing import time_kernel
 
 READ_CONFIGS = [
     {"variant": "read", "block_size": b, "vector_width": 4, "unroll": u, "grid_blocks_per_sm": 0, "cache_hint": h, "offset": 0}
@@ -38,8 +37,7 @@ def measure_peaks(bench, *, source: str = "peaks") -> tuple[dict, list[dict]]:
     nbytes = peak_buffer_bytes(gpu.l2_bytes)
     src, dst = gpu.alloc(nbytes), gpu.alloc(nbytes)
     gpu.fill_bytes(src.ptr(), 0x3C, nbytes)
-    timing = time_kernel(lambda: gpu.copy(dst.ptr(), src.ptr(), nbytes), timer=bench._timer, options=bench.timing,
-                         flush=gpu.flush_l2, synchronize=gpu.synchronize, clocks=bench.clocks)  # fmt: skip
+    timing = bench.time(lambda: gpu.copy(dst.ptr(), src.ptr(), nbytes))
     copy_gbs = 2 * nbytes / (timing.median_ms / 1e3) / 1e9
     del src, dst
     peaks: dict[str, Any] = {
@@ -88,6 +86,5 @@ def cub_reduce_gbs(bench, n: int = 1 << 28) -> tuple[float | None, str]:
     cupy.cuda.Device().synchronize()
     if int(out.get()) != int(host.sum(dtype=np.int64)):
         return None, "CUB sum disagreed with numpy"
-    timing = time_kernel(run, timer=bench._timer, options=bench.timing, flush=bench.gpu.flush_l2,
-                         synchronize=bench.gpu.synchronize, clocks=bench.clocks)  # fmt: skip
+    timing = bench.time(run)
     return n * 4 / (timing.median_ms / 1e3) / 1e9, f"CUB DeviceReduce sum via cupy {cupy.__version__}, n={n} int32"

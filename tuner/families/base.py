@@ -147,6 +147,30 @@ class Family(ABC):
             domains = {p.name: list(p.values) for p in self.params}
         return [c for c in self.configs(domains) if not self.violations(c, problem)]
 
+    def covering_configs(self, problem: Problem) -> list[dict]:
+        """For every variant and every value of every parameter's domain, the
+        feasible configuration nearest the defaults that has it: a covering set
+        for verification passes, far smaller than the full product."""
+        from tuner.results import config_key
+
+        defaults = {p.name: p.default for p in self.params}
+        # Each default joins its domain: some variants only run with a default
+        # outside it (reduce's ladder needs grid_blocks_per_sm 0).
+        space = self.space(problem, {p.name: list(dict.fromkeys([p.default, *p.values])) for p in self.params})
+        by_variant: dict[Any, list[dict]] = {}
+        for cfg in space:
+            by_variant.setdefault(cfg.get("variant"), []).append(cfg)
+        chosen: dict[str, dict] = {}
+        for configs in by_variant.values():
+            distance = [sum(cfg[k] != v for k, v in defaults.items()) for cfg in configs]
+            for param in self.params:
+                for value in param.values:
+                    candidates = [(d, i) for i, (cfg, d) in enumerate(zip(configs, distance)) if cfg[param.name] == value]
+                    if candidates:
+                        best = configs[min(candidates)[1]]
+                        chosen.setdefault(config_key(best), best)
+        return list(chosen.values())
+
     def violations(self, cfg: Config, problem: Problem) -> list[str]:
         """Why ``cfg`` cannot run ``problem`` (empty when it can). Checked before
         anything is compiled or launched."""

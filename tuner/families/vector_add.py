@@ -60,8 +60,8 @@ class VectorAdd(Family):
         itemsize = np.dtype(DTYPES[problem.dtype]).itemsize
         width = cfg["vector_width"]
         if width * itemsize > MAX_VECTOR_BYTES:
-            return [f"vector_width x element size must be at most {MAX_VECTOR_BYTES} bytes, got {width} x {itemsize}"
-                    f" = {width * itemsize} bytes for {problem.dtype}"]  # fmt: skip
+            size = f"{width} x {itemsize} = {width * itemsize} bytes for {problem.dtype}"
+            return [f"vector_width x element size must be at most {MAX_VECTOR_BYTES} bytes, got {size}"]
         return []
 
     # ---- compiling ---------------------------------------------------------

@@ -21,6 +21,12 @@ GPU_DIR = f"{RESULTS}/{GPU}"
 SWEEPS = list(config.get("sweeps", {}))
 STUDIES = list(config.get("studies", {}))
 TUNER = f"{sys.executable} -m tuner"
+# Several GPUs share each study: one worker process per listed device.
+STUDY_WORKERS = (
+    "--gpus " + ",".join(map(str, config["study_gpus"]))
+    if len(config.get("study_gpus", [])) > 1
+    else ""
+)
 
 
 wildcard_constraints:

@@ -14,8 +14,9 @@ rule tune:
         f"{RESULTS}/{{gpu}}/logs/tune-{{name}}.log",
     params:
         tuner=TUNER,
+        workers=STUDY_WORKERS,
     conda:
         "../envs/tuner.yaml"
     shell:
         "set -o pipefail; {params.tuner} tune {wildcards.name} --config {input.config} --device {input.device}"
-        " --peaks {input.peaks} --out {output} 2>&1 | tee {log}"
+        " --peaks {input.peaks} --out {output} {params.workers} 2>&1 | tee {log}"
