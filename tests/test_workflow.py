@@ -47,3 +47,34 @@ def test_run_without_gpu_stops_with_one_line(tmp_path):
     assert len(lines) == 1 and ("PyCUDA is not installed" in lines[0] or "no usable CUDA device" in lines[0]), out[-3000:]
     assert "pip install -e '.[cuda]'" in lines[0] or "NVIDIA GPU" in lines[0]
     assert not list(Path(tmp_path).rglob("*.parquet"))  # nothing measured, nothing half-written
+
+
+def test_snakemake_report_bundles_the_reference_figures(tmp_path):
+    proc = snakemake("--cores", "1", "--report", str(tmp_path / "report.html"), "report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "report.html").stat().st_size > 100_000
+
+
+def test_study_workers_get_one_gpu_each(monkeypatch, tmp_path):
+    """`tuner tune --gpus 0,1` starts one worker per GPU, each seeing only its own."""
+    import subprocess as sp
+    from types import SimpleNamespace
+
+    from tuner import cli
+
+    started = []
+
+    class FakeProcess:
+        def __init__(self, command, env):
+            started.append((command, env["CUDA_VISIBLE_DEVICES"]))
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(sp, "Popen", FakeProcess)
+    args = SimpleNamespace(name="reduce_int32", config="config.yaml", device="d.json", out=str(tmp_path / "s.parquet"),
+                           peaks="p.json", gpus=["0", "1"])
+    cli._run_workers(args)
+    assert [gpu for _, gpu in started] == ["0", "1"]
+    for worker, (command, gpu) in enumerate(started):
+        assert command[command.index("--worker") + 1] == str(worker) and "--worker-only" in command

@@ -27,6 +27,7 @@ def _bench(config: dict, device_json: Path | None = None):
     device = json.loads(Path(device_json).read_text()) if device_json else _describe(gpu)
     if device["name"] != gpu.name:
         raise SystemExit(f"error: {device_json} describes {device['name']!r} but this process sees {gpu.name!r}")
+    device = {**device, "pci_bus_id": gpu.pci_bus_id}  # the card this process measures on
     arch = config.get("arch", "auto")
     if arch != "auto":
         gpu.arch = arch

@@ -50,6 +50,7 @@ def environment_columns(device: dict, slug: str, run_id: str | None = None) -> d
         "run_id": run_id or uuid.uuid4().hex[:12],
         "gpu": device["name"],
         "gpu_slug": slug,
+        "pci_bus_id": device.get("pci_bus_id"),
         "compute_capability": device["compute_capability"],
         "driver_version": device.get("driver_version"),
         "cuda_version": device.get("cuda_version"),

@@ -8,7 +8,7 @@ Columns:
     run_id, timestamp            which run measured the row, and when (UTC, ISO 8601)
     source                       the stage and name that measured it (``sweep:reduce_ladder``, ``study:reduce_int32``)
     trial                        the Optuna trial number for study rows (null for sweeps)
-    gpu, gpu_slug, compute_capability, driver_version, cuda_version,
+    gpu, gpu_slug, pci_bus_id (which card, when several share a study), compute_capability, driver_version, cuda_version,
     nvcc_version, pycuda_version, git_commit
     family, variant, dtype, n    what was computed (n: elements, or matrix dimension)
     <parameter columns>          one per tuning parameter, see PARAM_COLUMNS
@@ -61,6 +61,7 @@ COLUMNS = {
     "trial": "Int64",
     "gpu": "string",
     "gpu_slug": "string",
+    "pci_bus_id": "string",
     "compute_capability": "string",
     "driver_version": "string",
     "cuda_version": "string",
