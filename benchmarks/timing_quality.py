@@ -47,7 +47,9 @@ def main() -> None:
     report = {"device": device["name"], "peaks": peaks, "cases": [], "repeatability": {}}
     print(f"\n{device['name']}: copy {peaks['copy_gbs']:.0f} GB/s, read-only {peaks['read_gbs']:.0f} GB/s, "
           f"theoretical {peaks['theoretical_gbs']:.0f} GB/s, CUB reduce {peaks['cub_reduce_gbs'] or float('nan'):.0f} GB/s")  # fmt: skip
-    print(f"\n{'case':26s} {'mode':8s} {'samples':>7s} {'wall ms':>8s} {'median us':>10s} {'spread %':>8s} {'GB/s':>7s} {'conv':>5s}")
+    print(
+        f"\n{'case':26s} {'mode':8s} {'samples':>7s} {'wall ms':>8s} {'median us':>10s} {'spread %':>8s} {'GB/s':>7s} {'conv':>5s}"
+    )
     for label, family_name, problem, cfg in CASES:
         if family_name not in REGISTRY.families:
             print(f"{label:26s} (family {family_name} not available)")
@@ -72,7 +74,11 @@ def main() -> None:
                for b in (256, 1024) for u in (2, 8) for v in (1, 2, 4)]  # fmt: skip
     passes = [[session.measure(c, "benchmark")["time_ms_median"] for c in configs] for _ in range(2)]
     diffs = np.abs(np.array(passes[0]) / np.array(passes[1]) - 1)
-    report["repeatability"] = {"configs": len(configs), "median_abs_diff": float(np.median(diffs)), "max_abs_diff": float(diffs.max())}
+    report["repeatability"] = {
+        "configs": len(configs),
+        "median_abs_diff": float(np.median(diffs)),
+        "max_abs_diff": float(diffs.max()),
+    }
     print(f"\nrepeatability over {len(configs)} configurations (reduce 2^28 int32), two passes: "
           f"median |difference| {np.median(diffs) * 100:.2f} %, max {diffs.max() * 100:.2f} %")  # fmt: skip
     if args.out:

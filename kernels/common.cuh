@@ -39,6 +39,14 @@ __device__ __forceinline__ Vec<T, N> load_vec(const Vec<T, N>* p) {
     return *reinterpret_cast<Vec<T, N>*>(&raw);
 }
 
+// Elements before the first N-element-aligned one (at most n): a scalar head
+// lets N-wide vector loads start aligned whatever offset the pointer has.
+template <int N, typename T>
+__device__ __forceinline__ unsigned long long aligned_head(const T* p, unsigned long long n) {
+    const unsigned long long misaligned = (reinterpret_cast<unsigned long long>(p) / sizeof(T)) % N;
+    return misaligned ? min((unsigned long long)(N - misaligned), n) : 0ull;
+}
+
 // Sum across the 32 lanes of a warp; every lane receives the total.
 template <typename T> __device__ __forceinline__ T warp_sum(T x) {
 #pragma unroll

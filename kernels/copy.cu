@@ -19,18 +19,13 @@
 
 typedef unsigned long long u64;
 
-__device__ __forceinline__ u64 head_elements(const void* p, u64 n) {
-    const u64 misaligned = (reinterpret_cast<u64>(p) / sizeof(ELEM)) % VEC;
-    return misaligned ? min((u64)(VEC - misaligned), n) : 0;
-}
-
 #if defined(COPY_COPY)
 extern "C" __global__ void __launch_bounds__(BLOCK)
 copy_kernel(const ELEM* __restrict__ src, ELEM* __restrict__ dst, u64 n) {
     using V = Vec<ELEM, VEC>;
     const u64 gid = (u64)blockIdx.x * BLOCK + threadIdx.x;
     const u64 threads = (u64)gridDim.x * BLOCK;
-    const u64 head = head_elements(src, n);
+    const u64 head = aligned_head<VEC>(src, n);
     if (gid < head) dst[gid] = src[gid];
     const V* in = reinterpret_cast<const V*>(src + head);
     V* out = reinterpret_cast<V*>(dst + head);
@@ -58,7 +53,7 @@ read_kernel(const ELEM* __restrict__ src, unsigned* __restrict__ partials, u64 n
     const unsigned* words = reinterpret_cast<const unsigned*>(src);
     const u64 gid = (u64)blockIdx.x * BLOCK + threadIdx.x;
     const u64 threads = (u64)gridDim.x * BLOCK;
-    const u64 head = head_elements(src, n);
+    const u64 head = aligned_head<VEC>(src, n);
     unsigned acc = gid < head ? words[gid] : 0u;
     const V* in = reinterpret_cast<const V*>(words + head);
     const u64 n_vec = (n - head) / VEC;

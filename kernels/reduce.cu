@@ -222,8 +222,7 @@ extern "C" __global__ void BOUNDS reduce_shuffle(const ELEM* __restrict__ data, 
     using V = Vec<ELEM, VEC>;
     const u64 gid = (u64)blockIdx.x * BLOCK + threadIdx.x;
     const u64 threads = (u64)gridDim.x * BLOCK;
-    const u64 misaligned = (reinterpret_cast<u64>(data) / sizeof(ELEM)) % VEC;
-    const u64 head = misaligned ? min((u64)(VEC - misaligned), n) : 0;
+    const u64 head = aligned_head<VEC>(data, n);
     ELEM acc = ELEM(0);
     if (gid < head) acc += data[gid];
     const V* body = reinterpret_cast<const V*>(data + head);

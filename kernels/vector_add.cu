@@ -86,7 +86,7 @@ vector_add(const ELEM* __restrict__ a, const ELEM* __restrict__ b, ELEM* __restr
         for (u64 i = gid; i < n; i += threads) c[i] = add_elem(a[i], b[i]);
         return;
     }
-    const u64 head = mis ? min((u64)(VEC - mis), n) : 0;
+    const u64 head = aligned_head<VEC>(a, n);
     if (gid < head) c[gid] = add_elem(a[gid], b[gid]);
     const V* va = reinterpret_cast<const V*>(a + head);
     const V* vb = reinterpret_cast<const V*>(b + head);

@@ -38,10 +38,14 @@ def gpu():
 
 @pytest.fixture(scope="session")
 def bench(gpu, tmp_path_factory):
-    from tuner.measure import Bench, environment_columns
     from tuner.device import describe
+    from tuner.measure import Bench, environment_columns
     from tuner.timing import TimingOptions
 
     device = describe(gpu)
-    return Bench(gpu=gpu, environment=environment_columns(device, device["slug"]),
-                 cache_dir=tmp_path_factory.mktemp("cubins"), timing=TimingOptions(max_time_s=0.2))
+    return Bench(
+        gpu=gpu,
+        environment=environment_columns(device, device["slug"]),
+        cache_dir=tmp_path_factory.mktemp("cubins"),
+        timing=TimingOptions(max_time_s=0.2),
+    )

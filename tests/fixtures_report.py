@@ -38,16 +38,36 @@ PEAKS: dict[str, Any] = {"copy_gbs": 2900.0, "read_gbs": 3100.0, "theoretical_gb
 
 ITEMSIZE = {"int8": 1, "float16": 2, "int32": 4, "float32": 4}
 LADDER_FRACTION = {  # fraction of the copy peak each reduction step reaches at block 256, large n
-    "neighbored": 0.08, "neighbored_less": 0.14, "interleaved": 0.20, "unrolled_warp": 0.80,
-    "complete": 0.82, "complete_template": 0.83, "shared": 0.86, "shuffle": 0.93,
-    "shared_interleaved": 0.55, "shared_sequential": 0.70,
+    "neighbored": 0.08,
+    "neighbored_less": 0.14,
+    "interleaved": 0.20,
+    "unrolled_warp": 0.80,
+    "complete": 0.82,
+    "complete_template": 0.83,
+    "shared": 0.86,
+    "shuffle": 0.93,
+    "shared_interleaved": 0.55,
+    "shared_sequential": 0.70,
 }
 UNROLL_FRACTION = {2: 0.45, 4: 0.62, 8: 0.75}
 BLOCK_FACTOR = {64: 0.85, 128: 0.93, 256: 1.0, 512: 0.98, 1024: 0.94}
-REDUCE_DEFAULTS = {"block_size": 256, "unroll": 1, "vector_width": 1, "offset": 0, "grid_blocks_per_sm": 0,
-                   "cache_hint": "none", "min_blocks": 0}
-REDUCE_SPACE = {"block_size": [128, 256, 512, 1024], "unroll": [1, 2, 4, 8], "vector_width": [1, 2, 4],
-                "cache_hint": ["none", "ldg", "stream"], "grid_blocks_per_sm": [2, 4], "min_blocks": [0, 2]}
+REDUCE_DEFAULTS = {
+    "block_size": 256,
+    "unroll": 1,
+    "vector_width": 1,
+    "offset": 0,
+    "grid_blocks_per_sm": 0,
+    "cache_hint": "none",
+    "min_blocks": 0,
+}
+REDUCE_SPACE = {
+    "block_size": [128, 256, 512, 1024],
+    "unroll": [1, 2, 4, 8],
+    "vector_width": [1, 2, 4],
+    "cache_hint": ["none", "ldg", "stream"],
+    "grid_blocks_per_sm": [2, 4],
+    "min_blocks": [0, 2],
+}
 
 
 class _Builder:
@@ -55,36 +75,73 @@ class _Builder:
         self.rng = np.random.default_rng(seed)
         self.rows: list[dict[str, Any]] = []
 
-    def add(self, source: str, family: str, dtype: str, n: int, params: dict[str, Any], bytes_moved: int,
-            bandwidth_gbs: float | None, *, status: str = "ok", trial: int | None = None,
-            flops: float | None = None) -> None:
+    def add(
+        self,
+        source: str,
+        family: str,
+        dtype: str,
+        n: int,
+        params: dict[str, Any],
+        bytes_moved: int,
+        bandwidth_gbs: float | None,
+        *,
+        status: str = "ok",
+        trial: int | None = None,
+        flops: float | None = None,
+    ) -> None:
         """One measured row; ``bandwidth_gbs`` is the model value (noise is added here)."""
         row: dict[str, Any] = {
             **FLOAT_NAN,
-            "run_id": "synthetic-run", "timestamp": "2025-01-01T00:00:00Z", "source": source, "trial": trial,
-            "gpu": DEVICE["name"], "gpu_slug": DEVICE["slug"], "compute_capability": DEVICE["compute_capability"],
-            "driver_version": DEVICE["driver_version"], "cuda_version": DEVICE["cuda_version"],
-            "nvcc_version": DEVICE["nvcc_version"], "pycuda_version": DEVICE["pycuda_version"],
-            "git_commit": DEVICE["git_commit"], "family": family, "dtype": dtype, "n": n, **params,
-            "config_key": config_key(params), "status": status, "bytes_moved": bytes_moved,
+            "run_id": "synthetic-run",
+            "timestamp": "2025-01-01T00:00:00Z",
+            "source": source,
+            "trial": trial,
+            "gpu": DEVICE["name"],
+            "gpu_slug": DEVICE["slug"],
+            "compute_capability": DEVICE["compute_capability"],
+            "driver_version": DEVICE["driver_version"],
+            "cuda_version": DEVICE["cuda_version"],
+            "nvcc_version": DEVICE["nvcc_version"],
+            "pycuda_version": DEVICE["pycuda_version"],
+            "git_commit": DEVICE["git_commit"],
+            "family": family,
+            "dtype": dtype,
+            "n": n,
+            **params,
+            "config_key": config_key(params),
+            "status": status,
+            "bytes_moved": bytes_moved,
         }
         if status == "ok" and bandwidth_gbs is not None:
             bandwidth = bandwidth_gbs * float(self.rng.lognormal(0.0, 0.01))
             time_ms = bytes_moved / (bandwidth * 1e9) * 1e3
             row.update(
-                time_ms_median=time_ms, time_ms_min=time_ms * 0.98, time_ms_max=time_ms * 1.05,
-                time_ms_p10=time_ms * 0.99, time_ms_p90=time_ms * 1.02, rel_spread=0.01, samples=50,
-                throttled_samples=0, converged=True, l2_flushed=True, bandwidth_gbs=bandwidth,
+                time_ms_median=time_ms,
+                time_ms_min=time_ms * 0.98,
+                time_ms_max=time_ms * 1.05,
+                time_ms_p10=time_ms * 0.99,
+                time_ms_p90=time_ms * 1.02,
+                rel_spread=0.01,
+                samples=50,
+                throttled_samples=0,
+                converged=True,
+                l2_flushed=True,
+                bandwidth_gbs=bandwidth,
                 fraction_of_copy_peak=bandwidth / PEAKS["copy_gbs"],
-                fraction_of_theoretical_peak=bandwidth / PEAKS["theoretical_gbs"], error="0.0",
+                fraction_of_theoretical_peak=bandwidth / PEAKS["theoretical_gbs"],
+                error="0.0",
                 gflops=(flops / (time_ms * 1e-3) / 1e9) if flops else None,
             )
         elif status == "wrong_result":
             # A broken kernel that returns at once: absurdly fast, must never be a best.
             time_ms = 1e-4
-            row.update(time_ms_median=time_ms, bandwidth_gbs=bytes_moved / (time_ms * 1e-3) / 1e9,
-                       fraction_of_copy_peak=99.0, fraction_of_theoretical_peak=99.0,
-                       error="relative error 1 > 1e-05")
+            row.update(
+                time_ms_median=time_ms,
+                bandwidth_gbs=bytes_moved / (time_ms * 1e-3) / 1e9,
+                fraction_of_copy_peak=99.0,
+                fraction_of_theoretical_peak=99.0,
+                error="relative error 1 > 1e-05",
+            )
         else:
             row.update(error=f"synthetic {status}")
         self.rows.append(row)
@@ -102,11 +159,28 @@ def _reduce_gbs(variant: str, p: dict[str, Any], n: int) -> float:
 
 
 def _reduce(b: _Builder) -> None:
-    ladder = ["neighbored", "neighbored_less", "interleaved", "unrolled", "unrolled_warp", "complete",
-              "complete_template", "shared", "shuffle"]
+    ladder = [
+        "neighbored",
+        "neighbored_less",
+        "interleaved",
+        "unrolled",
+        "unrolled_warp",
+        "complete",
+        "complete_template",
+        "shared",
+        "shuffle",
+    ]
     for dtype, n in itertools.product(["int32", "float32"], [2**24, 2**25]):
         for variant in ladder:
-            unrolls = [2, 4, 8] if variant == "unrolled" else [8] if variant in ("unrolled_warp", "complete", "complete_template") else [4] if variant in ("shared", "shuffle") else [1]
+            unrolls = (
+                [2, 4, 8]
+                if variant == "unrolled"
+                else [8]
+                if variant in ("unrolled_warp", "complete", "complete_template")
+                else [4]
+                if variant in ("shared", "shuffle")
+                else [1]
+            )
             for block, unroll in itertools.product([256, 1024], unrolls):
                 p = {**REDUCE_DEFAULTS, "variant": variant, "block_size": block, "unroll": unroll}
                 if variant == "shuffle":
@@ -125,8 +199,16 @@ def _reduce(b: _Builder) -> None:
     for values in itertools.product(*REDUCE_SPACE.values()):
         p = {**REDUCE_DEFAULTS, "variant": "shuffle", **dict(zip(REDUCE_SPACE, values))}
         infeasible = p["min_blocks"] * p["block_size"] >= 2048
-        b.add("sweep:reduce_space", "reduce", "int32", n, p, (n + 1) * 4, None if infeasible else _reduce_gbs("shuffle", p, n),
-              status="infeasible" if infeasible else "ok")
+        b.add(
+            "sweep:reduce_space",
+            "reduce",
+            "int32",
+            n,
+            p,
+            (n + 1) * 4,
+            None if infeasible else _reduce_gbs("shuffle", p, n),
+            status="infeasible" if infeasible else "ok",
+        )
     # The broken kernel: claims ~10^6 GB/s.
     p = {**REDUCE_DEFAULTS, "variant": "shuffle", "block_size": 512, "unroll": 8, "vector_width": 4, "grid_blocks_per_sm": 8}
     b.add("sweep:reduce_space", "reduce", "int32", n, p, (n + 1) * 4, None, status="wrong_result")
@@ -138,8 +220,17 @@ def _study(b: _Builder, trials: int = 30) -> None:
         choice = {k: v[int(b.rng.integers(len(v)))] for k, v in REDUCE_SPACE.items()}
         p = {**REDUCE_DEFAULTS, "variant": "shuffle", **choice}
         infeasible = p["min_blocks"] * p["block_size"] >= 2048
-        b.add("study:reduce_int32", "reduce", "int32", n, p, (n + 1) * 4,
-              None if infeasible else _reduce_gbs("shuffle", p, n), status="infeasible" if infeasible else "ok", trial=trial)
+        b.add(
+            "study:reduce_int32",
+            "reduce",
+            "int32",
+            n,
+            p,
+            (n + 1) * 4,
+            None if infeasible else _reduce_gbs("shuffle", p, n),
+            status="infeasible" if infeasible else "ok",
+            trial=trial,
+        )
 
 
 def _copy(b: _Builder) -> None:
@@ -169,14 +260,43 @@ def _offset(b: _Builder) -> None:
         for offset in offsets:
             aligned = offset % 32 == 0
             for l1 in ("ca", "cg"):
-                p = {"variant": "read_offset", "offset": offset, "block_size": 512, "l1_cache": l1, "cache_hint": "none", "unroll": 1}
+                p = {
+                    "variant": "read_offset",
+                    "offset": offset,
+                    "block_size": 512,
+                    "l1_cache": l1,
+                    "cache_hint": "none",
+                    "unroll": 1,
+                }
                 fraction = 0.9 if aligned else (0.8 if l1 == "ca" else 0.74)
                 b.add("sweep:offset_read_write", "offset", "float32", n, p, 3 * n * 4, fraction * scale * PEAKS["copy_gbs"])
-            p = {"variant": "write_offset", "offset": offset, "block_size": 512, "l1_cache": "ca", "cache_hint": "none", "unroll": 1}
-            b.add("sweep:offset_read_write", "offset", "float32", n, p, 3 * n * 4, (0.88 if aligned else 0.7) * scale * PEAKS["copy_gbs"])
+            p = {
+                "variant": "write_offset",
+                "offset": offset,
+                "block_size": 512,
+                "l1_cache": "ca",
+                "cache_hint": "none",
+                "unroll": 1,
+            }
+            b.add(
+                "sweep:offset_read_write",
+                "offset",
+                "float32",
+                n,
+                p,
+                3 * n * 4,
+                (0.88 if aligned else 0.7) * scale * PEAKS["copy_gbs"],
+            )
     n = 2**24
     for offset, block, unroll in itertools.product([0, 11, 128], [128, 256, 512, 1024], [1, 2, 4, 8]):
-        p = {"variant": "read_offset_unrolled", "offset": offset, "block_size": block, "l1_cache": "ca", "cache_hint": "none", "unroll": unroll}
+        p = {
+            "variant": "read_offset_unrolled",
+            "offset": offset,
+            "block_size": block,
+            "l1_cache": "ca",
+            "cache_hint": "none",
+            "unroll": unroll,
+        }
         fraction = {1: 0.9, 2: 0.93, 4: 0.95, 8: 0.95}[unroll] * {128: 0.97, 256: 1.0, 512: 0.99, 1024: 0.95}[block]
         fraction *= 1.0 if offset % 32 == 0 else 0.9
         b.add("sweep:offset_unroll_blocks", "offset", "float32", n, p, 3 * n * 4, fraction * PEAKS["copy_gbs"])
@@ -188,19 +308,39 @@ def _layout(b: _Builder) -> None:
     n = 2**20
     for variant, block in itertools.product(["aos", "soa"], [64, 128, 256, 512, 1024]):
         fraction = (0.6 if variant == "aos" else 0.9) * BLOCK_FACTOR[block] * 0.6
-        b.add("sweep:layout_aos_soa", "layout", "float32", n, {"variant": variant, "block_size": block}, 2 * n * 8, fraction * PEAKS["copy_gbs"])
+        b.add(
+            "sweep:layout_aos_soa",
+            "layout",
+            "float32",
+            n,
+            {"variant": variant, "block_size": block},
+            2 * n * 8,
+            fraction * PEAKS["copy_gbs"],
+        )
 
 
 def _matmul(b: _Builder) -> None:
     n = 1000
     bytes_moved, flops = 3 * n * n * 4, 2.0 * n**3
     for variant, pitched, tile in itertools.product(["naive", "shared_a", "shared_ab"], [0, 1], [16, 32]):
-        gflops = {"naive": 1800.0, "shared_a": 3000.0, "shared_ab": 7000.0}[variant] * (1.04 if pitched else 1.0) * (1.1 if tile == 32 else 1.0)
+        gflops = (
+            {"naive": 1800.0, "shared_a": 3000.0, "shared_ab": 7000.0}[variant]
+            * (1.04 if pitched else 1.0)
+            * (1.1 if tile == 32 else 1.0)
+        )
         time_ms = flops / (gflops * 1e9) * 1e3
         p = {"variant": variant, "pitched": pitched, "tile": tile}
         b.add("sweep:matmul_variants", "matmul", "float32", n, p, bytes_moved, bytes_moved / (time_ms * 1e-3) / 1e9, flops=flops)
-    b.add("sweep:matmul_variants", "matmul", "float32", n, {"variant": "shared_ab", "pitched": 0, "tile": 64}, bytes_moved, None,
-          status="compile_error")
+    b.add(
+        "sweep:matmul_variants",
+        "matmul",
+        "float32",
+        n,
+        {"variant": "shared_ab", "pitched": 0, "tile": 64},
+        bytes_moved,
+        None,
+        status="compile_error",
+    )
 
 
 def make_dataset(seed: int = 0) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]:

@@ -6,7 +6,13 @@ import shutil
 
 import pytest
 
-from tuner.compile import CompileError, compile_all, compile_variant, module_key, parse_ptxas_report
+from tuner.compile import (
+    CompileError,
+    compile_all,
+    compile_variant,
+    module_key,
+    parse_ptxas_report,
+)
 from tuner.families import REGISTRY, Problem
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -23,7 +29,9 @@ def test_parse_ptxas_report():
 
 
 def test_parse_ptxas_without_smem():
-    log = "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 20 registers, used 1 barriers\n"
+    log = (
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 20 registers, used 1 barriers\n"
+    )
     assert parse_ptxas_report(log) == {"registers": 20, "shared_bytes": 0, "spill_bytes": 0, "local_bytes": 0}
 
 

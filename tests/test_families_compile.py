@@ -53,7 +53,9 @@ def test_covering_set_covers_every_variant_dtype_and_value(family_name):
             for name, value in cfg.items():
                 seen[name].add(value)
     for param in family.params:
-        assert seen[param.name] >= set(param.values), f"{family_name}.{param.name}: {seen[param.name]} lacks some of {param.values}"
+        assert seen[param.name] >= set(param.values), (
+            f"{family_name}.{param.name}: {seen[param.name]} lacks some of {param.values}"
+        )
 
 
 @needs_nvcc
@@ -78,7 +80,9 @@ def test_every_module_compiles_without_spills(family_name, tmp_path, capsys):
                 else:
                     assert result.registers > 0
     with capsys.disabled():
-        print(f"\n[{family_name}] {variants} variants, {len(family.dtypes)} dtypes: {modules} modules compiled for {'+'.join(ARCHS)}")
+        print(
+            f"\n[{family_name}] {variants} variants, {len(family.dtypes)} dtypes: {modules} modules compiled for {'+'.join(ARCHS)}"
+        )
     assert not failures, "\n".join(failures[:3])
     assert not spills, "\n".join(spills)
 

@@ -3,7 +3,6 @@ two sizes, one not a multiple of any tile; unwritten outputs are caught."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from tuner.compile import compile_all
@@ -20,11 +19,22 @@ def variant_configs(family, problem):
     vector widths and an odd offset where the variant takes them."""
     domains = {p.name: list(p.values) for p in family.params}
     if family.name == "reduce":
-        domains |= {"block_size": [64, 1024], "unroll": [1, 2, 8], "offset": [0, 11], "grid_blocks_per_sm": [0, 2],
-                    "cache_hint": ["none", "ldg", "stream"], "min_blocks": [0]}
+        domains |= {
+            "block_size": [64, 1024],
+            "unroll": [1, 2, 8],
+            "offset": [0, 11],
+            "grid_blocks_per_sm": [0, 2],
+            "cache_hint": ["none", "ldg", "stream"],
+            "min_blocks": [0],
+        }
     elif family.name == "copy":
-        domains |= {"block_size": [128, 1024], "unroll": [1, 4], "offset": [0, 3], "grid_blocks_per_sm": [0, 4],
-                    "cache_hint": ["none", "ldg", "stream"]}
+        domains |= {
+            "block_size": [128, 1024],
+            "unroll": [1, 4],
+            "offset": [0, 3],
+            "grid_blocks_per_sm": [0, 4],
+            "cache_hint": ["none", "ldg", "stream"],
+        }
     else:  # every value of every parameter at least once, for every variant
         return family.covering_configs(problem)
     configs = family.space(problem, domains)

@@ -9,7 +9,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tuner.replay import COLUMNS, format_table, main, replay, table_domains, table_measure
+from tuner.replay import (
+    COLUMNS,
+    format_table,
+    main,
+    replay,
+    table_domains,
+    table_measure,
+)
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
@@ -58,12 +65,7 @@ def test_brute_force_reaches_the_optimum_with_the_whole_table(table):
 
 def test_table_measure_looks_rows_up_and_reports_gaps(table):
     without_optimum = table[
-        ~(
-            (table["block_size"] == 256)
-            & (table["unroll"] == 4)
-            & (table["vector_width"] == 4)
-            & (table["cache_hint"] == "cg")
-        )
+        ~((table["block_size"] == 256) & (table["unroll"] == 4) & (table["vector_width"] == 4) & (table["cache_hint"] == "cg"))
     ]
     measure = table_measure(without_optimum, FAMILY)
     assert measure(OPTIMUM_CFG) == {"status": "launch_error", "error": "not in table"}

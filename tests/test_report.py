@@ -13,9 +13,16 @@ matplotlib.use("Agg")
 
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-
 from fixtures_report import make_dataset  # noqa: E402
-from tuner.report import BLOG_TABLES, EXPECTED_FIGURES, ReportOutputs, best_per_family, build_report, load_published  # noqa: E402
+
+from tuner.report import (  # noqa: E402
+    BLOG_TABLES,
+    EXPECTED_FIGURES,
+    ReportOutputs,
+    best_per_family,
+    build_report,
+    load_published,
+)
 from tuner.report.__main__ import main  # noqa: E402
 from tuner.report.comparisons import ROW_COLUMNS, evaluate  # noqa: E402
 from tuner.report.published import ladder_speedups  # noqa: E402
@@ -34,7 +41,7 @@ def markdown_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
         if lines[i].startswith("|") and re.fullmatch(r"\|( --- \|)+", lines[i + 1]):
             split = lambda line: [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]  # noqa: E731
             body = []
-            for line in lines[i + 2:]:
+            for line in lines[i + 2 :]:
                 if not line.startswith("|"):
                     break
                 body.append(split(line))
@@ -173,7 +180,9 @@ def test_cli_fails_cleanly_on_a_missing_folder(tmp_path):
     missing = tmp_path / "no-such-gpu"
     run = subprocess.run(
         [sys.executable, "-m", "tuner.report", "--results", str(missing), "--out", str(missing / "report")],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert run.returncode != 0
     lines = run.stderr.strip().splitlines()

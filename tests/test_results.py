@@ -12,8 +12,16 @@ from tuner.peaks import peak_buffer_bytes, theoretical_gbs
 
 
 def row(**overrides):
-    base = {"family": "reduce", "variant": "shuffle", "dtype": "int32", "n": 1024, "block_size": 256,
-            "config_key": results.config_key({"block_size": 256}), "status": "ok", "bandwidth_gbs": 100.0}
+    base = {
+        "family": "reduce",
+        "variant": "shuffle",
+        "dtype": "int32",
+        "n": 1024,
+        "block_size": 256,
+        "config_key": results.config_key({"block_size": 256}),
+        "status": "ok",
+        "bandwidth_gbs": 100.0,
+    }
     return base | overrides
 
 

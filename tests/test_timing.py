@@ -8,7 +8,14 @@ import itertools
 import numpy as np
 import pytest
 
-from tuner.timing import TimingOptions, is_throttled, median_half_width, relative_spread, should_stop, time_kernel
+from tuner.timing import (
+    TimingOptions,
+    is_throttled,
+    median_half_width,
+    relative_spread,
+    should_stop,
+    time_kernel,
+)
 
 
 class FakeWall:
@@ -95,8 +102,15 @@ def test_restore_flush_and_hold_run_before_every_sample_untimed():
         events.append("end")
         return 1.0
 
-    time_kernel(lambda: events.append("run"), timer=timer, options=opts, restore=lambda: events.append("restore"),
-                flush=lambda: events.append("flush"), hold=lambda: events.append("hold"), wall_clock=FakeWall())
+    time_kernel(
+        lambda: events.append("run"),
+        timer=timer,
+        options=opts,
+        restore=lambda: events.append("restore"),
+        flush=lambda: events.append("flush"),
+        hold=lambda: events.append("hold"),
+        wall_clock=FakeWall(),
+    )
     assert events[:2] == ["restore", "run"]  # warm-up: restored, not flushed, not timed
     assert events[2:] == ["restore", "flush", "hold", "start", "run", "end"] * 3
 
@@ -112,7 +126,9 @@ def test_outliers_do_not_prevent_convergence():
 def test_hot_mode_skips_flush():
     flushes = []
     opts = TimingOptions(min_samples=5, min_time_s=0.0, flush_l2=False)
-    result = time_kernel(lambda: None, timer=timer_from([1.0] * 10), options=opts, flush=lambda: flushes.append(1), wall_clock=FakeWall())
+    result = time_kernel(
+        lambda: None, timer=timer_from([1.0] * 10), options=opts, flush=lambda: flushes.append(1), wall_clock=FakeWall()
+    )
     assert flushes == [] and result.flushed is False
 
 

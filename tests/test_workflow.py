@@ -72,9 +72,15 @@ def test_study_workers_get_one_gpu_each(monkeypatch, tmp_path):
             return 0
 
     monkeypatch.setattr(sp, "Popen", FakeProcess)
-    args = SimpleNamespace(name="reduce_int32", config="config.yaml", device="d.json", out=str(tmp_path / "s.parquet"),
-                           peaks="p.json", gpus=["0", "1"])
+    args = SimpleNamespace(
+        name="reduce_int32",
+        config="config.yaml",
+        device="d.json",
+        out=str(tmp_path / "s.parquet"),
+        peaks="p.json",
+        gpus=["0", "1"],
+    )
     cli._run_workers(args)
     assert [gpu for _, gpu in started] == ["0", "1"]
-    for worker, (command, gpu) in enumerate(started):
+    for worker, (command, _gpu) in enumerate(started):
         assert command[command.index("--worker") + 1] == str(worker) and "--worker-only" in command

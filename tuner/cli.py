@@ -81,10 +81,20 @@ def cmd_compile(args) -> None:
     cache = Path(config["results_dir"]) / ".cubin-cache"
     rows, failures = [], 0
     for family, problem, configs in _all_variants(config):
-        for key, compiled in compile_all(family, configs, problem, arch=arch, cache_dir=cache, jobs=config.get("compile_jobs") or None).items():
+        for key, compiled in compile_all(
+            family, configs, problem, arch=arch, cache_dir=cache, jobs=config.get("compile_jobs") or None
+        ).items():
             if isinstance(compiled, CompileError):
                 failures += 1
-                rows.append({"family": family.name, "dtype": problem.dtype, "module": key, "status": "compile_error", "error": str(compiled)[-2000:]})
+                rows.append(
+                    {
+                        "family": family.name,
+                        "dtype": problem.dtype,
+                        "module": key,
+                        "status": "compile_error",
+                        "error": str(compiled)[-2000:],
+                    }
+                )
             else:
                 rows.append({"family": family.name, "dtype": problem.dtype, "module": key, "status": "ok", "kernel": compiled.kernel,
                              "arch": arch, "cubin_key": compiled.key, "registers": compiled.registers, "shared_bytes": compiled.shared_bytes,
@@ -192,17 +202,21 @@ def cmd_space(args) -> None:
         for dtype in family.dtypes:
             problem = Problem(family.name, dtype, args.n)
             space = family.space(problem)
-            variants = sorted({c.get("variant", family.name) for c in family.configs({"variant": list(family.param("variant").values)})})
+            variants = sorted(
+                {c.get("variant", family.name) for c in family.configs({"variant": list(family.param("variant").values)})}
+            )
             modules = {module_key(family, c, problem) for c in space}
-            print(f"{family.name:12s} {dtype:8s} variants={len(variants):3d} default space={len(space):6d} configurations, {len(modules):4d} modules")
+            print(
+                f"{family.name:12s} {dtype:8s} variants={len(variants):3d} default space={len(space):6d} configurations, {len(modules):4d} modules"
+            )
 
 
 def cmd_verify(args) -> None:
     """Verify (untimed) every variant of every family, each compile-time value at
     least once, at two sizes: the pass compute-sanitizer runs over."""
     from tuner.compile import compile_all
-    from tuner.measure import Bench, environment_columns
     from tuner.gpu import require_gpu
+    from tuner.measure import Bench, environment_columns
     from tuner.timing import TimingOptions
 
     gpu = require_gpu()
@@ -262,13 +276,30 @@ def main(argv: list[str] | None = None) -> int:
     add("compile", cmd_compile, cfg, out, dev, (["--arch"], {"help": "e.g. sm_90; default: config, then the device"}))
     add("peaks", cmd_peaks, cfg, out, dev)
     add("sweep", cmd_sweep, (["name"], {}), cfg, out, dev, peaks)
-    add("tune", cmd_tune, (["name"], {}), cfg, out, dev, peaks,
+    add(
+        "tune",
+        cmd_tune,
+        (["name"], {}),
+        cfg,
+        out,
+        dev,
+        peaks,
         (["--worker"], {"type": int, "default": 0, "help": "worker number (seed offset) when several GPUs share one study"}),
         (["--worker-only"], {"action": "store_true", "help": "measure trials, write no output (a worker of --gpus)"}),
-        (["--gpus"], {"type": lambda text: [g for g in text.split(",") if g], "default": [], "help": "e.g. 0,1,2,3: one worker per GPU"}))
+        (
+            ["--gpus"],
+            {"type": lambda text: [g for g in text.split(",") if g], "default": [], "help": "e.g. 0,1,2,3: one worker per GPU"},
+        ),
+    )
     add("collect", cmd_collect, (["inputs"], {"nargs": "*"}), out)
-    add("verify", cmd_verify, (["--families"], {"nargs": "*"}), (["--sizes"], {"type": int, "nargs": "+", "help": "default: each family's check_sizes"}),
-        (["--cache"], {"default": "results/.cubin-cache"}), (["--seed"], {"type": int, "default": 1}))
+    add(
+        "verify",
+        cmd_verify,
+        (["--families"], {"nargs": "*"}),
+        (["--sizes"], {"type": int, "nargs": "+", "help": "default: each family's check_sizes"}),
+        (["--cache"], {"default": "results/.cubin-cache"}),
+        (["--seed"], {"type": int, "default": 1}),
+    )
     add("space", cmd_space, (["--n"], {"type": int, "default": 1 << 28}))
     args = parser.parse_args(argv)
     from tuner.gpu import GpuUnavailable

@@ -101,7 +101,14 @@ def compile_variant(family: Family, cfg: Config, problem: Problem, *, arch: str,
 
 
 def compile_source(
-    source: Path, kernel: str, *, defines: dict[str, str], flags: Sequence[str] = (), arch: str, cache_dir: str | os.PathLike, prefix: str
+    source: Path,
+    kernel: str,
+    *,
+    defines: dict[str, str],
+    flags: Sequence[str] = (),
+    arch: str,
+    cache_dir: str | os.PathLike,
+    prefix: str,
 ) -> CompiledKernel:
     """Compile ``source`` with ``defines`` to a cubin in ``cache_dir`` (or fetch it)."""
     flags = tuple(flags)
@@ -129,7 +136,13 @@ def compile_source(
 
 
 def compile_all(
-    family: Family, configs: Iterable[Config], problem: Problem, *, arch: str, cache_dir: str | os.PathLike, jobs: int | None = None
+    family: Family,
+    configs: Iterable[Config],
+    problem: Problem,
+    *,
+    arch: str,
+    cache_dir: str | os.PathLike,
+    jobs: int | None = None,
 ) -> dict[str, CompiledKernel | CompileError]:
     """Compile the distinct modules behind ``configs`` in parallel (nvcc runs in
     subprocesses, so threads suffice). Returns module key -> result, where the

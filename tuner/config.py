@@ -99,7 +99,9 @@ def _check_dtypes(family, dtypes: list[str], where: str) -> None:
 def _check_params(family, params: dict[str, list[Any]], where: str) -> None:
     for name, values in params.items():
         if name not in family.param_names:
-            raise ConfigError(f"{where}: parameter must be one of {list(family.param_names)} for family {family.name}, got {name!r}")
+            raise ConfigError(
+                f"{where}: parameter must be one of {list(family.param_names)} for family {family.name}, got {name!r}"
+            )
         param = family.param(name)
         for value in values:
             if not param.accepts(value):

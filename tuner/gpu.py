@@ -7,7 +7,6 @@ one the CUDA runtime uses, so CuPy or PyTorch can share the GPU in-process.
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +67,7 @@ class Gpu:
         self.pci_bus_id: str = self.device.pci_bus_id()
         self.memory_clock_mhz: float = self._memory_clock_mhz()
         self._flush: DeviceBuffer | None = None
+        self._modules: dict[str, object] = {}
 
     def _memory_clock_mhz(self) -> float:
         """Peak memory clock: the driver attribute (kHz), or NVML where a CUDA
@@ -136,9 +136,11 @@ class Gpu:
         self.cuda.Context.synchronize()
 
     # ---- kernels ---------------------------------------------------------
-    @functools.lru_cache(maxsize=None)
     def module(self, cubin_path: str):
-        return self.cuda.module_from_file(cubin_path)
+        """Each cubin is loaded once per process."""
+        if cubin_path not in self._modules:
+            self._modules[cubin_path] = self.cuda.module_from_file(cubin_path)
+        return self._modules[cubin_path]
 
     def function(self, cubin_path: str, kernel: str, arg_types: str):
         """A kernel prepared for fast launches; ``arg_types`` is PyCUDA's struct

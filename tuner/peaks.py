@@ -31,15 +31,26 @@ def peak_buffer_bytes(l2_bytes: int) -> int:
     return max(8 * l2_bytes, 1 << 30)
 
 
+def device_copy_gbs(bench, nbytes: int):
+    """cuMemcpyDtoD of ``nbytes``, checked once (every byte arrives), then timed;
+    GB/s counts bytes read plus bytes written."""
+    gpu = bench.gpu
+    src, dst = gpu.alloc(nbytes), gpu.alloc(nbytes)
+    gpu.fill_bytes(src.ptr(), 0x3C, nbytes)
+    gpu.fill_bytes(dst.ptr(), 0xFF, nbytes)
+    gpu.copy(dst.ptr(), src.ptr(), nbytes)
+    gpu.synchronize()
+    if not (gpu.download(dst, nbytes, np.uint8) == 0x3C).all():
+        raise RuntimeError("device-to-device copy left bytes unwritten")
+    timing = bench.time(lambda: gpu.copy(dst.ptr(), src.ptr(), nbytes))
+    return 2 * nbytes / (timing.median_ms / 1e3) / 1e9, timing
+
+
 def measure_peaks(bench, *, source: str = "peaks") -> tuple[dict, list[dict]]:
     """The peaks dict and the results rows measured on the way."""
     gpu = bench.gpu
     nbytes = peak_buffer_bytes(gpu.l2_bytes)
-    src, dst = gpu.alloc(nbytes), gpu.alloc(nbytes)
-    gpu.fill_bytes(src.ptr(), 0x3C, nbytes)
-    timing = bench.time(lambda: gpu.copy(dst.ptr(), src.ptr(), nbytes))
-    copy_gbs = 2 * nbytes / (timing.median_ms / 1e3) / 1e9
-    del src, dst
+    copy_gbs, timing = device_copy_gbs(bench, nbytes)
     peaks: dict[str, Any] = {
         "copy_gbs": copy_gbs,
         "copy_bytes": nbytes,

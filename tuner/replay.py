@@ -78,9 +78,7 @@ def table_domains(rows: pd.DataFrame, family: Family) -> dict[str, list]:
         present = {plain_value(v) for v in rows[param.name].dropna().unique()}
         outside = sorted(present - set(param.values), key=str)
         if outside:
-            raise ValueError(
-                f"table values of {param.name} must be within {list(param.values)}, got {outside}"
-            )
+            raise ValueError(f"table values of {param.name} must be within {list(param.values)}, got {outside}")
         domains[param.name] = [v for v in param.values if v in present]
     return domains
 
@@ -232,10 +230,7 @@ def format_table(df: pd.DataFrame) -> str:
         "rescued_share": "{:.0%}".format,
     }
     header = list(df.columns)
-    body = [
-        [formats.get(c, str)(v) for c, v in zip(header, record)]
-        for record in df.itertuples(index=False, name=None)
-    ]
+    body = [[formats.get(c, str)(v) for c, v in zip(header, record)] for record in df.itertuples(index=False, name=None)]
     widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(header)]
     # Text left-aligned, numbers right-aligned, as people read them.
     left = {"sampler"}

@@ -180,11 +180,10 @@ def open_storage(spec: str | os.PathLike | BaseStorage | None) -> BaseStorage:
         return optuna.storages.JournalStorage(JournalFileBackend(text))
     if "://" not in text:
         raise ValueError(
-            "storage must be an Optuna URL (sqlite:///path.db) or a journal file "
-            f"path ending in .log or .jsonl, got {text!r}"
+            f"storage must be an Optuna URL (sqlite:///path.db) or a journal file path ending in .log or .jsonl, got {text!r}"
         )
     if text.startswith("sqlite:///"):
-        Path(text[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        Path(text[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
     # get_storage adds Optuna's cache of finished trials in front of an RDB.
     return optuna.storages.get_storage(text)
 
@@ -192,9 +191,7 @@ def open_storage(spec: str | os.PathLike | BaseStorage | None) -> BaseStorage:
 # ---- the search ------------------------------------------------------------
 
 
-def distributions(
-    family: Family, domains: Mapping[str, Sequence] | None
-) -> dict[str, CategoricalDistribution]:
+def distributions(family: Family, domains: Mapping[str, Sequence] | None) -> dict[str, CategoricalDistribution]:
     """One categorical distribution per family parameter, over ``domains`` (or
     the parameter's full domain where it is not listed), in family order.
 
@@ -205,10 +202,7 @@ def distributions(
     domains = dict(domains or {})
     unknown = sorted(set(domains) - set(family.param_names))
     if unknown:
-        raise ValueError(
-            f"domains must name parameters of family {family.name!r} "
-            f"({list(family.param_names)}), got {unknown}"
-        )
+        raise ValueError(f"domains must name parameters of family {family.name!r} ({list(family.param_names)}), got {unknown}")
     result = {}
     for param in family.params:
         values = [plain_value(v) for v in domains.get(param.name, param.values)]
@@ -216,9 +210,7 @@ def distributions(
             raise ValueError(f"domain of {param.name} must not be empty, got {values}")
         outside = [v for v in values if v not in param.values]
         if outside:
-            raise ValueError(
-                f"domain of {param.name} must be within {list(param.values)}, got {outside}"
-            )
+            raise ValueError(f"domain of {param.name} must be within {list(param.values)}, got {outside}")
         # Duplicated choices would skew the samplers; keep the first of each.
         result[param.name] = CategoricalDistribution(tuple(dict.fromkeys(values)))
     return result
@@ -337,11 +329,7 @@ def run_study(
             break
 
         # Enqueued trials still waiting come first; they are not the sampler's.
-        rescue = (
-            idle > 0
-            and idle % RESCUE_AFTER == 0
-            and not study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
-        )
+        rescue = idle > 0 and idle % RESCUE_AFTER == 0 and not study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
         if rescue:
             trial = _rescue_ask(study, dists, feasible, measured, rng, seed + asks)
         else:
@@ -427,9 +415,7 @@ def _measured_trials(study: optuna.Study) -> dict[str, FrozenTrial]:
     return measured
 
 
-def _feasible_configs(
-    family: Family, problem: Problem, dists: Mapping[str, CategoricalDistribution]
-) -> dict[str, dict] | None:
+def _feasible_configs(family: Family, problem: Problem, dists: Mapping[str, CategoricalDistribution]) -> dict[str, dict] | None:
     """config_key -> config of every feasible configuration, or None where
     the space is too large to enumerate (then exhaustion is not detected)."""
     size = math.prod(len(d.choices) for d in dists.values())
@@ -465,19 +451,13 @@ def _rescue_ask(
 def _check_enqueued(cfg: dict, dists: Mapping[str, CategoricalDistribution]) -> dict:
     for name, value in cfg.items():
         if name not in dists:
-            raise ValueError(
-                f"enqueued configurations must name searched parameters {list(dists)}, got {name!r}"
-            )
+            raise ValueError(f"enqueued configurations must name searched parameters {list(dists)}, got {name!r}")
         if plain_value(value) not in dists[name].choices:
-            raise ValueError(
-                f"enqueued {name} must be one of {list(dists[name].choices)}, got {value!r}"
-            )
+            raise ValueError(f"enqueued {name} must be one of {list(dists[name].choices)}, got {value!r}")
     return {name: plain_value(value) for name, value in cfg.items()}
 
 
-def _measure_row(
-    measure: Callable[[dict], dict], cfg: dict, trial: optuna.Trial, problem: Problem, source: str
-) -> dict:
+def _measure_row(measure: Callable[[dict], dict], cfg: dict, trial: optuna.Trial, problem: Problem, source: str) -> dict:
     """Run ``measure`` on a copy of ``cfg`` and complete its row.
 
     An exception from ``measure`` becomes a ``launch_error`` row, so one bad
@@ -498,9 +478,7 @@ def _measure_row(
     if not isinstance(result, Mapping):
         problem_text = f"measure must return a mapping, got {type(result).__name__}"
     elif result.get("status") not in MEASURED_STATUSES:
-        problem_text = (
-            f"measure's row status must be one of {list(MEASURED_STATUSES)}, got {result.get('status')!r}"
-        )
+        problem_text = f"measure's row status must be one of {list(MEASURED_STATUSES)}, got {result.get('status')!r}"
     elif set(result) - set(COLUMNS):
         extra = sorted(set(result) - set(COLUMNS))
         problem_text = f"measure's row must only have results columns, got extra {extra}"
@@ -534,12 +512,7 @@ def _record(trial: optuna.Trial, row: dict) -> None:
 
 def _is_ok(row: Mapping) -> bool:
     value = row.get("bandwidth_gbs")
-    return (
-        row.get("status") == "ok"
-        and isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
+    return row.get("status") == "ok" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _reason(row: Mapping) -> str:

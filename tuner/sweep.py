@@ -83,4 +83,6 @@ def run_sweep(
 
 def _write_part(store: Path, rows: list[dict]) -> None:
     if rows:
-        results.write_atomic(results.to_frame(rows), store / f"part-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}.parquet")
+        results.write_atomic(
+            results.to_frame(rows), store / f"part-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}.parquet"
+        )

@@ -6,7 +6,15 @@ add it to REGISTRY. No stage changes.
 
 from __future__ import annotations
 
-from tuner.families.base import Config, Family, Launch, Param, Problem, Registry, Verdict
+from tuner.families.base import (
+    Config,
+    Family,
+    Launch,
+    Param,
+    Problem,
+    Registry,
+    Verdict,
+)
 from tuner.families.copy import Copy
 from tuner.families.layout import Layout
 from tuner.families.matmul import Matmul

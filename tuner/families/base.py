@@ -175,9 +175,7 @@ class Family(ABC):
         """Why ``cfg`` cannot run ``problem`` (empty when it can). Checked before
         anything is compiled or launched."""
         reasons = [
-            f"{p.name} must be {p.rule_description()}, got {cfg[p.name]!r}"
-            for p in self.params
-            if not p.accepts(cfg[p.name])
+            f"{p.name} must be {p.rule_description()}, got {cfg[p.name]!r}" for p in self.params if not p.accepts(cfg[p.name])
         ]
         if problem.dtype not in self.dtypes:
             reasons.append(f"dtype {problem.dtype!r} is not one of {list(self.dtypes)}")

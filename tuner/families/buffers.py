@@ -48,3 +48,10 @@ def poison(gpu, buffer, nbytes: int | None = None) -> None:
 
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def grid_stride_blocks(n: int, elements_per_block_pass: int, blocks_per_sm: int, sm_count: int) -> int:
+    """Blocks for a grid-stride kernel: enough to cover n in one pass when
+    ``blocks_per_sm`` is 0, else at most ``blocks_per_sm`` per multiprocessor."""
+    one_pass = ceil_div(n, elements_per_block_pass)
+    return max(1, one_pass if blocks_per_sm == 0 else min(one_pass, blocks_per_sm * sm_count))

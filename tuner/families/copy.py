@@ -7,10 +7,26 @@ Bytes moved: ``copy`` reads and writes n elements, ``2 * n * itemsize``;
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 
-from tuner.families.base import C_TYPES, DTYPES, Config, Family, Launch, Param, Problem, Verdict
-from tuner.families.buffers import MAX_OFFSET_ELEMENTS, Inputs1D, ceil_div, poison
+from tuner.families.base import (
+    C_TYPES,
+    DTYPES,
+    Config,
+    Family,
+    Launch,
+    Param,
+    Problem,
+    Verdict,
+)
+from tuner.families.buffers import (
+    MAX_OFFSET_ELEMENTS,
+    Inputs1D,
+    ceil_div,
+    grid_stride_blocks,
+    poison,
+)
 
 CACHE_HINTS = {"none": 0, "ldg": 1, "stream": 2}
 
@@ -79,9 +95,8 @@ class Copy(Family):
         return Verdict(same, float(mismatches), "" if same else f"{mismatches} elements differ")
 
     def grid_size(self, cfg: Config, problem: Problem, sm_count: int) -> int:
-        one_pass = ceil_div(problem.n, cfg["block_size"] * cfg["vector_width"] * cfg["unroll"])
-        per_sm = cfg["grid_blocks_per_sm"]
-        return max(1, one_pass if per_sm == 0 else min(one_pass, per_sm * sm_count))
+        per_block_pass = cfg["block_size"] * cfg["vector_width"] * cfg["unroll"]
+        return grid_stride_blocks(problem.n, per_block_pass, cfg["grid_blocks_per_sm"], sm_count)
 
     def allocate(self, problem: Problem, inputs: dict[str, np.ndarray], gpu) -> CopyBuffers:
         src = inputs["src"]
@@ -109,4 +124,3 @@ class Copy(Family):
 
         run = gpu.launcher(function, (grid, 1, 1), (cfg["block_size"], 1, 1), src, out, np.uint64(problem.n))
         return Launch(run=run, grid=(grid, 1, 1), block=(cfg["block_size"], 1, 1), fetch=fetch)
-

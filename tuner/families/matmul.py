@@ -25,7 +25,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuner.families.base import Config, Family, Launch, Param, Problem, Verdict, relative_error_verdict
+from tuner.families.base import (
+    Config,
+    Family,
+    Launch,
+    Param,
+    Problem,
+    Verdict,
+    relative_error_verdict,
+)
 from tuner.families.buffers import ceil_div, poison
 from tuner.gpu import DeviceBuffer
 

@@ -26,7 +26,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuner.families.base import Config, Family, Launch, Param, Problem, Verdict, relative_error_verdict
+from tuner.families.base import (
+    Config,
+    Family,
+    Launch,
+    Param,
+    Problem,
+    Verdict,
+    relative_error_verdict,
+)
 from tuner.families.buffers import MAX_OFFSET_ELEMENTS, Inputs1D, ceil_div, poison
 
 VARIANTS = ("read_offset", "write_offset", "read_offset_unrolled")

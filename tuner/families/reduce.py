@@ -12,8 +12,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuner.families.base import C_TYPES, DTYPES, Config, Family, Launch, Param, Problem, Verdict, relative_error_verdict
-from tuner.families.buffers import MAX_OFFSET_ELEMENTS, Inputs1D, ceil_div, poison
+from tuner.families.base import (
+    C_TYPES,
+    DTYPES,
+    Config,
+    Family,
+    Launch,
+    Param,
+    Problem,
+    Verdict,
+    relative_error_verdict,
+)
+from tuner.families.buffers import (
+    MAX_OFFSET_ELEMENTS,
+    Inputs1D,
+    ceil_div,
+    grid_stride_blocks,
+    poison,
+)
 
 # The ladder, in the order the lessons climb it.
 LADDER = (
@@ -80,7 +96,9 @@ class Reduce(Family):
         if variant != "shuffle":
             for name, default in (("vector_width", 1), ("grid_blocks_per_sm", 0), ("cache_hint", "none"), ("min_blocks", 0)):
                 if cfg[name] != default:
-                    reasons.append(f"{name} applies only to variant shuffle (must be {default!r} for {variant}), got {cfg[name]!r}")
+                    reasons.append(
+                        f"{name} applies only to variant shuffle (must be {default!r} for {variant}), got {cfg[name]!r}"
+                    )
             if not _power_of_two(block):
                 reasons.append(f"block_size must be a power of two for the tree reduction of {variant}, got {block}")
         if variant in ("neighbored", "neighbored_less", "interleaved") and unroll != 1:
@@ -90,7 +108,9 @@ class Reduce(Family):
         if variant in WARP_STAGE and block < 64:
             reasons.append(f"block_size must be at least 64 for the warp stage of {variant}, got {block}")
         if variant == "shuffle" and cfg["min_blocks"] * block > 2048:
-            reasons.append(f"min_blocks x block_size must be at most 2048 threads per multiprocessor, got {cfg['min_blocks']} x {block}")
+            reasons.append(
+                f"min_blocks x block_size must be at most 2048 threads per multiprocessor, got {cfg['min_blocks']} x {block}"
+            )
         return reasons
 
     # ---- compiling ---------------------------------------------------------
@@ -130,15 +150,16 @@ class Reduce(Family):
         if output.dtype.kind == "i":
             total = int(output.astype(np.int64).sum())
             ok = total == int(expected[0])
-            return Verdict(ok, 0.0 if ok else float(abs(total - int(expected[0]))), "" if ok else f"sum {total} != {int(expected[0])}")
+            return Verdict(
+                ok, 0.0 if ok else float(abs(total - int(expected[0]))), "" if ok else f"sum {total} != {int(expected[0])}"
+            )
         total = np.array([output.astype(np.float64).sum()])
         return relative_error_verdict(total, expected, self.tolerance)
 
     def grid_size(self, cfg: Config, problem: Problem, sm_count: int) -> int:
         if cfg["variant"] == "shuffle":
-            one_pass = ceil_div(problem.n, cfg["block_size"] * cfg["vector_width"] * cfg["unroll"])
-            per_sm = cfg["grid_blocks_per_sm"]
-            return max(1, one_pass if per_sm == 0 else min(one_pass, per_sm * sm_count))
+            per_block_pass = cfg["block_size"] * cfg["vector_width"] * cfg["unroll"]
+            return grid_stride_blocks(problem.n, per_block_pass, cfg["grid_blocks_per_sm"], sm_count)
         return ceil_div(problem.n, cfg["block_size"] * cfg["unroll"])
 
     def allocate(self, problem: Problem, inputs: dict[str, np.ndarray], gpu) -> ReduceBuffers:

@@ -15,8 +15,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuner.families.base import C_TYPES, DTYPES, Config, Family, Launch, Param, Problem, Verdict, relative_error_verdict
-from tuner.families.buffers import MAX_OFFSET_ELEMENTS, Inputs1D, ceil_div, poison
+from tuner.families.base import (
+    C_TYPES,
+    DTYPES,
+    Config,
+    Family,
+    Launch,
+    Param,
+    Problem,
+    Verdict,
+    relative_error_verdict,
+)
+from tuner.families.buffers import (
+    MAX_OFFSET_ELEMENTS,
+    Inputs1D,
+    grid_stride_blocks,
+    poison,
+)
 
 MAX_VECTOR_BYTES = 16  # the widest load instruction
 # Relative error (2-norm) allowed for float outputs: one rounding of the sum.
@@ -110,9 +125,8 @@ class VectorAdd(Family):
         return relative_error_verdict(output, expected, TOLERANCES[output.dtype.name])
 
     def grid_size(self, cfg: Config, problem: Problem, sm_count: int) -> int:
-        one_pass = ceil_div(problem.n, cfg["block_size"] * cfg["vector_width"] * cfg["unroll"])
-        per_sm = cfg["grid_blocks_per_sm"]
-        return max(1, one_pass if per_sm == 0 else min(one_pass, per_sm * sm_count))
+        per_block_pass = cfg["block_size"] * cfg["vector_width"] * cfg["unroll"]
+        return grid_stride_blocks(problem.n, per_block_pass, cfg["grid_blocks_per_sm"], sm_count)
 
     def allocate(self, problem: Problem, inputs: dict[str, np.ndarray], gpu) -> VectorAddBuffers:
         a = inputs["a"]

@@ -14,7 +14,13 @@ import pandas as pd
 
 from tuner.report.comparisons import BLOG_TABLES, Comparison, evaluate_all
 from tuner.report.document import build_blocks, write_documents
-from tuner.report.figures import EXPECTED_FIGURES, FigureContext, draw_all, report_style, write_placeholder
+from tuner.report.figures import (
+    EXPECTED_FIGURES,
+    FigureContext,
+    draw_all,
+    report_style,
+    write_placeholder,
+)
 from tuner.report.published import load_published
 from tuner.report.selection import best_per_family, study_frames, usable
 from tuner.report.studies import summarise_studies

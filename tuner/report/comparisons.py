@@ -156,9 +156,18 @@ BLOG_TABLES: tuple[BlogTable, ...] = (
             Step("unrolled ×2", "unrolled", {"unroll": 2}, {"block_size": 1024}, _pub("unrolled", unroll=2), "baseline"),
             Step("unrolled ×4", "unrolled", {"unroll": 4}, {"block_size": 1024}, _pub("unrolled", unroll=4), "faster"),
             Step("unrolled ×8", "unrolled", {"unroll": 8}, {"block_size": 1024}, _pub("unrolled", unroll=8), "faster"),
-            Step("unrolled_warp ×8", "unrolled_warp", {}, {"block_size": 1024, "unroll": 8}, _pub("unrolled_warp"), "at_least_prev"),
+            Step(
+                "unrolled_warp ×8", "unrolled_warp", {}, {"block_size": 1024, "unroll": 8}, _pub("unrolled_warp"), "at_least_prev"
+            ),
             Step("complete ×8", "complete", {}, {"block_size": 1024, "unroll": 8}, _pub("complete"), "at_least_prev"),
-            Step("complete_template ×8", "complete_template", {}, {"block_size": 1024, "unroll": 8}, _pub("complete_template"), "at_least_prev"),
+            Step(
+                "complete_template ×8",
+                "complete_template",
+                {},
+                {"block_size": 1024, "unroll": 8},
+                _pub("complete_template"),
+                "at_least_prev",
+            ),
         ),
         headline=("unrolled ×8",),
         hint="sweep:reduce_block_unroll",
@@ -451,8 +460,14 @@ def evaluate(spec: BlogTable, ok: pd.DataFrame, published: pd.DataFrame) -> Comp
         row = None
         if problem is not None:
             rows = select(
-                ok, spec.family, variants=[step.variant], dtype=problem[0], n=problem[1],
-                must=step.must, prefer={**spec.prefer, **step.prefer}, hint=spec.hint,
+                ok,
+                spec.family,
+                variants=[step.variant],
+                dtype=problem[0],
+                n=problem[1],
+                must=step.must,
+                prefer={**spec.prefer, **step.prefer},
+                hint=spec.hint,
             )
             row = best(rows)
         chosen.append(row)
@@ -472,7 +487,11 @@ def evaluate(spec: BlogTable, ok: pd.DataFrame, published: pd.DataFrame) -> Comp
             ours_text = f"{times[index]:.4g} ms, {gbs:.4g} GB/s"
             if index != ref_index and not np.isnan(our_speedup):
                 ours_text += f" → {our_speedup:.2f}×"
-            differs = [f"{k}={row[k]}" for k, v in {**spec.prefer, **step.prefer}.items() if k in row.index and pd.notna(row[k]) and row[k] != v]
+            differs = [
+                f"{k}={row[k]}"
+                for k, v in {**spec.prefer, **step.prefer}.items()
+                if k in row.index and pd.notna(row[k]) and row[k] != v
+            ]
             if differs:
                 ours_text += f" ({', '.join(differs)})"
         if index == ref_index:
@@ -497,9 +516,7 @@ def evaluate(spec: BlogTable, ok: pd.DataFrame, published: pd.DataFrame) -> Comp
     return Comparison(spec, (pub_dtype, pub_n, pub_gpu), problem, pd.DataFrame.from_records(records))
 
 
-def _choose_problem(
-    candidates: pd.DataFrame, spec: BlogTable, dtype: str | None, n: int | None
-) -> tuple[str, int] | None:
+def _choose_problem(candidates: pd.DataFrame, spec: BlogTable, dtype: str | None, n: int | None) -> tuple[str, int] | None:
     """The (dtype, n) with the most of the table's variants, then the one
     nearest to the blog's problem."""
     if candidates.empty:

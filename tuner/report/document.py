@@ -17,7 +17,14 @@ from typing import Any, Mapping, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from tuner.report.comparisons import HOLDS_NO_DATA, ROW_COLUMNS, TOLERANCE, Comparison, problem_text, summary
+from tuner.report.comparisons import (
+    HOLDS_NO_DATA,
+    ROW_COLUMNS,
+    TOLERANCE,
+    Comparison,
+    problem_text,
+    summary,
+)
 from tuner.report.figures import FIGURE_TITLES, FigureResult
 from tuner.report.selection import config_text, problem_label
 from tuner.report.studies import StudySummary
@@ -70,6 +77,7 @@ def _cell(value: Any) -> str:
 
 # ---- rendering ---------------------------------------------------------------------
 
+
 def render_markdown(blocks: Sequence[Block]) -> str:
     out: list[str] = []
     for block in blocks:
@@ -81,8 +89,10 @@ def render_markdown(blocks: Sequence[Block]) -> str:
             escape = lambda text: text.replace("|", "\\|").replace("\n", " ")  # noqa: E731
             out.append(
                 "\n".join(
-                    ["| " + " | ".join(escape(c) for c in block.columns) + " |",
-                     "|" + "|".join(" --- " for _ in block.columns) + "|"]
+                    [
+                        "| " + " | ".join(escape(c) for c in block.columns) + " |",
+                        "|" + "|".join(" --- " for _ in block.columns) + "|",
+                    ]
                     + ["| " + " | ".join(escape(c) for c in row) + " |" for row in block.rows]
                 )
             )
@@ -133,9 +143,7 @@ def render_html(blocks: Sequence[Block], title: str) -> str:
             out.append(f"<p>{_inline_html(block.text)}</p>")
         elif isinstance(block, Table):
             head = "".join(f"<th>{_inline_html(c)}</th>" for c in block.columns)
-            body = "\n".join(
-                "<tr>" + "".join(_td(c) for c in row) + "</tr>" for row in block.rows
-            )
+            body = "\n".join("<tr>" + "".join(_td(c) for c in row) + "</tr>" for row in block.rows)
             out.append(f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>")
         elif isinstance(block, Image):
             out.append(
@@ -155,6 +163,7 @@ def _td(text: str) -> str:
 
 
 # ---- content -----------------------------------------------------------------------
+
 
 def table_verdict(comparison: Comparison) -> str:
     """The table's conclusion on our data: yes, no, or n/a (no data)."""
@@ -214,7 +223,10 @@ def _best_table(bests: pd.DataFrame) -> Table:
     for _, r in bests.iterrows():
         rows.append(
             (
-                r["family"], r["variant"], problem_label(r["family"], r["dtype"], r["n"]), r["config"],
+                r["family"],
+                r["variant"],
+                problem_label(r["family"], r["dtype"], r["n"]),
+                r["config"],
                 f"{r['bandwidth_gbs']:.1f}",
                 f"{r['fraction_of_copy_peak']:.1%}" if pd.notna(r["fraction_of_copy_peak"]) else "—",
                 f"{r['fraction_of_theoretical_peak']:.1%}" if pd.notna(r["fraction_of_theoretical_peak"]) else "—",
@@ -249,7 +261,9 @@ def _figure_blocks(result: FigureResult, out_dir: Path) -> list[Block]:
     if result.drawn:
         png = next(p for p in result.paths if p.suffix == ".png")
         svg = next((p for p in result.paths if p.suffix == ".svg"), png)
-        blocks.append(Image(png.relative_to(out_dir).as_posix(), svg.relative_to(out_dir).as_posix(), result.stem, result.caption))
+        blocks.append(
+            Image(png.relative_to(out_dir).as_posix(), svg.relative_to(out_dir).as_posix(), result.stem, result.caption)
+        )
         if result.note:
             blocks.append(Paragraph(f"Partly drawn: {result.note}."))
     else:
@@ -271,8 +285,7 @@ def _study_blocks(study: StudySummary) -> list[Block]:
         reach = study.trials_to_reach(0.98)
         items.append(
             f"exhaustive best: {study.exhaustive_gbs:.1f} GB/s (`{study.exhaustive_source}`); the study reached "
-            f"{study.best_gbs / study.exhaustive_gbs:.1%} of it"
-            + (f", 98 % after {reach} trials" if reach else ", never 98 %")
+            f"{study.best_gbs / study.exhaustive_gbs:.1%} of it" + (f", 98 % after {reach} trials" if reach else ", never 98 %")
         )
     else:
         items.append("no exhaustive sweep of the same problem to compare with")
@@ -323,9 +336,15 @@ def build_blocks(
         ),
     ]
     head = summary(comparisons)
-    blocks.append(table(("blog table", "row", "blog number", "ours", "ratio", "holds"),
-                        [(r["blog table"], r["claim"].split(" — ")[-1], r["blog number"], r["ours"], r["ratio"], r["holds"])
-                         for _, r in head.iterrows()]))
+    blocks.append(
+        table(
+            ("blog table", "row", "blog number", "ours", "ratio", "holds"),
+            [
+                (r["blog table"], r["claim"].split(" — ")[-1], r["blog number"], r["ours"], r["ratio"], r["holds"])
+                for _, r in head.iterrows()
+            ],
+        )
+    )
     verdicts = [(c.spec.key, c.spec.rule, table_verdict(c)) for c in comparisons]
     blocks.append(table(("blog table", "conclusion", "holds on our data"), verdicts))
 
@@ -334,12 +353,16 @@ def build_blocks(
         blocks.append(Paragraph("No rows with status ok."))
         notes.append("no rows with status ok: no best configurations")
     else:
-        blocks.append(Paragraph(
-            "The highest-bandwidth configuration of each family over all its problems, sweeps and studies alike, "
-            "as a fraction of the measured copy peak and of the theoretical peak."
-        ))
+        blocks.append(
+            Paragraph(
+                "The highest-bandwidth configuration of each family over all its problems, sweeps and studies alike, "
+                "as a fraction of the measured copy peak and of the theoretical peak."
+            )
+        )
         blocks.append(_best_table(bests))
-    missing_families = sorted({"reduce", "copy", "vector_add", "offset", "layout", "matmul"} - set(bests["family"] if len(bests) else []))
+    missing_families = sorted(
+        {"reduce", "copy", "vector_add", "offset", "layout", "matmul"} - set(bests["family"] if len(bests) else [])
+    )
     if missing_families:
         notes.append(f"no ok rows for families: {', '.join(missing_families)}")
 

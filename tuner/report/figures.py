@@ -37,8 +37,15 @@ from tuner.report.selection import (
 from tuner.report.studies import StudySummary
 
 LADDER = (
-    "neighbored", "neighbored_less", "interleaved", "unrolled", "unrolled_warp",
-    "complete", "complete_template", "shared", "shuffle",
+    "neighbored",
+    "neighbored_less",
+    "interleaved",
+    "unrolled",
+    "unrolled_warp",
+    "complete",
+    "complete_template",
+    "shared",
+    "shuffle",
 )
 BANK_PAIR = ("shared_interleaved", "shared_sequential")
 LADDER_TABLES = {"int32": "reduce_ladder_int32_1050ti", "float32": "reduce_v0_v6_gtx1060"}
@@ -212,6 +219,7 @@ def _step_order(key: str) -> tuple[int, int]:
 
 # ---- (a) the reduction ladder ------------------------------------------------
 
+
 def ladder_steps(ok: pd.DataFrame, dtype: str, n: int) -> pd.DataFrame:
     """Best row per ladder step (``unrolled`` split by unroll) of one problem,
     in ladder order, with ``step`` and ``speedup`` (over the first step, by time)."""
@@ -248,7 +256,10 @@ def _published_ladder(ctx: FigureContext, dtype: str, our_steps: list[str]) -> t
 
 
 def fig_reduce_ladder(ctx: FigureContext) -> FigureResult:
-    result = FigureResult("reduce_ladder", "Reduction ladder: bandwidth of each step (left) and speed-up over the first step (right), ours beside the blogs' published speed-ups (int32: CUDA Freshman 3.5 on a GTX 1050 Ti; float32: reduce v0–v6 on a GTX 1060).")
+    result = FigureResult(
+        "reduce_ladder",
+        "Reduction ladder: bandwidth of each step (left) and speed-up over the first step (right), ours beside the blogs' published speed-ups (int32: CUDA Freshman 3.5 on a GTX 1050 Ti; float32: reduce v0–v6 on a GTX 1060).",
+    )
     candidates = select(ctx.ok, "reduce", variants=LADDER)
     groups = []
     for dtype, n in problems(candidates):
@@ -296,8 +307,12 @@ def fig_reduce_ladder(ctx: FigureContext) -> FigureResult:
 
 # ---- (b) block size x unroll ---------------------------------------------------
 
+
 def fig_reduce_block_unroll(ctx: FigureContext) -> FigureResult:
-    result = FigureResult("reduce_block_unroll", "Unrolled reduction: bandwidth per block size, one line per unroll factor (best over the other parameters).")
+    result = FigureResult(
+        "reduce_block_unroll",
+        "Unrolled reduction: bandwidth per block size, one line per unroll factor (best over the other parameters).",
+    )
     rows = select(ctx.ok, "reduce", variants=["unrolled"], prefer={"offset": 0}, hint="sweep:reduce_block_unroll")
     groups = [(d, n) for d, n in problems(rows) if rows[(rows["dtype"] == d) & (rows["n"] == n)]["block_size"].nunique() >= 2]
     if not groups:
@@ -322,8 +337,12 @@ def fig_reduce_block_unroll(ctx: FigureContext) -> FigureResult:
 
 # ---- bank conflicts --------------------------------------------------------------
 
+
 def fig_reduce_bank_conflicts(ctx: FigureContext) -> FigureResult:
-    result = FigureResult("reduce_bank_conflicts", "Shared-memory reduction with interleaved (bank conflicts) vs sequential addressing: bandwidth per problem (left) and the speed-up of sequential addressing, ours beside the blog's V100 number (right).")
+    result = FigureResult(
+        "reduce_bank_conflicts",
+        "Shared-memory reduction with interleaved (bank conflicts) vs sequential addressing: bandwidth per problem (left) and the speed-up of sequential addressing, ours beside the blog's V100 number (right).",
+    )
     rows = select(ctx.ok, "reduce", variants=BANK_PAIR, prefer={"offset": 0}, hint="sweep:reduce_bank_conflicts")
     pairs = []
     for dtype, n in problems(rows):
@@ -333,7 +352,9 @@ def fig_reduce_bank_conflicts(ctx: FigureContext) -> FigureResult:
     if not pairs:
         result.note = "no problem with both shared_interleaved and shared_sequential measured (status ok)"
         return result
-    pub = ctx.published[(ctx.published["table"] == "bank_conflict_v100") & (ctx.published["metric"] == "bandwidth_gbs")].set_index("variant")
+    pub = ctx.published[
+        (ctx.published["table"] == "bank_conflict_v100") & (ctx.published["metric"] == "bandwidth_gbs")
+    ].set_index("variant")
     with styled():
         fig, (left, right) = _figure(2, 2, width_in=5.0)
         x = np.arange(len(pairs))
@@ -364,6 +385,7 @@ def fig_reduce_bank_conflicts(ctx: FigureContext) -> FigureResult:
 
 # ---- copy --------------------------------------------------------------------------
 
+
 def fig_copy_widths(ctx: FigureContext) -> FigureResult:
     result = FigureResult("copy_widths", "Copy kernel per vector width and the read-only kernel, against the peaks.")
     rows = select(ctx.ok, "copy", hint="sweep:copy_widths")
@@ -376,7 +398,9 @@ def fig_copy_widths(ctx: FigureContext) -> FigureResult:
         for ax, (dtype, n) in zip(axes, groups):
             mine = rows[((rows["dtype"] == dtype) & (rows["n"] == n)).to_numpy(dtype=bool)]
             bars_rows = best_by(mine, ["variant", "vector_width"])
-            labels = [f"{v} ×{int(w)}" if pd.notna(w) else str(v) for v, w in zip(bars_rows["variant"], bars_rows["vector_width"])]
+            labels = [
+                f"{v} ×{int(w)}" if pd.notna(w) else str(v) for v, w in zip(bars_rows["variant"], bars_rows["vector_width"])
+            ]
             colours = [OURS if v == "copy" else "#2ca02c" for v in bars_rows["variant"]]
             bars = ax.bar(np.arange(len(labels)), bars_rows["bandwidth_gbs"], color=colours)
             _bar_labels(ax, bars, "%.0f")
@@ -393,8 +417,12 @@ def fig_copy_widths(ctx: FigureContext) -> FigureResult:
 
 # ---- (c) vector width x element type --------------------------------------------------
 
+
 def fig_vector_add_widths(ctx: FigureContext) -> FigureResult:
-    result = FigureResult("vector_add_widths", "Vector add: bandwidth per element type and vector width (unroll 1 where measured, best over the other parameters).")
+    result = FigureResult(
+        "vector_add_widths",
+        "Vector add: bandwidth per element type and vector width (unroll 1 where measured, best over the other parameters).",
+    )
     rows = select(ctx.ok, "vector_add", prefer={"unroll": 1, "offset": 0}, hint="sweep:vector_add_widths")
     sizes = sorted({int(n) for n in rows["n"].dropna()})
     if rows.empty or rows["vector_width"].nunique() < 2:
@@ -424,9 +452,15 @@ def fig_vector_add_widths(ctx: FigureContext) -> FigureResult:
 
 # ---- (d) misaligned access --------------------------------------------------------
 
+
 def fig_offset_read_write(ctx: FigureContext) -> FigureResult:
-    result = FigureResult("offset_read_write", "Misaligned reads (per L1 mode) and writes: bandwidth per offset in elements (block 512 where measured, best over the other parameters).")
-    rows = select(ctx.ok, "offset", variants=["read_offset", "write_offset"], prefer={"block_size": 512}, hint="sweep:offset_read_write")
+    result = FigureResult(
+        "offset_read_write",
+        "Misaligned reads (per L1 mode) and writes: bandwidth per offset in elements (block 512 where measured, best over the other parameters).",
+    )
+    rows = select(
+        ctx.ok, "offset", variants=["read_offset", "write_offset"], prefer={"block_size": 512}, hint="sweep:offset_read_write"
+    )
     groups = [(d, n) for d, n in problems(rows) if rows[(rows["dtype"] == d) & (rows["n"] == n)]["offset"].nunique() >= 2]
     if not groups:
         result.note = "no read_offset/write_offset rows with at least 2 offsets (status ok)"
@@ -456,8 +490,17 @@ def fig_offset_read_write(ctx: FigureContext) -> FigureResult:
 
 
 def fig_offset_unroll_blocks(ctx: FigureContext) -> FigureResult:
-    result = FigureResult("offset_unroll_blocks", "Unrolled read kernel: bandwidth per block size, one line per unroll factor (offset 0 and L1 ca where measured).")
-    rows = select(ctx.ok, "offset", variants=["read_offset_unrolled"], prefer={"offset": 0, "l1_cache": "ca"}, hint="sweep:offset_unroll_blocks")
+    result = FigureResult(
+        "offset_unroll_blocks",
+        "Unrolled read kernel: bandwidth per block size, one line per unroll factor (offset 0 and L1 ca where measured).",
+    )
+    rows = select(
+        ctx.ok,
+        "offset",
+        variants=["read_offset_unrolled"],
+        prefer={"offset": 0, "l1_cache": "ca"},
+        hint="sweep:offset_unroll_blocks",
+    )
     groups = [(d, n) for d, n in problems(rows) if rows[(rows["dtype"] == d) & (rows["n"] == n)]["block_size"].nunique() >= 2]
     if not groups:
         result.note = "no read_offset_unrolled rows with at least 2 block sizes (status ok)"
@@ -482,6 +525,7 @@ def fig_offset_unroll_blocks(ctx: FigureContext) -> FigureResult:
 
 # ---- (e) layouts, matmul --------------------------------------------------------------
 
+
 def fig_layout_aos_soa(ctx: FigureContext) -> FigureResult:
     result = FigureResult("layout_aos_soa", "Array of structures vs structure of arrays: bandwidth per block size.")
     rows = select(ctx.ok, "layout", variants=["aos", "soa"], hint="sweep:layout_aos_soa")
@@ -496,7 +540,9 @@ def fig_layout_aos_soa(ctx: FigureContext) -> FigureResult:
             blocks = sorted(mine["block_size"].dropna().astype(int).unique())
             for offset, variant, colour in ((-0.2, "aos", "#aec7e8"), (0.2, "soa", OURS)):
                 values = [mine[(mine["variant"] == variant) & (mine["block_size"] == b)]["bandwidth_gbs"].max() for b in blocks]
-                bars = ax.bar(np.arange(len(blocks)) + offset, values, 0.4, color=colour, label={"aos": "AoS", "soa": "SoA"}[variant])
+                bars = ax.bar(
+                    np.arange(len(blocks)) + offset, values, 0.4, color=colour, label={"aos": "AoS", "soa": "SoA"}[variant]
+                )
                 _bar_labels(ax, bars, "%.0f")
             _headroom(ax)
             ax.set_xticks(np.arange(len(blocks)), [str(b) for b in blocks])
@@ -509,7 +555,10 @@ def fig_layout_aos_soa(ctx: FigureContext) -> FigureResult:
 
 
 def fig_matmul_variants(ctx: FigureContext) -> FigureResult:
-    result = FigureResult("matmul_variants", "Matrix multiply: naive, shared A, shared A+B, each with linear and pitched allocation; bandwidth (left) and GFLOP/s (right), best over tile sizes.")
+    result = FigureResult(
+        "matmul_variants",
+        "Matrix multiply: naive, shared A, shared A+B, each with linear and pitched allocation; bandwidth (left) and GFLOP/s (right), best over tile sizes.",
+    )
     rows = select(ctx.ok, "matmul", hint="sweep:matmul_variants")
     groups = problems(rows)
     if not groups:
@@ -539,6 +588,7 @@ def fig_matmul_variants(ctx: FigureContext) -> FigureResult:
 
 # ---- (f) fractions of peak ---------------------------------------------------------------
 
+
 def family_bests(ctx: FigureContext) -> pd.DataFrame:
     """The best usable row of each family (sweeps and studies)."""
     bests = [best(ctx.ok[(ctx.ok["family"] == f).to_numpy(dtype=bool)]) for f in ctx.ok["family"].dropna().unique()]
@@ -550,7 +600,10 @@ def family_bests(ctx: FigureContext) -> pd.DataFrame:
 
 
 def fig_peak_fractions(ctx: FigureContext) -> FigureResult:
-    result = FigureResult("peak_fractions", "Each family's best configuration as a fraction of the measured copy peak and of the theoretical peak (1 = the peak); numbers on the bars are GB/s.")
+    result = FigureResult(
+        "peak_fractions",
+        "Each family's best configuration as a fraction of the measured copy peak and of the theoretical peak (1 = the peak); numbers on the bars are GB/s.",
+    )
     bests = family_bests(ctx)
     if bests.empty:
         result.note = "no rows with status ok"
@@ -569,12 +622,25 @@ def fig_peak_fractions(ctx: FigureContext) -> FigureResult:
         ax.axhline(1.0, color="#444444", linewidth=1.0, label="peak = 1")
         copy_gbs, theoretical_gbs = ctx.peaks.get("copy_gbs"), ctx.peaks.get("theoretical_gbs")
         if copy_gbs and theoretical_gbs:
-            ax.axhline(copy_gbs / theoretical_gbs, color=PEAK_STYLES["copy_gbs"][2], linestyle="--", linewidth=1.0,
-                       label=f"copy peak / theoretical = {copy_gbs / theoretical_gbs:.2f}")
+            ax.axhline(
+                copy_gbs / theoretical_gbs,
+                color=PEAK_STYLES["copy_gbs"][2],
+                linestyle="--",
+                linewidth=1.0,
+                label=f"copy peak / theoretical = {copy_gbs / theoretical_gbs:.2f}",
+            )
         if ctx.peaks.get("cub_reduce_gbs") and copy_gbs:
-            ax.axhline(ctx.peaks["cub_reduce_gbs"] / copy_gbs, color=PEAK_STYLES["cub_reduce_gbs"][2], linestyle="-.",
-                       linewidth=1.0, label=f"CUB reduce / copy peak = {ctx.peaks['cub_reduce_gbs'] / copy_gbs:.2f}")
-        labels = [f"{r['family']}\n{r['variant']}\n{problem_label(r['family'], r['dtype'], int(r['n']), tex=True).replace(', ', chr(10))}" for _, r in bests.iterrows()]
+            ax.axhline(
+                ctx.peaks["cub_reduce_gbs"] / copy_gbs,
+                color=PEAK_STYLES["cub_reduce_gbs"][2],
+                linestyle="-.",
+                linewidth=1.0,
+                label=f"CUB reduce / copy peak = {ctx.peaks['cub_reduce_gbs'] / copy_gbs:.2f}",
+            )
+        labels = [
+            f"{r['family']}\n{r['variant']}\n{problem_label(r['family'], r['dtype'], int(r['n']), tex=True).replace(', ', chr(10))}"
+            for _, r in bests.iterrows()
+        ]
         ax.set_xticks(x, labels, fontsize=7)
         ax.set_ylabel("fraction of peak bandwidth (1 = peak)")
         ax.set_ylim(0, max(1.15, max(max(f) for f in fractions if not np.isnan(max(f))) * 1.1) if fractions else 1.15)
@@ -586,8 +652,12 @@ def fig_peak_fractions(ctx: FigureContext) -> FigureResult:
 
 # ---- (g) studies ---------------------------------------------------------------------------
 
+
 def fig_study_history(ctx: FigureContext) -> FigureResult:
-    result = FigureResult("study_history", "Optuna studies: bandwidth of each trial (dots; failed trials as red × at the bottom), the best so far (line) and the best of the exhaustive sweep of the same problem (dashed).")
+    result = FigureResult(
+        "study_history",
+        "Optuna studies: bandwidth of each trial (dots; failed trials as red × at the bottom), the best so far (line) and the best of the exhaustive sweep of the same problem (dashed).",
+    )
     studies = [s for s in ctx.studies if len(s.history)]
     if not studies:
         result.note = "no study rows (source study:<name>)"
@@ -602,11 +672,23 @@ def fig_study_history(ctx: FigureContext) -> FigureResult:
             failed = h[h["status"] != "ok"]
             if len(failed):
                 bottom = blended_transform_factory(ax.transData, ax.transAxes)
-                ax.scatter(failed["trial"], [0.03] * len(failed), marker="x", color="#d62728", transform=bottom,
-                           label=f"failed ({len(failed)})", zorder=3, clip_on=False)
+                ax.scatter(
+                    failed["trial"],
+                    [0.03] * len(failed),
+                    marker="x",
+                    color="#d62728",
+                    transform=bottom,
+                    label=f"failed ({len(failed)})",
+                    zorder=3,
+                    clip_on=False,
+                )
             if not np.isnan(study.exhaustive_gbs):
-                ax.axhline(study.exhaustive_gbs, color=PUBLISHED, linestyle="--",
-                           label=f"exhaustive best {study.exhaustive_gbs:.0f} GB/s ({study.exhaustive_source})")
+                ax.axhline(
+                    study.exhaustive_gbs,
+                    color=PUBLISHED,
+                    linestyle="--",
+                    label=f"exhaustive best {study.exhaustive_gbs:.0f} GB/s ({study.exhaustive_source})",
+                )
             ax.set_xlabel("trial (#)")
             ax.set_ylabel("bandwidth (GB/s)")
             ax.set_title(f"{study.name}: {study.family}, {problem_label(study.family, study.dtype, study.n, tex=True)}")
@@ -619,7 +701,10 @@ def fig_study_history(ctx: FigureContext) -> FigureResult:
 
 
 def fig_study_importance(ctx: FigureContext) -> FigureResult:
-    result = FigureResult("study_importance", "Optuna studies: parameter importances for bandwidth (PED-ANOVA over the ok trials, parameters as categories).")
+    result = FigureResult(
+        "study_importance",
+        "Optuna studies: parameter importances for bandwidth (PED-ANOVA over the ok trials, parameters as categories).",
+    )
     studies = [s for s in ctx.studies if s.importances]
     skipped = [f"{s.name} ({s.importance_note})" for s in ctx.studies if not s.importances]
     if not studies:
@@ -633,7 +718,9 @@ def fig_study_importance(ctx: FigureContext) -> FigureResult:
             ax.bar_label(bars, fmt="%.2f", fontsize=7, padding=2)
             ax.set_xlabel("importance (fraction of total)")
             ax.set_xlim(0, max(v for _, v in items) * 1.2 or 1)
-            ax.set_title(f"{study.name}: {problem_label(study.family, study.dtype, study.n, tex=True)}, {study.ok_trials} ok trials")
+            ax.set_title(
+                f"{study.name}: {problem_label(study.family, study.dtype, study.n, tex=True)}, {study.ok_trials} ok trials"
+            )
         result.paths = _save(fig, ctx, result.stem, "parameter importances")
     if skipped:
         result.note = "importances skipped for " + "; ".join(skipped)

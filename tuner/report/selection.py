@@ -36,7 +36,7 @@ def is_study(frame: pd.DataFrame) -> pd.Series:
 def study_frames(dataset: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Study rows grouped by study name (the source without ``study:``)."""
     rows = dataset[is_study(dataset).to_numpy(dtype=bool)]
-    return {str(source)[len(STUDY_PREFIX):]: group for source, group in rows.groupby("source", sort=True)}
+    return {str(source)[len(STUDY_PREFIX) :]: group for source, group in rows.groupby("source", sort=True)}
 
 
 def _matches(frame: pd.DataFrame, column: str, value: Any) -> pd.Series:
@@ -204,7 +204,17 @@ def best_per_family(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.DataF
     return pd.DataFrame.from_records(
         records,
         columns=[
-            "family", "variant", "dtype", "n", "config", "source", "status", "time_ms", "bandwidth_gbs",
-            "gflops", "fraction_of_copy_peak", "fraction_of_theoretical_peak",
+            "family",
+            "variant",
+            "dtype",
+            "n",
+            "config",
+            "source",
+            "status",
+            "time_ms",
+            "bandwidth_gbs",
+            "gflops",
+            "fraction_of_copy_peak",
+            "fraction_of_theoretical_peak",
         ],
     )

@@ -106,7 +106,10 @@ def param_importances(ok_rows: pd.DataFrame) -> tuple[dict[str, float] | None, s
     varying = {c: v for c, v in values.items() if len(set(v)) > 1}
     if not varying:
         return None, "no parameter varies among the ok trials"
-    distributions = {c: CategoricalDistribution(sorted(set(v), key=lambda x: (x is None, str(type(x)), x if x is not None else 0))) for c, v in varying.items()}
+    distributions = {
+        c: CategoricalDistribution(sorted(set(v), key=lambda x: (x is None, str(type(x)), x if x is not None else 0)))
+        for c, v in varying.items()
+    }
     trials = [
         optuna.trial.create_trial(
             params={c: varying[c][i] for c in varying},
