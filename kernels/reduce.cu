@@ -29,9 +29,19 @@ typedef unsigned long long u64;
 
 // Fold UNROLL consecutive block-sized segments of the chunk into its first
 // segment (in place); returns how many elements of the first segment are live.
+// A whole chunk (every block but the last) takes the unguarded path, so all
+// UNROLL loads are issued before the first add: per-load bounds checks would
+// make each load wait for the previous one.
 __device__ __forceinline__ unsigned fold_segments(ELEM* chunk, u64 remain) {
     const unsigned tid = threadIdx.x;
-    if (UNROLL > 1 && tid < remain) {
+    if (UNROLL > 1 && remain >= (u64)UNROLL * blockDim.x) {
+        ELEM v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) v[k] = chunk[tid + k * blockDim.x];
+#pragma unroll
+        for (int k = 1; k < UNROLL; ++k) v[0] += v[k];
+        chunk[tid] = v[0];
+    } else if (UNROLL > 1 && tid < remain) {
         ELEM s = chunk[tid];
 #pragma unroll
         for (int k = 1; k < UNROLL; ++k)
@@ -149,12 +159,19 @@ extern "C" __global__ void KERNEL_NAME(ELEM* data, ELEM* partials, u64 n) {
 // Not in place: each thread adds UNROLL elements into a register, then the block
 // reduces in shared memory. Missing elements count as zero.
 __device__ __forceinline__ ELEM load_thread_sum(const ELEM* data, u64 n) {
-    const u64 base = (u64)blockIdx.x * BLOCK * UNROLL + threadIdx.x;
-    ELEM s = ELEM(0);
+    const u64 block_start = (u64)blockIdx.x * BLOCK * UNROLL;
+    const u64 base = block_start + threadIdx.x;
+    ELEM v[UNROLL];
+    if (block_start + (u64)UNROLL * BLOCK <= n) {  // whole chunk: all loads in flight at once
 #pragma unroll
-    for (int k = 0; k < UNROLL; ++k)
-        if (base + (u64)k * BLOCK < n) s += data[base + k * BLOCK];
-    return s;
+        for (int k = 0; k < UNROLL; ++k) v[k] = data[base + k * BLOCK];
+    } else {
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) v[k] = base + (u64)k * BLOCK < n ? data[base + k * BLOCK] : ELEM(0);
+    }
+#pragma unroll
+    for (int k = 1; k < UNROLL; ++k) v[0] += v[k];
+    return v[0];
 }
 #endif
 
