@@ -90,3 +90,16 @@ def test_study_budget_defaults_to_ten_percent_of_space(good, tmp_path):
     settings = configuration.study_settings(good, "reduce_int32", tmp_path)
     assert settings.budget_trials == round(0.1 * 1536)
     assert settings.storage == f"sqlite:///{(tmp_path / 'optuna.db').resolve()}"
+
+
+def test_every_family_states_its_space(capsys):
+    """`python -m tuner space` prints each family's variants and space size; the
+    reduction's tuning space at 2^28 int32 has at least 1,000 feasible points."""
+    from tuner.cli import main
+    from tuner.families import REGISTRY, Problem
+
+    assert main(["space"]) == 0
+    out = capsys.readouterr().out
+    for family in REGISTRY:
+        assert family.name in out
+    assert len(REGISTRY["reduce"].space(Problem("reduce", "int32", 1 << 28))) >= 1000
