@@ -24,12 +24,16 @@ from tuner.report.selection import best, format_n, nearest_problem, select
 # "At least as fast" allows this much slowdown: run-to-run noise and the
 # boost clock move medians by a few percent.
 TOLERANCE = 0.05
+# "Faster", "slower" and "beats" need a difference of more than this: ten times
+# the timer's pass-to-pass repeatability, so a 1 % effect never reads as a lesson
+# that still holds.
+MARGIN = 0.03
 
 # What a row expects of its time t against the time t_ref of the row it is checked against.
 EXPECTATIONS = {
     "baseline": "reference row",
-    "faster": "t < t_ref",
-    "slower": "t > t_ref",
+    "faster": f"t < t_ref / {1 + MARGIN:g}",
+    "slower": f"t > t_ref * {1 + MARGIN:g}",
     "as_fast": f"t <= t_ref * {1 + TOLERANCE:g}",
     "at_least_prev": f"t <= t_previous * {1 + TOLERANCE:g}",
 }
@@ -439,8 +443,8 @@ def _holds(step: Step, index: int, times: list[float], labels: list[str], ref_la
     if np.isnan(t) or np.isnan(t_ref):
         return HOLDS_NO_DATA
     verdict = {
-        "faster": t < t_ref,
-        "slower": t > t_ref,
+        "faster": t * (1 + MARGIN) < t_ref,
+        "slower": t > t_ref * (1 + MARGIN),
         "as_fast": t <= t_ref * (1 + TOLERANCE),
         "at_least_prev": t <= t_ref * (1 + TOLERANCE),
     }[step.expect]

@@ -19,6 +19,7 @@ import pandas as pd
 
 from tuner.report.comparisons import (
     HOLDS_NO_DATA,
+    MARGIN,
     ROW_COLUMNS,
     TOLERANCE,
     Comparison,
@@ -332,7 +333,7 @@ def build_blocks(
             "Times from another GPU and another problem size are not comparable, so each row compares speed-ups: "
             "the time of the row's reference step over its time (× in the cells), published and ours. "
             "**ratio** = our speed-up / published speed-up (above 1: the step gains more here). "
-            f"“At least as fast” allows {TOLERANCE:.0%} of noise."
+            f"“At least as fast” allows {TOLERANCE:.0%} of noise; “faster”, “slower” and “beats” need a difference of more than {MARGIN:.0%}."
         ),
     ]
     head = summary(comparisons)
