@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from tuner.report.selection import PARAMS, best, is_study, usable
+from tuner.results import PARAM_COLUMNS
 
 MIN_TRIALS_FOR_IMPORTANCE = 5
 
@@ -30,7 +31,8 @@ class StudySummary:
         history: per trial: trial, status, bandwidth_gbs (NaN unless ok), best_so_far_gbs.
         best: the best ok row, or None.
         exhaustive_gbs, exhaustive_source, exhaustive_row: the best ok row of the
-            sweeps of the same problem and variants (NaN / "" / None without one).
+            sweeps of the same problem within the study's space (else of the same
+            problem and variants; NaN / "" / None without one).
         importances: parameter -> importance (sums to 1), None when not computed.
         importance_note: why importances are missing ("" when present).
     """
@@ -149,7 +151,15 @@ def summarise_study(name: str, rows: pd.DataFrame, dataset: pd.DataFrame) -> Stu
         & ((ok["family"] == family) & (ok["dtype"] == dtype) & (ok["n"] == n)).fillna(False).to_numpy(dtype=bool)
         & (ok["variant"].isin(variants).fillna(False).to_numpy(dtype=bool) if variants else True)
     ]
-    top = best(sweeps)
+    # Judge the study against the sweep rows of its own space (every parameter
+    # within the values the study searched); other sweeps of the same problem
+    # may hold configurations the study could never propose.
+    in_space = sweeps
+    for column in PARAM_COLUMNS:
+        searched = set(mine[column].dropna()) if column in mine else set()
+        if searched:
+            in_space = in_space[in_space[column].isin(searched).fillna(False).to_numpy(dtype=bool)]
+    top = best(in_space) if not in_space.empty else best(sweeps)
     if top is not None:
         summary.exhaustive_gbs = float(top["bandwidth_gbs"])
         summary.exhaustive_source = str(top["source"])
