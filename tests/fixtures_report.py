@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tuner.families.reduce import LADDER
 from tuner.results import COLUMNS, config_key, to_frame
 
 # to_frame cannot cast a float column that no row sets (it fills pd.NA into an
@@ -159,17 +160,7 @@ def _reduce_gbs(variant: str, p: dict[str, Any], n: int) -> float:
 
 
 def _reduce(b: _Builder) -> None:
-    ladder = [
-        "neighbored",
-        "neighbored_less",
-        "interleaved",
-        "unrolled",
-        "unrolled_warp",
-        "complete",
-        "complete_template",
-        "shared",
-        "shuffle",
-    ]
+    ladder = list(LADDER)
     for dtype, n in itertools.product(["int32", "float32"], [2**24, 2**25]):
         for variant in ladder:
             unrolls = (

@@ -23,6 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.transforms import blended_transform_factory
 
+from tuner.families.reduce import BANK_CONFLICT_PAIR, LADDER
 from tuner.report.published import ladder_speedups
 from tuner.report.selection import (
     best,
@@ -36,18 +37,8 @@ from tuner.report.selection import (
 )
 from tuner.report.studies import StudySummary
 
-LADDER = (
-    "neighbored",
-    "neighbored_less",
-    "interleaved",
-    "unrolled",
-    "unrolled_warp",
-    "complete",
-    "complete_template",
-    "shared",
-    "shuffle",
-)
-BANK_PAIR = ("shared_interleaved", "shared_sequential")
+# The ladder's order and the bank-conflict pair come from the family itself.
+BANK_PAIR = BANK_CONFLICT_PAIR
 LADDER_TABLES = {"int32": "reduce_ladder_int32_1050ti", "float32": "reduce_v0_v6_gtx1060"}
 DTYPE_ORDER = ("int8", "float16", "float32", "int32")
 FAMILY_ORDER = ("copy", "reduce", "vector_add", "offset", "layout", "matmul")
