@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tuner.families import params as shared
 from tuner.families.base import (
     C_TYPES,
     DTYPES,
@@ -27,8 +28,7 @@ from tuner.families.buffers import (
     grid_stride_blocks,
     poison,
 )
-
-CACHE_HINTS = {"none": 0, "ldg": 1, "stream": 2}
+from tuner.families.params import CACHE_HINTS
 
 
 @dataclass
@@ -47,18 +47,12 @@ class Copy(Family):
     arg_types = "PPQ"  # src, dst (or partials), n
     params = (
         Param("variant", ("copy", "read"), "copy: read and write every element; read: read only", default="copy"),
-        Param("block_size", (128, 256, 512, 1024), "threads per block", default=256,
-              rule=lambda b: isinstance(b, int) and b % 32 == 0 and 32 <= b <= 1024,
-              rule_text="a multiple of 32 from 32 to 1024"),
+        shared.block_size(256),
         Param("vector_width", (1, 2, 4), "elements per load and store", default=4),
         Param("unroll", (1, 2, 4, 8), "loads in flight per thread", default=1),
-        Param("grid_blocks_per_sm", (0, 4, 8, 16), "blocks per multiprocessor; 0: one pass, no loop", default=0,
-              rule=lambda g: isinstance(g, int) and 0 <= g <= 64, rule_text="an integer from 0 to 64"),
-        Param("cache_hint", ("none", "stream"), "load path: plain, read-only (__ldg) or streaming (__ldcs)", default="none",
-              rule=lambda h: h in CACHE_HINTS, rule_text=f"one of {list(CACHE_HINTS)}"),
-        Param("offset", (0,), "elements added to the source and destination pointers", default=0,
-              rule=lambda o: isinstance(o, int) and 0 <= o <= MAX_OFFSET_ELEMENTS,
-              rule_text=f"an integer from 0 to {MAX_OFFSET_ELEMENTS}"),
+        shared.grid_blocks_per_sm((0, 4, 8, 16), "blocks per multiprocessor; 0: one pass, no loop"),
+        shared.cache_hint(("none", "stream"), "load path: plain, read-only (__ldg) or streaming (__ldcs)"),
+        shared.offset((0,), "elements added to the source and destination pointers"),
     )  # fmt: skip
 
     def kernel_name(self, cfg: Config) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tuner.families import params as shared
 from tuner.families.base import (
     Config,
     Family,
@@ -47,9 +48,7 @@ class Layout(Family):
     arg_types = "PPQ"  # in, out, n
     params = (
         Param("variant", VARIANTS, "aos: array of {x, y} structs; soa: an x array and a y array", default="aos"),
-        Param("block_size", (128, 256, 512, 1024), "threads per block", default=128,
-              rule=lambda b: isinstance(b, int) and b % 32 == 0 and 32 <= b <= 1024,
-              rule_text="a multiple of 32 from 32 to 1024"),
+        shared.block_size(128),
     )  # fmt: skip
     # One float32 rounding of x + 10 against the float64 sum.
     tolerance = 1e-6

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tuner.families import params as shared
 from tuner.families.base import (
     Config,
     Family,
@@ -56,12 +57,8 @@ class Offset(Family):
     params = (
         Param("variant", VARIANTS, "which access is shifted: the reads, the writes, or the reads with unrolling",
               default="read_offset"),
-        Param("offset", (0, 11, 128), "elements the reads (or writes) are shifted by; a run-time argument", default=0,
-              rule=lambda o: isinstance(o, int) and 0 <= o <= MAX_OFFSET_ELEMENTS,
-              rule_text=f"an integer from 0 to {MAX_OFFSET_ELEMENTS}"),
-        Param("block_size", (128, 256, 512, 1024), "threads per block", default=512,
-              rule=lambda b: isinstance(b, int) and b % 32 == 0 and 32 <= b <= 1024,
-              rule_text="a multiple of 32 from 32 to 1024"),
+        shared.offset((0, 11, 128), "elements the reads (or writes) are shifted by; a run-time argument"),
+        shared.block_size(512),
         Param("unroll", (1, 2, 4, 8), "elements per thread, a block apart (read_offset_unrolled; 1 for the others)", default=1,
               rule=lambda u: u in (1, 2, 4, 8, 16), rule_text="one of [1, 2, 4, 8, 16]"),
         Param("l1_cache", ("ca", "cg"), "global loads cached in L1 and L2 (-dlcm=ca) or in L2 only (-dlcm=cg)",

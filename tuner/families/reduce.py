@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tuner.families import params as shared
 from tuner.families.base import (
     C_TYPES,
     DTYPES,
@@ -24,12 +25,12 @@ from tuner.families.base import (
     relative_error_verdict,
 )
 from tuner.families.buffers import (
-    MAX_OFFSET_ELEMENTS,
     Inputs1D,
     ceil_div,
     grid_stride_blocks,
     poison,
 )
+from tuner.families.params import CACHE_HINTS
 
 # The ladder, in the order the lessons climb it.
 LADDER = (
@@ -48,7 +49,6 @@ VARIANTS = LADDER + BANK_CONFLICT_PAIR
 
 IN_PLACE = {"neighbored", "neighbored_less", "interleaved", "unrolled", "unrolled_warp", "complete", "complete_template"}
 WARP_STAGE = {"unrolled_warp", "complete", "complete_template"}
-CACHE_HINTS = {"none": 0, "ldg": 1, "stream": 2}
 
 
 def _power_of_two(x: int) -> bool:
@@ -69,19 +69,13 @@ class Reduce(Family):
     dtypes = ("int32", "float32")
     params = (
         Param("variant", VARIANTS, "which kernel of the ladder", default="shuffle"),
-        Param("block_size", (128, 256, 512, 1024), "threads per block", default=256,
-              rule=lambda b: isinstance(b, int) and b % 32 == 0 and 32 <= b <= 1024,
-              rule_text="a multiple of 32 from 32 to 1024"),
+        shared.block_size(256),
         Param("unroll", (1, 2, 4, 8), "block-sized segments folded per block (ladder) or loads in flight per thread (shuffle)",
               default=1, rule=lambda u: u in (1, 2, 4, 8, 16), rule_text="one of [1, 2, 4, 8, 16]"),
         Param("vector_width", (1, 2, 4), "elements per load (shuffle only)", default=1),
-        Param("offset", (0, 11), "elements added to the input pointer", default=0,
-              rule=lambda o: isinstance(o, int) and 0 <= o <= MAX_OFFSET_ELEMENTS,
-              rule_text=f"an integer from 0 to {MAX_OFFSET_ELEMENTS}"),
-        Param("grid_blocks_per_sm", (1, 2, 4, 8), "blocks per multiprocessor for the grid-stride loop; 0: one pass, no loop (shuffle only)",
-              default=0, rule=lambda g: isinstance(g, int) and 0 <= g <= 64, rule_text="an integer from 0 to 64"),
-        Param("cache_hint", ("none", "stream"), "load path: plain, read-only (__ldg) or streaming (__ldcs) (shuffle only)",
-              default="none", rule=lambda h: h in CACHE_HINTS, rule_text=f"one of {list(CACHE_HINTS)}"),
+        shared.offset((0, 11), "elements added to the input pointer"),
+        shared.grid_blocks_per_sm((1, 2, 4, 8), "blocks per multiprocessor for the grid-stride loop; 0: one pass, no loop (shuffle only)"),
+        shared.cache_hint(("none", "stream"), "load path: plain, read-only (__ldg) or streaming (__ldcs) (shuffle only)"),
         Param("min_blocks", (0, 2), "__launch_bounds__ minimum blocks per multiprocessor; 0: none (shuffle only)",
               default=0, rule=lambda m: isinstance(m, int) and 0 <= m <= 32, rule_text="an integer from 0 to 32"),
     )  # fmt: skip

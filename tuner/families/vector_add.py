@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tuner.families import params as shared
 from tuner.families.base import (
     C_TYPES,
     DTYPES,
@@ -57,15 +58,9 @@ class VectorAdd(Family):
               default=1, rule=lambda v: v in (1, 2, 4, 8, 16), rule_text="one of [1, 2, 4, 8, 16]"),
         Param("unroll", (1, 2, 4), "#pragma unroll factor of the grid-stride loop", default=1,
               rule=lambda u: u in (1, 2, 4, 8), rule_text="one of [1, 2, 4, 8]"),
-        Param("block_size", (128, 256, 512, 1024), "threads per block", default=512,
-              rule=lambda b: isinstance(b, int) and b % 32 == 0 and 32 <= b <= 1024,
-              rule_text="a multiple of 32 from 32 to 1024"),
-        Param("grid_blocks_per_sm", (0, 4, 8, 16),
-              "blocks per multiprocessor; 0: one pass, just enough blocks for unroll iterations per thread",
-              default=0, rule=lambda g: isinstance(g, int) and 0 <= g <= 64, rule_text="an integer from 0 to 64"),
-        Param("offset", (0, 11), "elements added to the a, b and c pointers", default=0,
-              rule=lambda o: isinstance(o, int) and 0 <= o <= MAX_OFFSET_ELEMENTS,
-              rule_text=f"an integer from 0 to {MAX_OFFSET_ELEMENTS}"),
+        shared.block_size(512),
+        shared.grid_blocks_per_sm((0, 4, 8, 16), "blocks per multiprocessor; 0: one pass, just enough blocks for unroll iterations per thread"),
+        shared.offset((0, 11), "elements added to the a, b and c pointers"),
     )  # fmt: skip
 
     # ---- space -------------------------------------------------------------
