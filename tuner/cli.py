@@ -189,7 +189,7 @@ def _run_workers(args) -> None:
 
 def cmd_collect(args) -> None:
     frames = [results.read(p) for p in args.inputs]
-    frame = results.to_frame(pd.concat(frames, ignore_index=True).to_dict("records")) if frames else results.to_frame([])
+    frame = results.to_frame(pd.concat(frames, ignore_index=True)) if frames else results.to_frame([])
     results.write_atomic(frame, args.out)
     print(f"{len(frame)} rows ({int((frame.status == 'ok').sum())} ok) from {len(args.inputs)} files -> {args.out}")
 

@@ -109,9 +109,9 @@ def config_key(cfg: Mapping) -> str:
     return json.dumps({k: cfg[k] for k in sorted(cfg)}, sort_keys=True, default=str)
 
 
-def to_frame(rows: Iterable[Mapping]) -> pd.DataFrame:
-    """Rows (dicts) to a frame with exactly the schema's columns and types."""
-    frame = pd.DataFrame(list(rows))
+def to_frame(rows: Iterable[Mapping] | pd.DataFrame) -> pd.DataFrame:
+    """Rows (dicts, or a frame) to a frame with exactly the schema's columns and types."""
+    frame = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
     for column, dtype in COLUMNS.items():
         if column not in frame:
             frame[column] = pd.Series([None] * len(frame), index=frame.index, dtype=dtype)
@@ -157,7 +157,7 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
         files = sorted(path.rglob("*.parquet"))
         if not files:
             return to_frame([])
-        return to_frame(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True).to_dict("records"))
+        return to_frame(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True))
     if not path.exists():
         return to_frame([])
-    return to_frame(pd.read_parquet(path).to_dict("records"))
+    return to_frame(pd.read_parquet(path))
