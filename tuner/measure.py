@@ -20,13 +20,9 @@ import numpy as np
 
 from tuner import results
 from tuner.compile import CompileError, compile_variant, nvcc_version
+from tuner.errors import FatalDeviceError
 from tuner.families.base import Config, Family, Problem
 from tuner.timing import TimingOptions, time_kernel
-
-
-class FatalDeviceError(RuntimeError):
-    """The CUDA context is unusable after a failed launch; the stage must stop
-    (what was measured is already saved)."""
 
 
 def git_commit() -> str:

@@ -1,0 +1,24 @@
+"""Errors the stages share, kept free of heavy imports so any layer may raise them."""
+
+from __future__ import annotations
+
+
+class FatalDeviceError(RuntimeError):
+    """The CUDA context is unusable after a failed launch (an illegal address,
+    say, poisons it for every later call). The process that measures must end;
+    a fresh process gets a fresh context.
+
+    Attributes:
+        row: the results row of the configuration that caused the fault
+            (status ``launch_error`` and the reason), or None when the fault
+            cannot be attributed to one configuration.
+    """
+
+    def __init__(self, message: str, row: dict | None = None) -> None:
+        super().__init__(message)
+        self.row = row
+
+
+# Exit status of a measuring process that stopped on a FatalDeviceError: its
+# supervisor starts a fresh process (fresh context) and carries on.
+EXIT_DEVICE_FAULT = 3
