@@ -2,18 +2,30 @@
 # measure the peaks, run the sweeps and studies, collect one Parquet dataset,
 # plot the report. `snakemake --cores 1` runs it all on this machine's GPU;
 # `snakemake --cores 1 report` rebuilds reports from existing results only.
-from snakemake.utils import min_version, validate
+#
+# `--configfile mine.yaml` names the whole configuration (config.yaml is then
+# not read, so no sweep of it comes back); `--config key=value` overrides keys.
+from snakemake.utils import min_version
 
 min_version("8.0")
 
 
-configfile: "config.yaml"
-
-
-validate(config, "workflow/schemas/config.schema.yaml")
-
-
 include: "workflow/rules/common.smk"
+
+
+if not workflow.overwrite_configfiles:
+    check_yaml_or_exit("config.yaml")
+
+    configfile: "config.yaml"
+
+
+SETTINGS = settings_or_exit(config)
+RESULTS = SETTINGS.run.results_dir
+GPU_DIR = str(SETTINGS.run.gpu_dir)
+SWEEPS = list(SETTINGS.sweeps)
+STUDIES = list(SETTINGS.studies)
+
+
 include: "workflow/rules/device.smk"
 include: "workflow/rules/compile.smk"
 include: "workflow/rules/sweep.smk"
@@ -24,4 +36,5 @@ include: "workflow/rules/report.smk"
 
 rule all:
     input:
+        f"{GPU_DIR}/compile.parquet",
         report_outputs(GPU_DIR),

@@ -1,39 +1,86 @@
 """Command line of the pipeline: one subcommand per stage. The Snakemake rules
-call these; a user can too (``python -m tuner sweep reduce_ladder``).
+call these with ``--settings`` (the JSON of exactly what Snakemake validated);
+a user calls them with ``--config`` (default ``config.yaml``), e.g.::
 
-Stages that need the GPU stop with one line naming what is missing (PyCUDA or a
-CUDA device) and exit status 2, before anything is measured.
+    python -m tuner sweep reduce_ladder
+    python -m tuner tune reduce_int32 --gpus 0,1
+
+Bad settings stop with one ``config error:`` line and exit status 2 before any
+work; stages that need the GPU stop the same way when PyCUDA or a device is
+missing. The GPU work of ``sweep`` and ``tune`` runs in a child process: when a
+kernel poisons the CUDA context, the faulting configuration is recorded as
+``launch_error`` and a fresh child (a fresh context) carries on.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
 
-from tuner import config as configuration
 from tuner import results
+from tuner import settings as config_settings
+from tuner.errors import EXIT_DEVICE_FAULT, FatalDeviceError
 from tuner.families import REGISTRY, Problem
+from tuner.settings import ConfigError, Settings
+
+# Fresh measuring processes started after device faults, per stage run.
+MAX_RESTARTS = 20
 
 
-def _bench(config: dict, device_json: Path | None = None):
+# ---- settings and paths ------------------------------------------------------
+
+
+def load_settings(args) -> Settings:
+    """The stage's settings: the workflow's JSON, or a config file checked
+    against this machine's devices and nvcc."""
+    if args.settings:
+        return Settings.from_stage_json(args.settings)
+    from tuner.compile import nvcc_architectures
+    from tuner.device import probe_devices
+
+    return config_settings.load(args.config, device=probe_devices(), nvcc_archs=nvcc_architectures(),
+                                storage_check=_storage_check())  # fmt: skip
+
+
+def _storage_check():
+    from tuner import study
+
+    return getattr(study, "storage_problem", None)
+
+
+def _out(args, settings: Settings, default: str) -> Path:
+    return Path(args.out) if args.out else settings.run.gpu_dir / default
+
+
+def _device_json(args, settings: Settings) -> Path:
+    path = Path(args.device) if getattr(args, "device", None) else settings.run.gpu_dir / "device.json"
+    if not path.exists():
+        raise ConfigError(f"--device: must name the device.json the describe stage wrote, got {str(path)!r}, which does not exist"
+                          f" (run `python -m tuner describe` first)")  # fmt: skip
+    return path
+
+
+def _bench(settings: Settings, device_json: Path | None, timing, device_index: int | None = None):
     from tuner.gpu import require_gpu
     from tuner.measure import Bench, environment_columns
 
-    gpu = require_gpu()
+    run = settings.run
+    gpu = require_gpu(run.device_index if device_index is None else device_index)
     device = json.loads(Path(device_json).read_text()) if device_json else _describe(gpu)
     if device["name"] != gpu.name:
         raise SystemExit(f"error: {device_json} describes {device['name']!r} but this process sees {gpu.name!r}")
     device = {**device, "pci_bus_id": gpu.pci_bus_id}  # the card this process measures on
-    arch = config.get("arch", "auto")
-    if arch != "auto":
-        gpu.arch = arch
-    results_dir = Path(config["results_dir"])
-    bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=results_dir / ".cubin-cache",
-                  timing=configuration.timing_options(config.get("timing", {})), seed=config.get("seed", 0))  # fmt: skip
+    if run.arch != "auto":
+        gpu.arch = run.arch
+    bench = Bench(gpu=gpu, environment=environment_columns(device, run.gpu), cache_dir=Path(run.results_dir) / ".cubin-cache",
+                  timing=timing, seed=run.seed)  # fmt: skip
     return bench, device
 
 
@@ -43,151 +90,213 @@ def _describe(gpu) -> dict:
     return describe(gpu)
 
 
-def _load_peaks(bench, peaks_json: Path | None) -> None:
-    if peaks_json and Path(peaks_json).exists():
-        bench.peaks = json.loads(Path(peaks_json).read_text())
+def _load_peaks(bench, peaks_json: Path) -> None:
+    if peaks_json.exists():
+        bench.peaks = json.loads(peaks_json.read_text())
+
+
+# ---- measuring in a child process ---------------------------------------------
+
+
+def supervise(command: list[str], env: dict | None = None, what: str = "measuring process") -> None:
+    """Run ``command`` until it ends; start it again after a device fault (exit
+    status ``EXIT_DEVICE_FAULT``): the child resumes from what is stored."""
+    for restart in range(MAX_RESTARTS + 1):
+        code = subprocess.call(command, env=env)
+        if code == 0:
+            return
+        if code != EXIT_DEVICE_FAULT:
+            raise SystemExit(code)
+        if restart < MAX_RESTARTS:
+            print(f"{what}: device fault recorded; starting a fresh process (fresh CUDA context), restart {restart + 1}",
+                  file=sys.stderr, flush=True)  # fmt: skip
+    raise SystemExit(f"error: {what} hit {MAX_RESTARTS + 1} device faults in a row; stopped (what was measured is kept)")
+
+
+def _child_command(args, *extra: str) -> list[str]:
+    command = [sys.executable, "-m", "tuner", args.command, args.name, "--child"]
+    for flag in ("settings", "config", "device", "out"):
+        value = getattr(args, flag, None)
+        if value:
+            command += [f"--{flag}", str(value)]
+    return command + list(extra)
+
+
+def _child_env(**changes: str) -> dict:
+    return {**os.environ, "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "PYTHONUNBUFFERED": "1", **changes}
+
+
+# ---- stages -----------------------------------------------------------------
 
 
 def cmd_describe(args) -> None:
+    """Describe the GPU (device.json): the first stage; stops with one line when there is no GPU."""
     from tuner.gpu import require_gpu
 
-    device = _describe(require_gpu())
-    results.write_json_atomic(device, args.out)
+    settings = load_settings(args)
+    out = _out(args, settings, "device.json")
+    device = _describe(require_gpu(settings.run.device_index))
+    results.write_json_atomic(device, out)
     print(f"{device['name']} (sm {device['compute_capability']}, {device['sm_count']} SMs, L2 {device['l2_bytes'] >> 20} MiB,"
-          f" {device['bus_width_bits']}-bit at {device['memory_clock_mhz']:.0f} MHz) -> {args.out}")  # fmt: skip
+          f" {device['bus_width_bits']}-bit at {device['memory_clock_mhz']:.0f} MHz) -> {out}")  # fmt: skip
 
 
-def _all_variants(config: dict):
-    """(family, problem, configs) for every sweep and study of the config."""
-    for sweep in config.get("sweeps", {}).values():
-        family = REGISTRY[sweep["family"]]
-        for dtype in sweep["dtypes"]:
-            for n in sweep["sizes"]:
-                problem = Problem(family.name, dtype, n)
-                yield family, problem, family.space(problem, sweep.get("params", {}))
-    for study in config.get("studies", {}).values():
-        family = REGISTRY[study["family"]]
-        problem = Problem(family.name, study["dtype"], study["n"])
-        yield family, problem, family.space(problem, study.get("params") or None)
+def _all_variants(settings: Settings):
+    """(family, problem, configs) for every sweep and study."""
+    for sweep in settings.sweeps.values():
+        family = REGISTRY[sweep.family]
+        for problem in sweep.problems():
+            yield family, problem, family.space(problem, sweep.domains())
+    for study in settings.studies.values():
+        family = REGISTRY[study.family]
+        yield family, study.problem, family.space(study.problem, study.domains())
 
 
 def cmd_compile(args) -> None:
+    """Compile every kernel variant the sweeps and studies need, in parallel; exit 1 if any fails."""
     from tuner.compile import CompileError, compile_all
 
-    config = configuration.load(args.config)
-    arch = args.arch or config.get("arch", "auto")
+    settings = load_settings(args)
+    arch = args.arch or settings.run.arch
     if arch == "auto":
-        arch = json.loads(Path(args.device).read_text())["arch"]
-    cache = Path(config["results_dir"]) / ".cubin-cache"
-    rows, failures = [], 0
-    for family, problem, configs in _all_variants(config):
-        for key, compiled in compile_all(
-            family, configs, problem, arch=arch, cache_dir=cache, jobs=config.get("compile_jobs") or None
-        ).items():
+        arch = json.loads(_device_json(args, settings).read_text())["arch"]
+    cache = Path(settings.run.results_dir) / ".cubin-cache"
+    rows, failed = [], []
+    for family, problem, configs in _all_variants(settings):
+        compiled_modules = compile_all(family, configs, problem, arch=arch, cache_dir=cache, jobs=settings.run.compile_jobs or None)
+        for key, compiled in compiled_modules.items():
+            row = {"family": family.name, "dtype": problem.dtype, "module": key, "arch": arch}
             if isinstance(compiled, CompileError):
-                failures += 1
-                rows.append(
-                    {
-                        "family": family.name,
-                        "dtype": problem.dtype,
-                        "module": key,
-                        "status": "compile_error",
-                        "error": str(compiled)[-2000:],
-                    }
-                )
+                failed.append(f"{family.name} {problem.dtype} {key}: {str(compiled).strip().splitlines()[-1][:300]}")
+                rows.append(row | {"status": "compile_error", "error": str(compiled)[-2000:]})
             else:
-                rows.append({"family": family.name, "dtype": problem.dtype, "module": key, "status": "ok", "kernel": compiled.kernel,
-                             "arch": arch, "cubin_key": compiled.key, "registers": compiled.registers, "shared_bytes": compiled.shared_bytes,
-                             "spill_bytes": compiled.spill_bytes, "local_bytes": compiled.local_bytes})  # fmt: skip
+                rows.append(row | {"status": "ok", "kernel": compiled.kernel, "cubin_key": compiled.key, "registers": compiled.registers,
+                                   "shared_bytes": compiled.shared_bytes, "spill_bytes": compiled.spill_bytes,
+                                   "local_bytes": compiled.local_bytes})  # fmt: skip
     frame = pd.DataFrame(rows).drop_duplicates(["family", "dtype", "module"])
-    results.write_atomic(frame, args.out)
-    print(f"compiled {int((frame.status == 'ok').sum())} modules for {arch}, {failures} failed -> {args.out}")
+    if failed:
+        for line in failed[:10]:
+            print(f"compile error: {line}", file=sys.stderr)
+        raise SystemExit(f"error: {len(failed)} of {len(frame)} modules failed to compile for {arch}; nothing written")
+    out = _out(args, settings, "compile.parquet")
+    results.write_atomic(frame, out)
+    print(f"compiled {len(frame)} modules for {arch} -> {out}")
 
 
 def cmd_peaks(args) -> None:
+    """Measure the bandwidth peaks (device copy, read stream, theoretical, CUB) every result is judged against."""
     from tuner.peaks import measure_peaks
 
-    config = configuration.load(args.config)
-    bench, _ = _bench(config, args.device)
+    settings = load_settings(args)
+    out = _out(args, settings, "peaks.json")
+    bench, _ = _bench(settings, _device_json(args, settings), settings.run.timing)
     peaks, rows = measure_peaks(bench)
-    results.write_atomic(results.to_frame(rows), Path(args.out).with_suffix(".parquet"))
-    results.write_json_atomic(peaks, args.out)
+    results.write_atomic(results.to_frame(rows), out.with_suffix(".parquet"))
+    results.write_json_atomic(peaks, out)
     cub = f"{peaks['cub_reduce_gbs']:.0f}" if peaks.get("cub_reduce_gbs") else "n/a"
     print(f"peaks: copy {peaks['copy_gbs']:.0f} GB/s, read {peaks['read_gbs'] or float('nan'):.0f} GB/s, "
-          f"theoretical {peaks['theoretical_gbs']:.0f} GB/s, CUB reduce {cub} GB/s -> {args.out}")  # fmt: skip
+          f"theoretical {peaks['theoretical_gbs']:.0f} GB/s, CUB reduce {cub} GB/s -> {out}")  # fmt: skip
 
 
 def cmd_sweep(args) -> None:
+    """Measure every feasible configuration of one sweep (resumable: only what the store lacks)."""
     from tuner.sweep import run_sweep, store_dir
 
-    config = configuration.load(args.config)
-    sweep = config["sweeps"][args.name]
-    bench, device = _bench(config, args.device)
-    _load_peaks(bench, args.peaks)
-    gpu_dir = Path(args.out).parent.parent
-    family = REGISTRY[sweep["family"]]
-    problems = [Problem(family.name, d, n) for d in sweep["dtypes"] for n in sweep["sizes"]]
-    if sweep.get("timing"):
-        bench.timing = configuration.timing_options({**config.get("timing", {}), **sweep["timing"]})
-    frame = run_sweep(args.name, family, problems, sweep.get("params", {}), store=store_dir(gpu_dir, args.name),
-                      open_problem=bench.problem)  # fmt: skip
-    results.write_atomic(frame, args.out)
+    settings = load_settings(args)
+    sweep = settings.sweep(args.name)
+    gpu_dir = settings.run.gpu_dir
+    device_json = _device_json(args, settings)
+    family = REGISTRY[sweep.family]
+    if args.child:
+        bench, _ = _bench(settings, device_json, sweep.timing)
+        _load_peaks(bench, gpu_dir / "peaks.json")
+        run_sweep(args.name, family, sweep.problems(), sweep.domains(), store=store_dir(gpu_dir, args.name),
+                  open_problem=bench.problem, prepare=_compile_ahead(bench, settings))  # fmt: skip
+        return
+    supervise(_child_command(args), _child_env(), f"sweep {args.name}")
+    # Every configuration is in the store now: read it back, no GPU needed.
+    frame = run_sweep(args.name, family, sweep.problems(), sweep.domains(), store=store_dir(gpu_dir, args.name),
+                      open_problem=_nothing_left, log=lambda line: None)  # fmt: skip
+    out = _out(args, settings, f"sweeps/{args.name}.parquet")
+    results.write_atomic(frame, out)
     _print_best(frame, f"sweep {args.name}")
 
 
+def _nothing_left(family, problem):
+    raise RuntimeError(f"{problem.key}: configurations are still unmeasured after the measuring process ended")
+
+
+def _compile_ahead(bench, settings: Settings):
+    from tuner.compile import compile_all
+
+    def prepare(family, problem, configs) -> None:
+        compile_all(family, configs, problem, arch=bench.gpu.arch, cache_dir=bench.cache_dir, jobs=settings.run.compile_jobs or None)
+
+    return prepare
+
+
 def cmd_tune(args) -> None:
-    """Run an Optuna study; with --gpus, one worker process per GPU shares it."""
-    from tuner.study import open_storage, run_study, study_rows
+    """Run one Optuna study; with --gpus (or study_gpus in the config), one worker process per GPU shares its budget."""
+    from tuner.study import open_storage, study_rows
 
-    config = configuration.load(args.config)
-    gpu_dir = Path(args.out).parent.parent
-    settings = configuration.study_settings(config, args.name, gpu_dir)
-    device = json.loads(Path(args.device).read_text())
-    study_name = f"{device['slug']}/{args.name}"
-    if len(args.gpus) > 1:
-        _run_workers(args)
-        import optuna
-
-        study = optuna.load_study(study_name=study_name, storage=open_storage(settings.storage))
-    else:
-        bench, device = _bench(config, args.device)
-        _load_peaks(bench, args.peaks)
-        study_config = config["studies"][args.name]
-        if study_config.get("timing"):
-            bench.timing = configuration.timing_options({**config.get("timing", {}), **study_config["timing"]})
-        family = REGISTRY[settings.family]
-        session = bench.problem(family, settings.problem)
-        source = f"study:{args.name}"
-        study = run_study(family=family, problem=settings.problem, domains=settings.params or None, storage=settings.storage,
-                          study_name=study_name, measure=lambda cfg: session.measure(cfg, source),
-                          budget_trials=settings.budget_trials, timeout_s=settings.timeout_s, sampler=settings.sampler,
-                          seed=settings.seed + args.worker, enqueue=settings.enqueue).study  # fmt: skip
-    if args.worker_only:
+    settings = load_settings(args)
+    study = settings.study(args.name)
+    storage_name = study.storage_name(settings.run.gpu)
+    device_json = _device_json(args, settings)
+    if args.child:
+        _tune_child(args, settings, study, storage_name, device_json)
         return
-    frame = results.to_frame(study_rows(study))
-    results.write_atomic(frame, args.out)
-    _print_best(frame, f"study {args.name} ({settings.sampler}, budget {settings.budget_trials})")
-
-
-def _run_workers(args) -> None:
-    """One `tuner tune --worker-only` process per GPU (CUDA_VISIBLE_DEVICES), all
-    on the study's shared storage: they split one trial budget."""
-    import os
-    import subprocess
-
-    processes = []
-    for worker, gpu in enumerate(args.gpus):
-        command = [sys.executable, "-m", "tuner", "tune", args.name, "--config", args.config, "--device", args.device,
-                   "--out", args.out, "--worker", str(worker), "--worker-only", "--gpus", gpu]  # fmt: skip
-        if args.peaks:
-            command += ["--peaks", args.peaks]
-        processes.append(subprocess.Popen(command, env={**os.environ, "CUDA_VISIBLE_DEVICES": gpu}))
-    failed = [gpu for gpu, process in zip(args.gpus, processes) if process.wait() != 0]
+    gpus = args.gpus or [str(g) for g in settings.run.study_gpus]
+    if len(gpus) > 1:
+        commands = [(_child_command(args, "--worker", str(i), "--device-index", "0"), _child_env(CUDA_VISIBLE_DEVICES=gpu), gpu)
+                    for i, gpu in enumerate(gpus)]  # fmt: skip
+    else:
+        commands = [(_child_command(args), _child_env(), str(settings.run.device_index))]
+    with ThreadPoolExecutor(len(commands)) as pool:
+        futures = [pool.submit(supervise, command, env, f"study {args.name} worker on GPU {gpu}") for command, env, gpu in commands]
+    failed = [gpu for (_, _, gpu), future in zip(commands, futures) if future.exception() is not None]
     if failed:
         raise SystemExit(f"error: the study workers on GPUs {failed} failed; finished trials are kept in the study storage")
+    import optuna
+
+    optuna_study = optuna.load_study(study_name=storage_name, storage=open_storage(study.storage))
+    frame = results.to_frame(study_rows(optuna_study))
+    if not (frame.status == "ok").any():
+        raise SystemExit(f"error: study {args.name} measured no configuration that verified; statuses {frame.status.value_counts().to_dict()}")
+    out = _out(args, settings, f"studies/{args.name}.parquet")
+    results.write_atomic(frame, out)
+    _print_best(frame, f"study {args.name} ({study.sampler}, budget {study.budget_trials})")
+
+
+def _tune_child(args, settings: Settings, study, storage_name: str, device_json: Path) -> None:
+    import socket
+
+    from tuner.study import run_study
+
+    bench, _ = _bench(settings, device_json, study.timing, args.device_index)
+    _load_peaks(bench, settings.run.gpu_dir / "peaks.json")
+    family = REGISTRY[study.family]
+    session = bench.problem(family, study.problem)
+    source = f"study:{args.name}"
+    run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
+              measure=lambda cfg: session.measure(cfg, source), budget_trials=study.budget_trials, timeout_s=study.timeout_s,
+              sampler=study.sampler, seed=study.seed + args.worker, enqueue=[dict(e) for e in study.enqueue],
+              **_worker_kwargs(f"{socket.gethostname()}:{os.getpid()}"))  # fmt: skip
+
+
+def _worker_kwargs(worker: str) -> dict:
+    import inspect
+
+    from tuner.study import run_study
+
+    return {"worker": worker} if "worker" in inspect.signature(run_study).parameters else {}
 
 
 def cmd_collect(args) -> None:
+    """Gather sweep, study and peak rows into one measurements.parquet."""
+    missing = [p for p in args.inputs if not Path(p).is_file()]
+    if missing:
+        raise ConfigError(f"inputs: must be existing Parquet files, got {missing[0]!r}, which does not exist")
     frames = [results.read(p) for p in args.inputs]
     frame = results.to_frame(pd.concat(frames, ignore_index=True)) if frames else results.to_frame([])
     results.write_atomic(frame, args.out)
@@ -212,13 +321,15 @@ def cmd_space(args) -> None:
 
 
 def cmd_verify(args) -> None:
-    """Verify (untimed) every variant of every family, each compile-time value at
-    least once, at two sizes: the pass compute-sanitizer runs over."""
+    """Verify (untimed) every variant of every family at two sizes: the pass compute-sanitizer runs over."""
     from tuner.compile import compile_all
     from tuner.gpu import require_gpu
     from tuner.measure import Bench, environment_columns
     from tuner.timing import TimingOptions
 
+    unknown = sorted(set(args.families or []) - set(REGISTRY.names()))
+    if unknown:
+        raise ConfigError(f"--families: must be among {REGISTRY.names()}, got {unknown}")
     gpu = require_gpu()
     device = _describe(gpu)
     bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=Path(args.cache),
@@ -257,51 +368,66 @@ def _print_best(frame: pd.DataFrame, what: str) -> None:
           f"({best['fraction_of_copy_peak'] or float('nan'):.3f} of copy peak) {best['dtype']} n={best['n']} {best['config_key']}")  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tuner", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+# ---- argument parsing ---------------------------------------------------------
 
-    def add(name, func, *arguments):
-        p = sub.add_parser(name, help=func.__doc__)
-        for flags, kwargs in arguments:
-            p.add_argument(*flags, **kwargs)
+
+def _gpu_list(text: str) -> list[str]:
+    gpus = [g.strip() for g in text.split(",") if g.strip()]
+    if not gpus or not all(g.isdigit() for g in gpus):
+        raise argparse.ArgumentTypeError(f"must be CUDA device indices separated by commas (e.g. 0,1), got {text!r}")
+    return gpus
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tuner", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="STAGE")
+
+    def stage(name, func, *, settings=True, out_default=None):
+        p = sub.add_parser(name, help=func.__doc__, description=func.__doc__)
+        if settings:
+            p.add_argument("--config", default="config.yaml", help="config file to read and check (default: config.yaml)")
+            p.add_argument("--settings", help="the stage's settings as JSON, as the workflow passes them (instead of --config)")
+            p.add_argument("--out", help=f"output file (default: results/<gpu>/{out_default})")
         p.set_defaults(func=func)
         return p
 
-    cfg = (["--config"], {"default": "config.yaml"})
-    out = (["--out"], {"required": True})
-    dev = (["--device"], {"help": "device.json from the describe stage"})
-    peaks = (["--peaks"], {"help": "peaks.json from the peaks stage"})
-    add("describe", cmd_describe, out)
-    add("compile", cmd_compile, cfg, out, dev, (["--arch"], {"help": "e.g. sm_90; default: config, then the device"}))
-    add("peaks", cmd_peaks, cfg, out, dev)
-    add("sweep", cmd_sweep, (["name"], {}), cfg, out, dev, peaks)
-    add(
-        "tune",
-        cmd_tune,
-        (["name"], {}),
-        cfg,
-        out,
-        dev,
-        peaks,
-        (["--worker"], {"type": int, "default": 0, "help": "worker number (seed offset) when several GPUs share one study"}),
-        (["--worker-only"], {"action": "store_true", "help": "measure trials, write no output (a worker of --gpus)"}),
-        (
-            ["--gpus"],
-            {"type": lambda text: [g for g in text.split(",") if g], "default": [], "help": "e.g. 0,1,2,3: one worker per GPU"},
-        ),
-    )
-    add("collect", cmd_collect, (["inputs"], {"nargs": "*"}), out)
-    add(
-        "verify",
-        cmd_verify,
-        (["--families"], {"nargs": "*"}),
-        (["--sizes"], {"type": int, "nargs": "+", "help": "default: each family's check_sizes"}),
-        (["--cache"], {"default": "results/.cubin-cache"}),
-        (["--seed"], {"type": int, "default": 1}),
-    )
-    add("space", cmd_space, (["--n"], {"type": int, "default": 1 << 28}))
-    args = parser.parse_args(argv)
+    def needs_device(p):
+        p.add_argument("--device", help="device.json from the describe stage (default: results/<gpu>/device.json)")
+
+    def measuring_child(p):
+        p.add_argument("--child", action="store_true", help="measure in this process (how the stage runs its measuring child)")
+
+    stage("describe", cmd_describe, out_default="device.json")
+    p = stage("compile", cmd_compile, out_default="compile.parquet")
+    needs_device(p)
+    p.add_argument("--arch", help="nvcc architecture, e.g. sm_90 (default: the config's, else the device's)")
+    needs_device(stage("peaks", cmd_peaks, out_default="peaks.json"))
+    p = stage("sweep", cmd_sweep, out_default="sweeps/<name>.parquet")
+    p.add_argument("name", help="a sweep of the config's sweeps")
+    needs_device(p)
+    measuring_child(p)
+    p = stage("tune", cmd_tune, out_default="studies/<name>.parquet")
+    p.add_argument("name", help="a study of the config's studies")
+    needs_device(p)
+    measuring_child(p)
+    p.add_argument("--gpus", type=_gpu_list, default=[], help="e.g. 0,1,2,3: one worker process per GPU, sharing one budget")
+    p.add_argument("--worker", type=int, default=0, help="worker number (seed offset) of a --gpus child")
+    p.add_argument("--device-index", type=int, default=None, help="CUDA device of a child (default: the config's device_index)")
+    p = stage("collect", cmd_collect, settings=False)
+    p.add_argument("inputs", nargs="*", help="Parquet files of sweeps, studies and peaks")
+    p.add_argument("--out", required=True, help="the measurements.parquet to write")
+    p = stage("verify", cmd_verify, settings=False)
+    p.add_argument("--families", nargs="*", help=f"families to verify (default: all of {REGISTRY.names()})")
+    p.add_argument("--sizes", type=int, nargs="+", help="problem sizes (default: each family's check_sizes)")
+    p.add_argument("--cache", default="results/.cubin-cache", help="cubin cache folder")
+    p.add_argument("--seed", type=int, default=1, help="seed of the random inputs")
+    p = stage("space", cmd_space, settings=False)
+    p.add_argument("--n", type=int, default=1 << 28, help="problem size the spaces are counted for (default: 2^28)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     from tuner.gpu import GpuUnavailable
 
     try:
@@ -309,9 +435,12 @@ def main(argv: list[str] | None = None) -> int:
     except GpuUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except configuration.ConfigError as error:
+    except ConfigError as error:
         print(f"config error: {error}", file=sys.stderr)
         return 2
+    except FatalDeviceError as error:
+        print(f"error: {error}; the faulting configuration is recorded, a fresh process carries on", file=sys.stderr)
+        return EXIT_DEVICE_FAULT
     return 0
 
 

@@ -51,6 +51,17 @@ def nvcc_version(nvcc: str = "nvcc") -> str:
     return match.group(1) if match else out.strip().splitlines()[-1]
 
 
+@functools.lru_cache(maxsize=None)
+def nvcc_architectures(nvcc: str = "nvcc") -> tuple[str, ...] | None:
+    """The ``sm_XX`` targets this nvcc builds (``--list-gpu-code``), or None
+    where nvcc is missing."""
+    try:
+        out = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return tuple(out.split())
+
+
 _PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
 

@@ -1,10 +1,16 @@
-"""Which GPU this is: its name as a results-folder slug, and its description."""
+"""Which GPU this is: its name as a results-folder slug, and its description.
+
+Facts needed before any CUDA context exists (the folder name at workflow parse
+time, the device count and memory for validation) come from NVML; CUDA device
+indices follow the PCI bus order (``CUDA_DEVICE_ORDER=PCI_BUS_ID`` is set for
+every measuring process), which is NVML's and nvidia-smi's order too.
+"""
 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
+
+from tuner.settings import DeviceFacts
 
 NO_GPU_SLUG = "no-gpu"
 
@@ -14,20 +20,29 @@ def slugify(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or NO_GPU_SLUG
 
 
-def detect_slug(device_index: int = 0) -> str:
-    """The slug of CUDA device ``device_index`` from nvidia-smi, without PyCUDA
-    (the workflow needs it to name outputs even for a dry run); NO_GPU_SLUG when
-    there is no driver."""
-    if not shutil.which("nvidia-smi"):
-        return NO_GPU_SLUG
+def probe_devices() -> DeviceFacts:
+    """The CUDA devices NVML sees (name, memory, compute capability); empty
+    facts (nothing checked against a device) where there is no driver."""
     try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", f"--id={device_index}"],
-            capture_output=True, text=True, timeout=20, check=True,
-        ).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return NO_GPU_SLUG
-    return slugify(out.splitlines()[0]) if out else NO_GPU_SLUG
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # no driver, no library: validation runs without a device
+        return DeviceFacts()
+    try:
+        names, memory, capabilities = [], [], []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            name = pynvml.nvmlDeviceGetName(handle)
+            names.append(name.decode() if isinstance(name, bytes) else name)
+            memory.append(int(pynvml.nvmlDeviceGetMemoryInfo(handle).total))
+            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+            capabilities.append(f"{major}.{minor}")
+        return DeviceFacts(len(names), tuple(names), tuple(memory), tuple(capabilities))
+    except Exception:
+        return DeviceFacts()
+    finally:
+        pynvml.nvmlShutdown()
 
 
 def describe(gpu) -> dict:

@@ -1,8 +1,10 @@
 """The CUDA device, through PyCUDA. The only module that imports PyCUDA, and
 only when a ``Gpu`` is made, so ``import tuner`` works on machines without CUDA.
 
-PyCUDA runs in the device's primary context (``pycuda.autoprimaryctx``), the
-one the CUDA runtime uses, so CuPy or PyTorch can share the GPU in-process.
+PyCUDA runs in the device's primary context, the one the CUDA runtime uses,
+so CuPy or PyTorch can share the GPU in-process. Devices are numbered in PCI
+bus order (as NVML and nvidia-smi number them), so ``device_index`` names the
+same card everywhere.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ class GpuUnavailable(RuntimeError):
     """No PyCUDA or no CUDA device: the message says which and what to do."""
 
 
-def require_gpu() -> "Gpu":
+def require_gpu(device_index: int = 0) -> "Gpu":
     try:
         import pycuda  # noqa: F401
     except ImportError as error:
@@ -26,7 +28,7 @@ def require_gpu() -> "Gpu":
             f"PyCUDA is not installed ({error}); on a machine with a CUDA GPU run: pip install -e '.[cuda]'"
         ) from None
     try:
-        return Gpu()
+        return Gpu(device_index)
     except Exception as error:  # pycuda raises its own types for "no device"/"no driver"
         raise GpuUnavailable(
             f"no usable CUDA device ({type(error).__name__}: {error}); run on a machine with an NVIDIA GPU and driver,"
@@ -48,12 +50,20 @@ class DeviceBuffer:
 
 
 class Gpu:
-    def __init__(self) -> None:
-        import pycuda.autoprimaryctx as primary
+    def __init__(self, device_index: int = 0) -> None:
+        import atexit
+
+        os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # before the driver is initialised
         import pycuda.driver as cuda
 
+        cuda.init()
+        if not 0 <= device_index < cuda.Device.count():
+            raise ValueError(f"device_index must be one of the {cuda.Device.count()} CUDA devices, got {device_index}")
         self.cuda = cuda
-        self.device = primary.device
+        self.device = cuda.Device(device_index)
+        self.context = self.device.retain_primary_context()
+        self.context.push()
+        atexit.register(self._release)
         attr = cuda.device_attribute
         self.name: str = self.device.name()
         major, minor = self.device.compute_capability()
@@ -84,6 +94,15 @@ class Gpu:
             return NvmlClocks(self.pci_bus_id).max_mem_clock_mhz()
         except Exception:
             return float("nan")
+
+    def _release(self) -> None:
+        from pycuda.tools import clear_context_caches
+
+        try:
+            self.context.pop()
+        except Exception:  # a context lost to a device fault cannot be popped cleanly
+            pass
+        clear_context_caches()
 
     # ---- facts -----------------------------------------------------------
     def describe(self) -> dict:

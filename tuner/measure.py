@@ -14,7 +14,7 @@ import subprocess
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -140,8 +140,9 @@ class ProblemBench:
             gpu.synchronize()
             verdict = family.verify(launch.fetch(), self.expected, self.inputs)
         except Exception as error:  # pycuda.driver.Error and friends
-            self._check_context(error)
-            return row | {"status": "launch_error", "error": f"{type(error).__name__}: {error}"}
+            failed = row | {"status": "launch_error", "error": f"{type(error).__name__}: {error}"}
+            self._check_context(error, failed)
+            return failed
         if not verdict.ok:
             return row | {"status": "wrong_result", "error": verdict.detail}
         if not timed:
@@ -150,8 +151,9 @@ class ProblemBench:
         try:
             timing = bench.time(launch.run, restore=launch.restore, options=options)
         except Exception as error:
-            self._check_context(error)
-            return row | {"status": "launch_error", "error": f"while timing: {type(error).__name__}: {error}"}
+            failed = row | {"status": "launch_error", "error": f"while timing: {type(error).__name__}: {error}"}
+            self._check_context(error, failed)
+            return failed
         bytes_moved = family.bytes_moved(cfg, problem)
         seconds = timing.median_ms / 1e3
         bandwidth = bytes_moved / seconds / 1e9
@@ -166,15 +168,14 @@ class ProblemBench:
         row |= peak_fractions(bandwidth, bench.peaks)
         return row
 
-    def _check_context(self, error: Exception) -> None:
+    def _check_context(self, error: Exception, failed: dict) -> None:
+        """A launch that failed may have poisoned the context (an illegal
+        address does): then this process can measure nothing more."""
         try:
             self.bench.gpu.synchronize()
         except Exception:
-            raise FatalDeviceError(f"the CUDA context failed after {type(error).__name__}: {error}") from error
-
-    def measure_all(self, configs: list[Config], source: str) -> Iterator[dict]:
-        for cfg in configs:
-            yield self.measure(cfg, source)
+            reason = f"the CUDA context failed after {type(error).__name__}: {error}"
+            raise FatalDeviceError(reason, row=failed | {"error": f"{failed['error']} (context lost)"}) from error
 
 
 def peak_fractions(bandwidth_gbs: float, peaks: dict) -> dict:

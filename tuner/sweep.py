@@ -1,88 +1,156 @@
-"""Exhaustive sweeps, resumable.
+"""Exhaustive sweeps, resumable, losing nothing.
 
-Measured rows accumulate in a store (``<gpu>/store/sweeps/<name>/part-*.parquet``)
-that no Snakemake rule owns, written every ``flush_every_s`` seconds, so an
-interrupted sweep loses at most that much work and a rerun measures only the
-configurations the store lacks. The sweep's output file is the store's rows for
-the configured grid, written when the sweep is complete.
+Every measured row is appended to the sweep's store
+(``<gpu>/store/sweeps/<name>/rows.jsonl``, no Snakemake rule owns it) and
+flushed to disk before the next configuration starts, so a kill at any instant
+loses at most the configuration being measured, and a rerun measures only what
+the store lacks. A row cut short by a kill is moved aside to ``*.corrupt`` with
+one line saying so, never a crash. A row is identified by its family, dtype,
+n and configuration key, so changing a sweep's problem measures anew.
+
+The sweep's output file is the store's rows for the configured grid, written
+(atomically) once the sweep is complete.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
-import uuid
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import pandas as pd
 
 from tuner import results
+from tuner.errors import FatalDeviceError
 from tuner.families.base import Family, Problem
+
+STORE_FILE = "rows.jsonl"
+PROGRESS_EVERY_S = 20.0
 
 
 def store_dir(gpu_dir: Path, name: str) -> Path:
     return Path(gpu_dir) / "store" / "sweeps" / name
 
 
-def grid(family: Family, problem: Problem, params: dict) -> list[dict]:
-    """The feasible configurations of the sweep's parameter lists."""
-    return family.space(problem, params)
+class RowStore:
+    """An append-only file of results rows, one JSON object a line, each
+    flushed and fsynced before ``append`` returns. Also reads the Parquet parts
+    older versions wrote (``part-*.parquet``)."""
+
+    def __init__(self, folder: Path, log: Callable[[str], None] = print) -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / STORE_FILE
+        self.log = log
+
+    def rows(self) -> pd.DataFrame:
+        frames = [results.to_frame(self._jsonl_rows())]
+        for part in sorted(self.folder.glob("part-*.parquet")):
+            try:
+                frames.append(results.to_frame(pd.read_parquet(part)))
+            except Exception as error:  # truncated or not Parquet at all
+                self._quarantine(part, f"{type(error).__name__}: {error}")
+        frames = [f for f in frames if not f.empty]
+        return results.to_frame(pd.concat(frames, ignore_index=True)) if frames else results.to_frame([])
+
+    def append(self, row: dict) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(row, sort_keys=True, default=str) + "\n"
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def _jsonl_rows(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        data = self.path.read_bytes()
+        rows, good_end = [], 0
+        for number, line in enumerate(data.splitlines(keepends=True), 1):
+            try:
+                if not line.endswith(b"\n"):
+                    raise ValueError("no end of line (cut short)")
+                rows.append(json.loads(line))
+                good_end += len(line)
+            except ValueError as error:
+                # Only the last line can be cut short by a kill; anything after
+                # a bad line is kept aside with it rather than trusted.
+                self._set_aside(data[good_end:], f"line {number}: {error}")
+                break
+        return rows
+
+    def _set_aside(self, tail: bytes, reason: str) -> None:
+        corrupt = self.path.with_name(f"{STORE_FILE}.{time.strftime('%Y%m%dT%H%M%S')}.corrupt")
+        corrupt.write_bytes(tail)
+        with open(self.path, "r+b") as handle:
+            handle.truncate(self.path.stat().st_size - len(tail))
+            os.fsync(handle.fileno())
+        self.log(f"warning: {self.path}: {reason}; {len(tail)} bytes moved to {corrupt.name}, that configuration will be measured again")
+
+    def _quarantine(self, part: Path, reason: str) -> None:
+        target = part.with_name(part.name + ".corrupt")
+        part.rename(target)
+        self.log(f"warning: {part}: unreadable ({reason[:200]}); moved to {target.name}, its configurations will be measured again")
 
 
-def _identity(frame: pd.DataFrame) -> set[tuple]:
-    return set(zip(frame["dtype"], frame["n"].astype(int), frame["config_key"]))
+def identity(row) -> tuple:
+    return (row["family"], row["dtype"], int(row["n"]), row["config_key"])
 
 
 def run_sweep(
     name: str,
     family: Family,
-    problems: list[Problem],
+    problems: Iterable[Problem],
     params: dict,
     *,
     store: Path,
     open_problem: Callable[[Family, Problem], object],
-    flush_every_s: float = 20.0,
     log: Callable[[str], None] = print,
+    prepare: Callable[[Family, Problem, list[dict]], None] | None = None,
 ) -> pd.DataFrame:
     """Measure every feasible configuration not yet in ``store``; return the
-    store's rows for this grid. ``open_problem`` uploads a problem's inputs and
-    returns an object with ``measure(cfg, source) -> row``."""
-    store = Path(store)
-    done = _identity(results.read(store))
+    store's rows for this grid.
+
+    ``open_problem`` uploads a problem's inputs and returns an object with
+    ``measure(cfg, source) -> row``; ``prepare`` (e.g. compile ahead in
+    parallel) sees each problem's configurations still to measure. A
+    ``FatalDeviceError`` from ``measure`` stores the faulting configuration's
+    row, then propagates: the process must end (see ``tuner.errors``).
+    """
+    rows = RowStore(store, log)
+    done = {identity(r) for r in rows.rows().to_dict("records")}
     source = f"sweep:{name}"
     wanted: set[tuple] = set()
     for problem in problems:
-        configs = grid(family, problem, params)
-        keys = [(problem.dtype, problem.n, results.config_key(c)) for c in configs]
+        configs = family.space(problem, params)
+        keys = [(family.name, problem.dtype, problem.n, results.config_key(c)) for c in configs]
         wanted.update(keys)
         todo = [c for c, k in zip(configs, keys) if k not in done]
         log(f"{source} {problem.key}: {len(configs)} feasible configurations, {len(configs) - len(todo)} already measured")
         if not todo:
             continue
+        if prepare is not None:
+            prepare(family, problem, todo)
         session = open_problem(family, problem)
-        pending: list[dict] = []
-        last_write = time.monotonic()
+        last_log = time.monotonic()
         for i, cfg in enumerate(todo, 1):
-            row = session.measure(cfg, source)
-            pending.append(row)
+            try:
+                row = session.measure(cfg, source)
+            except FatalDeviceError as error:
+                if error.row is not None:
+                    rows.append(error.row)
+                raise
+            rows.append(row)
             if row["status"] != "ok":
                 log(f"  {row['status']}: {row['config_key']}: {str(row.get('error'))[:200]}")
-            if time.monotonic() - last_write >= flush_every_s:
-                _write_part(store, pending)
+            if time.monotonic() - last_log >= PROGRESS_EVERY_S:
                 log(f"  {i}/{len(todo)} measured")
-                pending, last_write = [], time.monotonic()
-        _write_part(store, pending)
+                last_log = time.monotonic()
         del session  # frees the problem's device buffers before the next problem
-    frame = results.read(store)
+    frame = rows.rows()
     if frame.empty:
         return frame
-    mask = [k in wanted for k in zip(frame["dtype"], frame["n"].astype(int), frame["config_key"])]
-    # A configuration measured twice (e.g. two workers) keeps its latest row.
-    return frame[mask].drop_duplicates(["dtype", "n", "config_key"], keep="last").reset_index(drop=True)
-
-
-def _write_part(store: Path, rows: list[dict]) -> None:
-    if rows:
-        results.write_atomic(
-            results.to_frame(rows), store / f"part-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}.parquet"
-        )
+    mask = [identity(r) in wanted for r in frame[["family", "dtype", "n", "config_key"]].to_dict("records")]
+    # A configuration measured twice (an older store, say) keeps its latest row.
+    return frame[mask].drop_duplicates(["family", "dtype", "n", "config_key"], keep="last").reset_index(drop=True)

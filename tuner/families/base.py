@@ -55,6 +55,10 @@ class Param:
             object.__setattr__(self, "default", self.values[0])
 
     def accepts(self, value: Any) -> bool:
+        # Strict about kinds: 4.0 == 4 and True == 1 in Python, but a float or
+        # a bool where an integer is meant is a mistake (it would reach nvcc as -DVEC=4.0).
+        if isinstance(value, (bool, float)) and not any(type(v) is type(value) for v in self.values):
+            return False
         if self.rule is None:
             return value in self.values
         try:
@@ -97,7 +101,6 @@ class Launch:
     block: tuple[int, int, int]
     fetch: Callable[[], np.ndarray]
     restore: Callable[[], None] | None = None
-    release: Callable[[], None] = lambda: None
 
 
 @dataclass
@@ -209,6 +212,23 @@ class Family(ABC):
     def flops(self, cfg: Config, problem: Problem) -> int:
         return 0
 
+    def device_bytes(self, problem: Problem) -> int:
+        """Device memory ``problem``'s buffers take, an upper estimate: by
+        default every 1-D family keeps its inputs twice (pristine and working)
+        plus outputs, under six arrays of n elements. Sizes that cannot fit
+        are refused before any work."""
+        return 6 * problem.n * np.dtype(DTYPES[problem.dtype]).itemsize
+
+    def max_size(self, dtype: str, memory_bytes: int) -> int:
+        """The largest n whose ``device_bytes`` fit in ``memory_bytes``."""
+        low, high = 0, 1
+        while self.device_bytes(Problem(self.name, dtype, high)) <= memory_bytes:
+            low, high = high, high * 2
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (mid, high) if self.device_bytes(Problem(self.name, dtype, mid)) <= memory_bytes else (low, mid)
+        return low
+
     @abstractmethod
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Fresh random host inputs (never all zeros)."""
@@ -229,9 +249,6 @@ class Family(ABC):
     def verify(self, output: np.ndarray, expected: np.ndarray, inputs: dict[str, np.ndarray]) -> Verdict:
         """Relative error against ``tolerance`` by default; override for exact checks."""
         return relative_error_verdict(output, expected, self.tolerance)
-
-    def describe(self, problem: Problem) -> str:
-        return f"{self.name}: {len(self.space(problem))} feasible configurations for {problem.key}"
 
 
 def relative_error_verdict(output: np.ndarray, expected: np.ndarray, tolerance: float) -> Verdict:

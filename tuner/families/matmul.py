@@ -124,6 +124,10 @@ class Matmul(Family):
     def verify(self, output: np.ndarray, expected: np.ndarray, inputs: dict[str, np.ndarray]) -> Verdict:
         return relative_error_verdict(output, expected, self.tolerance)
 
+    def device_bytes(self, problem: Problem) -> int:
+        # A, B and C linear and pitched (a row padded by at most 512 bytes).
+        return 6 * problem.n * (problem.n * FLOAT_BYTES + 512)
+
     def grid_size(self, cfg: Config, problem: Problem) -> tuple[int, int, int]:
         tiles = max(1, ceil_div(problem.n, cfg["tile"]))
         return (tiles, tiles, 1)

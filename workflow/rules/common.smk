@@ -1,37 +1,51 @@
-# Names and paths shared by the rules. The GPU's slug names the results folder;
-# it comes from nvidia-smi at parse time so a dry run works without PyCUDA.
+# Settings and helpers shared by the rules. The config is checked once, here,
+# into tuner.settings.Settings; each rule hands its stage exactly its own part
+# of those settings as JSON through `params:` (so `--rerun-triggers params`
+# reruns only the jobs whose settings changed), every value shell-quoted.
+import shlex
 import sys
 from pathlib import Path
 
 sys.path.insert(0, workflow.basedir)
 
-from tuner.config import check as check_config
-from tuner.device import detect_slug
 from tuner.report import EXPECTED_FIGURES
+from tuner import settings as tuner_settings
 
-check_config(config)  # rules between values, before any job starts
+# The interpreter running Snakemake runs the stages; set in the shell prefix,
+# not in params or the command, so switching virtual environments reruns nothing.
+shell.prefix(f"set -euo pipefail; PYTHON={shlex.quote(sys.executable)}; ")
 
-RESULTS = config["results_dir"]
-GPU = (
-    config.get("gpu", "auto")
-    if config.get("gpu", "auto") != "auto"
-    else detect_slug(config.get("device_index", 0))
-)
-GPU_DIR = f"{RESULTS}/{GPU}"
-SWEEPS = list(config.get("sweeps", {}))
-STUDIES = list(config.get("studies", {}))
-TUNER = f"{sys.executable} -m tuner"
-# Several GPUs share each study: one worker process per listed device.
-STUDY_WORKERS = (
-    "--gpus " + ",".join(map(str, config["study_gpus"]))
-    if len(config.get("study_gpus", [])) > 1
-    else ""
-)
+
+def _config_error(message):
+    print(f"config error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def check_yaml_or_exit(path):
+    """Syntax errors with their line, duplicate keys refused (Snakemake's own
+    reader reports neither)."""
+    try:
+        tuner_settings.read_yaml(path)
+    except tuner_settings.ConfigError as error:
+        _config_error(error)
+
+
+def settings_or_exit(config):
+    from tuner.compile import nvcc_architectures
+    from tuner.device import probe_devices
+    import tuner.study
+
+    for path in workflow.overwrite_configfiles:
+        check_yaml_or_exit(path)
+    try:
+        return tuner_settings.parse(config, device=probe_devices(), nvcc_archs=nvcc_architectures(), storage_check=getattr(tuner.study, "storage_problem", None))
+    except tuner_settings.ConfigError as error:
+        _config_error(error)
 
 
 wildcard_constraints:
-    gpu="[A-Za-z0-9_.-]+",
-    name="[A-Za-z0-9_.-]+",
+    gpu="[a-z0-9][a-z0-9_-]*",
+    name="[A-Za-z0-9][A-Za-z0-9_.-]*",
 
 
 def report_outputs(folder):

@@ -1,18 +1,20 @@
 # Stage 2: compile every kernel variant the sweeps and studies need, in
 # parallel, into the cubin cache; the table keeps ptxas's report per module.
+# Sweeps and studies name this table as ancient(): it warms the cache before
+# they start, but recompiling (after another sweep changed) reruns none of them.
 
 
 rule compile_variants:
     input:
         device=f"{RESULTS}/{{gpu}}/device.json",
-        config="config.yaml",
     output:
         f"{RESULTS}/{{gpu}}/compile.parquet",
     log:
         f"{RESULTS}/{{gpu}}/logs/compile.log",
     params:
-        tuner=TUNER,
+        settings=SETTINGS.stage_json("compile"),
     conda:
         "../envs/tuner.yaml"
     shell:
-        "set -o pipefail; {params.tuner} compile --config {input.config} --device {input.device} --out {output} 2>&1 | tee {log}"
+        '"$PYTHON" -m tuner compile --settings {params.settings:q} --device {input.device:q} --out {output:q} 2>&1'
+        " | tee {log:q}"

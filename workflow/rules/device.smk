@@ -9,25 +9,25 @@ rule describe_device:
     log:
         f"{RESULTS}/{{gpu}}/logs/describe_device.log",
     params:
-        tuner=TUNER,
+        settings=SETTINGS.stage_json("describe"),
     conda:
         "../envs/tuner.yaml"
     shell:
-        "{params.tuner} describe --out {output} 2> >(tee {log} >&2)"
+        '"$PYTHON" -m tuner describe --settings {params.settings:q} --out {output:q} 2> >(tee {log:q} >&2)'
 
 
 rule peaks:
     input:
         device=f"{RESULTS}/{{gpu}}/device.json",
-        compiled=f"{RESULTS}/{{gpu}}/compile.parquet",
-        config="config.yaml",
     output:
         f"{RESULTS}/{{gpu}}/peaks.json",
+        f"{RESULTS}/{{gpu}}/peaks.parquet",
     log:
         f"{RESULTS}/{{gpu}}/logs/peaks.log",
     params:
-        tuner=TUNER,
+        settings=SETTINGS.stage_json("peaks"),
     conda:
         "../envs/tuner.yaml"
     shell:
-        "set -o pipefail; {params.tuner} peaks --config {input.config} --device {input.device} --out {output} 2>&1 | tee {log}"
+        '"$PYTHON" -m tuner peaks --settings {params.settings:q} --device {input.device:q} --out {output[0]:q} 2>&1'
+        " | tee {log:q}"

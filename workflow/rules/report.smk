@@ -17,14 +17,10 @@ rule plot_report:
         ),
     log:
         "{folder}/logs/report.log",
-    params:
-        python=sys.executable,
-        folder=lambda wildcards: wildcards.folder,
     conda:
         "../envs/tuner.yaml"
     shell:
-        "set -o pipefail; {params.python} -m tuner.report --results {params.folder}"
-        " --out {params.folder}/report 2>&1 | tee {log}"
+        '"$PYTHON" -m tuner.report --results {wildcards.folder:q} --out {wildcards.folder:q}/report 2>&1 | tee {log:q}'
 
 
 rule report:

@@ -1,0 +1,528 @@
+"""The configuration, read and checked once, as typed, immutable settings.
+
+``parse`` turns a config mapping (what Snakemake validated, or what ``load``
+read from a file) into ``Settings``; every stage gets its own section of those
+settings (``SweepSettings``, ``StudySettings``, ``RunSettings``) as JSON on its
+command line and never reads ``config.yaml`` again. Every bad value stops the
+run before any work with one line naming the key, the rule and the value::
+
+    sweeps.reduce_ladder.sizes[0]: must be an integer from 1 to 4294967296 (...), got 1099511627776
+
+The JSON schema (workflow/schemas/config.schema.yaml) states the structure;
+``parse`` then applies the rules the schema cannot state, each parameter's one
+acceptance rule (``Param.accepts``) among them, shared by sweeps and studies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import yaml
+
+from tuner.families import REGISTRY, Problem
+from tuner.timing import TimingOptions
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+# Names that become folder and file names: no path separators, no leading dot.
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# Without a device to ask, sizes are judged against this much device memory.
+ASSUMED_DEVICE_BYTES = 192 << 30
+# Share of device memory a problem's buffers may take (the L2 flush buffer,
+# the context and the CUB workspace need the rest).
+USABLE_MEMORY = 0.9
+SAMPLERS = ("tpe", "gp", "random", "cmaes", "qmc", "brute_force")
+
+
+class ConfigError(ValueError):
+    """A configuration value breaks a rule; the message names key, rule and value."""
+
+
+# ---- reading YAML ------------------------------------------------------------
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (plain YAML
+    keeps the last silently, so a duplicated sweep would vanish)."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[Any, yaml.Mark] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            mark = key_node.start_mark
+            raise ConfigError(
+                f"{mark.name}:{mark.line + 1}:{mark.column + 1}: keys must be unique within a mapping, got {key!r} again"
+                f" (first at line {seen[key].line + 1})"
+            )
+        seen[key] = key_node.start_mark
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def read_yaml(path: str | Path) -> dict:
+    """The mapping in a YAML file; syntax errors and duplicate keys as one line
+    with the file, line and column."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ConfigError(f"{path}: must be a readable YAML file, got {type(error).__name__}: {error.strerror}") from None
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except ConfigError as error:
+        raise ConfigError(str(error).replace("<unicode string>", str(path), 1)) from None
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise ConfigError(f"{where}: must be valid YAML, got a syntax error: {error.problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: must hold a mapping of settings, got {type(data).__name__}")
+    return data
+
+
+# ---- the settings ------------------------------------------------------------
+
+
+def _frozen_params(params: Mapping[str, Any]) -> Mapping[str, tuple]:
+    return MappingProxyType({name: tuple(values) for name, values in params.items()})
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What every measuring stage shares."""
+
+    results_dir: str
+    gpu: str  # the results folder's name; never 'auto' once parsed
+    device_index: int = 0
+    arch: str = "auto"
+    seed: int = 0
+    compile_jobs: int = 0
+    study_gpus: tuple[int, ...] = ()
+    timing: TimingOptions = TimingOptions()
+
+    @property
+    def gpu_dir(self) -> Path:
+        return Path(self.results_dir) / self.gpu
+
+    def to_dict(self, keep: tuple[str, ...] | None = None) -> dict:
+        data = {**asdict(self), "timing": asdict(self.timing), "study_gpus": list(self.study_gpus)}
+        return data if keep is None else {k: v for k, v in data.items() if k in keep}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "RunSettings":
+        data = dict(data)
+        if "timing" in data:
+            data["timing"] = TimingOptions(**data["timing"])
+        if "study_gpus" in data:
+            data["study_gpus"] = tuple(data["study_gpus"])
+        return cls(**data)
+
+
+# What each stage is handed of the run settings: only what changes its
+# outputs, so that Snakemake reruns a stage when, and only when, those change.
+_PLACE = ("results_dir", "gpu", "device_index")
+STAGE_RUN_FIELDS = {
+    "describe": _PLACE,
+    "compile": (*_PLACE, "arch", "compile_jobs"),
+    "peaks": (*_PLACE, "arch", "seed", "timing"),
+    "sweep": (*_PLACE, "arch", "seed", "compile_jobs"),
+    "study": (*_PLACE, "arch", "seed", "study_gpus"),
+}
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """An exhaustive grid: every feasible combination of ``params`` for every
+    dtype and size."""
+
+    name: str
+    family: str
+    dtypes: tuple[str, ...]
+    sizes: tuple[int, ...]
+    params: Mapping[str, tuple]
+    timing: TimingOptions
+
+    def problems(self) -> list[Problem]:
+        return [Problem(self.family, dtype, n) for dtype in self.dtypes for n in self.sizes]
+
+    def domains(self) -> dict[str, list]:
+        return {name: list(values) for name, values in self.params.items()}
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "family": self.family, "dtypes": list(self.dtypes), "sizes": list(self.sizes),
+                "params": self.domains(), "timing": asdict(self.timing)}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "SweepSettings":
+        return cls(data["name"], data["family"], tuple(data["dtypes"]), tuple(data["sizes"]),
+                   _frozen_params(data["params"]), TimingOptions(**data["timing"]))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    """An Optuna search of one problem; ``budget_trials`` is resolved (from
+    ``budget_fraction`` of the feasible space where that was given), and
+    ``storage`` is an Optuna URL or a journal path."""
+
+    name: str
+    family: str
+    dtype: str
+    n: int
+    sampler: str
+    seed: int
+    budget_trials: int
+    timeout_s: float | None
+    storage: str
+    params: Mapping[str, tuple]
+    enqueue: tuple[Mapping, ...]
+    compare_with_sweep: str | None
+    timing: TimingOptions
+    space_size: int = 0
+
+    @property
+    def problem(self) -> Problem:
+        return Problem(self.family, self.dtype, self.n)
+
+    def domains(self) -> dict[str, list]:
+        """Every parameter's searched values (the family's own where not listed)."""
+        family = REGISTRY[self.family]
+        return {p.name: list(self.params.get(p.name, p.values)) for p in family.params}
+
+    def storage_name(self, gpu: str) -> str:
+        """The study's name in its storage. It carries the problem and a digest
+        of the searched space, so a study whose dtype, n or values change is a
+        new study rather than the old one's rows."""
+        digest = hashlib.sha256(json.dumps(self.domains(), sort_keys=True).encode()).hexdigest()[:8]
+        return f"{gpu}/{self.name}/{self.dtype}-n{self.n}-{digest}"
+
+    def to_dict(self) -> dict:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**data, "params": {k: list(v) for k, v in self.params.items()}, "enqueue": [dict(e) for e in self.enqueue],
+                "timing": asdict(self.timing)}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "StudySettings":
+        return cls(**{**data, "params": _frozen_params(data["params"]), "enqueue": tuple(MappingProxyType(dict(e)) for e in data["enqueue"]),
+                      "timing": TimingOptions(**data["timing"])})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Settings:
+    run: RunSettings
+    sweeps: Mapping[str, SweepSettings] = field(default_factory=dict)
+    studies: Mapping[str, StudySettings] = field(default_factory=dict)
+
+    def sweep(self, name: str) -> SweepSettings:
+        if name not in self.sweeps:
+            raise ConfigError(f"sweep name: must be one of {list(self.sweeps)}, got {name!r}")
+        return self.sweeps[name]
+
+    def study(self, name: str) -> StudySettings:
+        if name not in self.studies:
+            raise ConfigError(f"study name: must be one of {list(self.studies)}, got {name!r}")
+        return self.studies[name]
+
+    def stage_json(self, stage: str, name: str | None = None) -> str:
+        """The JSON a stage receives (``from_stage_json`` reads it back): the
+        run settings it needs (``STAGE_RUN_FIELDS``) and, for a sweep or a
+        study, that one section; the compile stage gets every section."""
+        data: dict[str, Any] = {"run": self.run.to_dict(STAGE_RUN_FIELDS[stage])}
+        if stage == "sweep":
+            data["sweep"] = self.sweep(name).to_dict()
+        elif stage == "study":
+            data["study"] = self.study(name).to_dict()
+        elif stage == "compile":
+            data["sweeps"] = [s.to_dict() for s in self.sweeps.values()]
+            data["studies"] = [s.to_dict() for s in self.studies.values()]
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_stage_json(cls, text: str) -> "Settings":
+        data = json.loads(text)
+        sweeps = [SweepSettings.from_dict(s) for s in data.get("sweeps", [])]
+        studies = [StudySettings.from_dict(s) for s in data.get("studies", [])]
+        if "sweep" in data:
+            sweeps.append(SweepSettings.from_dict(data["sweep"]))
+        if "study" in data:
+            studies.append(StudySettings.from_dict(data["study"]))
+        return cls(RunSettings.from_dict(data["run"]), MappingProxyType({s.name: s for s in sweeps}),
+                   MappingProxyType({s.name: s for s in studies}))  # fmt: skip
+
+
+# ---- the device the rules are judged against -----------------------------------
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """What validation needs to know of the CUDA devices (from NVML); None
+    fields where no device could be asked."""
+
+    count: int | None = None
+    names: tuple[str, ...] = ()
+    memory_bytes: tuple[int, ...] = ()
+    compute_capabilities: tuple[str, ...] = ()  # "9.0"
+
+    def memory_of(self, index: int) -> int | None:
+        return self.memory_bytes[index] if index < len(self.memory_bytes) else None
+
+    def capability_of(self, index: int) -> str | None:
+        return self.compute_capabilities[index] if index < len(self.compute_capabilities) else None
+
+
+# ---- parsing -------------------------------------------------------------------
+
+
+def load(path: str | Path, **checks) -> Settings:
+    """``parse`` of a YAML file (``checks``: parse's keyword arguments)."""
+    return parse(read_yaml(path), **checks)
+
+
+def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tuple[str, ...] | None = None,
+          storage_check=None) -> Settings:  # fmt: skip
+    """Check ``config`` and return its settings. Raises ConfigError (one line).
+
+    Args:
+        device: the CUDA devices, to check ``device_index``, ``arch`` and sizes
+            against (None: not checked against a device; sizes against
+            ``ASSUMED_DEVICE_BYTES``).
+        nvcc_archs: the architectures nvcc can build (None: not checked).
+        storage_check: ``(spec, workers) -> problem text or None`` for study
+            storages (None: only the form is checked).
+    """
+    check_schema(config)
+    device = device or DeviceFacts()
+    index = config.get("device_index", 0)
+    if device.count is not None and not index < device.count:
+        raise ConfigError(f"device_index: must be the index of one of this machine's {device.count} CUDA devices "
+                          f"(0 to {device.count - 1}), got {index}")  # fmt: skip
+    for i, gpu_index in enumerate(config.get("study_gpus", [])):
+        if device.count is not None and not gpu_index < device.count:
+            raise ConfigError(f"study_gpus[{i}]: must be the index of one of this machine's {device.count} CUDA devices, got {gpu_index}")
+    arch = _check_arch(config.get("arch", "auto"), device.capability_of(index), nvcc_archs)
+    gpu = config.get("gpu", "auto")
+    if gpu == "auto":
+        from tuner.device import NO_GPU_SLUG, slugify
+
+        gpu = slugify(device.names[index]) if index < len(device.names) else NO_GPU_SLUG
+    _check_results_dir(config["results_dir"])
+    timing = timing_options(config.get("timing", {}), "timing")
+    run = RunSettings(results_dir=str(config["results_dir"]), gpu=gpu, device_index=index, arch=arch,
+                      seed=config.get("seed", 0), compile_jobs=config.get("compile_jobs", 0),
+                      study_gpus=tuple(config.get("study_gpus", [])), timing=timing)  # fmt: skip
+    memory = device.memory_of(index)
+    sweeps = {name: _sweep(name, section, config, memory) for name, section in config.get("sweeps", {}).items()}
+    studies = {}
+    for name, section in config.get("studies", {}).items():
+        study = _study(name, section, config, run, memory)
+        target = study.compare_with_sweep
+        if target is not None and target not in sweeps:
+            raise ConfigError(f"studies.{name}.compare_with_sweep: must name a sweep of this config {list(sweeps)}, got {target!r}")
+        workers = max(1, len(run.study_gpus))
+        problem = storage_check(study.storage, workers) if storage_check else None
+        if problem:
+            raise ConfigError(f"studies.{name}.storage: {problem}")
+        studies[name] = study
+    return Settings(run, MappingProxyType(sweeps), MappingProxyType(studies))
+
+
+def check_schema(config: Mapping) -> None:
+    """The structure, as one line per the first error (jsonschema's own
+    message is a multi-line dump)."""
+    import jsonschema
+
+    schema = yaml.safe_load(SCHEMA.read_text())
+    # JSON Schema counts 4.0 as an integer; here a float where an integer is
+    # meant is a mistake (it would reach nvcc as -DVEC=4.0), and so is a bool.
+    strict = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda checker, value: isinstance(value, int) and not isinstance(value, bool)
+    )
+    validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=strict)
+    errors = sorted(validator(schema).iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
+    if errors:
+        raise ConfigError(schema_message(errors[0]))
+
+
+def _key(path) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def schema_message(error) -> str:
+    """One line for a jsonschema error: key, rule, value."""
+    key, value, rule = _key(error.absolute_path), error.instance, error.validator_value
+    written = error.schema.get("x-rule")
+    kind = error.validator
+    if kind == "required":
+        missing = [name for name in rule if name not in value]
+        return f"{_key([*error.absolute_path, missing[0]])}: is required, got nothing"
+    if kind == "additionalProperties":
+        known = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(value) - set(known))
+        return f"{key}: keys must be among {known}, got {extra}"
+    if kind == "minLength":
+        return f"{key}: must not be empty, got {value!r}"
+    if written:
+        return f"{key}: must be {written}, got {value!r}"
+    if kind == "type":
+        article = {"integer": "an integer", "array": "a list", "object": "a mapping", "string": "a string",
+                   "number": "a number", "boolean": "true or false"}  # fmt: skip
+        names = rule if isinstance(rule, list) else [rule]
+        return f"{key}: must be {' or '.join(article.get(n, n) for n in names)}, got {value!r}"
+    if kind == "enum":
+        return f"{key}: must be one of {rule}, got {value!r}"
+    bounds = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
+    if kind in bounds:
+        return f"{key}: must be {bounds[kind]} {rule}, got {value!r}"
+    if kind == "minItems":
+        return f"{key}: must hold at least {rule} value(s), got {value!r}"
+    if kind == "uniqueItems":
+        return f"{key}: must not repeat a value, got {value!r}"
+    if kind == "pattern":
+        return f"{key}: must match {rule}, got {value!r}"
+    return f"{key}: {error.message}"
+
+
+def timing_options(values: Mapping, where: str = "timing") -> TimingOptions:
+    known = {f.name for f in fields(TimingOptions)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"{where}: keys must be among {sorted(known)}, got {unknown}")
+    try:
+        return TimingOptions(**values)
+    except ValueError as error:
+        # TimingOptions names its own field: "timing.max_samples must be ..."
+        message = str(error)
+        field_name = message.split(" ", 1)[0].removeprefix("timing.")
+        raise ConfigError(f"{where}.{field_name}: {message.split(' ', 1)[1]}") from None
+
+
+def _check_arch(arch: str, capability: str | None, nvcc_archs: tuple[str, ...] | None) -> str:
+    if arch == "auto":
+        return arch
+    if nvcc_archs is not None and arch not in nvcc_archs:
+        raise ConfigError(f"arch: must be auto or an architecture this nvcc builds ({', '.join(nvcc_archs)}), got {arch!r}")
+    if capability is not None:
+        major, minor = capability.split(".")
+        digits = arch.removeprefix("sm_").rstrip("a")
+        # A cubin runs on devices of its major version with an equal or higher minor.
+        if not (digits[:-1] == major and int(digits[-1]) <= int(minor)):
+            raise ConfigError(f"arch: must be auto or build code that runs on the device (compute capability {capability}:"
+                              f" sm_{major}0 to sm_{major}{minor}), got {arch!r}")  # fmt: skip
+    return arch
+
+
+def _check_results_dir(results_dir: str) -> None:
+    path = Path(results_dir)
+    for parent in (path, *path.parents):
+        if parent.exists() and not parent.is_dir():
+            raise ConfigError(f"results_dir: must be a folder (or a path where one can be made), got {results_dir!r}, where {str(parent)!r} is a file")
+
+
+def _family(name: str, where: str):
+    if name not in REGISTRY.names():
+        raise ConfigError(f"{where}: must be one of {REGISTRY.names()}, got {name!r}")
+    return REGISTRY[name]
+
+
+def _check_dtype(family, dtype: str, where: str) -> None:
+    if dtype not in family.dtypes:
+        raise ConfigError(f"{where}: must be one of {list(family.dtypes)} for family {family.name}, got {dtype!r}")
+
+
+def _check_size(family, dtype: str, n: int, where: str, memory: int | None) -> None:
+    """n must fit the device's memory with the family's buffers."""
+    per_element = family.device_bytes(Problem(family.name, dtype, 1))
+    limit = family.max_size(dtype, int((memory or ASSUMED_DEVICE_BYTES) * USABLE_MEMORY))
+    source = f"{memory / 2**30:.0f} GiB of device memory" if memory else f"{ASSUMED_DEVICE_BYTES >> 30} GiB assumed without a device"
+    if not (isinstance(n, int) and 1 <= n <= limit):
+        raise ConfigError(f"{where}: must be an integer from 1 to {limit} ({family.name} {dtype} needs about "
+                          f"{per_element} bytes per element; {source}), got {n!r}")  # fmt: skip
+
+
+def _check_params(family, params: Mapping[str, list], where: str) -> None:
+    for name, values in params.items():
+        if name not in family.param_names:
+            raise ConfigError(f"{where}: parameter must be one of {list(family.param_names)} for family {family.name}, got {name!r}")
+        param = family.param(name)
+        for i, value in enumerate(values):
+            if not param.accepts(value):
+                raise ConfigError(f"{where}.{name}[{i}]: must be {param.rule_description()}, got {value!r}")
+
+
+def _merged_timing(config: Mapping, section: Mapping, where: str) -> TimingOptions:
+    timing_options(section.get("timing", {}), f"{where}.timing")  # names the section's own bad key
+    return timing_options({**config.get("timing", {}), **section.get("timing", {})}, f"{where}.timing")
+
+
+def _sweep(name: str, section: Mapping, config: Mapping, memory: int | None) -> SweepSettings:
+    where = f"sweeps.{name}"
+    family = _family(section["family"], f"{where}.family")
+    for i, dtype in enumerate(section["dtypes"]):
+        _check_dtype(family, dtype, f"{where}.dtypes[{i}]")
+        for j, n in enumerate(section["sizes"]):
+            _check_size(family, dtype, n, f"{where}.sizes[{j}]", memory)
+    params = section.get("params", {})
+    _check_params(family, params, f"{where}.params")
+    sweep = SweepSettings(name, family.name, tuple(section["dtypes"]), tuple(section["sizes"]), _frozen_params(params),
+                          _merged_timing(config, section, where))  # fmt: skip
+    if not any(family.space(p, sweep.domains()) for p in sweep.problems()):
+        raise ConfigError(f"{where}.params: the grid must hold at least one feasible configuration, got none")
+    return sweep
+
+
+def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memory: int | None) -> StudySettings:
+    where = f"studies.{name}"
+    family = _family(section["family"], f"{where}.family")
+    _check_dtype(family, section["dtype"], f"{where}.dtype")
+    _check_size(family, section["dtype"], section["n"], f"{where}.n", memory)
+    params = section.get("params", {})
+    _check_params(family, params, f"{where}.params")
+    problem = Problem(family.name, section["dtype"], section["n"])
+    domains = {p.name: list(params.get(p.name, p.values)) for p in family.params}
+    space_size = len(family.space(problem, domains)) if math.prod(map(len, domains.values())) <= 1_000_000 else None
+    if space_size == 0:
+        raise ConfigError(f"{where}.params: the space must hold at least one feasible configuration for {problem.key}, got none")
+    for i, point in enumerate(section.get("enqueue", [])):
+        unknown = sorted(set(point) - set(family.param_names))
+        if unknown:
+            raise ConfigError(f"{where}.enqueue[{i}]: keys must be parameters of {family.name} {list(family.param_names)}, got {unknown}")
+        for key, value in point.items():
+            if value not in domains[key] or not family.param(key).accepts(value):
+                raise ConfigError(f"{where}.enqueue[{i}].{key}: must be one of the searched values {domains[key]}, got {value!r}")
+    if "budget_trials" in section and "budget_fraction" in section:
+        raise ConfigError(f"{where}: must give budget_trials or budget_fraction, not both, got both")
+    if "budget_trials" in section:
+        budget = section["budget_trials"]
+    else:
+        if space_size is None:
+            raise ConfigError(f"{where}.budget_fraction: needs a space small enough to count; give budget_trials instead")
+        budget = max(1, round(section.get("budget_fraction", 0.1) * space_size))
+    storage = section.get("storage", "default")
+    if storage == "default":
+        storage = f"sqlite:///{(run.gpu_dir / 'optuna.db').resolve()}"
+    return StudySettings(name=name, family=family.name, dtype=section["dtype"], n=section["n"],
+                         sampler=section.get("sampler", "tpe"), seed=section.get("seed", config.get("seed", 0)),
+                         budget_trials=budget, timeout_s=section.get("timeout_s"), storage=storage,
+                         params=_frozen_params(params), enqueue=tuple(MappingProxyType(dict(e)) for e in section.get("enqueue", [])),
+                         compare_with_sweep=section.get("compare_with_sweep"), timing=_merged_timing(config, section, where),
+                         space_size=space_size or 0)  # fmt: skip
+
+
+def with_run(settings: Settings, **changes) -> Settings:
+    return replace(settings, run=replace(settings.run, **changes))
