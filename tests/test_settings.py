@@ -36,8 +36,16 @@ def base_config(tmp_path: Path) -> dict:
                 "n": 1 << 20,
                 "budget_trials": 4,
                 "storage": str(tmp_path / "study.log"),
-                "params": {"variant": ["shuffle"], "block_size": [128, 256], "unroll": [1, 2, 4], "vector_width": [1], "offset": [0],
-                           "grid_blocks_per_sm": [1], "cache_hint": ["none"], "min_blocks": [0]},  # fmt: skip
+                "params": {
+                    "variant": ["shuffle"],
+                    "block_size": [128, 256],
+                    "unroll": [1, 2, 4],
+                    "vector_width": [1],
+                    "offset": [0],
+                    "grid_blocks_per_sm": [1],
+                    "cache_hint": ["none"],
+                    "min_blocks": [0],
+                },  # fmt: skip
             }
         },
     }
@@ -58,31 +66,95 @@ def changed(config: dict, path: tuple, value) -> dict:
 DELETE = object()
 
 BAD = [
-    (("sweeps", "ladder", "sizes"), [1 << 40], r"^sweeps\.ladder\.sizes\[0\]: must be an integer from 1 to \d+ \(reduce int32 needs about 24 bytes per element; 192 GiB assumed without a device\), got 1099511627776$"),
-    (("sweeps", "ladder", "sizes"), [1 << 20, 1 << 64], r"^sweeps\.ladder\.sizes\[1\]: must be an integer from 1 to \d+ .*got 18446744073709551616$"),
+    (
+        ("sweeps", "ladder", "sizes"),
+        [1 << 40],
+        r"^sweeps\.ladder\.sizes\[0\]: must be an integer from 1 to \d+ \(reduce int32 needs about 24 bytes per element; 192 GiB assumed without a device\), got 1099511627776$",
+    ),
+    (
+        ("sweeps", "ladder", "sizes"),
+        [1 << 20, 1 << 64],
+        r"^sweeps\.ladder\.sizes\[1\]: must be an integer from 1 to \d+ .*got 18446744073709551616$",
+    ),
     (("studies", "search", "n"), 1 << 40, r"^studies\.search\.n: must be an integer from 1 to \d+ .*got 1099511627776$"),
     (("studies", "search", "family"), DELETE, r"^studies\.search\.family: is required, got nothing$"),
     (("studies", "search", "n"), DELETE, r"^studies\.search\.n: is required, got nothing$"),
     (("arch",), "sm_1", r"^arch: must be auto or an nvcc architecture such as sm_90, got 'sm_1'$"),
-    (("sweeps", "ladder", "params", "vector_width"), [4.0], r"^sweeps\.ladder\.params\.vector_width\[0\]: must be one of \[1, 2, 4\], got 4\.0$"),
-    (("sweeps", "ladder", "params", "block_size"), [True], r"^sweeps\.ladder\.params\.block_size\[0\]: must be a multiple of 32 from 32 to 1024, got True$"),
-    (("sweeps", "ladder", "params", "block_size"), [128, 100], r"^sweeps\.ladder\.params\.block_size\[1\]: must be a multiple of 32 from 32 to 1024, got 100$"),
-    (("sweeps", "ladder", "params", "unroll"), [3], r"^sweeps\.ladder\.params\.unroll\[0\]: must be one of \[1, 2, 4, 8, 16\], got 3$"),
-    (("sweeps", "ladder", "params", "offset"), [0, 200], r"^sweeps\.ladder\.params\.offset\[1\]: must be an integer from 0 to 128, got 200$"),
-    (("sweeps", "ladder", "params", "block_size"), [256, 256], r"^sweeps\.ladder\.params\.block_size: must not repeat a value, got \[256, 256\]$"),
-    (("sweeps", "ladder", "params", "blocksize"), [256], r"^sweeps\.ladder\.params: parameter must be one of \[.*'block_size'.*\] for family reduce, got 'blocksize'$"),
+    (
+        ("sweeps", "ladder", "params", "vector_width"),
+        [4.0],
+        r"^sweeps\.ladder\.params\.vector_width\[0\]: must be one of \[1, 2, 4\], got 4\.0$",
+    ),
+    (
+        ("sweeps", "ladder", "params", "block_size"),
+        [True],
+        r"^sweeps\.ladder\.params\.block_size\[0\]: must be a multiple of 32 from 32 to 1024, got True$",
+    ),
+    (
+        ("sweeps", "ladder", "params", "block_size"),
+        [128, 100],
+        r"^sweeps\.ladder\.params\.block_size\[1\]: must be a multiple of 32 from 32 to 1024, got 100$",
+    ),
+    (
+        ("sweeps", "ladder", "params", "unroll"),
+        [3],
+        r"^sweeps\.ladder\.params\.unroll\[0\]: must be one of \[1, 2, 4, 8, 16\], got 3$",
+    ),
+    (
+        ("sweeps", "ladder", "params", "offset"),
+        [0, 200],
+        r"^sweeps\.ladder\.params\.offset\[1\]: must be an integer from 0 to 128, got 200$",
+    ),
+    (
+        ("sweeps", "ladder", "params", "block_size"),
+        [256, 256],
+        r"^sweeps\.ladder\.params\.block_size: must not repeat a value, got \[256, 256\]$",
+    ),
+    (
+        ("sweeps", "ladder", "params", "blocksize"),
+        [256],
+        r"^sweeps\.ladder\.params: parameter must be one of \[.*'block_size'.*\] for family reduce, got 'blocksize'$",
+    ),
     (("sweeps", "ladder", "family"), "reduction", r"^sweeps\.ladder\.family: must be one of \[.*'reduce'.*\], got 'reduction'$"),
-    (("sweeps", "ladder", "dtypes"), ["int64"], r"^sweeps\.ladder\.dtypes\[0\]: must be one of \['int32', 'float32'\] for family reduce, got 'int64'$"),
+    (
+        ("sweeps", "ladder", "dtypes"),
+        ["int64"],
+        r"^sweeps\.ladder\.dtypes\[0\]: must be one of \['int32', 'float32'\] for family reduce, got 'int64'$",
+    ),
     (("sweeps", "ladder", "sizes"), [], r"^sweeps\.ladder\.sizes: must hold at least 1 value\(s\), got \[\]$"),
     (("sweeps", "ladder", "sizes"), ["big"], r"^sweeps\.ladder\.sizes\[0\]: must be an integer, got 'big'$"),
-    (("sweeps", "ladder", "params"), {"variant": ["unrolled"], "unroll": [1]}, r"^sweeps\.ladder\.params: the grid must hold at least one feasible configuration, got none$"),
-    (("studies", "search", "params"), {"variant": ["neighbored"], "unroll": [8]}, r"^studies\.search\.params: the space must hold at least one feasible configuration for reduce-int32-n1048576, got none$"),
+    (
+        ("sweeps", "ladder", "params"),
+        {"variant": ["unrolled"], "unroll": [1]},
+        r"^sweeps\.ladder\.params: the grid must hold at least one feasible configuration, got none$",
+    ),
+    (
+        ("studies", "search", "params"),
+        {"variant": ["neighbored"], "unroll": [8]},
+        r"^studies\.search\.params: the space must hold at least one feasible configuration for reduce-int32-n1048576, got none$",
+    ),
     (("studies", "search", "sampler"), "annealing", r"^studies\.search\.sampler: must be one of \['tpe', .*\], got 'annealing'$"),
-    (("studies", "search", "budget_fraction"), 0.5, r"^studies\.search: must give budget_trials or budget_fraction, not both, got both$"),
+    (
+        ("studies", "search", "budget_fraction"),
+        0.5,
+        r"^studies\.search: must give budget_trials or budget_fraction, not both, got both$",
+    ),
     (("studies", "search", "budget_trials"), 0, r"^studies\.search\.budget_trials: must be >= 1, got 0$"),
-    (("studies", "search", "compare_with_sweep"), "nope", r"^studies\.search\.compare_with_sweep: must name a sweep of this config \['ladder'\], got 'nope'$"),
-    (("studies", "search", "enqueue"), [{"block_size": 1024}], r"^studies\.search\.enqueue\[0\]\.block_size: must be one of the searched values \[128, 256\], got 1024$"),
-    (("studies", "search", "enqueue"), [{"blocks": 1}], r"^studies\.search\.enqueue\[0\]: keys must be parameters of reduce .*got \['blocks'\]$"),
+    (
+        ("studies", "search", "compare_with_sweep"),
+        "nope",
+        r"^studies\.search\.compare_with_sweep: must name a sweep of this config \['ladder'\], got 'nope'$",
+    ),
+    (
+        ("studies", "search", "enqueue"),
+        [{"block_size": 1024}],
+        r"^studies\.search\.enqueue\[0\]\.block_size: must be one of the searched values \[128, 256\], got 1024$",
+    ),
+    (
+        ("studies", "search", "enqueue"),
+        [{"blocks": 1}],
+        r"^studies\.search\.enqueue\[0\]: keys must be parameters of reduce .*got \['blocks'\]$",
+    ),
     (("studies", "search", "storage"), "", r"^studies\.search\.storage: must not be empty, got ''$"),
     (("timing",), {"max_time_s": -1}, r"^timing\.max_time_s: must be > 0, got -1$"),
     (("timing",), {"min_samples": 10, "max_samples": 5}, r"^timing\.max_samples: must be >= min_samples \(10\), got 5$"),
@@ -91,8 +163,16 @@ BAD = [
     (("colour",), "blue", r"^\(top level\): keys must be among \[.*'sweeps'.*\], got \['colour'\]$"),
     (("gpu",), "..", r"^gpu: must be auto or a folder name of lower-case letters, digits, '_' and '-', got '\.\.'$"),
     (("gpu",), "a/b", r"^gpu: must be auto or a folder name .*got 'a/b'$"),
-    (("sweeps", "../escape"), {"family": "reduce", "dtypes": ["int32"], "sizes": [64]}, r"^sweeps: must be a name of letters, digits, .*got '\.\./escape'$"),
-    (("studies", "$(touch pwned)"), {"family": "reduce", "dtype": "int32", "n": 64}, r"^studies: must be a name of .*got '\$\(touch pwned\)'$"),
+    (
+        ("sweeps", "../escape"),
+        {"family": "reduce", "dtypes": ["int32"], "sizes": [64]},
+        r"^sweeps: must be a name of letters, digits, .*got '\.\./escape'$",
+    ),
+    (
+        ("studies", "$(touch pwned)"),
+        {"family": "reduce", "dtype": "int32", "n": 64},
+        r"^studies: must be a name of .*got '\$\(touch pwned\)'$",
+    ),
     (("seed",), -1, r"^seed: must be >= 0, got -1$"),
     (("study_gpus",), [0, 0], r"^study_gpus: must not repeat a value, got \[0, 0\]$"),
     (("device_index",), 1.0, r"^device_index: must be an integer, got 1\.0$"),
@@ -117,10 +197,30 @@ def test_at_least_thirty_bad_cases_are_covered():
 @pytest.mark.parametrize(
     "config_change, device, archs, message",
     [
-        ({"device_index": 99}, H100, None, r"^device_index: must be the index of one of this machine's 1 CUDA devices \(0 to 0\), got 99$"),
-        ({"study_gpus": [0, 3]}, H100, None, r"^study_gpus\[1\]: must be the index of one of this machine's 1 CUDA devices, got 3$"),
-        ({"arch": "sm_100"}, H100, None, r"^arch: must be auto or build code that runs on the device \(compute capability 9\.0: sm_90 to sm_90\), got 'sm_100'$"),
-        ({"arch": "sm_75"}, None, ("sm_80", "sm_90"), r"^arch: must be auto or an architecture this nvcc builds \(sm_80, sm_90\), got 'sm_75'$"),
+        (
+            {"device_index": 99},
+            H100,
+            None,
+            r"^device_index: must be the index of one of this machine's 1 CUDA devices \(0 to 0\), got 99$",
+        ),
+        (
+            {"study_gpus": [0, 3]},
+            H100,
+            None,
+            r"^study_gpus\[1\]: must be the index of one of this machine's 1 CUDA devices, got 3$",
+        ),
+        (
+            {"arch": "sm_100"},
+            H100,
+            None,
+            r"^arch: must be auto or build code that runs on the device \(compute capability 9\.0: sm_90 to sm_90\), got 'sm_100'$",
+        ),
+        (
+            {"arch": "sm_75"},
+            None,
+            ("sm_80", "sm_90"),
+            r"^arch: must be auto or an architecture this nvcc builds \(sm_80, sm_90\), got 'sm_75'$",
+        ),
     ],
 )
 def test_device_and_arch_are_checked_against_the_machine(tmp_path, config_change, device, archs, message):
@@ -132,7 +232,9 @@ def test_device_and_arch_are_checked_against_the_machine(tmp_path, config_change
 def test_sizes_are_judged_against_the_device_memory(tmp_path):
     config = changed(base_config(tmp_path), ("sweeps", "ladder", "sizes"), [4 << 30])  # 4 Gi int32 x 6 buffers = 96 GiB
     parse(config)  # fits the 192 GiB assumed without a device
-    with pytest.raises(ConfigError, match=r"sizes\[0\]: must be an integer from 1 to \d+ \(.*80 GiB of device memory\), got 4294967296"):
+    with pytest.raises(
+        ConfigError, match=r"sizes\[0\]: must be an integer from 1 to \d+ \(.*80 GiB of device memory\), got 4294967296"
+    ):
         parse(config, device=H100)
 
 
@@ -166,7 +268,9 @@ def test_duplicate_keys_are_refused_with_both_lines(tmp_path):
     text = text.replace("sweeps:\n", "sweeps:\n" + "".join("  " + line + "\n" for line in sweep.splitlines()), 1)
     path = tmp_path / "twice.yaml"
     path.write_text(text)
-    with pytest.raises(ConfigError, match=r"twice\.yaml:\d+:3: keys must be unique within a mapping, got 'ladder' again \(first at line \d+\)"):
+    with pytest.raises(
+        ConfigError, match=r"twice\.yaml:\d+:3: keys must be unique within a mapping, got 'ladder' again \(first at line \d+\)"
+    ):
         load(path)
 
 

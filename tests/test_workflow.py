@@ -1,14 +1,19 @@
-"""The Snakemake workflow: lint-clean, a dry run lists every stage's jobs, and on
-a machine without a GPU the run stops before measuring, with one clear line."""
+"""The Snakemake workflow: lint-clean; the config it validates is the config its
+stages get (``--configfile`` names the whole config, ``--config`` overrides a
+key); bad input stops before any job with one line; no value reaches a shell
+unquoted; on a machine without a GPU the run stops before measuring."""
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = ["describe_device", "compile_variants", "peaks", "sweep", "tune", "collect", "plot_report", "all"]
@@ -18,34 +23,117 @@ def snakemake(*args, cwd=ROOT, timeout=300):
     return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
+def small_config(tmp_path: Path) -> dict:
+    return {
+        "results_dir": str(tmp_path / "results"),
+        "gpu": "test-gpu",
+        "sweeps": {
+            "one": {"family": "copy", "dtypes": ["float32"], "sizes": [1 << 20], "params": {"vector_width": [1, 4]}},
+            "two": {"family": "reduce", "dtypes": ["int32"], "sizes": [1 << 20], "params": {"variant": ["shuffle"], "unroll": [1, 2]}},
+        },
+        "studies": {
+            "search": {"family": "reduce", "dtype": "int32", "n": 1 << 20, "budget_trials": 3, "storage": str(tmp_path / "s.log"),
+                       "params": {"variant": ["shuffle"], "block_size": [128, 256]}},
+        },
+    }  # fmt: skip
+
+
+def write(tmp_path: Path, config: dict, name="mine.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def jobs(out: str) -> dict[str, int]:
+    """Rule -> count from the dry run's job table."""
+    table = out[out.index("Job stats:") :].split("\n\n")[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
+
+
 def test_lint_is_clean():
     proc = snakemake("--lint")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_dry_run_lists_every_stage(tmp_path):
+def test_dry_run_of_the_shipped_config_lists_every_stage(tmp_path):
     proc = snakemake("-n", "--config", f"results_dir={tmp_path}", "gpu=test-gpu")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     for stage in STAGES:
         assert f"rule {stage}:" in out or f"localrule {stage}:" in out, f"{stage} missing from the dry run:\n{out[-3000:]}"
-    assert f"{tmp_path}/test-gpu/measurements.parquet" in out
 
 
-def test_bad_config_fails_before_any_job(tmp_path):
-    proc = snakemake("-n", "--config", f"results_dir={tmp_path}", "gpu=test-gpu", "seed=-1")
-    assert proc.returncode != 0
-    assert "seed" in proc.stdout + proc.stderr
+def test_configfile_names_the_whole_config(tmp_path):
+    """Nothing of config.yaml comes back under --configfile: exactly its sweeps and studies run."""
+    config = small_config(tmp_path)
+    proc = snakemake("-n", "--configfile", str(write(tmp_path, config)))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert jobs(out) == {"all": 1, "collect": 1, "compile_variants": 1, "describe_device": 1, "peaks": 1, "plot_report": 1,
+                         "sweep": 2, "tune": 1}  # fmt: skip
+    assert f"{tmp_path}/results/test-gpu/sweeps/one.parquet" in out
+    del config["studies"]  # a deleted key stays deleted
+    out = snakemake("-n", "--configfile", str(write(tmp_path, config))).stdout
+    assert "tune" not in jobs(out)
+
+
+def test_the_stage_gets_exactly_the_validated_settings(tmp_path):
+    config = small_config(tmp_path)
+    proc = snakemake("-n", "-p", "--configfile", str(write(tmp_path, config)), "--config", "seed=7")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    line = next(x for x in out.splitlines() if "-m tuner sweep one " in x)
+    settings = json.loads(re.search(r"--settings '(\{.*?\})'", line).group(1))
+    assert settings["sweep"]["params"] == {"vector_width": [1, 4]}
+    assert settings["run"]["seed"] == 7  # --config overrides one key
+    assert "config.yaml" not in line
+
+
+def test_bad_config_fails_before_any_job_in_one_line(tmp_path):
+    config = small_config(tmp_path)
+    config["sweeps"]["one"]["params"]["vector_width"] = [4.0]
+    proc = snakemake("--cores", "1", "--configfile", str(write(tmp_path, config)))
+    assert proc.returncode == 2
+    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "error" in line.lower()]
+    assert errors == ["config error: sweeps.one.params.vector_width[0]: must be one of [1, 2, 4], got 4.0"], proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_duplicate_keys_in_the_default_config_are_refused(tmp_path):
+    shutil.copytree(ROOT / "workflow", tmp_path / "workflow")
+    shutil.copy(ROOT / "Snakefile", tmp_path / "Snakefile")
+    text = yaml.safe_dump(small_config(tmp_path), sort_keys=False)
+    text = text.replace("sweeps:\n", "sweeps:\n  one:\n    family: copy\n    dtypes: [float32]\n    sizes: [64]\n", 1)
+    (tmp_path / "config.yaml").write_text(text)
+    proc = snakemake("-n", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert re.search(r"config error: config\.yaml:\d+:3: keys must be unique within a mapping, got 'one' again", proc.stderr), (
+        proc.stderr
+    )
+
+
+def test_no_folder_name_reaches_a_shell_unquoted(tmp_path):
+    """A results folder whose name holds $(...) is a name, not a command."""
+    reference = ROOT / "results" / "reference" / "nvidia-h200"
+    results_dir = tmp_path / "res $(touch PWNED)"
+    folder = results_dir / "gpu-$(touch PWNED2)"
+    folder.mkdir(parents=True)
+    for name in ("measurements.parquet", "device.json", "peaks.json"):
+        shutil.copy(reference / name, folder / name)
+    config = small_config(tmp_path) | {"results_dir": str(results_dir)}
+    proc = snakemake("report", "--cores", "1", "--configfile", str(write(tmp_path, config)), cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert (folder / "report" / "report.html").exists()
+    assert not list(Path(ROOT).glob("PWNED*")) and not list(tmp_path.rglob("PWNED*"))
 
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has a GPU driver")
 def test_run_without_gpu_stops_with_one_line(tmp_path):
-    proc = snakemake("--cores", "1", "--config", f"results_dir={tmp_path}")
+    proc = snakemake("--cores", "1", "--configfile", str(write(tmp_path, small_config(tmp_path))))
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     lines = [line for line in out.splitlines() if line.startswith("error: ")]
     assert len(lines) == 1 and ("PyCUDA is not installed" in lines[0] or "no usable CUDA device" in lines[0]), out[-3000:]
-    assert "pip install -e '.[cuda]'" in lines[0] or "NVIDIA GPU" in lines[0]
     assert not list(Path(tmp_path).rglob("*.parquet"))  # nothing measured, nothing half-written
 
 
@@ -55,32 +143,41 @@ def test_snakemake_report_bundles_the_reference_figures(tmp_path):
     assert (tmp_path / "report.html").stat().st_size > 100_000
 
 
-def test_study_workers_get_one_gpu_each(monkeypatch, tmp_path):
-    """`tuner tune --gpus 0,1` starts one worker per GPU, each seeing only its own."""
-    import subprocess as sp
-    from types import SimpleNamespace
+# ---- the measuring child and its supervisor -----------------------------------
 
+
+def test_a_device_fault_restarts_the_measuring_process(tmp_path):
+    """Exit status 3 (a poisoned context) starts a fresh child; other failures stop."""
     from tuner import cli
 
-    started = []
+    counter = tmp_path / "runs"
+    script = f"import pathlib, sys; p = pathlib.Path({str(counter)!r}); n = len(p.read_text()) if p.exists() else 0; p.write_text('x' * (n + 1)); sys.exit(3 if n < 2 else 0)"
+    cli.supervise([sys.executable, "-c", script])
+    assert counter.read_text() == "xxx"
+    with pytest.raises(SystemExit) as stopped:
+        cli.supervise([sys.executable, "-c", "import sys; sys.exit(5)"])
+    assert stopped.value.code == 5
 
-    class FakeProcess:
-        def __init__(self, command, env):
-            started.append((command, env["CUDA_VISIBLE_DEVICES"]))
 
-        def wait(self):
-            return 0
+def test_endless_device_faults_stop_with_one_line(monkeypatch):
+    from tuner import cli
 
-    monkeypatch.setattr(sp, "Popen", FakeProcess)
-    args = SimpleNamespace(
-        name="reduce_int32",
-        config="config.yaml",
-        device="d.json",
-        out=str(tmp_path / "s.parquet"),
-        peaks="p.json",
-        gpus=["0", "1"],
-    )
-    cli._run_workers(args)
-    assert [gpu for _, gpu in started] == ["0", "1"]
-    for worker, (command, _gpu) in enumerate(started):
-        assert command[command.index("--worker") + 1] == str(worker) and "--worker-only" in command
+    monkeypatch.setattr(cli, "MAX_RESTARTS", 2)
+    with pytest.raises(SystemExit, match=r"hit 3 device faults in a row; stopped \(what was measured is kept\)"):
+        cli.supervise([sys.executable, "-c", "import sys; sys.exit(3)"], what="sweep x")
+
+
+def test_study_workers_get_one_gpu_each(tmp_path):
+    from tuner import cli
+    from tuner.settings import parse
+
+    settings = parse(small_config(tmp_path) | {"study_gpus": [0, 1]})
+    args = cli.build_parser().parse_args(["tune", "search", "--settings", settings.stage_json("study", "search")])
+    commands = cli.worker_commands(args, settings)
+    assert [env["CUDA_VISIBLE_DEVICES"] for _, env, _ in commands] == ["0", "1"]
+    for worker, (command, env, _) in enumerate(commands):
+        assert "--child" in command and command[command.index("--worker") + 1] == str(worker)
+        assert command[command.index("--device-index") + 1] == "0" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    args = cli.build_parser().parse_args(["tune", "search", "--settings", settings.stage_json("study", "search"), "--gpus", "1"])
+    ((command, env, gpu),) = cli.worker_commands(args, settings)
+    assert gpu == "1" and command[command.index("--device-index") + 1] == "1"

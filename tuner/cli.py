@@ -163,7 +163,9 @@ def cmd_compile(args) -> None:
     cache = Path(settings.run.results_dir) / ".cubin-cache"
     rows, failed = [], []
     for family, problem, configs in _all_variants(settings):
-        compiled_modules = compile_all(family, configs, problem, arch=arch, cache_dir=cache, jobs=settings.run.compile_jobs or None)
+        compiled_modules = compile_all(
+            family, configs, problem, arch=arch, cache_dir=cache, jobs=settings.run.compile_jobs or None
+        )
         for key, compiled in compiled_modules.items():
             row = {"family": family.name, "dtype": problem.dtype, "module": key, "arch": arch}
             if isinstance(compiled, CompileError):
@@ -230,7 +232,9 @@ def _compile_ahead(bench, settings: Settings):
     from tuner.compile import compile_all
 
     def prepare(family, problem, configs) -> None:
-        compile_all(family, configs, problem, arch=bench.gpu.arch, cache_dir=bench.cache_dir, jobs=settings.run.compile_jobs or None)
+        compile_all(
+            family, configs, problem, arch=bench.gpu.arch, cache_dir=bench.cache_dir, jobs=settings.run.compile_jobs or None
+        )
 
     return prepare
 
@@ -246,14 +250,11 @@ def cmd_tune(args) -> None:
     if args.child:
         _tune_child(args, settings, study, storage_name, device_json)
         return
-    gpus = args.gpus or [str(g) for g in settings.run.study_gpus]
-    if len(gpus) > 1:
-        commands = [(_child_command(args, "--worker", str(i), "--device-index", "0"), _child_env(CUDA_VISIBLE_DEVICES=gpu), gpu)
-                    for i, gpu in enumerate(gpus)]  # fmt: skip
-    else:
-        commands = [(_child_command(args), _child_env(), str(settings.run.device_index))]
+    commands = worker_commands(args, settings)
     with ThreadPoolExecutor(len(commands)) as pool:
-        futures = [pool.submit(supervise, command, env, f"study {args.name} worker on GPU {gpu}") for command, env, gpu in commands]
+        futures = [
+            pool.submit(supervise, command, env, f"study {args.name} worker on GPU {gpu}") for command, env, gpu in commands
+        ]
     failed = [gpu for (_, _, gpu), future in zip(commands, futures) if future.exception() is not None]
     if failed:
         raise SystemExit(f"error: the study workers on GPUs {failed} failed; finished trials are kept in the study storage")
@@ -262,10 +263,23 @@ def cmd_tune(args) -> None:
     optuna_study = optuna.load_study(study_name=storage_name, storage=open_storage(study.storage))
     frame = results.to_frame(study_rows(optuna_study))
     if not (frame.status == "ok").any():
-        raise SystemExit(f"error: study {args.name} measured no configuration that verified; statuses {frame.status.value_counts().to_dict()}")
+        raise SystemExit(
+            f"error: study {args.name} measured no configuration that verified; statuses {frame.status.value_counts().to_dict()}"
+        )
     out = _out(args, settings, f"studies/{args.name}.parquet")
     results.write_atomic(frame, out)
     _print_best(frame, f"study {args.name} ({study.sampler}, budget {study.budget_trials})")
+
+
+def worker_commands(args, settings: Settings) -> list[tuple[list[str], dict, str]]:
+    """(command, environment, GPU) of each study worker: one per GPU of
+    ``--gpus`` (or ``study_gpus``), each seeing only its own GPU."""
+    gpus = args.gpus or [str(g) for g in settings.run.study_gpus]
+    if len(gpus) <= 1:
+        gpu = gpus[0] if gpus else str(settings.run.device_index)
+        return [(_child_command(args, "--device-index", gpu), _child_env(), gpu)]
+    return [(_child_command(args, "--worker", str(i), "--device-index", "0"), _child_env(CUDA_VISIBLE_DEVICES=gpu), gpu)
+            for i, gpu in enumerate(gpus)]  # fmt: skip
 
 
 def _tune_child(args, settings: Settings, study, storage_name: str, device_json: Path) -> None:

@@ -311,7 +311,9 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
                           f"(0 to {device.count - 1}), got {index}")  # fmt: skip
     for i, gpu_index in enumerate(config.get("study_gpus", [])):
         if device.count is not None and not gpu_index < device.count:
-            raise ConfigError(f"study_gpus[{i}]: must be the index of one of this machine's {device.count} CUDA devices, got {gpu_index}")
+            raise ConfigError(
+                f"study_gpus[{i}]: must be the index of one of this machine's {device.count} CUDA devices, got {gpu_index}"
+            )
     arch = _check_arch(config.get("arch", "auto"), device.capability_of(index), nvcc_archs)
     gpu = config.get("gpu", "auto")
     if gpu == "auto":
@@ -330,7 +332,9 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
         study = _study(name, section, config, run, memory)
         target = study.compare_with_sweep
         if target is not None and target not in sweeps:
-            raise ConfigError(f"studies.{name}.compare_with_sweep: must name a sweep of this config {list(sweeps)}, got {target!r}")
+            raise ConfigError(
+                f"studies.{name}.compare_with_sweep: must name a sweep of this config {list(sweeps)}, got {target!r}"
+            )
         workers = max(1, len(run.study_gpus))
         problem = storage_check(study.storage, workers) if storage_check else None
         if problem:
@@ -431,7 +435,9 @@ def _check_results_dir(results_dir: str) -> None:
     path = Path(results_dir)
     for parent in (path, *path.parents):
         if parent.exists() and not parent.is_dir():
-            raise ConfigError(f"results_dir: must be a folder (or a path where one can be made), got {results_dir!r}, where {str(parent)!r} is a file")
+            raise ConfigError(
+                f"results_dir: must be a folder (or a path where one can be made), got {results_dir!r}, where {str(parent)!r} is a file"
+            )
 
 
 def _family(name: str, where: str):
@@ -449,7 +455,9 @@ def _check_size(family, dtype: str, n: int, where: str, memory: int | None) -> N
     """n must fit the device's memory with the family's buffers."""
     per_element = family.device_bytes(Problem(family.name, dtype, 1))
     limit = family.max_size(dtype, int((memory or ASSUMED_DEVICE_BYTES) * USABLE_MEMORY))
-    source = f"{memory / 2**30:.0f} GiB of device memory" if memory else f"{ASSUMED_DEVICE_BYTES >> 30} GiB assumed without a device"
+    source = (
+        f"{memory / 2**30:.0f} GiB of device memory" if memory else f"{ASSUMED_DEVICE_BYTES >> 30} GiB assumed without a device"
+    )
     if not (isinstance(n, int) and 1 <= n <= limit):
         raise ConfigError(f"{where}: must be an integer from 1 to {limit} ({family.name} {dtype} needs about "
                           f"{per_element} bytes per element; {source}), got {n!r}")  # fmt: skip
@@ -458,7 +466,9 @@ def _check_size(family, dtype: str, n: int, where: str, memory: int | None) -> N
 def _check_params(family, params: Mapping[str, list], where: str) -> None:
     for name, values in params.items():
         if name not in family.param_names:
-            raise ConfigError(f"{where}: parameter must be one of {list(family.param_names)} for family {family.name}, got {name!r}")
+            raise ConfigError(
+                f"{where}: parameter must be one of {list(family.param_names)} for family {family.name}, got {name!r}"
+            )
         param = family.param(name)
         for i, value in enumerate(values):
             if not param.accepts(value):
@@ -501,7 +511,9 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
     for i, point in enumerate(section.get("enqueue", [])):
         unknown = sorted(set(point) - set(family.param_names))
         if unknown:
-            raise ConfigError(f"{where}.enqueue[{i}]: keys must be parameters of {family.name} {list(family.param_names)}, got {unknown}")
+            raise ConfigError(
+                f"{where}.enqueue[{i}]: keys must be parameters of {family.name} {list(family.param_names)}, got {unknown}"
+            )
         for key, value in point.items():
             if value not in domains[key] or not family.param(key).accepts(value):
                 raise ConfigError(f"{where}.enqueue[{i}].{key}: must be one of the searched values {domains[key]}, got {value!r}")

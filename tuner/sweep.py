@@ -86,12 +86,16 @@ class RowStore:
         with open(self.path, "r+b") as handle:
             handle.truncate(self.path.stat().st_size - len(tail))
             os.fsync(handle.fileno())
-        self.log(f"warning: {self.path}: {reason}; {len(tail)} bytes moved to {corrupt.name}, that configuration will be measured again")
+        self.log(
+            f"warning: {self.path}: {reason}; {len(tail)} bytes moved to {corrupt.name}, that configuration will be measured again"
+        )
 
     def _quarantine(self, part: Path, reason: str) -> None:
         target = part.with_name(part.name + ".corrupt")
         part.rename(target)
-        self.log(f"warning: {part}: unreadable ({reason[:200]}); moved to {target.name}, its configurations will be measured again")
+        self.log(
+            f"warning: {part}: unreadable ({reason[:200]}); moved to {target.name}, its configurations will be measured again"
+        )
 
 
 def identity(row) -> tuple:

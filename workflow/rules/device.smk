@@ -20,8 +20,8 @@ rule peaks:
     input:
         device=f"{RESULTS}/{{gpu}}/device.json",
     output:
-        f"{RESULTS}/{{gpu}}/peaks.json",
-        f"{RESULTS}/{{gpu}}/peaks.parquet",
+        json=f"{RESULTS}/{{gpu}}/peaks.json",
+        rows=f"{RESULTS}/{{gpu}}/peaks.parquet",
     log:
         f"{RESULTS}/{{gpu}}/logs/peaks.log",
     params:
@@ -29,5 +29,5 @@ rule peaks:
     conda:
         "../envs/tuner.yaml"
     shell:
-        '"$PYTHON" -m tuner peaks --settings {params.settings:q} --device {input.device:q} --out {output[0]:q} 2>&1'
+        '"$PYTHON" -m tuner peaks --settings {params.settings:q} --device {input.device:q} --out {output.json:q} 2>&1'
         " | tee {log:q}"
