@@ -84,7 +84,7 @@ def parse_ptxas_report(log: str) -> dict[str, int]:
 def _sources_digest(source: Path) -> str:
     """Hash of the kernel source and every header beside it (they may be included)."""
     digest = hashlib.sha256(source.read_bytes())
-    for header in sorted(source.parent.glob("*.cuh")):
+    for header in sorted({*source.parent.glob("*.cuh"), *KERNELS_DIR.glob("*.cuh")}):
         digest.update(header.name.encode() + header.read_bytes())
     return digest.hexdigest()
 
@@ -92,7 +92,7 @@ def _sources_digest(source: Path) -> str:
 def nvcc_command(source: Path, defines: dict[str, str], flags: Sequence[str], arch: str, output: Path) -> list[str]:
     return [
         "nvcc", "-cubin", f"-arch={arch}", "-O3", "-std=c++17", "-Xptxas", "-v",
-        f"-I{source.parent}",
+        f"-I{source.parent}", f"-I{KERNELS_DIR}",  # a plug-in family's source may include common.cuh
         *(f"-D{k}={v}" if v != "" else f"-D{k}" for k, v in sorted(defines.items())),
         *flags, "-o", str(output), str(source),
     ]  # fmt: skip

@@ -109,19 +109,38 @@ def config_key(cfg: Mapping) -> str:
     return json.dumps({k: cfg[k] for k in sorted(cfg)}, sort_keys=True, default=str)
 
 
+def columns() -> dict[str, str]:
+    """The schema: ``COLUMNS`` plus a column for each parameter of a family
+    added as a plug-in (integer or text, from its values), after the built-in
+    parameters."""
+    from tuner.families import REGISTRY
+
+    extra = {}
+    for family in REGISTRY:
+        for param in family.params:
+            if param.name not in COLUMNS and param.name not in extra:
+                extra[param.name] = "Int64" if all(isinstance(v, int) for v in param.values) else "string"
+    if not extra:
+        return COLUMNS
+    names = list(COLUMNS)
+    at = names.index("config_key")
+    return {name: COLUMNS.get(name) or extra[name] for name in names[:at] + list(extra) + names[at:]}
+
+
 def to_frame(rows: Iterable[Mapping] | pd.DataFrame) -> pd.DataFrame:
     """Rows (dicts, or a frame) to a frame with exactly the schema's columns and types."""
     frame = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
-    for column, dtype in COLUMNS.items():
+    schema = columns()
+    for column, dtype in schema.items():
         if column not in frame:
             frame[column] = pd.Series([None] * len(frame), index=frame.index, dtype=dtype)
         elif str(frame[column].dtype) != dtype:
             values = frame[column].astype(object)
             frame[column] = values.where(values.notna(), None).astype(dtype)
-    unknown = sorted(set(frame.columns) - set(COLUMNS))
+    unknown = sorted(set(frame.columns) - set(schema))
     if unknown:
         raise ValueError(f"results rows carry columns outside the schema: {unknown}")
-    return frame[list(COLUMNS)]
+    return frame[list(schema)]
 
 
 def write_atomic(frame: pd.DataFrame, path: str | os.PathLike) -> Path:

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from tuner.families import REGISTRY, Problem
+from tuner.families import REGISTRY, Problem, load_family_paths
 from tuner.timing import TimingOptions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,13 +113,19 @@ class RunSettings:
     compile_jobs: int = 0
     study_gpus: tuple[int, ...] = ()
     timing: TimingOptions = TimingOptions()
+    family_paths: tuple[str, ...] = ()  # absolute folders of plug-in families
 
     @property
     def gpu_dir(self) -> Path:
         return Path(self.results_dir) / self.gpu
 
     def to_dict(self, keep: tuple[str, ...] | None = None) -> dict:
-        data = {**asdict(self), "timing": asdict(self.timing), "study_gpus": list(self.study_gpus)}
+        data = {
+            **asdict(self),
+            "timing": asdict(self.timing),
+            "study_gpus": list(self.study_gpus),
+            "family_paths": list(self.family_paths),
+        }
         return data if keep is None else {k: v for k, v in data.items() if k in keep}
 
     @classmethod
@@ -129,12 +135,14 @@ class RunSettings:
             data["timing"] = TimingOptions(**data["timing"])
         if "study_gpus" in data:
             data["study_gpus"] = tuple(data["study_gpus"])
+        data["family_paths"] = tuple(data.get("family_paths", ()))
+        load_family_paths(data["family_paths"])
         return cls(**data)
 
 
 # What each stage is handed of the run settings: only what changes its
 # outputs, so that Snakemake reruns a stage when, and only when, those change.
-_PLACE = ("results_dir", "gpu", "device_index")
+_PLACE = ("results_dir", "gpu", "device_index", "family_paths")
 STAGE_RUN_FIELDS = {
     "describe": _PLACE,
     "compile": (*_PLACE, "arch", "compile_jobs"),
@@ -304,6 +312,11 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
             storages (None: only the form is checked).
     """
     check_schema(config)
+    family_paths = tuple(str(Path(p).resolve()) for p in config.get("family_paths", []))
+    try:
+        load_family_paths(family_paths)
+    except Exception as error:  # a plug-in that does not import is the user's config error
+        raise ConfigError(f"family_paths: must hold importable family modules, got {type(error).__name__}: {error}") from None
     device = device or DeviceFacts()
     index = config.get("device_index", 0)
     if device.count is not None and not index < device.count:
@@ -324,7 +337,7 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
     timing = timing_options(config.get("timing", {}), "timing")
     run = RunSettings(results_dir=str(config["results_dir"]), gpu=gpu, device_index=index, arch=arch,
                       seed=config.get("seed", 0), compile_jobs=config.get("compile_jobs", 0),
-                      study_gpus=tuple(config.get("study_gpus", [])), timing=timing)  # fmt: skip
+                      study_gpus=tuple(config.get("study_gpus", [])), timing=timing, family_paths=family_paths)  # fmt: skip
     memory = device.memory_of(index)
     sweeps = {name: _sweep(name, section, config, memory) for name, section in config.get("sweeps", {}).items()}
     studies = {}

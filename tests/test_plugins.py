@@ -1,0 +1,72 @@
+"""Families of one's own, outside the package: found through ``family_paths``,
+checked, compiled and given their own result columns, with no stage changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tuner import results
+from tuner.families import REGISTRY, Problem
+from tuner.settings import ConfigError, Settings, parse
+
+FAULTY = Path(__file__).parent / "data" / "faulty_family"
+
+
+def plugin_config(tmp_path: Path) -> dict:
+    return {
+        "results_dir": str(tmp_path / "results"),
+        "gpu": "test-gpu",
+        "family_paths": [str(FAULTY)],
+        "sweeps": {
+            "faults": {
+                "family": "faulty",
+                "dtypes": ["float32"],
+                "sizes": [4096],
+                "params": {"reach": [0, 1], "block_size": [128, 256]},
+            }
+        },
+    }
+
+
+def test_a_family_folder_is_registered_checked_and_carried_to_the_stages(tmp_path):
+    settings = parse(plugin_config(tmp_path))
+    assert "faulty" in REGISTRY.names()
+    assert len(REGISTRY["faulty"].space(Problem("faulty", "float32", 4096), settings.sweeps["faults"].domains())) == 4
+    again = Settings.from_stage_json(settings.stage_json("sweep", "faults"))
+    assert again.run.family_paths == (str(FAULTY.resolve()),)
+    bad = plugin_config(tmp_path)
+    bad["sweeps"]["faults"]["params"]["reach"] = [2]
+    with pytest.raises(ConfigError, match=r"^sweeps\.faults\.params\.reach\[0\]: must be one of \[0, 1\], got 2$"):
+        parse(bad)
+
+
+def test_a_missing_family_folder_is_one_line(tmp_path):
+    config = plugin_config(tmp_path) | {"family_paths": [str(tmp_path / "nowhere")]}
+    with pytest.raises(
+        ConfigError, match=r"^family_paths: must hold importable family modules, got ValueError: family_paths: must name folders"
+    ):
+        parse(config)
+
+
+def test_plugin_parameters_get_their_own_result_column(tmp_path):
+    parse(plugin_config(tmp_path))
+    frame = results.to_frame([{"family": "faulty", "reach": 1, "block_size": 128, "status": "ok"}])
+    assert str(frame["reach"].dtype) == "Int64" and frame["reach"].iloc[0] == 1
+    assert list(frame.columns).index("reach") < list(frame.columns).index("config_key")
+
+
+def test_a_plugin_family_compiles_with_nvcc(tmp_path):
+    import shutil
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    from tuner.compile import compile_variant
+
+    parse(plugin_config(tmp_path))
+    family = REGISTRY["faulty"]
+    compiled = compile_variant(
+        family, {"block_size": 128, "reach": 1}, Problem("faulty", "float32", 4096), arch="sm_90", cache_dir=tmp_path
+    )
+    assert compiled.kernel == "faulty_copy" and Path(compiled.cubin).stat().st_size > 0
