@@ -454,7 +454,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except FatalDeviceError as error:
         print(f"error: {error}; the faulting configuration is recorded, a fresh process carries on", file=sys.stderr)
-        return EXIT_DEVICE_FAULT
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # No interpreter teardown: releasing a poisoned context can abort the
+        # process, and the supervisor must see this exit status.
+        os._exit(EXIT_DEVICE_FAULT)
     return 0
 
 
