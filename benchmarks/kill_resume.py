@@ -105,7 +105,7 @@ def main() -> int:
 
     import pandas as pd
 
-    from tuner.families import REGISTRY, Problem
+    from tuner.families import REGISTRY
     from tuner.results import config_key
     from tuner.settings import load
 
