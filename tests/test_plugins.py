@@ -70,3 +70,15 @@ def test_a_plugin_family_compiles_with_nvcc(tmp_path):
         family, {"block_size": 128, "reach": 1}, Problem("faulty", "float32", 4096), arch="sm_90", cache_dir=tmp_path
     )
     assert compiled.kernel == "faulty_copy" and Path(compiled.cubin).stat().st_size > 0
+
+
+def test_files_with_plugin_columns_read_back_without_the_plugin(tmp_path):
+    import pandas as pd
+
+    frame = results.to_frame([{"family": "reduce", "status": "ok"}])
+    frame.insert(5, "colour", pd.Series(["red"], dtype="string"))
+    frame.to_parquet(tmp_path / "rows.parquet")
+    back = results.read(tmp_path / "rows.parquet")
+    assert back["colour"].iloc[0] == "red" and list(back.columns).index("colour") < list(back.columns).index("config_key")
+    with pytest.raises(ValueError, match=r"columns outside the schema: \['colour'\]"):
+        results.to_frame(frame)

@@ -312,7 +312,7 @@ def cmd_collect(args) -> None:
     if missing:
         raise ConfigError(f"inputs: must be existing Parquet files, got {missing[0]!r}, which does not exist")
     frames = [results.read(p) for p in args.inputs]
-    frame = results.to_frame(pd.concat(frames, ignore_index=True)) if frames else results.to_frame([])
+    frame = results.to_frame(pd.concat(frames, ignore_index=True), keep_unknown=True) if frames else results.to_frame([])
     results.write_atomic(frame, args.out)
     print(f"{len(frame)} rows ({int((frame.status == 'ok').sum())} ok) from {len(args.inputs)} files -> {args.out}")
 

@@ -127,10 +127,18 @@ def columns() -> dict[str, str]:
     return {name: COLUMNS.get(name) or extra[name] for name in names[:at] + list(extra) + names[at:]}
 
 
-def to_frame(rows: Iterable[Mapping] | pd.DataFrame) -> pd.DataFrame:
-    """Rows (dicts, or a frame) to a frame with exactly the schema's columns and types."""
+def to_frame(rows: Iterable[Mapping] | pd.DataFrame, *, keep_unknown: bool = False) -> pd.DataFrame:
+    """Rows (dicts, or a frame) to a frame with exactly the schema's columns and
+    types. ``keep_unknown`` keeps other columns (as parameters, before
+    ``config_key``): files written with a plug-in family's parameters read
+    back where that family is not loaded."""
     frame = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
     schema = columns()
+    if keep_unknown:
+        names = list(schema)
+        at = names.index("config_key")
+        foreign = [c for c in frame.columns if c not in schema]
+        schema = {name: schema.get(name) or str(frame[name].dtype) for name in names[:at] + foreign + names[at:]}
     for column, dtype in schema.items():
         if column not in frame:
             frame[column] = pd.Series([None] * len(frame), index=frame.index, dtype=dtype)
@@ -176,7 +184,7 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
         files = sorted(path.rglob("*.parquet"))
         if not files:
             return to_frame([])
-        return to_frame(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True))
+        return to_frame(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True), keep_unknown=True)
     if not path.exists():
         return to_frame([])
-    return to_frame(pd.read_parquet(path))
+    return to_frame(pd.read_parquet(path), keep_unknown=True)
