@@ -14,6 +14,15 @@ from tuner.settings import ConfigError, Settings, parse
 FAULTY = Path(__file__).parent / "data" / "faulty_family"
 
 
+@pytest.fixture(autouse=True)
+def registry_as_before():
+    """Plug-ins registered by a test leave with it."""
+    before = dict(REGISTRY.families)
+    yield
+    REGISTRY.families.clear()
+    REGISTRY.families.update(before)
+
+
 def plugin_config(tmp_path: Path) -> dict:
     return {
         "results_dir": str(tmp_path / "results"),

@@ -72,5 +72,5 @@ def test_every_family_parameter_has_a_column():
     from tuner.families import REGISTRY
 
     for family in REGISTRY:
-        missing = [name for name in family.param_names if name not in results.PARAM_COLUMNS]
+        missing = [name for name in family.param_names if name not in results.columns()]
         assert not missing, f"{family.name}: parameters without a results column: {missing}"
