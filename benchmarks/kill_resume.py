@@ -43,7 +43,8 @@ def config_for(work: Path) -> Path:
 
 def snakemake(config: Path, log: Path, *extra: str) -> subprocess.Popen:
     handle = open(log, "a")
-    return subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", str(config), *extra],
+    command = [sys.executable, "-m", "snakemake", "--cores", "1", "--rerun-incomplete", "--configfile", str(config), *extra]
+    return subprocess.Popen(command,
                             cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
 
 

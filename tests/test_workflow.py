@@ -16,7 +16,16 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-STAGES = ["describe_device", "compile_variants", "peaks", "sweep", "tune", "collect", "plot_report", "all"]
+STAGES = [
+    "describe_device",
+    "compile_variants",
+    "peaks",
+    "sweep_reduce_space",
+    "tune_reduce_int32",
+    "collect",
+    "plot_report",
+    "all",
+]
 
 
 def snakemake(*args, cwd=ROOT, timeout=300):
@@ -70,11 +79,11 @@ def test_configfile_names_the_whole_config(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert jobs(out) == {"all": 1, "collect": 1, "compile_variants": 1, "describe_device": 1, "peaks": 1, "plot_report": 1,
-                         "sweep": 2, "tune": 1}  # fmt: skip
+                         "sweep_one": 1, "sweep_two": 1, "tune_search": 1}  # fmt: skip
     assert f"{tmp_path}/results/test-gpu/sweeps/one.parquet" in out
     del config["studies"]  # a deleted key stays deleted
     out = snakemake("-n", "--configfile", str(write(tmp_path, config))).stdout
-    assert "tune" not in jobs(out)
+    assert "tune_search" not in jobs(out) and "sweep_one" in jobs(out)
 
 
 def test_the_stage_gets_exactly_the_validated_settings(tmp_path):
@@ -87,6 +96,26 @@ def test_the_stage_gets_exactly_the_validated_settings(tmp_path):
     assert settings["sweep"]["params"] == {"vector_width": [1, 4]}
     assert settings["run"]["seed"] == 7  # --config overrides one key
     assert "config.yaml" not in line
+
+
+def test_editing_one_sweep_and_one_study_reruns_only_them(tmp_path):
+    """Each sweep and study holds its own settings in params: a finished run
+    (recorded with --touch) replans only what an edit touched."""
+    config = small_config(tmp_path)
+    config["studies"]["other"] = dict(config["studies"]["search"], budget_trials=4)
+    path = write(tmp_path, config)
+    dry = snakemake("-n", "--configfile", str(path)).stdout
+    outputs = [p.strip() for line in dry.splitlines() if line.startswith("    output: ") for p in line[12:].split(",")]
+    for output in outputs:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).touch()
+    assert snakemake("--cores", "1", "--touch", "--forceall", "--configfile", str(path)).returncode == 0
+    assert "Nothing to be done" in snakemake("-n", "--configfile", str(path)).stdout
+    config["sweeps"]["one"]["params"]["vector_width"] = [1, 2]
+    config["studies"]["other"]["budget_trials"] = 5
+    out = snakemake("-n", "--configfile", str(write(tmp_path, config))).stdout
+    # The compile table is replanned too (every variant is its input; cached cubins make it seconds).
+    assert jobs(out) == {"compile_variants": 1, "sweep_one": 1, "tune_other": 1, "collect": 1, "plot_report": 1, "all": 1}
 
 
 def test_bad_config_fails_before_any_job_in_one_line(tmp_path):

@@ -1,7 +1,8 @@
 # Stage 2: compile every kernel variant the sweeps and studies need, in
-# parallel, into the cubin cache; the table keeps ptxas's report per module.
-# Sweeps and studies name this table as ancient(): it warms the cache before
-# they start, but recompiling (after another sweep changed) reruns none of them.
+# parallel, into the cubin cache; the table keeps ptxas's report per module,
+# and a variant that fails to compile fails the run. Sweeps and studies do not
+# wait for it (each compiles what it lacks, in parallel, from the same cache),
+# so recompiling after one sweep changed reruns no other sweep.
 
 
 rule compile_variants:

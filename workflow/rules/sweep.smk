@@ -1,21 +1,26 @@
-# Stage 3: exhaustive sweeps. Measurements accumulate in results/<gpu>/store/,
+# Stage 3: exhaustive sweeps, one rule each (sweep_<name>), so that each holds
+# its own settings in params: editing one sweep reruns that sweep alone (then
+# collect and the report). Measurements accumulate in results/<gpu>/store/,
 # which no rule owns, one durable row at a time, so a rerun resumes where an
 # interrupted one stopped.
 
+for sweep_name in SWEEPS:
 
-rule sweep:
-    input:
-        device=f"{RESULTS}/{{gpu}}/device.json",
-        peaks=f"{RESULTS}/{{gpu}}/peaks.json",
-        compiled=ancient(f"{RESULTS}/{{gpu}}/compile.parquet"),
-    output:
-        f"{RESULTS}/{{gpu}}/sweeps/{{name}}.parquet",
-    log:
-        f"{RESULTS}/{{gpu}}/logs/sweep-{{name}}.log",
-    params:
-        settings=lambda wildcards: SETTINGS.stage_json("sweep", wildcards.name),
-    conda:
-        "../envs/tuner.yaml"
-    shell:
-        '"$PYTHON" -m tuner sweep {wildcards.name:q} --settings {params.settings:q} --device {input.device:q}'
-        " --out {output:q} 2>&1 | tee {log:q}"
+    rule:
+        name:
+            f"sweep_{sweep_name}"
+        input:
+            device=f"{RESULTS}/{{gpu}}/device.json",
+            peaks=f"{RESULTS}/{{gpu}}/peaks.json",
+        output:
+            f"{RESULTS}/{{gpu}}/sweeps/{sweep_name}.parquet",
+        log:
+            f"{RESULTS}/{{gpu}}/logs/sweep-{sweep_name}.log",
+        params:
+            name=sweep_name,
+            settings=SETTINGS.stage_json("sweep", sweep_name),
+        conda:
+            "../envs/tuner.yaml"
+        shell:
+            '"$PYTHON" -m tuner sweep {params.name:q} --settings {params.settings:q} --device {input.device:q}'
+            " --out {output:q} 2>&1 | tee {log:q}"
