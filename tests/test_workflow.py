@@ -64,6 +64,11 @@ def test_lint_is_clean():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_snakefmt_is_clean():
+    proc = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "."], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_dry_run_of_the_shipped_config_lists_every_stage(tmp_path):
     proc = snakemake("-n", "--config", f"results_dir={tmp_path}", "gpu=test-gpu")
     out = proc.stdout + proc.stderr

@@ -38,7 +38,12 @@ def settings_or_exit(config):
     for path in workflow.overwrite_configfiles:
         check_yaml_or_exit(path)
     try:
-        return tuner_settings.parse(config, device=probe_devices(), nvcc_archs=nvcc_architectures(), storage_check=getattr(tuner.study, "storage_problem", None))
+        return tuner_settings.parse(
+            config,
+            device=probe_devices(),
+            nvcc_archs=nvcc_architectures(),
+            storage_check=getattr(tuner.study, "storage_problem", None),
+        )
     except tuner_settings.ConfigError as error:
         _config_error(error)
 

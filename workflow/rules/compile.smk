@@ -12,10 +12,10 @@ rule compile_variants:
         f"{RESULTS}/{{gpu}}/compile.parquet",
     log:
         f"{RESULTS}/{{gpu}}/logs/compile.log",
-    params:
-        settings=SETTINGS.stage_json("compile"),
     conda:
         "../envs/tuner.yaml"
+    params:
+        settings=SETTINGS.stage_json("compile"),
     shell:
         '"$PYTHON" -m tuner compile --settings {params.settings:q} --device {input.device:q} --out {output:q} 2>&1'
         " | tee {log:q}"

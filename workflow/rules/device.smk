@@ -8,10 +8,10 @@ rule describe_device:
         f"{RESULTS}/{{gpu}}/device.json",
     log:
         f"{RESULTS}/{{gpu}}/logs/describe_device.log",
-    params:
-        settings=SETTINGS.stage_json("describe"),
     conda:
         "../envs/tuner.yaml"
+    params:
+        settings=SETTINGS.stage_json("describe"),
     shell:
         '"$PYTHON" -m tuner describe --settings {params.settings:q} --out {output:q} 2> >(tee {log:q} >&2)'
 
@@ -24,10 +24,10 @@ rule peaks:
         rows=f"{RESULTS}/{{gpu}}/peaks.parquet",
     log:
         f"{RESULTS}/{{gpu}}/logs/peaks.log",
-    params:
-        settings=SETTINGS.stage_json("peaks"),
     conda:
         "../envs/tuner.yaml"
+    params:
+        settings=SETTINGS.stage_json("peaks"),
     shell:
         '"$PYTHON" -m tuner peaks --settings {params.settings:q} --device {input.device:q} --out {output.json:q} 2>&1'
         " | tee {log:q}"

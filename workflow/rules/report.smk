@@ -25,4 +25,8 @@ rule plot_report:
 
 rule report:
     input:
-        [path for folder in finished_result_folders() for path in report_outputs(folder)],
+        [
+            path
+            for folder in finished_result_folders()
+            for path in report_outputs(folder)
+        ],

@@ -16,11 +16,11 @@ for sweep_name in SWEEPS:
             f"{RESULTS}/{{gpu}}/sweeps/{sweep_name}.parquet",
         log:
             f"{RESULTS}/{{gpu}}/logs/sweep-{sweep_name}.log",
+        conda:
+            "../envs/tuner.yaml"
         params:
             name=sweep_name,
             settings=SETTINGS.stage_json("sweep", sweep_name),
-        conda:
-            "../envs/tuner.yaml"
         shell:
             '"$PYTHON" -m tuner sweep {params.name:q} --settings {params.settings:q} --device {input.device:q}'
             " --out {output:q} 2>&1 | tee {log:q}"

@@ -15,11 +15,11 @@ for study_name in STUDIES:
             f"{RESULTS}/{{gpu}}/studies/{study_name}.parquet",
         log:
             f"{RESULTS}/{{gpu}}/logs/tune-{study_name}.log",
+        conda:
+            "../envs/tuner.yaml"
         params:
             name=study_name,
             settings=SETTINGS.stage_json("study", study_name),
-        conda:
-            "../envs/tuner.yaml"
         shell:
             '"$PYTHON" -m tuner tune {params.name:q} --settings {params.settings:q} --device {input.device:q}'
             " --out {output:q} 2>&1 | tee {log:q}"
