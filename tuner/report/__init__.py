@@ -1,7 +1,9 @@
 """The report stage: figures and a Markdown/HTML document from a GPU's results.
 
-``build_report`` reads nothing from disk but the blogs' published numbers; the
-CLI (``python -m tuner.report``) loads a results folder and calls it.
+``build_report`` reads nothing from disk but the blogs' published numbers and
+tables (``tuner/data``); the CLI (``python -m tuner.report``) loads a results
+folder and calls it. ``report.html`` is self-contained (figures embedded);
+``report.md`` links the PNGs written beside it.
 """
 
 from __future__ import annotations
@@ -13,24 +15,22 @@ from typing import Any, Mapping
 import pandas as pd
 
 from tuner.report.comparisons import BLOG_TABLES, Comparison, evaluate_all
-from tuner.report.document import build_blocks, write_documents
-from tuner.report.figures import (
-    EXPECTED_FIGURES,
-    FigureContext,
-    draw_all,
-    report_style,
-    write_placeholder,
-)
+from tuner.report.document import build_content, write_documents
+from tuner.report.figure_kit import FigureContext, FigureResult
+from tuner.report.figures import EXPECTED_FIGURES, FIGURE_SPECS, draw_all
 from tuner.report.published import load_published
 from tuner.report.selection import best_per_family, study_frames, usable
 from tuner.report.studies import summarise_studies
+from tuner.report.style import report_style
 
 __all__ = [
     "BLOG_TABLES",
     "EXPECTED_FIGURES",
+    "FIGURE_SPECS",
     "ReportOutputs",
     "best_per_family",
     "build_report",
+    "figure_context",
     "load_published",
     "report_style",
 ]
@@ -43,6 +43,8 @@ class ReportOutputs:
     Attributes:
         out_dir: the report folder.
         figures: every drawn figure's files (``<stem>.png`` and ``<stem>.svg``).
+        results: per figure of ``EXPECTED_FIGURES``, what was drawn (its files,
+            note and the published numbers it shows).
         documents: ``report.md`` and ``report.html``.
         skipped: figure stem -> why it was not drawn (missing data).
         placeholders: the files written for skipped stems (an image saying why),
@@ -58,6 +60,7 @@ class ReportOutputs:
     placeholders: tuple[Path, ...] = ()
     notes: tuple[str, ...] = ()
     comparisons: tuple[Comparison, ...] = ()
+    results: tuple[FigureResult, ...] = ()
 
     @property
     def markdown(self) -> Path:
@@ -77,6 +80,33 @@ def with_run_environment(device: Mapping[str, Any], dataset: pd.DataFrame) -> di
         if not filled.get(key) and key in dataset and dataset[key].notna().any():
             filled[key] = str(dataset[key].dropna().mode().iloc[0])
     return filled
+
+
+def figure_context(
+    dataset: pd.DataFrame,
+    *,
+    device: Mapping[str, Any],
+    peaks: Mapping[str, Any],
+    out_dir: Path,
+    studies: dict[str, pd.DataFrame] | None = None,
+) -> FigureContext:
+    """What the figures and the document are drawn from: the usable rows, the
+    device (filled from the rows), the peaks, the blogs' numbers, every blog
+    table evaluated on our rows and the study summaries (see ``build_report``)."""
+    device = with_run_environment(device, dataset)
+    published = load_published()
+    ok = usable(dataset)
+    summaries = summarise_studies(study_frames(dataset) if studies is None else studies, dataset)
+    comparisons = evaluate_all(ok, published)
+    return FigureContext(
+        ok=ok,
+        device=device,
+        peaks=dict(peaks),
+        published=published,
+        studies=summaries,
+        out_dir=Path(out_dir),
+        comparisons={c.spec.key: c for c in comparisons},
+    )
 
 
 def build_report(
@@ -103,37 +133,26 @@ def build_report(
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    peaks = {k: v for k, v in dict(peaks).items()}
-    device = with_run_environment(device, dataset)
-    published = load_published()
-    ok = usable(dataset)
-    study_rows = study_frames(dataset) if studies is None else studies
-    summaries = summarise_studies(study_rows, dataset)
-
-    ctx = FigureContext(ok=ok, device=device, peaks=peaks, published=published, studies=summaries, out_dir=out_dir)
+    ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=out_dir, studies=studies)
+    comparisons = list(ctx.comparisons.values())
     figures = draw_all(ctx)
-    # Skipped figures get a placeholder image (which also replaces a figure left
-    # by an earlier build, which would contradict this report).
-    placeholders = [path for result in figures if not result.drawn for path in write_placeholder(ctx, result)]
-
-    comparisons = evaluate_all(ok, published)
-    blocks, notes = build_blocks(
+    content = build_content(
         dataset=dataset,
-        device=device,
-        peaks=peaks,
+        device=ctx.device,
+        peaks=ctx.peaks,
         comparisons=comparisons,
-        bests=best_per_family(dataset, peaks),
+        bests=best_per_family(dataset, ctx.peaks),
         figures=figures,
-        studies=summaries,
-        out_dir=out_dir,
+        studies=ctx.studies,
     )
-    documents = write_documents(blocks, out_dir, f"Kernel autotuning report — {device.get('name') or 'unknown GPU'}")
+    documents = write_documents(content, out_dir)
     return ReportOutputs(
         out_dir=out_dir,
         figures=tuple(path for result in figures for path in result.paths),
         documents=tuple(documents),
         skipped={r.stem: r.note for r in figures if not r.drawn},
-        placeholders=tuple(placeholders),
-        notes=tuple(notes),
+        placeholders=tuple(path for result in figures for path in result.placeholder),
+        notes=tuple(content["notes"]),
         comparisons=tuple(comparisons),
+        results=tuple(figures),
     )

@@ -1,10 +1,11 @@
 """Our measurements against the blogs' tables, one comparison per table.
 
-Each blog table becomes a list of steps (rows). A step names the kernel we run
-for it and the published row it stands beside. Raw times from another GPU and
-another problem size are not comparable, so every row compares *speed-ups*:
-the time of the step's reference row over the step's time, published and ours,
-and ``ratio = our speed-up / published speed-up``.
+Each blog table (``tuner/data/blog_conclusions.yaml`` and ``blog_steps.csv``,
+read by ``tuner.report.blog_tables``) is a list of steps (rows). A step names
+the kernel we run for it and the published row it stands beside. Raw times
+from another GPU and another problem size are not comparable, so every row
+compares *speed-ups*: the time of the step's reference row over the step's
+time, published and ours, and ``ratio = our speed-up / published speed-up``.
 
 Each table states one conclusion (the blog's claim) as a rule, and every row
 says whether it holds on our data: ``yes``, ``no`` or ``n/a (...)``.
@@ -13,11 +14,11 @@ says whether it holds on our data: ``yes``, ``no`` or ``n/a (...)``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
+from tuner.report.blog_tables import BlogTable, Step, load_blog_tables
 from tuner.report.published import published_problem, published_value
 from tuner.report.selection import best, format_n, nearest_problem, select
 
@@ -41,347 +42,7 @@ EXPECTATIONS = {
 HOLDS_NO_DATA = "n/a (no data)"
 HOLDS_BASELINE = "n/a (reference)"
 
-
-@dataclass(frozen=True)
-class Step:
-    """One row of a blog table.
-
-    Attributes:
-        label: what the row is called in the report.
-        variant: our variant.
-        must: our parameters that define the step (they must match).
-        prefer: our launch parameters the blog used (preferred when measured).
-        published: ``(variant, params)`` of the published row; None: no published number.
-        expect: a key of ``EXPECTATIONS``.
-        ref: label of the row speed-ups are taken over; None: the table's first row.
-    """
-
-    label: str
-    variant: str
-    must: Mapping[str, Any] = field(default_factory=dict)
-    prefer: Mapping[str, Any] = field(default_factory=dict)
-    published: tuple[str, Mapping[str, Any]] | None = None
-    expect: str = "faster"
-    ref: str | None = None
-
-
-@dataclass(frozen=True)
-class BlogTable:
-    """A published table we reproduce and the conclusion we test on it."""
-
-    key: str
-    tables: tuple[str, ...]
-    title: str
-    family: str
-    rule: str
-    steps: tuple[Step, ...]
-    headline: tuple[str, ...]
-    hint: str | None = None
-    prefer: Mapping[str, Any] = field(default_factory=dict)
-
-
-def _pub(variant: str, **params: Any) -> tuple[str, dict[str, Any]]:
-    return variant, params
-
-
-def _ladder(names: list[tuple[str, str, dict]], block: int) -> tuple[Step, ...]:
-    """Ladder steps: speed-ups over the first step, each checked against the
-    previous one; from the unrolled step on, the blog folded 8 segments."""
-    return tuple(
-        Step(
-            label,
-            variant,
-            must=must,
-            prefer={"block_size": block, **({"unroll": 8} if i >= 3 else {})},
-            published=_pub(variant, **must),
-            expect="baseline" if i == 0 else "at_least_prev",
-        )
-        for i, (label, variant, must) in enumerate(names)
-    )
-
-
-LADDER_RULE = f"each ladder step is at least as fast as the previous one (within {TOLERANCE:.0%})"
-
-BLOG_TABLES: tuple[BlogTable, ...] = (
-    BlogTable(
-        key="reduce_ladder_int32_1050ti",
-        tables=("reduce_ladder_int32_1050ti",),
-        title="Reduction ladder, int32 (CUDA Freshman 3.5, GTX 1050 Ti)",
-        family="reduce",
-        rule=LADDER_RULE,
-        steps=_ladder(
-            [
-                ("neighbored", "neighbored", {}),
-                ("neighbored_less", "neighbored_less", {}),
-                ("interleaved", "interleaved", {}),
-                ("unrolled ×8", "unrolled", {"unroll": 8}),
-                ("unrolled_warp", "unrolled_warp", {}),
-                ("complete", "complete", {}),
-                ("complete_template", "complete_template", {}),
-            ],
-            1024,
-        ),
-        headline=("complete_template",),
-        hint="sweep:reduce_ladder",
-        prefer={"offset": 0},
-    ),
-    BlogTable(
-        key="reduce_v0_v6_gtx1060",
-        tables=("reduce_v0_v6_gtx1060",),
-        title="Reduction v0–v6, float32 (GTX 1060)",
-        family="reduce",
-        rule=LADDER_RULE,
-        steps=_ladder(
-            [
-                ("neighbored (v0)", "neighbored", {}),
-                ("neighbored_less (v1)", "neighbored_less", {}),
-                ("interleaved (v2)", "interleaved", {}),
-                ("unrolled (v3)", "unrolled", {}),
-                ("unrolled_warp (v4)", "unrolled_warp", {}),
-                ("complete (v5)", "complete", {}),
-                ("shared (v6)", "shared", {}),
-            ],
-            256,
-        ),
-        headline=("shared (v6)",),
-        hint="sweep:reduce_ladder",
-        prefer={"offset": 0},
-    ),
-    BlogTable(
-        key="reduce_unroll_1050ti",
-        tables=("reduce_unroll_run1_1050ti", "reduce_unroll_run2_1050ti", "reduce_unroll_run3_1050ti"),
-        title="Unrolled reductions, int32, median of runs 1–3 (CUDA Freshman 3.5, GTX 1050 Ti)",
-        family="reduce",
-        rule=(
-            "unroll 4 and unroll 8 beat unroll 2; warp, complete and template unrolling are each at least"
-            f" as fast as the previous step (within {TOLERANCE:.0%})"
-        ),
-        steps=(
-            Step("unrolled ×2", "unrolled", {"unroll": 2}, {"block_size": 1024}, _pub("unrolled", unroll=2), "baseline"),
-            Step("unrolled ×4", "unrolled", {"unroll": 4}, {"block_size": 1024}, _pub("unrolled", unroll=4), "faster"),
-            Step("unrolled ×8", "unrolled", {"unroll": 8}, {"block_size": 1024}, _pub("unrolled", unroll=8), "faster"),
-            Step(
-                "unrolled_warp ×8", "unrolled_warp", {}, {"block_size": 1024, "unroll": 8}, _pub("unrolled_warp"), "at_least_prev"
-            ),
-            Step("complete ×8", "complete", {}, {"block_size": 1024, "unroll": 8}, _pub("complete"), "at_least_prev"),
-            Step(
-                "complete_template ×8",
-                "complete_template",
-                {},
-                {"block_size": 1024, "unroll": 8},
-                _pub("complete_template"),
-                "at_least_prev",
-            ),
-        ),
-        headline=("unrolled ×8",),
-        hint="sweep:reduce_block_unroll",
-        prefer={"offset": 0},
-    ),
-    BlogTable(
-        key="reduce_speedup_text_1050ti",
-        tables=("reduce_speedup_text_1050ti",),
-        title="Speed-ups claimed in the text (CUDA Freshman 3.5, GTX 1050 Ti)",
-        family="reduce",
-        rule="the unrolled and the completely unrolled kernels beat neighbored",
-        steps=(
-            Step("neighbored", "neighbored", {}, {"block_size": 1024}, None, "baseline"),
-            Step("unrolled", "unrolled", {}, {"block_size": 1024, "unroll": 8}, _pub("unrolled"), "faster"),
-            Step("complete ×8", "complete", {}, {"block_size": 1024, "unroll": 8}, _pub("complete"), "faster"),
-        ),
-        headline=("complete ×8",),
-        hint="sweep:reduce_ladder",
-        prefer={"offset": 0},
-    ),
-    BlogTable(
-        key="offset_read_m2070",
-        tables=("offset_read_m2070",),
-        title="Misaligned reads, readOffset (M2070)",
-        family="offset",
-        rule=f"offset 11 is slower than offset 0 for reads; offset 128 is as fast as offset 0 (within {TOLERANCE:.0%})",
-        steps=tuple(
-            Step(
-                f"offset {offset}, L1 {l1}" + ("" if offset == 0 else f" (vs offset 0, L1 {l1})"),
-                "read_offset",
-                {"offset": offset, "l1_cache": l1},
-                {"block_size": 512},
-                _pub("read_offset", offset=offset, l1_cache=l1),
-                {0: "baseline", 11: "slower", 128: "as_fast"}[offset],
-                f"offset 0, L1 {l1}",
-            )
-            for l1 in ("ca", "cg")
-            for offset in (0, 11, 128)
-        ),
-        headline=("offset 11, L1 ca (vs offset 0, L1 ca)",),
-        hint="sweep:offset_read_write",
-    ),
-    BlogTable(
-        key="offset_write_m2070",
-        tables=("offset_write_m2070",),
-        title="Misaligned writes, writeOffset (M2070)",
-        family="offset",
-        rule=f"offset 11 is slower than offset 0 for writes; offset 128 is as fast as offset 0 (within {TOLERANCE:.0%})",
-        steps=tuple(
-            Step(
-                f"offset {offset}",
-                "write_offset",
-                {"offset": offset},
-                {"block_size": 512},
-                _pub("write_offset", offset=offset),
-                {0: "baseline", 11: "slower", 128: "as_fast"}[offset],
-            )
-            for offset in (0, 11, 128)
-        ),
-        headline=("offset 11",),
-        hint="sweep:offset_read_write",
-    ),
-    BlogTable(
-        key="offset_unroll_m2070",
-        tables=("offset_unroll_m2070",),
-        title="Unrolled misaligned reads, readOffsetUnroll4 (M2070)",
-        family="offset",
-        rule="the 4× unrolled read kernel beats the plain read kernel at every offset",
-        steps=tuple(
-            step
-            for offset in (0, 11, 128)
-            for step in (
-                Step(
-                    f"read, offset {offset}",
-                    "read_offset",
-                    {"offset": offset},
-                    {"block_size": 512, "l1_cache": "ca"},
-                    _pub("read_offset", offset=offset),
-                    "baseline",
-                    f"read, offset {offset}",
-                ),
-                Step(
-                    f"unrolled ×4, offset {offset} (vs read, offset {offset})",
-                    "read_offset_unrolled",
-                    {"offset": offset, "unroll": 4},
-                    {"block_size": 512, "l1_cache": "ca"},
-                    _pub("read_offset_unrolled", offset=offset, unroll=4),
-                    "faster",
-                    f"read, offset {offset}",
-                ),
-            )
-        ),
-        headline=("unrolled ×4, offset 11 (vs read, offset 11)",),
-        hint="sweep:offset_unroll_blocks",
-    ),
-    BlogTable(
-        key="offset_unroll_block_sweep_m2070",
-        tables=("offset_unroll_block_sweep_m2070",),
-        title="Block sizes for the unrolled read kernel, offset 0 (M2070)",
-        family="offset",
-        rule=f"blocks of 512, 256 and 128 threads are at least as fast as 1024 (within {TOLERANCE:.0%})",
-        steps=tuple(
-            Step(
-                f"block {block}" + ("" if block == 1024 else " (vs block 1024)"),
-                "read_offset_unrolled",
-                {"block_size": block, "unroll": 4, "offset": 0},
-                {"l1_cache": "ca"},
-                _pub("read_offset_unrolled", block_size=block),
-                "baseline" if block == 1024 else "as_fast",
-            )
-            for block in (1024, 512, 256, 128)
-        ),
-        headline=("block 256 (vs block 1024)",),
-        hint="sweep:offset_unroll_blocks",
-    ),
-    BlogTable(
-        key="aos_soa_m2070",
-        tables=("aos_soa_m2070",),
-        title="Array of structures vs structure of arrays (M2070)",
-        family="layout",
-        rule="SoA beats AoS",
-        steps=(
-            Step("aos", "aos", {}, {"block_size": 128}, _pub("aos"), "baseline"),
-            Step("soa (vs aos)", "soa", {}, {"block_size": 128}, _pub("soa"), "faster"),
-        ),
-        headline=("soa (vs aos)",),
-        hint="sweep:layout_aos_soa",
-    ),
-    BlogTable(
-        key="bank_conflict_v100",
-        tables=("bank_conflict_v100",),
-        title="Shared-memory bank conflicts in a reduction (V100)",
-        family="reduce",
-        rule="sequential addressing beats interleaved addressing",
-        steps=(
-            Step("shared_interleaved", "shared_interleaved", {}, {}, _pub("shared_interleaved"), "baseline"),
-            Step("shared_sequential (vs interleaved)", "shared_sequential", {}, {}, _pub("shared_sequential"), "faster"),
-        ),
-        headline=("shared_sequential (vs interleaved)",),
-        hint="sweep:reduce_bank_conflicts",
-        prefer={"offset": 0},
-    ),
-    BlogTable(
-        key="matmul_v100",
-        tables=("matmul_v100",),
-        title="Shared-memory matrix multiply (V100)",
-        family="matmul",
-        rule="shared A and shared A+B both beat naive",
-        steps=(
-            Step("naive", "naive", {}, {"pitched": 0}, _pub("naive"), "baseline"),
-            Step("shared_a (vs naive)", "shared_a", {}, {"pitched": 0}, _pub("shared_a"), "faster"),
-            Step("shared_ab (vs naive)", "shared_ab", {}, {"pitched": 0}, _pub("shared_ab"), "faster"),
-        ),
-        headline=("shared_ab (vs naive)",),
-        hint="sweep:matmul_variants",
-    ),
-    BlogTable(
-        key="pitched_matmul",
-        tables=("pitched_matmul",),
-        title="Pitched vs linear allocation, naive matmul 1000×1000 (GPU not stated)",
-        family="matmul",
-        rule="pitched beats linear",
-        steps=(
-            Step("naive, linear", "naive", {"pitched": 0}, {}, _pub("naive", pitched=0), "baseline"),
-            Step("naive, pitched (vs linear)", "naive", {"pitched": 1}, {}, _pub("naive", pitched=1), "faster"),
-        ),
-        headline=("naive, pitched (vs linear)",),
-        hint="sweep:matmul_variants",
-    ),
-    BlogTable(
-        key="vector_add_widths",
-        tables=("vector_add_widths",),
-        title="Vectorised add, float32 (GPU not stated)",
-        family="vector_add",
-        rule=f"wider vectors are at least as fast (within {TOLERANCE:.0%})",
-        steps=tuple(
-            Step(
-                f"vector width {width}",
-                "add",
-                {"vector_width": width},
-                {"unroll": 1, "block_size": 512, "offset": 0},
-                _pub("scalar" if width == 1 else "vector", vector_width=width),
-                "baseline" if width == 1 else "at_least_prev",
-            )
-            for width in (1, 2, 4)
-        ),
-        headline=("vector width 4",),
-        hint="sweep:vector_add_widths",
-    ),
-    BlogTable(
-        key="vector_add_pragma_unroll",
-        tables=("vector_add_pragma_unroll",),
-        title="#pragma unroll on the add loop, float32 (GPU not stated)",
-        family="vector_add",
-        rule=f"more unrolling is at least as fast (within {TOLERANCE:.0%})",
-        steps=tuple(
-            Step(
-                f"unroll {unroll}",
-                "add",
-                {"unroll": unroll},
-                {"vector_width": 1, "offset": 0},
-                _pub("scalar", unroll=unroll),
-                "baseline" if unroll == 1 else "at_least_prev",
-            )
-            for unroll in (1, 2, 4)
-        ),
-        headline=("unroll 4",),
-        hint="sweep:vector_add_widths",
-    ),
-)
+BLOG_TABLES: tuple[BlogTable, ...] = load_blog_tables(tolerance=f"{TOLERANCE:.0%}")
 
 ROW_COLUMNS = ["step / config", "published (value, GPU)", "ours", "ratio (ours / published)", "conclusion holds?"]
 
@@ -395,13 +56,16 @@ class Comparison:
         published_problem: (dtype, n, gpu) of the blog (n None when unstated).
         our_problem: the (dtype, n) we compare with, or None without data.
         rows: one per step, the ``ROW_COLUMNS`` as text plus numbers
-            (published_speedup, our_speedup, ratio_value, our_time_ms, our_gbs).
+            (published_speedup, our_speedup, ratio_value, our_time_ms, our_gbs)
+            and ``ref_index``, the position of the row its speed-up is over.
+        chosen: per step, our row it was measured with (None without data).
     """
 
     spec: BlogTable
     published_problem: tuple[str | None, int | None, str]
     our_problem: tuple[str, int] | None
     rows: pd.DataFrame
+    chosen: tuple[pd.Series | None, ...] = field(default_factory=tuple)
 
     @property
     def has_data(self) -> bool:
@@ -515,9 +179,10 @@ def evaluate(spec: BlogTable, ok: pd.DataFrame, published: pd.DataFrame) -> Comp
                 "ratio_value": ratio_value,
                 "our_time_ms": times[index],
                 "our_gbs": gbs,
+                "ref_index": ref_index,
             }
         )
-    return Comparison(spec, (pub_dtype, pub_n, pub_gpu), problem, pd.DataFrame.from_records(records))
+    return Comparison(spec, (pub_dtype, pub_n, pub_gpu), problem, pd.DataFrame.from_records(records), tuple(chosen))
 
 
 def _choose_problem(candidates: pd.DataFrame, spec: BlogTable, dtype: str | None, n: int | None) -> tuple[str, int] | None:
@@ -533,6 +198,18 @@ def _choose_problem(candidates: pd.DataFrame, spec: BlogTable, dtype: str | None
 
 def evaluate_all(ok: pd.DataFrame, published: pd.DataFrame) -> list[Comparison]:
     return [evaluate(spec, ok, published) for spec in BLOG_TABLES]
+
+
+def table_verdict(comparison: Comparison) -> str:
+    """The table's conclusion on our data: yes, no, or n/a (no data)."""
+    holds = [h for h in comparison.rows[ROW_COLUMNS[4]] if h in ("yes", "no") or h == HOLDS_NO_DATA]
+    decided = [h for h in holds if h in ("yes", "no")]
+    if not decided:
+        return HOLDS_NO_DATA
+    if "no" in decided:
+        return f"no ({decided.count('no')} of {len(decided)} rows fail)"
+    missing = len(holds) - len(decided)
+    return "yes" + (f" ({missing} rows without data)" if missing else "")
 
 
 def summary(comparisons: list[Comparison]) -> pd.DataFrame:

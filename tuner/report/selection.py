@@ -16,7 +16,11 @@ import pandas as pd
 from tuner.results import PARAM_COLUMNS
 
 STUDY_PREFIX = "study:"
+SWEEP_PREFIX = "sweep:"
 PARAMS = tuple(PARAM_COLUMNS)  # includes "variant"
+# Families whose work is arithmetic, not bytes: their best is the highest
+# GFLOP/s, and a share of a bandwidth peak says nothing about them.
+COMPUTE_BOUND = ("matmul",)
 
 
 def usable(dataset: pd.DataFrame) -> pd.DataFrame:
@@ -151,6 +155,14 @@ def format_n(n: int | None, family: str | None = None, *, tex: bool = False) -> 
     return f"{n:,}"
 
 
+def source_counts(dataset: pd.DataFrame) -> tuple[int, int, list[str]]:
+    """(distinct sweeps, distinct studies, the other sources) of ``dataset``'s rows."""
+    sources = sorted({str(s) for s in dataset["source"].dropna().unique()}) if len(dataset) else []
+    sweeps = [s for s in sources if s.startswith(SWEEP_PREFIX)]
+    studies = [s for s in sources if s.startswith(STUDY_PREFIX)]
+    return len(sweeps), len(studies), [s for s in sources if s not in sweeps and s not in studies]
+
+
 def problem_label(family: str, dtype: str, n: int, *, tex: bool = False) -> str:
     """``int32, n = 2^24`` (or ``float32, 1000×1000`` for matmul)."""
     if family == "matmul":
@@ -177,14 +189,19 @@ def peak_fractions(bandwidth_gbs: float, row: pd.Series | None, peaks: Mapping[s
 
 def best_per_family(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.DataFrame:
     """One row per family: its highest-bandwidth ok configuration (sweeps and
-    studies alike), with the fractions of the copy and theoretical peaks."""
+    studies alike), with the fractions of the copy and theoretical peaks; for a
+    compute-bound family the highest GFLOP/s, without peak fractions."""
     ok = usable(dataset)
     records = []
     for family in sorted(ok["family"].dropna().unique()):
-        row = best(ok[(ok["family"] == family).to_numpy(dtype=bool)])
+        rows = ok[(ok["family"] == family).to_numpy(dtype=bool)]
+        compute_bound = family in COMPUTE_BOUND and pd.to_numeric(rows["gflops"]).notna().any()
+        row = rows.loc[pd.to_numeric(rows["gflops"]).idxmax()] if compute_bound else best(rows)
         if row is None:
             continue
-        copy_fraction, theoretical_fraction = peak_fractions(row["bandwidth_gbs"], row, peaks)
+        copy_fraction, theoretical_fraction = (
+            (np.nan, np.nan) if compute_bound else peak_fractions(row["bandwidth_gbs"], row, peaks)
+        )
         records.append(
             {
                 "family": family,
