@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import types
 from pathlib import Path
 
 import pandas as pd
@@ -105,9 +104,9 @@ def test_format_table_is_aligned_text(table):
 
 
 def test_cli_prints_the_table(monkeypatch, capsys):
-    registry = types.ModuleType("tuner.families")
-    registry.REGISTRY = {"fake": FAMILY}
-    monkeypatch.setitem(sys.modules, "tuner.families", registry)
+    from tuner.families import REGISTRY
+
+    monkeypatch.setitem(REGISTRY.families, "fake", FAMILY)
     argv = [str(TABLE_PATH), "--family", "fake", "--dtype", "int32", "--n", str(PROBLEM.n)]
     assert main(argv + ["--samplers", "random,brute_force", "--budgets", "4", "8", "--seeds", "2"]) == 0
     out = capsys.readouterr().out
