@@ -18,12 +18,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from fixtures_report import make_dataset  # noqa: E402
-from jinja2 import Environment  # noqa: E402
 
 from tuner import results  # noqa: E402
 from tuner.report import EXPECTED_FIGURES, FIGURE_SPECS, build_report, figure_context  # noqa: E402
 from tuner.report.blog_tables import load_blog_tables  # noqa: E402
-from tuner.report.captions import CAPTION_RST, caption_template, rst_text  # noqa: E402
+from tuner.report.captions import CAPTIONS_DIR, caption_files, rst_text  # noqa: E402
 from tuner.report.comparisons import BLOG_TABLES  # noqa: E402
 from tuner.report.figure_kit import build, render  # noqa: E402
 from tuner.report.published import load_published, published_value  # noqa: E402
@@ -231,23 +230,13 @@ def test_blog_table_reader_rejects_a_bad_row(tmp_path):
         load_blog_tables(steps=bad)
 
 
-def test_snakemake_caption_template_is_current_and_picks_each_figures_caption():
-    assert CAPTION_RST.read_text() == caption_template()
-
-    class Record:  # what Snakemake's report hands the template (caption unset until rendered)
-        __slots__ = ("target", "caption")
-
-        def __init__(self, target):
-            self.target = target
-
-    records = [Record(f"{stem}.png") for stem in EXPECTED_FIGURES]
-    categories = {"Figures": {"": records}}
-    template = Environment().from_string(caption_template())
-    for record, spec in zip(records, FIGURE_SPECS):
-        text = template.render(categories=categories, files=records, snakemake=None)
-        assert rst_text(spec.caption) in text
-        assert sum(rst_text(other.caption) in text for other in FIGURE_SPECS) == 1
-        record.caption = text  # Snakemake sets it after rendering
+def test_each_figure_has_its_own_current_caption_file():
+    files = caption_files()
+    assert sorted(files) == sorted(f"{stem}.rst" for stem in EXPECTED_FIGURES)
+    for spec in FIGURE_SPECS:
+        text = (CAPTIONS_DIR / f"{spec.stem}.rst").read_text()
+        assert text == files[f"{spec.stem}.rst"]
+        assert text.startswith(rst_text(spec.caption)) and sum(rst_text(o.caption) in text for o in FIGURE_SPECS) == 1
 
 
 def test_report_modules_stay_small():

@@ -1,15 +1,11 @@
-"""The Snakemake report's figure caption, one per figure, from ``FIGURE_SPECS``.
+"""The Snakemake report's figure captions, one file per figure, from ``FIGURE_SPECS``.
 
 The workflow marks every figure of ``EXPECTED_FIGURES`` for ``snakemake
---report`` with one caption file, ``workflow/report/figure.rst``. Snakemake
-renders that file (Jinja2, then reStructuredText) once per figure but does not
-say for which; it renders the figures in order and sets each one's caption
-after rendering it, so the figure being rendered is the first whose caption is
-not set yet. The template picks that figure's caption from the specs' captions
-(and falls back to the common text alone if the order ever changes).
+--report`` with its own caption file, ``workflow/report/captions/<stem>.rst``:
+the figure's caption from its spec, then the text every figure shares.
 
-``python -m tuner.report.captions [PATH]`` rewrites the file; a test keeps it
-in step with the specs.
+``python -m tuner.report.captions [FOLDER]`` rewrites the files; a test keeps
+them in step with the specs.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from typing import Sequence
 
 from tuner.report.figures import FIGURE_SPECS
 
-CAPTION_RST = Path(__file__).resolve().parents[2] / "workflow" / "report" / "figure.rst"
+CAPTIONS_DIR = Path(__file__).resolve().parents[2] / "workflow" / "report" / "captions"
 COMMON = (
     "A figure of the tuning report (``report.html`` beside it holds every figure and table in one file): measured "
     "on the GPU named in its title, verified against a numpy reference; bandwidth is the fewest bytes the problem "
@@ -32,37 +28,25 @@ _RST_SPECIAL = re.compile(r"([\\*`_|])")
 
 
 def rst_text(text: str) -> str:
-    """Plain text safe in reStructuredText; it must hold no Jinja delimiter."""
+    """Plain text safe in reStructuredText (Snakemake renders captions with
+    Jinja2 first, so no Jinja delimiter either)."""
     if any(delimiter in text for delimiter in ("{{", "{%", "{#")):
         raise ValueError(f"a caption holds a Jinja delimiter: {text!r}")
     return _RST_SPECIAL.sub(r"\\\1", text)
 
 
-def caption_template() -> str:
-    """The text of ``workflow/report/figure.rst``."""
-    lines = [
-        "{#- Written by `python -m tuner.report.captions` from FIGURE_SPECS in tuner/report/figures.py:",
-        "    edit the specs, not this file. Snakemake renders this caption once per figure; the figure",
-        "    being rendered is the first result whose caption is not set yet. -#}",
-        '{%- set ns = namespace(current="") -%}',
-        "{%- for subcategories in categories.values() -%}{%- for records in subcategories.values() -%}{%- for record in records -%}",
-        "{%- if not ns.current and record.caption is not defined -%}{%- set ns.current = record.target -%}{%- endif -%}",
-        "{%- endfor -%}{%- endfor -%}{%- endfor -%}",
-    ]
-    for index, spec in enumerate(FIGURE_SPECS):
-        keyword = "if" if index == 0 else "elif"
-        lines.append(f'{{%- {keyword} ns.current == "{spec.stem}.png" %}}')
-        lines.append(rst_text(spec.caption))
-        lines.append("")
-    lines += ["{%- endif %}", "", COMMON]
-    return "\n".join(lines) + "\n"
+def caption_files() -> dict[str, str]:
+    """File name -> text of every figure's caption file."""
+    return {f"{spec.stem}.rst": f"{rst_text(spec.caption)}\n\n{COMMON}\n" for spec in FIGURE_SPECS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    path = Path(args[0]) if args else CAPTION_RST
-    path.write_text(caption_template(), encoding="utf-8")
-    print(f"wrote {path}")
+    folder = Path(args[0]) if args else CAPTIONS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in caption_files().items():
+        (folder / name).write_text(text, encoding="utf-8")
+    print(f"wrote {len(FIGURE_SPECS)} captions to {folder}")
     return 0
 
 

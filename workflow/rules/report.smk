@@ -10,11 +10,14 @@ rule plot_report:
     output:
         markdown="{folder}/report/report.md",
         html="{folder}/report/report.html",
-        figures=report(
-            expand("{{folder}}/report/{stem}.png", stem=EXPECTED_FIGURES),
-            caption="../report/figure.rst",
-            category="Figures",
-        ),
+        figures=[
+            report(
+                f"{{folder}}/report/{stem}.png",
+                caption=f"../report/captions/{stem}.rst",
+                category="Figures",
+            )
+            for stem in EXPECTED_FIGURES
+        ],
     log:
         "{folder}/logs/report.log",
     conda:
