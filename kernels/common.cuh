@@ -47,6 +47,36 @@ __device__ __forceinline__ unsigned long long aligned_head(const T* p, unsigned 
     return misaligned ? min((unsigned long long)(N - misaligned), n) : 0ull;
 }
 
+// The vectorised grid-stride walk over n elements of p that copy, read and the
+// shuffle reduction share: a scalar head up to the first N-aligned element,
+// then N-wide loads with IN_FLIGHT of them in flight per thread, a remainder of
+// whole vectors, and a scalar tail. The caller says what to do with each piece:
+// element(index) for a head or tail element, vector(index of the vector after
+// the head, its value) for each loaded vector. Threads are the whole grid of
+// THREADS-thread blocks.
+template <int N, int IN_FLIGHT, int THREADS, typename T, typename Element, typename Vector>
+__device__ __forceinline__ void grid_stride_vectors(const T* p, unsigned long long n, Element element, Vector vector) {
+    typedef unsigned long long u64;
+    using V = Vec<T, N>;
+    const u64 gid = (u64)blockIdx.x * THREADS + threadIdx.x;
+    const u64 threads = (u64)gridDim.x * THREADS;
+    const u64 head = aligned_head<N>(p, n);
+    if (gid < head) element(gid);
+    const V* body = reinterpret_cast<const V*>(p + head);
+    const u64 n_vec = (n - head) / N;
+    u64 i = gid;
+    for (; i + (IN_FLIGHT - 1) * threads < n_vec; i += IN_FLIGHT * threads) {
+        V r[IN_FLIGHT];
+#pragma unroll
+        for (int u = 0; u < IN_FLIGHT; ++u) r[u] = load_vec(body + i + u * threads);
+#pragma unroll
+        for (int u = 0; u < IN_FLIGHT; ++u) vector(i + u * threads, r[u]);
+    }
+    for (; i < n_vec; i += threads) vector(i, load_vec(body + i));
+    const u64 tail_start = head + n_vec * N;
+    if (gid < n - tail_start) element(tail_start + gid);
+}
+
 // Sum across the 32 lanes of a warp; every lane receives the total.
 template <typename T> __device__ __forceinline__ T warp_sum(T x) {
 #pragma unroll

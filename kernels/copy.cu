@@ -23,24 +23,10 @@ typedef unsigned long long u64;
 extern "C" __global__ void __launch_bounds__(BLOCK)
 copy_kernel(const ELEM* __restrict__ src, ELEM* __restrict__ dst, u64 n) {
     using V = Vec<ELEM, VEC>;
-    const u64 gid = (u64)blockIdx.x * BLOCK + threadIdx.x;
-    const u64 threads = (u64)gridDim.x * BLOCK;
-    const u64 head = aligned_head<VEC>(src, n);
-    if (gid < head) dst[gid] = src[gid];
-    const V* in = reinterpret_cast<const V*>(src + head);
-    V* out = reinterpret_cast<V*>(dst + head);
-    const u64 n_vec = (n - head) / VEC;
-    u64 i = gid;
-    for (; i + (UNROLL - 1) * threads < n_vec; i += UNROLL * threads) {
-        V r[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) r[u] = load_vec(in + i + u * threads);
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) out[i + u * threads] = r[u];
-    }
-    for (; i < n_vec; i += threads) out[i] = load_vec(in + i);
-    const u64 tail_start = head + n_vec * VEC;
-    if (gid < n - tail_start) dst[tail_start + gid] = src[tail_start + gid];
+    // Source and destination share their offset, so the head aligns both.
+    V* out = reinterpret_cast<V*>(dst + aligned_head<VEC>(src, n));
+    grid_stride_vectors<VEC, UNROLL, BLOCK>(
+        src, n, [&](u64 j) { dst[j] = src[j]; }, [&](u64 j, const V& r) { out[j] = r; });
 }
 #endif
 
@@ -51,29 +37,13 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 read_kernel(const ELEM* __restrict__ src, unsigned* __restrict__ partials, u64 n) {
     using V = Vec<unsigned, VEC>;
     const unsigned* words = reinterpret_cast<const unsigned*>(src);
-    const u64 gid = (u64)blockIdx.x * BLOCK + threadIdx.x;
-    const u64 threads = (u64)gridDim.x * BLOCK;
-    const u64 head = aligned_head<VEC>(src, n);
-    unsigned acc = gid < head ? words[gid] : 0u;
-    const V* in = reinterpret_cast<const V*>(words + head);
-    const u64 n_vec = (n - head) / VEC;
-    u64 i = gid;
-    for (; i + (UNROLL - 1) * threads < n_vec; i += UNROLL * threads) {
-        V r[UNROLL];
+    unsigned acc = 0u;
+    grid_stride_vectors<VEC, UNROLL, BLOCK>(
+        words, n, [&](u64 j) { acc ^= words[j]; },
+        [&](u64, const V& r) {
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) r[u] = load_vec(in + i + u * threads);
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) acc ^= r[u].v[k];
-    }
-    for (; i < n_vec; i += threads) {
-        const V r = load_vec(in + i);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) acc ^= r.v[k];
-    }
-    const u64 tail_start = head + n_vec * VEC;
-    if (gid < n - tail_start) acc ^= words[tail_start + gid];
+            for (int k = 0; k < VEC; ++k) acc ^= r.v[k];
+        });
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, offset);
     __shared__ unsigned warp_totals[BLOCK / 32];

@@ -237,30 +237,13 @@ extern "C" __global__ void reduce_shared_sequential(const ELEM* data, ELEM* part
 #endif
 extern "C" __global__ void BOUNDS reduce_shuffle(const ELEM* __restrict__ data, ELEM* partials, u64 n) {
     using V = Vec<ELEM, VEC>;
-    const u64 gid = (u64)blockIdx.x * BLOCK + threadIdx.x;
-    const u64 threads = (u64)gridDim.x * BLOCK;
-    const u64 head = aligned_head<VEC>(data, n);
     ELEM acc = ELEM(0);
-    if (gid < head) acc += data[gid];
-    const V* body = reinterpret_cast<const V*>(data + head);
-    const u64 n_vec = (n - head) / VEC;
-    u64 i = gid;
-    for (; i + (UNROLL - 1) * threads < n_vec; i += UNROLL * threads) {
-        V r[UNROLL];
+    grid_stride_vectors<VEC, UNROLL, BLOCK>(
+        data, n, [&](u64 j) { acc += data[j]; },
+        [&](u64, const V& r) {
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) r[u] = load_vec(body + i + u * threads);
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) acc += r[u].v[k];
-    }
-    for (; i < n_vec; i += threads) {
-        const V r = load_vec(body + i);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) acc += r.v[k];
-    }
-    const u64 tail_start = head + n_vec * VEC;
-    if (gid < n - tail_start) acc += data[tail_start + gid];
+            for (int k = 0; k < VEC; ++k) acc += r.v[k];
+        });
     acc = block_sum<ELEM, BLOCK>(acc);
     if (threadIdx.x == 0) partials[blockIdx.x] = acc;
 }
