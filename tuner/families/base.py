@@ -111,12 +111,46 @@ class Verdict:
 
 
 class Family(ABC):
-    """Base class of every kernel family; subclasses fill in the class attributes
-    and the abstract methods. ``space()``, ``violations()`` and ``defines()`` are
-    pure Python, so the compile stage and the tests run without a GPU."""
+    """A kernel family: its search space and compile recipe, and its device harness.
+
+    Subclasses set the class attributes and implement two small contracts.
+
+    **The space and the recipe** (pure Python: validation, the compile stage,
+    searches and replays use it without a GPU):
+
+    - ``params`` (class attribute): the tunable parameters, each with its
+      values, default and acceptance rule (``Param``).
+    - ``constraint_violations(cfg, problem)`` (optional): why a combination of
+      accepted values cannot run (empty when it can). Called before anything
+      is compiled; an infeasible configuration is never compiled or launched.
+    - ``kernel_name(cfg)`` and ``defines(cfg, problem)``: the ``extern "C"``
+      kernel and the ``-D`` values that specialise ``source``;
+      ``compile_flags(cfg)`` (optional) for extra nvcc flags.
+    - ``bytes_moved(cfg, problem)``: the fewest bytes the problem must move
+      (GB/s is this over the median time); ``flops`` (optional, default 0)
+      for compute-bound families; ``device_bytes(problem)`` (optional) when
+      the buffers are not about six arrays of n elements.
+
+    **The harness** (called by the measuring process, once per problem, then
+    once per configuration):
+
+    - ``make_inputs(problem, rng)``: fresh random host inputs, never all zeros.
+    - ``reference(inputs, problem)``: the expected output, computed with numpy.
+    - ``allocate(problem, inputs, gpu)``: device buffers for the problem, made
+      once and shared by every configuration measured on it.
+    - ``bind(cfg, problem, buffers, function, gpu)``: a ``Launch`` (run, grid,
+      block, fetch, restore): ``run`` enqueues one launch without
+      synchronising; ``restore`` (optional) puts back inputs the kernel
+      overwrites and is never timed; outputs must be poisoned here, so an
+      element the kernel never writes fails verification.
+    - ``verify(output, expected, inputs)`` (optional): relative error against
+      ``tolerance`` by default; override for exact checks.
+
+    ``bind`` may assume ``cfg`` passed ``violations``; nothing else may assume a GPU.
+    """
 
     name: ClassVar[str]
-    source: ClassVar[str]  # file name in kernels/
+    source: ClassVar[str]  # file name in kernels/, or an absolute path (plug-in families)
     dtypes: ClassVar[tuple[str, ...]]
     params: ClassVar[tuple[Param, ...]]
     tolerance: ClassVar[float] = 1e-5
