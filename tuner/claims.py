@@ -23,10 +23,14 @@ Stores, one per kind of Optuna storage (``open_claims``):
 * in-memory storage: a dict and a lock in this process;
 * journal file ``X.jsonl``: records appended to ``X.jsonl.claims`` under an
   exclusive ``fcntl.flock`` (released by the kernel when a holder dies);
-* RDB URL: the table ``tuner_claims`` in the same database, each operation one
-  transaction serialised by a per-study row of ``tuner_claim_studies`` locked
-  ``FOR UPDATE`` (PostgreSQL, MySQL), or by ``BEGIN IMMEDIATE`` with a busy
-  timeout (SQLite, which has no row locks).
+* RDB URL: the table ``tuner_claims`` (study_name, config_key, trial_number,
+  owner, worker, state, row_json, updated_at; primary key study_name +
+  config_key) in the same database, each operation one transaction serialised
+  by the study's row of ``tuner_claim_studies`` locked ``FOR UPDATE``
+  (PostgreSQL), or by ``BEGIN IMMEDIATE`` with a busy timeout (SQLite, which
+  ignores FOR UPDATE). Released claims are deleted.
+
+Journal files on a network file system need working ``flock`` there (NFSv4).
 """
 
 from __future__ import annotations
@@ -332,12 +336,18 @@ class FileClaims(_FoldedClaims):
                     pending.append(json.dumps(record, separators=(",", ":")).encode() + b"\n")
                     _fold(self._claims, record)
 
-                yield self._claims, emit
-                if pending:
-                    data = b"".join(pending)
-                    os.write(fd, data)
-                    os.fsync(fd)
-                    self._offset += len(data)  # nobody else writes while we hold the lock
+                try:
+                    yield self._claims, emit
+                    if pending:
+                        data = b"".join(pending)
+                        if os.write(fd, data) != len(data):
+                            raise OSError(f"short write to {self.path}")
+                        os.fsync(fd)
+                        self._offset += len(data)  # nobody else writes while we hold the lock
+                except BaseException:
+                    # The fold may hold records that were never written: read afresh next time.
+                    self._claims, self._offset = {}, 0
+                    raise
             finally:
                 os.close(fd)  # releases the lock
 

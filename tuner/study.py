@@ -331,7 +331,12 @@ def storage_problem(spec: str | os.PathLike | None, workers: int = 1) -> str | N
     except ImportError as exc:
         module = (exc.name or "").split(".")[0] or str(exc)
         package = _DRIVER_PACKAGES.get(module, module)
-        return f"storage URL {shown} needs the database driver {module!r}, which is not installed (pip install {package})"
+        other = ""
+        if module == "psycopg2" and importlib.util.find_spec("psycopg") is not None:
+            other = (
+                f", or use the installed psycopg: {url.set(drivername='postgresql+psycopg').render_as_string(hide_password=True)}"
+            )
+        return f"storage URL {shown} needs the database driver {module!r}, which is not installed (pip install {package}{other})"
     if url.get_backend_name() == "sqlite":
         database = url.database or ""
         if database in ("", ":memory:") or database.startswith("file::memory:"):
