@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -12,6 +12,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from tuner.claims import DONE, open_claims
+from tuner.errors import FatalDeviceError
 from tuner.results import COLUMNS, config_key
 from tuner.study import (
     SAMPLERS,
@@ -19,6 +21,7 @@ from tuner.study import (
     make_sampler,
     open_storage,
     run_study,
+    storage_problem,
     study_rows,
 )
 
@@ -32,6 +35,7 @@ FAMILY = FakeFamily()
 # (4, 8), (8, 4), (8, 8), leaving 12 feasible, the optimum among them.
 SMALL = {"block_size": [128, 256], "unroll": [2, 4, 8], "vector_width": [2, 4, 8], "cache_hint": ["cg"]}
 SMALL_FEASIBLE = 12
+DISTS = {p.name: optuna.distributions.CategoricalDistribution(p.values) for p in FAMILY.params}
 
 
 class Recorder:
@@ -54,7 +58,8 @@ class Recorder:
 
 
 class Scripted(optuna.samplers.BaseSampler):
-    """Proposes the given configurations in order, cycling."""
+    """Proposes configuration ``trial.number`` of the given ones (cycling),
+    however often it is asked within the trial: a sampler that repeats."""
 
     def __init__(self, configs: list[dict]):
         self.configs = configs
@@ -67,6 +72,26 @@ class Scripted(optuna.samplers.BaseSampler):
 
     def sample_independent(self, study, trial, param_name, param_distribution):
         return self.configs[trial.number % len(self.configs)][param_name]
+
+
+class Proposals(optuna.samplers.BaseSampler):
+    """Proposes the given configurations one after the other, each once
+    (then the last one forever), whichever trial asks."""
+
+    def __init__(self, configs: list[dict]):
+        self.configs = configs
+        self.proposed = 0
+
+    def infer_relative_search_space(self, study, trial):
+        return dict(DISTS)
+
+    def sample_relative(self, study, trial, search_space):
+        cfg = self.configs[min(self.proposed, len(self.configs) - 1)]
+        self.proposed += 1
+        return dict(cfg)
+
+    def sample_independent(self, study, trial, param_name, param_distribution):
+        raise AssertionError("every parameter is sampled relatively")
 
 
 def cfg(block_size=256, unroll=4, vector_width=4, cache_hint="cg") -> dict:
@@ -149,27 +174,25 @@ def test_bad_arguments_fail_before_anything_runs(kwargs, message):
 # ---- the loop ----------------------------------------------------------------
 
 
-def test_infeasible_configurations_never_reach_measure():
+def test_infeasible_configurations_never_reach_measure_nor_become_trials():
     recorder = Recorder()
     outcome = study(recorder, budget_trials=40, sampler="random", seed=1)
     assert outcome.stop_reason == "budget"
     assert all(FAMILY.violations(c, PROBLEM) == [] for c in recorder.calls)
-    pruned = [t for t in outcome.study.trials if t.state == TrialState.PRUNED]
-    assert len(pruned) == outcome.infeasible > 0  # random over 192 combinations hits some
-    for trial in pruned:
-        assert trial.user_attrs["infeasible"] == "; ".join(FAMILY.violations(trial.params, PROBLEM))
-        assert "row" not in trial.user_attrs
-    # Infeasible trials do not count: the budget is measured configurations.
-    assert outcome.measured == len(recorder.calls) == 40
+    assert outcome.infeasible > 0  # random over 192 combinations proposes some
+    # Passed over inside the sampler: no PRUNED trials, every trial measured.
+    trials = outcome.study.trials
+    assert len(trials) == outcome.measured == len(recorder.calls) == 40
+    assert all("row" in t.user_attrs and t.state in (TrialState.COMPLETE, TrialState.FAIL) for t in trials)
 
 
 def test_infeasible_proposals_do_not_use_the_budget():
-    bad, good = cfg(unroll=8, vector_width=8), cfg()
+    bad, worse, good = cfg(unroll=8, vector_width=4), cfg(unroll=8, vector_width=8), cfg()
     recorder = Recorder()
-    outcome = study(recorder, budget_trials=1, sampler=Scripted([bad, bad, good]))
-    assert [t.state for t in outcome.study.trials] == [TrialState.PRUNED, TrialState.PRUNED, TrialState.COMPLETE]
+    outcome = study(recorder, budget_trials=1, sampler=Proposals([bad, worse, good]))
+    assert [t.state for t in outcome.study.trials] == [TrialState.COMPLETE]
     assert recorder.calls == [good]
-    assert (outcome.measured, outcome.infeasible, outcome.duplicate) == (1, 2, 0)
+    assert (outcome.measured, outcome.infeasible, outcome.duplicate, outcome.rescued) == (1, 2, 0, 0)
 
 
 def test_every_trial_has_every_parameter_and_measured_ones_carry_the_row():
@@ -233,9 +256,15 @@ def test_exceptions_in_measure_are_failures_and_the_study_goes_on():
         ({"status": "ok", "colour": "red"}, r"measure's row must only have results columns, got extra \['colour'\]"),
     ],
 )
-def test_a_row_that_breaks_the_contract_is_a_bug_not_a_failure(returned, message):
+def test_a_row_that_breaks_the_contract_is_a_bug_not_a_failure(tmp_path, returned, message):
+    storage = str(tmp_path / "study.jsonl")
     with pytest.raises(ValueError, match=message):
-        study(lambda c: returned, budget_trials=3, sampler=Scripted([cfg()]))
+        study(lambda c: returned, storage=storage, budget_trials=3, sampler=Scripted([cfg()]))
+    # Nothing was measured: the claim is released, the trial failed.
+    loaded = optuna.load_study(study_name="test", storage=open_storage(storage))
+    assert open_claims(loaded._storage, "test").snapshot() == {}
+    (trial,) = loaded.trials
+    assert trial.state == TrialState.FAIL and trial.user_attrs["reason"].startswith("measure")
 
 
 def test_ok_without_a_bandwidth_is_a_failure():
@@ -246,20 +275,29 @@ def test_ok_without_a_bandwidth_is_a_failure():
     assert outcome.best is None and outcome.failed == 1
 
 
-def test_duplicates_reuse_the_stored_result_and_are_free():
+def test_repeated_proposals_are_passed_over_and_never_become_trials():
     wrong, good, other = cfg(unroll=1, cache_hint="cs"), cfg(), cfg(block_size=128)
     recorder = Recorder()
-    outcome = study(recorder, budget_trials=3, sampler=Scripted([wrong, good, wrong, good, other]))
+    outcome = study(recorder, budget_trials=3, sampler=Proposals([wrong, good, wrong, good, other]))
     assert recorder.calls == [wrong, good, other]
-    states = [t.state for t in outcome.study.trials]
-    assert states == [TrialState.FAIL, TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE, TrialState.COMPLETE]
     trials = outcome.study.trials
-    assert trials[2].user_attrs["duplicate_of"] == 0
-    assert trials[2].user_attrs["reason"] == "duplicate of failed trial 0"
-    assert trials[3].user_attrs["duplicate_of"] == 1
-    assert trials[3].value == trials[1].value == OPTIMUM_GBS
-    assert (outcome.measured, outcome.duplicate, outcome.failed) == (3, 2, 1)
-    assert [r["trial"] for r in study_rows(outcome.study)] == [0, 1, 4]
+    assert [t.state for t in trials] == [TrialState.FAIL, TrialState.COMPLETE, TrialState.COMPLETE]
+    assert [t.user_attrs["config_key"] for t in trials] == [config_key(c) for c in (wrong, good, other)]
+    assert (outcome.measured, outcome.duplicate, outcome.failed, outcome.rescued) == (3, 2, 1, 0)
+    assert [r["trial"] for r in study_rows(outcome.study)] == [0, 1, 2]
+
+
+def test_a_repeating_sampler_makes_no_copies_of_trials():
+    # TPE's density must see each measurement once: no COMPLETE copies.
+    recorder = Recorder()
+    outcome = study(recorder, budget_trials=30, sampler=Scripted([cfg(), cfg(block_size=128)]))
+    assert outcome.stop_reason == "budget"
+    trials = outcome.study.trials
+    assert len(trials) == len(recorder.calls) == 30
+    assert len({t.user_attrs["config_key"] for t in trials}) == 30
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    assert len(complete) == sum(json.loads(t.user_attrs["row"])["status"] == "ok" for t in trials)
+    assert outcome.duplicate == 28 and outcome.rescued == 28
 
 
 def test_a_sampler_stuck_on_measured_configurations_is_rescued():
@@ -269,20 +307,23 @@ def test_a_sampler_stuck_on_measured_configurations_is_rescued():
     assert recorder.calls[0] == cfg()
     assert len(set(recorder.keys)) == len(recorder.calls) == 5
     assert all(FAMILY.violations(c, PROBLEM) == [] for c in recorder.calls)
-    # Every RESCUE_AFTER (3) idle asks, one random unmeasured configuration.
-    assert (outcome.rescued, outcome.duplicate) == (4, 12)
+    # Proposed again, the measured configuration is passed over; proposed a
+    # second time in the same trial, the sampler is stuck: a random rescue.
+    assert (outcome.rescued, outcome.duplicate) == (4, 4)
     rescued = trials_with(outcome, "rescue")
-    assert [t.number for t in rescued] == [4, 8, 12, 16]
+    assert [t.number for t in rescued] == [1, 2, 3, 4]
     assert all("row" in t.user_attrs for t in rescued)
+    assert len(outcome.study.trials) == 5
 
 
 def test_a_sampler_stuck_on_infeasible_configurations_is_rescued():
-    # What Optuna's GPSampler does: it ignores PRUNED trials, so it repeats them.
+    # What Optuna's GP sampler does: it ignores failed trials, so it repeats them.
     recorder = Recorder()
     outcome = study(recorder, budget_trials=5, sampler=Scripted([cfg(unroll=8, vector_width=8)]))
     assert outcome.stop_reason == "budget"
     assert len(set(recorder.keys)) == 5
-    assert (outcome.rescued, outcome.infeasible) == (5, 15)
+    assert (outcome.rescued, outcome.infeasible) == (5, 5)
+    assert len(outcome.study.trials) == 5
 
 
 def test_a_space_without_feasible_configurations_ends_at_once():
@@ -295,14 +336,18 @@ def test_a_space_without_feasible_configurations_ends_at_once():
 
 def test_patience_ends_a_stuck_search_of_a_space_too_large_to_enumerate(monkeypatch):
     # Not enumerated, the space's exhaustion is unknown; random rescues only
-    # find the one configuration again.
+    # find the one configuration again, so each trial fails unmeasured.
     monkeypatch.setattr("tuner.study.MAX_ENUMERATED", 0)
     recorder = Recorder()
     one = {name: [value] for name, value in cfg().items()}
     outcome = study(recorder, domains=one, budget_trials=5, sampler=Scripted([cfg()]), patience=30)
     assert outcome.stop_reason == "stalled"
     assert recorder.calls == [cfg()]
-    assert outcome.duplicate == 30
+    assert outcome.lost == 30
+    failed = outcome.study.trials[1:]
+    assert len(failed) == 30
+    assert all(t.state == TrialState.FAIL and "row" not in t.user_attrs for t in failed)
+    assert {t.user_attrs["reason"] for t in failed} == {"no unclaimed feasible configuration found"}
 
 
 def test_ask_limit_bounds_the_loop(monkeypatch):
@@ -314,7 +359,8 @@ def test_ask_limit_bounds_the_loop(monkeypatch):
     outcome = study(recorder, domains=domains, budget_trials=1, sampler="random", patience=10_000)
     assert outcome.stop_reason == "ask_limit"
     assert recorder.calls == []
-    assert outcome.infeasible == 50
+    assert outcome.lost == len(outcome.study.trials) == 50
+    assert outcome.infeasible >= 50
 
 
 def test_timeout_stops_asking():
@@ -332,9 +378,22 @@ def test_timeout_stops_asking():
 def test_enqueued_configurations_come_first():
     first, second = cfg(block_size=64, unroll=1), cfg(block_size=512, vector_width=1)
     recorder = Recorder()
-    study(recorder, budget_trials=5, sampler="random", enqueue=[first, second])
+    outcome = study(recorder, budget_trials=5, sampler="random", enqueue=[first, second])
     assert recorder.calls[:2] == [first, second]
-    assert len(recorder.calls) == 5
+    assert len(recorder.calls) == len(outcome.study.trials) == 5
+    # Chosen by the sampler wrapper, not queued as WAITING trials.
+    assert all("fixed_params" not in t.system_attrs for t in outcome.study.trials)
+
+
+def test_partial_and_infeasible_enqueued_configurations():
+    partial, infeasible = {"block_size": 64, "cache_hint": "cs"}, cfg(unroll=8, vector_width=8)
+    recorder = Recorder()
+    sampler = Proposals([cfg(), cfg(), cfg(block_size=128)])
+    outcome = study(recorder, budget_trials=3, sampler=sampler, enqueue=[infeasible, partial, partial])
+    # The infeasible one is passed over; the partial one is completed by the
+    # sampler's proposal, once: its repeat matches the claimed configuration.
+    assert recorder.calls == [cfg(block_size=64, cache_hint="cs"), cfg(), cfg(block_size=128)]
+    assert outcome.infeasible == 1
 
 
 def test_brute_force_finds_the_exact_optimum_and_stops_when_exhausted():
@@ -342,8 +401,10 @@ def test_brute_force_finds_the_exact_optimum_and_stops_when_exhausted():
     outcome = study(recorder, domains=SMALL, budget_trials=100, sampler="brute_force")
     assert outcome.stop_reason == "exhausted"
     assert len(recorder.calls) == outcome.measured == outcome.total_measured == SMALL_FEASIBLE
-    assert len(set(recorder.keys)) == SMALL_FEASIBLE
-    assert outcome.infeasible == 6  # 2 block sizes x 3 ruled-out pairs, each asked once
+    # The feasible configurations in order, one trial each.
+    assert recorder.calls == FAMILY.space(PROBLEM, SMALL)
+    assert len(outcome.study.trials) == SMALL_FEASIBLE
+    assert outcome.infeasible == 0
     assert {k: outcome.best[k] for k in FAMILY.param_names} == OPTIMUM_CFG
     assert outcome.best["bandwidth_gbs"] == OPTIMUM_GBS
 
@@ -353,8 +414,8 @@ def test_random_sampler_exhausts_a_small_space_without_measuring_twice():
     outcome = study(recorder, domains=SMALL, budget_trials=None, sampler="random", seed=5)
     assert outcome.stop_reason == "exhausted"
     assert sorted(recorder.keys) == sorted(set(recorder.keys))
-    assert len(recorder.calls) == SMALL_FEASIBLE
-    assert outcome.duplicate == len(trials_with(outcome, "duplicate_of")) > 0
+    assert len(recorder.calls) == len(outcome.study.trials) == SMALL_FEASIBLE
+    assert outcome.duplicate > 0  # proposed again, passed over
 
 
 # ---- resume and shared storage ---------------------------------------------------
@@ -394,27 +455,195 @@ def test_enqueued_configurations_are_not_redone_on_resume(tmp_path):
     assert len(b.calls) == 2
 
 
-def test_workers_sharing_a_storage_share_one_budget(tmp_path):
-    storage = str(tmp_path / "shared.jsonl")
-    open_storage(storage)  # create the file before the threads race for it
-    recorders = [Recorder(inner=lambda c: (time.sleep(0.01), measure(c))[1]) for _ in range(2)]
-    errors: list[BaseException] = []
+def test_a_rerun_at_a_larger_budget_in_one_process_uses_the_claims(tmp_path):
+    storage = str(tmp_path / "study.jsonl")
+    a = study(Recorder(), storage=storage, study_name="grow", budget_trials=3, sampler="random")
+    b = study(Recorder(), storage=storage, study_name="grow", budget_trials=5, sampler="random", seed=1)
+    assert (a.measured, b.measured, b.total_measured) == (3, 2, 5)
+    claims = open_claims(b.study._storage, "grow").snapshot()
+    assert {c.state for c in claims.values()} == {DONE}
+    assert sorted(claims) == sorted(r["config_key"] for r in study_rows(b.study))
 
-    def work(i: int) -> None:
-        try:
-            study(recorders[i], storage=storage, study_name="shared", budget_trials=12, sampler="random", seed=i)
-        except BaseException as exc:  # surfaced below; a thread cannot fail the test
-            errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert not errors
-    total = len(recorders[0].calls) + len(recorders[1].calls)
-    # Each worker checks the shared count before each ask; at most one
-    # measurement per extra worker can be in flight past the budget.
-    assert 12 <= total <= 13
-    shared = optuna.load_study(study_name="shared", storage=open_storage(storage))
-    assert len({r["config_key"] for r in study_rows(shared)}) >= 12
+# ---- device faults and interruptions -------------------------------------------
+
+
+class Faulting(Recorder):
+    """Raises FatalDeviceError on its ``at``-th call, with or without the row."""
+
+    def __init__(self, at: int, with_row: bool):
+        super().__init__()
+        self.at, self.with_row = at, with_row
+
+    def __call__(self, cfg):
+        self.calls.append(dict(cfg))
+        if len(self.calls) == self.at:
+            row = {"status": "launch_error", "error": "an illegal memory access was encountered"} if self.with_row else None
+            raise FatalDeviceError("CUDA context is lost", row=row)
+        return measure(cfg)
+
+
+@pytest.mark.parametrize("with_row", [True, False])
+def test_a_device_fault_ends_the_worker_and_a_rerun_goes_on(tmp_path, with_row):
+    storage = str(tmp_path / "study.jsonl")
+    faulting = Faulting(at=3, with_row=with_row)
+    with pytest.raises(FatalDeviceError, match="CUDA context is lost"):
+        study(faulting, storage=storage, study_name="fault", budget_trials=6, sampler="brute_force")
+    assert len(faulting.calls) == 3  # nothing measured after the fault
+    faulty = faulting.calls[-1]
+    loaded = optuna.load_study(study_name="fault", storage=open_storage(storage))
+    trial = loaded.trials[2]
+    assert trial.state == TrialState.FAIL
+    claims = open_claims(loaded._storage, "fault").snapshot()
+    if with_row:
+        # The configuration that poisoned the context is measured: a launch error.
+        assert trial.user_attrs["reason"] == "launch_error: an illegal memory access was encountered"
+        assert json.loads(trial.user_attrs["row"])["status"] == "launch_error"
+        assert len(claims) == 3 and config_key(faulty) in claims
+    else:
+        # No culprit: nothing is recorded, the configuration is free again.
+        assert trial.user_attrs["reason"] == "device context lost"
+        assert "row" not in trial.user_attrs
+        assert len(claims) == 2 and config_key(faulty) not in claims
+    assert {c.state for c in claims.values()} == {DONE}
+
+    rerun = Recorder()
+    outcome = study(rerun, storage=storage, study_name="fault", budget_trials=6, sampler="brute_force")
+    assert outcome.stop_reason == "budget" and outcome.total_measured == 6
+    assert (rerun.calls[0] == faulty) is not with_row  # retried first (brute force order) only without a row
+    rows = study_rows(outcome.study)
+    assert len(rows) == len({r["config_key"] for r in rows}) == 6
+    assert [r["status"] for r in rows].count("launch_error") == with_row
+
+
+def test_an_interrupted_measurement_is_released_and_measured_again(tmp_path):
+    storage = str(tmp_path / "study.jsonl")
+
+    def interrupt(c):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        study(interrupt, storage=storage, study_name="stop", budget_trials=2, sampler="brute_force")
+    loaded = optuna.load_study(study_name="stop", storage=open_storage(storage))
+    (trial,) = loaded.trials
+    assert trial.state == TrialState.FAIL and trial.user_attrs["reason"] == "interrupted"
+    assert open_claims(loaded._storage, "stop").snapshot() == {}
+    rerun = Recorder()
+    study(rerun, storage=storage, study_name="stop", budget_trials=2, sampler="brute_force")
+    assert config_key(rerun.calls[0]) == trial.user_attrs["config_key"]
+
+
+def test_trials_left_by_a_dead_worker_are_settled(tmp_path):
+    # A worker of this host whose process is gone left one configuration
+    # claimed and one measured but not told: the first is failed and freed,
+    # the second finished from its recorded row, not measured again.
+    storage = str(tmp_path / "study.jsonl")
+    store = open_storage(storage)
+    dead = optuna.create_study(storage=store, study_name="dead", direction="maximize")
+    claims = open_claims(store, "dead")
+    ghost = this_host_dead_owner()
+    claimed, measured = cfg(block_size=64), cfg(block_size=128)
+    for number, c in enumerate((claimed, measured)):
+        trial = dead.ask(fixed_distributions=DISTS)
+        assert trial.number == number
+        assert claims.claim(config_key(c), number, ghost, "ghost", None) == "ok"
+    row = dict(measure(measured), config_key=config_key(measured), trial=1, **measured)
+    assert claims.record(config_key(measured), ghost, json.dumps(row))
+
+    recorder = Recorder()
+    outcome = study(recorder, storage=storage, study_name="dead", budget_trials=4, sampler="random")
+    assert outcome.recovered == 2 and outcome.measured == 3 and outcome.total_measured == 4
+    assert measured not in recorder.calls
+    first, second = outcome.study.trials[:2]
+    assert first.state == TrialState.FAIL and first.user_attrs["reason"] == "stale: worker gone"
+    assert second.state == TrialState.COMPLETE and second.value == row["bandwidth_gbs"]
+    assert json.loads(second.user_attrs["row"]) == row
+    assert len(study_rows(outcome.study)) == 4
+
+
+def this_host_dead_owner() -> str:
+    import subprocess
+
+    from tuner.claims import this_owner
+
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    host = this_owner().rsplit(":", 2)[0]
+    return f"{host}:{process.pid}:1"
+
+
+def test_studies_of_earlier_versions_are_adopted(tmp_path):
+    # Measured before claims existed (rows on COMPLETE trials, repeats as
+    # COMPLETE copies, an enqueued WAITING trial): counted, not redone.
+    storage = str(tmp_path / "study.jsonl")
+    old = optuna.create_study(storage=open_storage(storage), study_name="old", direction="maximize")
+    for c in (cfg(), cfg(block_size=128)):
+        row = dict(measure(c), config_key=config_key(c), **c)
+        attrs = {"config_key": config_key(c), "row": json.dumps(row)}
+        old.add_trial(optuna.trial.create_trial(params=c, distributions=DISTS, value=row["bandwidth_gbs"], user_attrs=attrs))
+    old.add_trial(
+        optuna.trial.create_trial(
+            params=cfg(), distributions=DISTS, value=OPTIMUM_GBS, user_attrs={"config_key": config_key(cfg())}
+        )
+    )
+    old.enqueue_trial(cfg(block_size=512))
+
+    recorder = Recorder()
+    outcome = study(recorder, storage=storage, study_name="old", budget_trials=4, sampler="random")
+    assert outcome.measured == 2 and outcome.total_measured == 4
+    assert cfg() not in recorder.calls and cfg(block_size=128) not in recorder.calls
+    waiting = outcome.study.trials[3]
+    assert waiting.state == TrialState.FAIL and "earlier version" in waiting.user_attrs["reason"]
+    assert len(study_rows(outcome.study)) == 4
+
+
+# ---- storage problems ------------------------------------------------------------
+
+
+def test_storage_problem_accepts_what_works(tmp_path):
+    assert storage_problem(str(tmp_path / "new" / "study.jsonl"), 4) is None
+    assert storage_problem(str(tmp_path / "study.log"), 1) is None
+    assert storage_problem(f"sqlite:///{tmp_path / 'new' / 'study.db'}", 4) is None
+    assert storage_problem("sqlite:///:memory:", 1) is None
+    assert storage_problem(None, 1) is None
+    assert list(tmp_path.iterdir()) == []  # nothing created
+
+
+@pytest.mark.parametrize(
+    "spec, workers, message",
+    [
+        ("study.txt", 1, r"storage must be an Optuna URL .* got 'study.txt'"),
+        ("nosuchdb://host/db", 1, r"names the database 'nosuchdb', which SQLAlchemy does not know"),
+        ("postgresql://user:secret@host:notaport/db", 1, r"malformed"),
+        ("sqlite:///:memory:", 2, r"in-memory SQLite database, which 2 worker processes cannot share"),
+        (None, 2, r"in-memory storage cannot be shared by 2 worker processes"),
+        ("FILE/study.jsonl", 1, r"folder of journal file '.*FILE/study.jsonl' cannot be created: '.*FILE' is a file"),
+        ("sqlite:///FILE/sub/study.db", 2, r"cannot be created: '.*FILE' is a file"),
+        ("DIR.jsonl", 1, r"journal file '.*DIR.jsonl' is a folder"),
+        ("sqlite:///DIR.db", 1, r"SQLite database '.*DIR.db' is a folder"),
+    ],
+)
+def test_storage_problem_explains_what_cannot_work(tmp_path, spec, workers, message):
+    (tmp_path / "FILE").write_text("")
+    (tmp_path / "DIR.jsonl").mkdir()
+    (tmp_path / "DIR.db").mkdir()
+    if spec is not None:
+        spec = spec.replace("FILE", str(tmp_path / "FILE")).replace("DIR", str(tmp_path / "DIR"))
+    problem = storage_problem(spec, workers)
+    assert problem is not None and "\n" not in problem
+    assert re.search(message, problem), problem
+    assert "secret" not in problem
+
+
+def test_storage_problem_names_a_missing_driver(monkeypatch):
+    import sqlalchemy.dialects.postgresql.psycopg2 as pg
+
+    def missing():
+        raise ModuleNotFoundError("No module named 'psycopg2'", name="psycopg2")
+
+    monkeypatch.setattr(pg.PGDialect_psycopg2, "import_dbapi", classmethod(lambda cls: missing()))
+    problem = storage_problem("postgresql://tuner:secret@db.example/tuning", 4)
+    assert problem == (
+        "storage URL postgresql://tuner:***@db.example/tuning needs the database driver 'psycopg2', "
+        "which is not installed (pip install psycopg2-binary)"
+    )

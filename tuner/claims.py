@@ -1,0 +1,646 @@
+"""Claims: which configurations of a study are taken, in a store every worker shares.
+
+A worker claims a configuration before measuring it. The claim is taken
+atomically with the budget check (it succeeds only where the configuration is
+unclaimed and fewer than ``budget`` configurations are claimed or measured), so
+concurrent workers never measure one configuration twice and never overshoot
+the budget. The claim then becomes the durable record of the measurement:
+
+    claimed --record(row)--> measured --finish()--> done
+       \\--release()--> (gone: the configuration may be claimed again)
+
+``measured`` is written before Optuna is told, so a worker killed between the
+two loses nothing: the next worker finds the row here and finishes the trial.
+
+Each claim names its owner, ``host/pid-namespace:pid:start-time`` of the
+process (see ``this_owner``). A claim that is not ``done`` and whose owner is
+gone (``owner_alive``: on this host, the process no longer runs; elsewhere,
+its lease, refreshed by ``beat`` while measuring, has expired) is stale and is
+taken over by the next worker that looks (``reap``).
+
+Stores, one per kind of Optuna storage (``open_claims``):
+
+* in-memory storage: a dict and a lock in this process;
+* journal file ``X.jsonl``: records appended to ``X.jsonl.claims`` under an
+  exclusive ``fcntl.flock`` (released by the kernel when a holder dies);
+* RDB URL: the table ``tuner_claims`` (study_name, config_key, trial_number,
+  owner, worker, state, row_json, updated_at; primary key study_name +
+  config_key) in the same database, each operation one transaction serialised
+  by the study's row of ``tuner_claim_studies`` locked ``FOR UPDATE``
+  (PostgreSQL), or by ``BEGIN IMMEDIATE`` with a busy timeout (SQLite, which
+  ignores FOR UPDATE). Released claims are deleted.
+
+Journal files on a network file system need working ``flock`` there (NFSv4).
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import os
+import socket
+import threading
+import time
+import weakref
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
+
+CLAIMED, MEASURED, DONE = "claimed", "measured", "done"
+
+# Budget answers of ClaimStore.claim.
+OK, TAKEN, BUDGET = "ok", "taken", "budget"
+
+SQLITE_BUSY_TIMEOUT_S = 60
+
+
+class Claim(NamedTuple):
+    """One configuration's claim (immutable: stores replace them).
+
+    Attributes:
+        key: the configuration's ``config_key``.
+        state: ``claimed`` (being measured), ``measured`` (row recorded, Optuna
+            maybe not told yet) or ``done``.
+        trial: number of the Optuna trial that measures it.
+        owner: the claiming process (``this_owner``).
+        worker: a label for people (the worker's name, or the owner).
+        updated: ``time.time()`` of the last write or heartbeat.
+        row: the results row as JSON text once measured (in snapshots taken
+            without rows, None or the row, whichever is cheaper).
+    """
+
+    key: str
+    state: str
+    trial: int
+    owner: str
+    worker: str
+    updated: float
+    row: str | None = None
+
+
+# ---- owners ------------------------------------------------------------------
+
+
+def _host() -> str:
+    # Processes in other pid namespaces (containers) are on "another host":
+    # their pids mean nothing here.
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return f"{socket.gethostname()}/{namespace}"
+
+
+def _start_time(pid: int) -> str | None:
+    """The start time of process ``pid`` (clock ticks since boot, so that a
+    reused pid is told apart), "?" where /proc is missing and the process
+    exists, None where it is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+    except FileNotFoundError:
+        return None
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        return "?"
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] in ("Z", "X"):  # exited, not yet reaped by its parent
+        return None
+    return fields[19]
+
+
+_OWNER: tuple[int, str] | None = None
+
+
+def this_owner() -> str:
+    """This process as a claim owner: ``host/pid-namespace:pid:start-time``."""
+    global _OWNER
+    pid = os.getpid()
+    if _OWNER is None or _OWNER[0] != pid:  # recomputed in a forked child
+        _OWNER = (pid, f"{_host()}:{pid}:{_start_time(pid)}")
+    return _OWNER[1]
+
+
+def owner_alive(claim: Claim, lease_s: float, now: float | None = None) -> bool:
+    """Whether the owner of ``claim`` may still be working on it: on this host,
+    its process still runs; on another, its last heartbeat is under
+    ``lease_s`` seconds old."""
+    try:
+        host, pid, start = claim.owner.rsplit(":", 2)
+        pid_number = int(pid)
+    except ValueError:
+        host, pid_number, start = "", 0, ""
+    if host == _host():
+        return _start_time(pid_number) == start
+    return (time.time() if now is None else now) - claim.updated <= lease_s
+
+
+# ---- stores --------------------------------------------------------------------
+
+
+class ClaimStore(abc.ABC):
+    """Claims of one study. Every method is atomic with respect to every other
+    process and thread using the same store."""
+
+    #: Other processes may hold claims here (so heartbeats and staleness matter).
+    shared = True
+
+    def __init__(self, study: str) -> None:
+        self.study = study
+
+    @abc.abstractmethod
+    def snapshot(self, rows: bool = False) -> dict[str, Claim]:
+        """key -> claim, for every claim held now; with ``rows``, the measured
+        ones carry their row."""
+
+    @abc.abstractmethod
+    def claim(self, key: str, trial: int, owner: str, worker: str, budget: int | None) -> str:
+        """Claim ``key`` for ``trial``: ``OK``; ``TAKEN`` where it is claimed
+        already; ``BUDGET`` where ``budget`` configurations are claimed or
+        measured already."""
+
+    @abc.abstractmethod
+    def record(self, key: str, owner: str, row: str) -> bool:
+        """claimed -> measured with ``row``; False where ``owner`` does not
+        hold the claim (any more)."""
+
+    @abc.abstractmethod
+    def finish(self, key: str, owner: str) -> bool:
+        """measured -> done, once Optuna has been told."""
+
+    @abc.abstractmethod
+    def release(self, key: str, owner: str) -> bool:
+        """Drop a claim still in state claimed (nothing was measured)."""
+
+    @abc.abstractmethod
+    def beat(self, key: str, owner: str) -> bool:
+        """Refresh the claim's lease."""
+
+    @abc.abstractmethod
+    def reap(self, stale: Callable[[Claim], bool], owner: str, worker: str) -> tuple[list[Claim], list[Claim]]:
+        """Of the claims not done for which ``stale`` is true: release those
+        still claimed and take over (owner := ``owner``) those measured.
+        Returns (released, taken over) as they were, the latter with their rows."""
+
+    @abc.abstractmethod
+    def adopt(self, entries: Iterable[tuple[str, int, str]], owner: str, worker: str) -> int:
+        """Add (key, trial, row) as done where ``key`` has no claim: for
+        measurements made before claims existed. Ignores the budget."""
+
+
+def _fold(claims: dict[str, Claim], record: dict) -> None:
+    """Apply one operation record to ``claims`` (records are only written
+    after their checks passed, so folding does not check again)."""
+    key, op, now = record["k"], record["op"], record["t"]
+    if op == "claim":
+        claims[key] = Claim(key, CLAIMED, record["trial"], record["owner"], record["worker"], now)
+        return
+    if op == "adopt":
+        claims[key] = Claim(key, DONE, record["trial"], record["owner"], record["worker"], now, record["row"])
+        return
+    claim = claims.get(key)
+    if claim is None:
+        return
+    if op == "release":
+        del claims[key]
+    elif op == "measured":
+        claims[key] = claim._replace(state=MEASURED, row=record["row"], updated=now)
+    elif op == "done":
+        claims[key] = claim._replace(state=DONE, updated=now)
+    elif op == "owner":
+        claims[key] = claim._replace(owner=record["owner"], worker=record["worker"], updated=now)
+    elif op == "beat":
+        claims[key] = claim._replace(updated=now)
+
+
+class _FoldedClaims(ClaimStore):
+    """A store kept as a fold of operation records (in memory, or a file)."""
+
+    @abc.abstractmethod
+    @contextmanager
+    def _locked(self, exclusive: bool) -> Iterator[tuple[dict[str, Claim], Callable[[dict], None]]]:
+        """(current claims, emit) under the store's lock; ``emit(record)``
+        persists one operation record and folds it into the claims."""
+
+    def snapshot(self, rows: bool = False) -> dict[str, Claim]:
+        with self._locked(exclusive=False) as (claims, _):
+            return dict(claims)  # claims are immutable: a shallow copy is a snapshot
+
+    def claim(self, key, trial, owner, worker, budget):
+        with self._locked(exclusive=True) as (claims, emit):
+            if key in claims:
+                return TAKEN
+            if budget is not None and len(claims) >= budget:
+                return BUDGET
+            emit({"k": key, "op": "claim", "trial": trial, "owner": owner, "worker": worker})
+            return OK
+
+    def _transition(self, key: str, owner: str, state: str, op: dict) -> bool:
+        with self._locked(exclusive=True) as (claims, emit):
+            claim = claims.get(key)
+            if claim is None or claim.owner != owner or (state and claim.state != state):
+                return False
+            emit({"k": key, **op})
+            return True
+
+    def record(self, key, owner, row):
+        return self._transition(key, owner, CLAIMED, {"op": "measured", "row": row})
+
+    def finish(self, key, owner):
+        return self._transition(key, owner, MEASURED, {"op": "done"})
+
+    def release(self, key, owner):
+        return self._transition(key, owner, CLAIMED, {"op": "release"})
+
+    def beat(self, key, owner):
+        return self._transition(key, owner, "", {"op": "beat"})
+
+    def reap(self, stale, owner, worker):
+        released, taken = [], []
+        with self._locked(exclusive=True) as (claims, emit):
+            for claim in list(claims.values()):
+                if claim.state == DONE or not stale(claim):
+                    continue
+                if claim.state == CLAIMED:
+                    released.append(claim)
+                    emit({"k": claim.key, "op": "release"})
+                else:
+                    taken.append(claim)
+                    emit({"k": claim.key, "op": "owner", "owner": owner, "worker": worker})
+        return released, taken
+
+    def adopt(self, entries, owner, worker):
+        added = 0
+        with self._locked(exclusive=True) as (claims, emit):
+            for key, trial, row in entries:
+                if key not in claims:
+                    emit({"k": key, "op": "adopt", "trial": trial, "owner": owner, "worker": worker, "row": row})
+                    added += 1
+        return added
+
+
+class MemoryClaims(_FoldedClaims):
+    """Claims of a study in in-memory storage: only this process sees them."""
+
+    shared = False
+
+    def __init__(self, study: str) -> None:
+        super().__init__(study)
+        self._claims: dict[str, Claim] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def _locked(self, exclusive):
+        with self._lock:
+
+            def emit(record: dict) -> None:
+                _fold(self._claims, {"t": time.time(), **record})
+
+            yield self._claims, emit
+
+
+class FileClaims(_FoldedClaims):
+    """Claims in a file of JSON lines beside a journal, one line per operation,
+    appended under an exclusive ``flock`` of the file and read under a shared
+    one. Several studies may share the file (each line names its study)."""
+
+    def __init__(self, path: str, study: str) -> None:
+        super().__init__(study)
+        self.path = path
+        self._claims: dict[str, Claim] = {}
+        self._offset = 0
+        self._mutex = threading.Lock()  # this object's fold, between threads
+
+    @contextmanager
+    def _locked(self, exclusive):
+        import fcntl
+
+        with self._mutex:
+            if not exclusive and not os.path.exists(self.path):
+                yield self._claims, None
+                return
+            # A descriptor per operation: flock locks belong to the open file,
+            # so a descriptor inherited by a forked child would share the lock.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+                self._read(fd, exclusive)
+                pending: list[bytes] = []
+
+                def emit(record: dict) -> None:
+                    record = {"s": self.study, "t": time.time(), **record}
+                    pending.append(json.dumps(record, separators=(",", ":")).encode() + b"\n")
+                    _fold(self._claims, record)
+
+                try:
+                    yield self._claims, emit
+                    if pending:
+                        data = b"".join(pending)
+                        if os.write(fd, data) != len(data):
+                            raise OSError(f"short write to {self.path}")
+                        os.fsync(fd)
+                        self._offset += len(data)  # nobody else writes while we hold the lock
+                except BaseException:
+                    # The fold may hold records that were never written: read afresh next time.
+                    self._claims, self._offset = {}, 0
+                    raise
+            finally:
+                os.close(fd)  # releases the lock
+
+    def _read(self, fd: int, exclusive: bool) -> None:
+        size = os.fstat(fd).st_size
+        if size < self._offset:  # replaced or truncated under us: read it afresh
+            self._claims, self._offset = {}, 0
+        data = os.pread(fd, size - self._offset, self._offset) if size > self._offset else b""
+        end = data.rfind(b"\n") + 1
+        for line in data[:end].splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a line torn by a crash, completed by a later writer's newline
+            if record.get("s") == self.study:
+                _fold(self._claims, record)
+        self._offset += end
+        if exclusive and end < len(data):
+            # A writer died mid-line (no one writes while we hold the lock):
+            # cut the torn tail so the next record starts on a line of its own.
+            os.ftruncate(fd, self._offset)
+
+
+# ---- RDB -------------------------------------------------------------------------
+
+_SQL: dict[str, Any] = {}
+_ENGINES: dict[tuple[str, int], Any] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def _tables():
+    if not _SQL:
+        import sqlalchemy as sa
+
+        metadata = sa.MetaData()
+        _SQL["metadata"] = metadata
+        _SQL["studies"] = sa.Table("tuner_claim_studies", metadata, sa.Column("study_name", sa.String(512), primary_key=True))
+        _SQL["claims"] = sa.Table(
+            "tuner_claims",
+            metadata,
+            sa.Column("study_name", sa.String(512), primary_key=True),
+            sa.Column("config_key", sa.String(512), primary_key=True),
+            sa.Column("trial_number", sa.Integer, nullable=False),
+            sa.Column("owner", sa.String(255), nullable=False),
+            sa.Column("worker", sa.String(255), nullable=False),
+            sa.Column("state", sa.String(16), nullable=False),
+            sa.Column("row_json", sa.Text, nullable=True),
+            sa.Column("updated_at", sa.Float, nullable=False),
+        )
+    return _SQL["studies"], _SQL["claims"]
+
+
+def _engine(url: str):
+    """One engine per URL and process. On SQLite every transaction is
+    ``BEGIN IMMEDIATE`` (the database's write lock, taken at once, so two
+    claims cannot interleave) unless marked ``tuner_read``, with a busy
+    timeout so that workers queue instead of failing."""
+    import sqlalchemy as sa
+
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get((url, os.getpid()))
+        if engine is not None:
+            return engine
+        if url.startswith("sqlite"):
+            engine = sa.create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+
+            @sa.event.listens_for(engine, "connect")
+            def _connect(dbapi_connection, record):  # noqa: ARG001
+                dbapi_connection.isolation_level = None  # SQLAlchemy's BEGIN, below, not the driver's
+
+            @sa.event.listens_for(engine, "begin")
+            def _begin(connection):
+                read = connection.get_execution_options().get("tuner_read")
+                connection.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
+
+        else:
+            engine = sa.create_engine(url, pool_pre_ping=True)
+        _ENGINES[(url, os.getpid())] = engine
+        return engine
+
+
+class SqlClaims(ClaimStore):
+    """Claims in the table ``tuner_claims`` of the study's database."""
+
+    def __init__(self, url: str, study: str, create: bool = True) -> None:
+        super().__init__(study)
+        self.engine = _engine(url)
+        self.studies, self.claims = _tables()
+        self.exists = True
+        if create:
+            self._create()
+        else:
+            import sqlalchemy as sa
+
+            self.exists = sa.inspect(self.engine).has_table(self.claims.name)
+
+    def _create(self) -> None:
+        import sqlalchemy as sa
+
+        for attempt in range(5):
+            try:
+                _SQL["metadata"].create_all(self.engine)
+                with self.engine.begin() as conn:
+                    found = conn.execute(sa.select(self.studies.c.study_name).where(self.studies.c.study_name == self.study))
+                    if found.first() is None:
+                        conn.execute(sa.insert(self.studies).values(study_name=self.study))
+                return
+            except (sa.exc.IntegrityError, sa.exc.OperationalError, sa.exc.ProgrammingError):
+                # Another worker created the same table or row at the same time.
+                if attempt == 4:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+    @contextmanager
+    def _txn(self):
+        import sqlalchemy as sa
+
+        with self.engine.begin() as conn:
+            # The per-study lock row serialises claim operations (SQLite
+            # ignores FOR UPDATE, but its BEGIN IMMEDIATE did that already).
+            conn.execute(sa.select(self.studies.c.study_name).where(self.studies.c.study_name == self.study).with_for_update())
+            yield conn
+
+    def _where(self, key: str | None = None):
+        c = self.claims.c
+        return (c.study_name == self.study) if key is None else ((c.study_name == self.study) & (c.config_key == key))
+
+    @staticmethod
+    def _claim_of(r) -> Claim:
+        row = r.row_json if "row_json" in r._fields else None
+        return Claim(r.config_key, r.state, r.trial_number, r.owner, r.worker, r.updated_at, row)
+
+    def snapshot(self, rows=False):
+        import sqlalchemy as sa
+
+        if not self.exists:
+            return {}
+        c = self.claims.c
+        columns = [c.config_key, c.state, c.trial_number, c.owner, c.worker, c.updated_at] + ([c.row_json] if rows else [])
+        with self.engine.connect().execution_options(tuner_read=True) as conn:
+            result = conn.execute(sa.select(*columns).where(self._where())).all()
+        return {r.config_key: self._claim_of(r) for r in result}
+
+    def claim(self, key, trial, owner, worker, budget):
+        import sqlalchemy as sa
+
+        with self._txn() as conn:
+            if conn.execute(sa.select(self.claims.c.state).where(self._where(key))).first() is not None:
+                return TAKEN
+            if budget is not None:
+                count = conn.execute(sa.select(sa.func.count()).select_from(self.claims).where(self._where())).scalar_one()
+                if count >= budget:
+                    return BUDGET
+            conn.execute(
+                sa.insert(self.claims).values(
+                    study_name=self.study, config_key=key, trial_number=trial, owner=owner, worker=worker,
+                    state=CLAIMED, row_json=None, updated_at=time.time(),
+                )
+            )  # fmt: skip
+            return OK
+
+    def _update(self, key: str, owner: str, current: str, **values) -> bool:
+        import sqlalchemy as sa
+
+        c = self.claims.c
+        condition = self._where(key) & (c.owner == owner)
+        if current:
+            condition &= c.state == current
+        with self._txn() as conn:
+            return conn.execute(sa.update(self.claims).where(condition).values(updated_at=time.time(), **values)).rowcount == 1
+
+    def record(self, key, owner, row):
+        return self._update(key, owner, CLAIMED, state=MEASURED, row_json=row)
+
+    def finish(self, key, owner):
+        return self._update(key, owner, MEASURED, state=DONE)
+
+    def beat(self, key, owner):
+        return self._update(key, owner, "")
+
+    def release(self, key, owner):
+        import sqlalchemy as sa
+
+        c = self.claims.c
+        with self._txn() as conn:
+            condition = self._where(key) & (c.owner == owner) & (c.state == CLAIMED)
+            return conn.execute(sa.delete(self.claims).where(condition)).rowcount == 1
+
+    def reap(self, stale, owner, worker):
+        import sqlalchemy as sa
+
+        c = self.claims.c
+        released, taken = [], []
+        with self._txn() as conn:
+            result = conn.execute(sa.select(*self.claims.c).where(self._where() & (c.state != DONE))).all()
+            for r in result:
+                claim = self._claim_of(r)
+                if not stale(claim):
+                    continue
+                if claim.state == CLAIMED:
+                    conn.execute(sa.delete(self.claims).where(self._where(claim.key)))
+                    released.append(claim)
+                else:
+                    values = {"owner": owner, "worker": worker, "updated_at": time.time()}
+                    conn.execute(sa.update(self.claims).where(self._where(claim.key)).values(**values))
+                    taken.append(claim)
+        return released, taken
+
+    def adopt(self, entries, owner, worker):
+        import sqlalchemy as sa
+
+        entries = list(entries)
+        if not entries:
+            return 0
+        with self._txn() as conn:
+            present = set(conn.execute(sa.select(self.claims.c.config_key).where(self._where())).scalars())
+            fresh = {key: (trial, row) for key, trial, row in entries if key not in present}
+            for key, (trial, row) in fresh.items():
+                conn.execute(
+                    sa.insert(self.claims).values(
+                        study_name=self.study, config_key=key, trial_number=trial, owner=owner, worker=worker,
+                        state=DONE, row_json=row, updated_at=time.time(),
+                    )
+                )  # fmt: skip
+        return len(fresh)
+
+
+# ---- which store -------------------------------------------------------------------
+
+_MEMORY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MEMORY_LOCK = threading.Lock()
+
+
+def claims_path(journal: str | os.PathLike) -> str:
+    """The claims file beside a journal file."""
+    return os.fspath(journal) + ".claims"
+
+
+def open_claims(storage: Any, study_name: str, create: bool = True) -> ClaimStore | None:
+    """The claim store of study ``study_name`` in Optuna ``storage``.
+
+    RDB storages (cached or not) keep claims in their database, journal
+    files in a file beside the journal; any other storage (in-memory, or a
+    journal on another backend) in this process only.
+
+    With ``create`` False, nothing is created: None where the study has no
+    claims in a shared store yet.
+    """
+    import optuna
+
+    backend = getattr(storage, "_backend", None)
+    if isinstance(storage, optuna.storages.RDBStorage) or isinstance(backend, optuna.storages.RDBStorage):
+        rdb = storage if isinstance(storage, optuna.storages.RDBStorage) else backend
+        store = SqlClaims(rdb.url, study_name, create=create)
+        return store if store.exists else None
+    path = getattr(backend, "_file_path", None) if isinstance(storage, optuna.storages.JournalStorage) else None
+    if path is not None:
+        path = claims_path(path)
+        if not create and not os.path.exists(path):
+            return None
+        return FileClaims(path, study_name)
+    with _MEMORY_LOCK:
+        stores = _MEMORY.setdefault(storage, {})
+        if study_name not in stores:
+            if not create:
+                return None
+            stores[study_name] = MemoryClaims(study_name)
+        return stores[study_name]
+
+
+class Heartbeat:
+    """While in its ``with`` block, refreshes a claim's lease every
+    ``interval_s`` from a thread (nothing where ``interval_s`` is None)."""
+
+    def __init__(self, store: ClaimStore, key: str, owner: str, interval_s: float | None) -> None:
+        self.store, self.key, self.owner, self.interval_s = store, key, owner, interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Heartbeat:
+        if self.interval_s:
+            self._thread = threading.Thread(target=self._run, name="claim-heartbeat", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.store.beat(self.key, self.owner)
+            except Exception:  # noqa: BLE001 - a missed beat only shortens the lease
+                pass
