@@ -279,6 +279,32 @@ def test_a_study_may_search_any_value_its_parameter_rule_accepts(tmp_path):
     config = changed(base_config(tmp_path), ("studies", "search", "params", "block_size"), [96, 128])
     study = parse(config).studies["search"]
     assert study.domains()["block_size"] == [96, 128]
+    from tuner.families import REGISTRY
+    from tuner.study import distributions
+
+    assert distributions(REGISTRY["reduce"], study.domains())["block_size"].choices == (96, 128)
+
+
+@pytest.mark.parametrize(
+    "storage, workers, message",
+    [
+        ("postgresql//nowhere", 1, r"^studies\.search\.storage: storage must be an Optuna URL .*got 'postgresql//nowhere'$"),
+        ("nosuchdb://u@h/db", 1, r"^studies\.search\.storage: storage URL nosuchdb://u@h/db names the database 'nosuchdb', which SQLAlchemy does not know"),
+        ("mysql://u@h/db", 1, r"^studies\.search\.storage: storage URL mysql://u@h/db needs the database driver"),
+        ("sqlite://", 2, r"^studies\.search\.storage: storage URL sqlite:// is an in-memory SQLite database, which 2 worker processes cannot share$"),
+        ("{tmp}/file.txt/study.log", 1, r"^studies\.search\.storage: folder of journal file .* cannot be created: .*file\.txt' is a file$"),
+    ],
+)
+def test_storage_urls_and_journal_paths_are_checked_up_front(tmp_path, storage, workers, message):
+    from tuner.study import storage_problem
+
+    (tmp_path / "file.txt").write_text("x")
+    config = changed(base_config(tmp_path), ("studies", "search", "storage"), storage.format(tmp=tmp_path))
+    if workers > 1:
+        config["study_gpus"] = list(range(workers))
+    with pytest.raises(ConfigError, match=message):
+        parse(config, storage_check=storage_problem)
+    assert not (tmp_path / "results").exists()
 
 
 def test_the_budget_fraction_counts_the_feasible_space(tmp_path):

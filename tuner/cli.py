@@ -44,15 +44,10 @@ def load_settings(args) -> Settings:
         return Settings.from_stage_json(args.settings)
     from tuner.compile import nvcc_architectures
     from tuner.device import probe_devices
+    from tuner.study import storage_problem
 
     return config_settings.load(args.config, device=probe_devices(), nvcc_archs=nvcc_architectures(),
-                                storage_check=_storage_check())  # fmt: skip
-
-
-def _storage_check():
-    from tuner import study
-
-    return getattr(study, "storage_problem", None)
+                                storage_check=storage_problem)  # fmt: skip
 
 
 def _out(args, settings: Settings, default: str) -> Path:
@@ -295,15 +290,7 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
     run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
               measure=lambda cfg: session.measure(cfg, source), budget_trials=study.budget_trials, timeout_s=study.timeout_s,
               sampler=study.sampler, seed=study.seed + args.worker, enqueue=[dict(e) for e in study.enqueue],
-              **_worker_kwargs(f"{socket.gethostname()}:{os.getpid()}"))  # fmt: skip
-
-
-def _worker_kwargs(worker: str) -> dict:
-    import inspect
-
-    from tuner.study import run_study
-
-    return {"worker": worker} if "worker" in inspect.signature(run_study).parameters else {}
+              worker=f"gpu{args.device_index if args.device_index is not None else settings.run.device_index}@{socket.gethostname()}")  # fmt: skip
 
 
 def cmd_collect(args) -> None:

@@ -94,7 +94,7 @@ from tuner.claims import (
 )
 from tuner.errors import FatalDeviceError
 from tuner.families.base import Family, Problem
-from tuner.results import COLUMNS, config_key
+from tuner.results import columns, config_key
 
 SAMPLERS = ("tpe", "gp", "random", "cmaes", "qmc", "brute_force")
 
@@ -372,7 +372,8 @@ def distributions(family: Family, domains: Mapping[str, Sequence] | None) -> dic
 
     Raises:
         ValueError: a domain names an unknown parameter, is empty, or holds a
-            value outside the parameter's values.
+            value the parameter's rule does not accept (the same rule sweeps
+            and the config's validation apply, ``Param.accepts``).
     """
     domains = dict(domains or {})
     unknown = sorted(set(domains) - set(family.param_names))
@@ -383,9 +384,9 @@ def distributions(family: Family, domains: Mapping[str, Sequence] | None) -> dic
         values = [plain_value(v) for v in domains.get(param.name, param.values)]
         if not values:
             raise ValueError(f"domain of {param.name} must not be empty, got {values}")
-        outside = [v for v in values if v not in param.values]
+        outside = [v for v in values if not param.accepts(v)]
         if outside:
-            raise ValueError(f"domain of {param.name} must be within {list(param.values)}, got {outside}")
+            raise ValueError(f"domain of {param.name} must hold values that are {param.rule_description()}, got {outside}")
         # Duplicated choices would skew the samplers; keep the first of each.
         result[param.name] = CategoricalDistribution(tuple(dict.fromkeys(values)))
     return result
@@ -667,7 +668,7 @@ def run_study(
             a journal file or a database (``storage_problem`` says whether a
             storage can work).
         study_name: the study's name in the storage.
-        measure: config -> results row (``tuner.results.COLUMNS`` keys, with at
+        measure: config -> results row (``tuner.results.columns()`` keys, with at
             least ``status``; ``bandwidth_gbs`` when ok).
         budget_trials: distinct configurations to measure, or None for no limit.
         timeout_s: wall-clock seconds after which no new trial is asked.
@@ -1053,15 +1054,17 @@ def _row_problem(result: Any) -> str | None:
         return f"measure must return a mapping, got {type(result).__name__}"
     if result.get("status") not in MEASURED_STATUSES:
         return f"measure's row status must be one of {list(MEASURED_STATUSES)}, got {result.get('status')!r}"
-    if set(result) - set(COLUMNS):
-        extra = sorted(set(result) - set(COLUMNS))
+    schema = columns()
+    if set(result) - set(schema):
+        extra = sorted(set(result) - set(schema))
         return f"measure's row must only have results columns, got extra {extra}"
     return None
 
 
 def _fault_row(error: FatalDeviceError) -> dict:
     """The row a FatalDeviceError carries, as a launch_error row."""
-    row = {k: v for k, v in dict(error.row).items() if k in COLUMNS}
+    schema = columns()
+    row = {k: v for k, v in dict(error.row).items() if k in schema}
     if row.get("status") not in MEASURED_STATUSES or row.get("status") == "ok":
         row["status"] = "launch_error"
     row.setdefault("error", str(error))

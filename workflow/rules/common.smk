@@ -33,7 +33,7 @@ def check_yaml_or_exit(path):
 def settings_or_exit(config):
     from tuner.compile import nvcc_architectures
     from tuner.device import probe_devices
-    import tuner.study
+    from tuner.study import storage_problem
 
     for path in workflow.overwrite_configfiles:
         check_yaml_or_exit(path)
@@ -42,7 +42,7 @@ def settings_or_exit(config):
             config,
             device=probe_devices(),
             nvcc_archs=nvcc_architectures(),
-            storage_check=getattr(tuner.study, "storage_problem", None),
+            storage_check=storage_problem,
         )
     except tuner_settings.ConfigError as error:
         _config_error(error)
