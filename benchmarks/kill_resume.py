@@ -89,7 +89,7 @@ def main() -> int:
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     config, log = config_for(args.work), args.work / "snakemake.log"
-    from tuner.device import probe_devices, slugify
+    from tuner.device.describe import probe_devices, slugify
 
     gpu_dir = args.work / "results" / slugify(probe_devices().names[0])
     events = []
@@ -106,8 +106,8 @@ def main() -> int:
 
     import pandas as pd
 
+    from tuner.data.results import config_key
     from tuner.families import REGISTRY
-    from tuner.results import config_key
     from tuner.settings import load
 
     settings = load(config)

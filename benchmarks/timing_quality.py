@@ -17,11 +17,11 @@ import json
 
 import numpy as np
 
-from tuner.device import describe
+from tuner.device.describe import describe
+from tuner.device.gpu import require_gpu
 from tuner.families import REGISTRY, Problem
-from tuner.gpu import require_gpu
-from tuner.measure import Bench, environment_columns
-from tuner.peaks import measure_peaks
+from tuner.measure.bench import Bench, environment_columns
+from tuner.measure.peaks import measure_peaks
 
 REDUCE_BEST = {"variant": "shuffle", "block_size": 512, "unroll": 8, "vector_width": 4, "offset": 0,
                "grid_blocks_per_sm": 0, "cache_hint": "none", "min_blocks": 0}  # fmt: skip

@@ -10,7 +10,7 @@ import pytest
 
 @functools.lru_cache(maxsize=1)
 def gpu_or_reason():
-    from tuner.gpu import GpuUnavailable, require_gpu
+    from tuner.device.gpu import GpuUnavailable, require_gpu
 
     try:
         return require_gpu(), ""
@@ -38,9 +38,9 @@ def gpu():
 
 @pytest.fixture(scope="session")
 def bench(gpu, tmp_path_factory):
-    from tuner.device import describe
-    from tuner.measure import Bench, environment_columns
-    from tuner.timing import TimingOptions
+    from tuner.device.describe import describe
+    from tuner.measure.bench import Bench, environment_columns
+    from tuner.measure.timing import TimingOptions
 
     device = describe(gpu)
     return Bench(

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tuner.data.results import COLUMNS, config_key, to_frame
 from tuner.families.reduce import LADDER
-from tuner.results import COLUMNS, config_key, to_frame
 
 # to_frame cannot cast a float column that no row sets (it fills pd.NA into an
 # object column), so every row starts with NaN in each float column.

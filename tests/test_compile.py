@@ -6,14 +6,14 @@ import shutil
 
 import pytest
 
-from tuner.compile import (
+from tuner.families import REGISTRY, Problem
+from tuner.measure.compile import (
     CompileError,
     compile_all,
     compile_variant,
     module_key,
     parse_ptxas_report,
 )
-from tuner.families import REGISTRY, Problem
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 

@@ -1,4 +1,4 @@
-"""optuna-dashboard serves a study that tuner.study wrote."""
+"""optuna-dashboard serves a study that tuner.search.study wrote."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from tuner.study import run_study
+from tuner.search.study import run_study
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402

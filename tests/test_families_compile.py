@@ -16,9 +16,9 @@ import shutil
 import numpy as np
 import pytest
 
-from tuner.compile import CompileError, compile_all, module_key
 from tuner.families import REGISTRY, Problem
 from tuner.families.base import DTYPES
+from tuner.measure.compile import CompileError, compile_all, module_key
 
 ARCHS = ("sm_80", "sm_90")
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.compile import compile_all
 from tuner.families import REGISTRY, Problem
+from tuner.measure.compile import compile_all
 
 pytestmark = pytest.mark.gpu
 
@@ -67,7 +67,7 @@ def test_unwritten_output_is_caught(bench):
     family = REGISTRY["reduce"]
     problem = Problem("reduce", "int32", ODD_N)
     session = bench.problem(family, problem)
-    from tuner.compile import compile_variant
+    from tuner.measure.compile import compile_variant
 
     cfg = {p.name: p.default for p in family.params}
     compiled = compile_variant(family, cfg, problem, arch=bench.gpu.arch, cache_dir=bench.cache_dir)
@@ -94,7 +94,7 @@ def test_row_carries_timing_and_resources(bench):
 
 
 def test_peaks_are_consistent(bench):
-    from tuner.peaks import measure_peaks
+    from tuner.measure.peaks import measure_peaks
 
     peaks, rows = measure_peaks(bench)
     assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["status"] != "ok"]

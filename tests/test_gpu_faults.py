@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tuner import results
+from tuner.data import results
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTY = Path(__file__).parent / "data" / "faulty_family"

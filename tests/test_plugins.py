@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner import results
+from tuner.data import results
 from tuner.families import REGISTRY, Problem
 from tuner.settings import ConfigError, Settings, parse
 
@@ -71,7 +71,7 @@ def test_a_plugin_family_compiles_with_nvcc(tmp_path):
 
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
-    from tuner.compile import compile_variant
+    from tuner.measure.compile import compile_variant
 
     parse(plugin_config(tmp_path))
     family = REGISTRY["faulty"]

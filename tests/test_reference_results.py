@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tuner import results
+from tuner.data import results
 from tuner.families import REGISTRY, Problem
-from tuner.replay import replay
 from tuner.report import EXPECTED_FIGURES, build_report
+from tuner.search.replay import replay
 
 REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference" / "nvidia-h200"
 

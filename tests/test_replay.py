@@ -1,4 +1,4 @@
-"""Replaying samplers against the shipped exhaustive table (tuner.replay)."""
+"""Replaying samplers against the shipped exhaustive table (tuner.search.replay)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tuner.replay import (
+from tuner.search.replay import (
     COLUMNS,
     format_table,
     main,

@@ -15,6 +15,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from fixtures_report import make_dataset  # noqa: E402
 
+from tuner.data.results import write_atomic, write_json_atomic  # noqa: E402
 from tuner.report import (  # noqa: E402
     BLOG_TABLES,
     EXPECTED_FIGURES,
@@ -28,7 +29,6 @@ from tuner.report.comparisons import ROW_COLUMNS, evaluate  # noqa: E402
 from tuner.report.published import ladder_speedups  # noqa: E402
 from tuner.report.selection import usable  # noqa: E402
 from tuner.report.studies import param_importances  # noqa: E402
-from tuner.results import write_atomic, write_json_atomic  # noqa: E402
 
 ALLOWED_HOLDS = re.compile(r"^(yes|no|n/a \(.+\))$")
 

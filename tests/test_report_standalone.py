@@ -19,7 +19,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from fixtures_report import make_dataset  # noqa: E402
 
-from tuner import results  # noqa: E402
+from tuner.data import results  # noqa: E402
 from tuner.report import EXPECTED_FIGURES, FIGURE_SPECS, build_report, figure_context  # noqa: E402
 from tuner.report.blog_tables import load_blog_tables  # noqa: E402
 from tuner.report.captions import CAPTIONS_DIR, caption_files, rst_text  # noqa: E402

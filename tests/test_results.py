@@ -7,8 +7,8 @@ import os
 import pandas as pd
 import pytest
 
-from tuner import results
-from tuner.peaks import peak_buffer_bytes, theoretical_gbs
+from tuner.data import results
+from tuner.measure.peaks import peak_buffer_bytes, theoretical_gbs
 
 
 def row(**overrides):

@@ -280,7 +280,7 @@ def test_a_study_may_search_any_value_its_parameter_rule_accepts(tmp_path):
     study = parse(config).studies["search"]
     assert study.domains()["block_size"] == [96, 128]
     from tuner.families import REGISTRY
-    from tuner.study import distributions
+    from tuner.search.study import distributions
 
     assert distributions(REGISTRY["reduce"], study.domains())["block_size"].choices == (96, 128)
 
@@ -296,7 +296,7 @@ def test_a_study_may_search_any_value_its_parameter_rule_accepts(tmp_path):
     ],
 )
 def test_storage_urls_and_journal_paths_are_checked_up_front(tmp_path, storage, workers, message):
-    from tuner.study import storage_problem
+    from tuner.search.study import storage_problem
 
     (tmp_path / "file.txt").write_text("x")
     config = changed(base_config(tmp_path), ("studies", "search", "storage"), storage.format(tmp=tmp_path))

@@ -1,4 +1,4 @@
-"""The Optuna search loop (tuner.study) on a GPU-free fake family."""
+"""The Optuna search loop (tuner.search.study) on a GPU-free fake family."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tuner.claims import DONE, open_claims
+from tuner.data.results import COLUMNS, config_key
 from tuner.errors import FatalDeviceError
-from tuner.results import COLUMNS, config_key
-from tuner.study import (
+from tuner.search.claims import DONE, open_claims
+from tuner.search.study import (
     SAMPLERS,
     StudyOutcome,
     make_sampler,
@@ -337,7 +337,7 @@ def test_a_space_without_feasible_configurations_ends_at_once():
 def test_patience_ends_a_stuck_search_of_a_space_too_large_to_enumerate(monkeypatch):
     # Not enumerated, the space's exhaustion is unknown; random rescues only
     # find the one configuration again, so each trial fails unmeasured.
-    monkeypatch.setattr("tuner.study.MAX_ENUMERATED", 0)
+    monkeypatch.setattr("tuner.search.study.MAX_ENUMERATED", 0)
     recorder = Recorder()
     one = {name: [value] for name, value in cfg().items()}
     outcome = study(recorder, domains=one, budget_trials=5, sampler=Scripted([cfg()]), patience=30)
@@ -353,7 +353,7 @@ def test_patience_ends_a_stuck_search_of_a_space_too_large_to_enumerate(monkeypa
 def test_ask_limit_bounds_the_loop(monkeypatch):
     # Only infeasible proposals, rescues included: the ask limit (50 x budget)
     # ends it before the (larger) patience does.
-    monkeypatch.setattr("tuner.study.MAX_ENUMERATED", 0)
+    monkeypatch.setattr("tuner.search.study.MAX_ENUMERATED", 0)
     recorder = Recorder()
     domains = {"unroll": [8], "vector_width": [4, 8]}
     outcome = study(recorder, domains=domains, budget_trials=1, sampler="random", patience=10_000)
@@ -564,7 +564,7 @@ def test_trials_left_by_a_dead_worker_are_settled(tmp_path):
 def this_host_dead_owner() -> str:
     import subprocess
 
-    from tuner.claims import this_owner
+    from tuner.search.claims import this_owner
 
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()

@@ -1,4 +1,4 @@
-"""The claim stores behind tuner.study (tuner.claims), one by one."""
+"""The claim stores behind tuner.search.study (tuner.search.claims), one by one."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 import optuna
 import pytest
 
-from tuner.claims import (
+from tuner.search.claims import (
     BUDGET,
     CLAIMED,
     DONE,
@@ -28,7 +28,7 @@ from tuner.claims import (
     owner_alive,
     this_owner,
 )
-from tuner.study import open_storage
+from tuner.search.study import open_storage
 
 ME = this_owner()
 OTHER = "elsewhere/1:42:1000"

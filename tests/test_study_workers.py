@@ -1,4 +1,4 @@
-"""tuner.study with worker processes: several sharing one storage, and one
+"""tuner.search.study with worker processes: several sharing one storage, and one
 killed at every step of a measurement and then rerun.
 
 The workers are real processes (tests/data/study_worker.py) on the GPU-free
@@ -20,9 +20,9 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tuner.claims import DONE, open_claims
-from tuner.results import config_key
-from tuner.study import open_storage, run_study, study_rows
+from tuner.data.results import config_key
+from tuner.search.claims import DONE, open_claims
+from tuner.search.study import open_storage, run_study, study_rows
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,7 +164,7 @@ def test_workers_share_one_budget_and_never_measure_twice(tmp_path, kind, worker
 
 # ---- a worker killed, then rerun -----------------------------------------------------
 
-# The hook points of tuner.study in the order a measurement passes them, and
+# The hook points of tuner.search.study in the order a measurement passes them, and
 # "measure" (inside measure). Killed before "recorded", the measurement is
 # lost and its trial is stale; from "recorded" on, it is kept.
 POINTS = ["claimed", "measure", "recorded", "attrs", "told", "done"]

@@ -15,10 +15,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tuner import results
+from tuner.data import results
 from tuner.errors import FatalDeviceError
 from tuner.families import REGISTRY, Problem
-from tuner.sweep import STORE_FILE, RowStore, run_sweep
+from tuner.search.sweep import STORE_FILE, RowStore, run_sweep
 
 FAMILY = REGISTRY["reduce"]
 PARAMS = {"variant": ["unrolled", "unrolled_warp"], "block_size": [128, 256, 512, 1024], "unroll": [2, 4, 8]}

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from tuner.timing import (
+from tuner.measure.timing import (
     TimingOptions,
     is_throttled,
     median_half_width,

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from tuner import results
 from tuner import settings as config_settings
+from tuner.data import results
 from tuner.errors import EXIT_DEVICE_FAULT, FatalDeviceError
 from tuner.families import REGISTRY, Problem
 from tuner.settings import ConfigError, Settings
@@ -42,9 +42,9 @@ def load_settings(args) -> Settings:
     against this machine's devices and nvcc."""
     if args.settings:
         return Settings.from_stage_json(args.settings)
-    from tuner.compile import nvcc_architectures
-    from tuner.device import probe_devices
-    from tuner.study import storage_problem
+    from tuner.device.describe import probe_devices
+    from tuner.measure.compile import nvcc_architectures
+    from tuner.search.study import storage_problem
 
     return config_settings.load(args.config, device=probe_devices(), nvcc_archs=nvcc_architectures(),
                                 storage_check=storage_problem)  # fmt: skip
@@ -63,8 +63,8 @@ def _device_json(args, settings: Settings) -> Path:
 
 
 def _bench(settings: Settings, device_json: Path | None, timing, device_index: int | None = None):
-    from tuner.gpu import require_gpu
-    from tuner.measure import Bench, environment_columns
+    from tuner.device.gpu import require_gpu
+    from tuner.measure.bench import Bench, environment_columns
 
     run = settings.run
     gpu = require_gpu(run.device_index if device_index is None else device_index)
@@ -80,7 +80,7 @@ def _bench(settings: Settings, device_json: Path | None, timing, device_index: i
 
 
 def _describe(gpu) -> dict:
-    from tuner.device import describe
+    from tuner.device.describe import describe
 
     return describe(gpu)
 
@@ -126,7 +126,7 @@ def _child_env(**changes: str) -> dict:
 
 def cmd_describe(args) -> None:
     """Describe the GPU (device.json): the first stage; stops with one line when there is no GPU."""
-    from tuner.gpu import require_gpu
+    from tuner.device.gpu import require_gpu
 
     settings = load_settings(args)
     out = _out(args, settings, "device.json")
@@ -149,7 +149,7 @@ def _all_variants(settings: Settings):
 
 def cmd_compile(args) -> None:
     """Compile every kernel variant the sweeps and studies need, in parallel; exit 1 if any fails."""
-    from tuner.compile import CompileError, compile_all
+    from tuner.measure.compile import CompileError, compile_all
 
     settings = load_settings(args)
     arch = args.arch or settings.run.arch
@@ -182,7 +182,7 @@ def cmd_compile(args) -> None:
 
 def cmd_peaks(args) -> None:
     """Measure the bandwidth peaks (device copy, read stream, theoretical, CUB) every result is judged against."""
-    from tuner.peaks import measure_peaks
+    from tuner.measure.peaks import measure_peaks
 
     settings = load_settings(args)
     out = _out(args, settings, "peaks.json")
@@ -197,7 +197,7 @@ def cmd_peaks(args) -> None:
 
 def cmd_sweep(args) -> None:
     """Measure every feasible configuration of one sweep (resumable: only what the store lacks)."""
-    from tuner.sweep import run_sweep, store_dir
+    from tuner.search.sweep import run_sweep, store_dir
 
     settings = load_settings(args)
     sweep = settings.sweep(args.name)
@@ -224,7 +224,7 @@ def _nothing_left(family, problem):
 
 
 def _compile_ahead(bench, settings: Settings):
-    from tuner.compile import compile_all
+    from tuner.measure.compile import compile_all
 
     def prepare(family, problem, configs) -> None:
         compile_all(
@@ -236,7 +236,7 @@ def _compile_ahead(bench, settings: Settings):
 
 def cmd_tune(args) -> None:
     """Run one Optuna study; with --gpus (or study_gpus in the config), one worker process per GPU shares its budget."""
-    from tuner.study import open_storage, study_rows
+    from tuner.search.study import open_storage, study_rows
 
     settings = load_settings(args)
     study = settings.study(args.name)
@@ -280,7 +280,7 @@ def worker_commands(args, settings: Settings) -> list[tuple[list[str], dict, str
 def _tune_child(args, settings: Settings, study, storage_name: str, device_json: Path) -> None:
     import socket
 
-    from tuner.study import run_study
+    from tuner.search.study import run_study
 
     bench, _ = _bench(settings, device_json, study.timing, args.device_index)
     _load_peaks(bench, settings.run.gpu_dir / "peaks.json")
@@ -306,7 +306,7 @@ def cmd_collect(args) -> None:
 
 def cmd_space(args) -> None:
     """How many variants, compiled modules and feasible configurations each family has."""
-    from tuner.compile import module_key
+    from tuner.measure.compile import module_key
 
     for family in REGISTRY:
         for dtype in family.dtypes:
@@ -323,10 +323,10 @@ def cmd_space(args) -> None:
 
 def cmd_verify(args) -> None:
     """Verify (untimed) every variant of every family at two sizes: the pass compute-sanitizer runs over."""
-    from tuner.compile import compile_all
-    from tuner.gpu import require_gpu
-    from tuner.measure import Bench, environment_columns
-    from tuner.timing import TimingOptions
+    from tuner.device.gpu import require_gpu
+    from tuner.measure.bench import Bench, environment_columns
+    from tuner.measure.compile import compile_all
+    from tuner.measure.timing import TimingOptions
 
     unknown = sorted(set(args.families or []) - set(REGISTRY.names()))
     if unknown:
@@ -429,7 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from tuner.gpu import GpuUnavailable
+    from tuner.device.gpu import GpuUnavailable
 
     try:
         args.func(args)

@@ -26,8 +26,9 @@ from typing import Any, Mapping
 
 import yaml
 
+from tuner.device.describe import DeviceFacts
 from tuner.families import REGISTRY, Problem, load_family_paths
-from tuner.timing import TimingOptions
+from tuner.measure.timing import TimingOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -271,26 +272,6 @@ class Settings:
                    MappingProxyType({s.name: s for s in studies}))  # fmt: skip
 
 
-# ---- the device the rules are judged against -----------------------------------
-
-
-@dataclass(frozen=True)
-class DeviceFacts:
-    """What validation needs to know of the CUDA devices (from NVML); None
-    fields where no device could be asked."""
-
-    count: int | None = None
-    names: tuple[str, ...] = ()
-    memory_bytes: tuple[int, ...] = ()
-    compute_capabilities: tuple[str, ...] = ()  # "9.0"
-
-    def memory_of(self, index: int) -> int | None:
-        return self.memory_bytes[index] if index < len(self.memory_bytes) else None
-
-    def capability_of(self, index: int) -> str | None:
-        return self.compute_capabilities[index] if index < len(self.compute_capabilities) else None
-
-
 # ---- parsing -------------------------------------------------------------------
 
 
@@ -330,7 +311,7 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
     arch = _check_arch(config.get("arch", "auto"), device.capability_of(index), nvcc_archs)
     gpu = config.get("gpu", "auto")
     if gpu == "auto":
-        from tuner.device import NO_GPU_SLUG, slugify
+        from tuner.device.describe import NO_GPU_SLUG, slugify
 
         gpu = slugify(device.names[index]) if index < len(device.names) else NO_GPU_SLUG
     _check_results_dir(config["results_dir"])

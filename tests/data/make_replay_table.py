@@ -14,7 +14,7 @@ sys.path.insert(0, str(HERE))  # fake_family sits beside this script
 
 from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
 
-from tuner.results import COLUMNS, config_key, to_frame, write_atomic  # noqa: E402
+from tuner.data.results import COLUMNS, config_key, to_frame, write_atomic  # noqa: E402
 
 
 def rows() -> list[dict]:

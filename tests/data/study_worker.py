@@ -7,7 +7,7 @@ Each measurement sleeps ``--sleep`` seconds, then appends its config_key to
 ``--calls`` (one line, one write, so concurrent workers do not interleave).
 ``--pause POINT:S`` sleeps S seconds at a hook point (to widen a race);
 ``--kill POINT:N`` SIGKILLs this process the Nth time it reaches POINT: a
-``tuner.study`` hook point, or ``measure`` (inside measure, before it
+``tuner.search.study`` hook point, or ``measure`` (inside measure, before it
 finishes). With ``--ready``/``--go`` it touches the first file once imported
 and waits for the second before it starts, so that workers start together.
 """
@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import optuna  # noqa: E402
 from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
 
-import tuner.study as study_module  # noqa: E402
-from tuner.results import config_key  # noqa: E402
+import tuner.search.study as study_module  # noqa: E402
+from tuner.data.results import config_key  # noqa: E402
 
 
 def main() -> int:

@@ -188,7 +188,7 @@ class Family(ABC):
         """For every variant and every value of every parameter's domain, the
         feasible configuration nearest the defaults that has it: a covering set
         for verification passes, far smaller than the full product."""
-        from tuner.results import config_key
+        from tuner.data.results import config_key
 
         defaults = {p.name: p.default for p in self.params}
         # Each default joins its domain: some variants only run with a default

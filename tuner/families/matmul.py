@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tuner.device.gpu import DeviceBuffer
 from tuner.families.base import (
     Config,
     Family,
@@ -35,7 +36,6 @@ from tuner.families.base import (
     relative_error_verdict,
 )
 from tuner.families.buffers import ceil_div, poison
-from tuner.gpu import DeviceBuffer
 
 VARIANTS = ("naive", "shared_a", "shared_ab")
 FLOAT_BYTES = 4

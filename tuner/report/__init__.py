@@ -121,7 +121,7 @@ def build_report(
     ``report.md`` and ``report.html`` into ``out_dir``.
 
     Args:
-        dataset: result rows in the schema of ``tuner.results`` (all statuses;
+        dataset: result rows in the schema of ``tuner.data.results`` (all statuses;
             only ``ok`` rows count for performance).
         device: name, slug, compute_capability, driver_version, cuda_version,
             memory_clock_mhz, bus_width_bits, l2_bytes, sm_count, nvcc_version,

@@ -31,8 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
 
     # Imported here so that a bad invocation fails fast, before matplotlib loads.
+    from tuner.data.results import read
     from tuner.report import build_report
-    from tuner.results import read
 
     try:
         dataset = read(args.results / "measurements.parquet")

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from tuner.results import PARAM_COLUMNS
+from tuner.data.results import PARAM_COLUMNS
 
 STUDY_PREFIX = "study:"
 SWEEP_PREFIX = "sweep:"

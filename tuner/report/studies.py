@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tuner.data.results import PARAM_COLUMNS
 from tuner.report.selection import PARAMS, best, is_study, usable
-from tuner.results import PARAM_COLUMNS
 
 MIN_TRIALS_FOR_IMPORTANCE = 5
 

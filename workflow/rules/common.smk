@@ -31,9 +31,9 @@ def check_yaml_or_exit(path):
 
 
 def settings_or_exit(config):
-    from tuner.compile import nvcc_architectures
-    from tuner.device import probe_devices
-    from tuner.study import storage_problem
+    from tuner.measure.compile import nvcc_architectures
+    from tuner.device.describe import probe_devices
+    from tuner.search.study import storage_problem
 
     for path in workflow.overwrite_configfiles:
         check_yaml_or_exit(path)

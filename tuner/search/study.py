@@ -8,7 +8,7 @@ be swapped in. Around the sampler the loop enforces what the GPU needs:
   concurrent workers (processes sharing one storage), and the budget (the
   number of distinct configurations measured) is never overshot. Before a
   configuration is measured it is claimed in a store every worker shares
-  (``tuner.claims``: a lock in memory, a file beside a journal, a table in an
+  (``tuner.search.claims``: a lock in memory, a file beside a journal, a table in an
   RDB); the claim succeeds only where the configuration is unclaimed and
   fewer than ``budget_trials`` are claimed or measured, checked atomically.
 * **Every trial is a distinct, feasible configuration.** ``DistinctSampler``
@@ -79,7 +79,10 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.claims import (
+from tuner.data.results import columns, config_key
+from tuner.errors import FatalDeviceError
+from tuner.families.base import Family, Problem
+from tuner.search.claims import (
     BUDGET,
     CLAIMED,
     DONE,
@@ -92,9 +95,6 @@ from tuner.claims import (
     owner_alive,
     this_owner,
 )
-from tuner.errors import FatalDeviceError
-from tuner.families.base import Family, Problem
-from tuner.results import columns, config_key
 
 SAMPLERS = ("tpe", "gp", "random", "cmaes", "qmc", "brute_force")
 
@@ -668,7 +668,7 @@ def run_study(
             a journal file or a database (``storage_problem`` says whether a
             storage can work).
         study_name: the study's name in the storage.
-        measure: config -> results row (``tuner.results.columns()`` keys, with at
+        measure: config -> results row (``tuner.data.results.columns()`` keys, with at
             least ``status``; ``bandwidth_gbs`` when ok).
         budget_trials: distinct configurations to measure, or None for no limit.
         timeout_s: wall-clock seconds after which no new trial is asked.
@@ -684,7 +684,7 @@ def run_study(
             where the space is too large to enumerate (``MAX_ENUMERATED``).
         worker: this worker's name in its claims and trials (user attribute
             ``worker``), e.g. "gpu0"; default its process
-            (``tuner.claims.this_owner``). Claims belong to the process
+            (``tuner.search.claims.this_owner``). Claims belong to the process
             whatever the name.
         lease_s: a claim held by a process on another host whose heartbeat
             (every ``lease_s / 4`` while measuring) is older than this is

@@ -6,7 +6,7 @@ measured rows (an exhaustive sweep). Repeated over seeds, this tells how close
 to the table's optimum each sampler gets within each budget, which is how the
 default sampler and budget are chosen.
 
-    python -m tuner.replay TABLE.parquet --family reduce --dtype int32 --n 268435456
+    python -m tuner.search.replay TABLE.parquet --family reduce --dtype int32 --n 268435456
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Callable, Iterable, Sequence
 import optuna
 import pandas as pd
 
+from tuner.data.results import config_key
 from tuner.families.base import Family, Problem
-from tuner.results import config_key
-from tuner.study import make_sampler, plain_value, run_study
+from tuner.search.study import make_sampler, plain_value, run_study
 
 DEFAULT_SAMPLERS = ("tpe", "gp", "random")
 DEFAULT_BUDGETS = (8, 16, 32, 64)
@@ -135,7 +135,7 @@ def replay(
         table: measured rows (the results schema), ideally an exhaustive sweep.
         family: the family the rows belong to.
         problem: which of the table's problems to replay.
-        samplers: sampler names (see ``tuner.study.SAMPLERS``).
+        samplers: sampler names (see ``tuner.search.study.SAMPLERS``).
         budgets: budgets to report, in distinct configurations measured.
         seeds: sampler seeds; each (sampler, seed) is one study.
 
@@ -272,7 +272,7 @@ def _split(values: Sequence[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: replay samplers on a table and print the summary."""
     parser = argparse.ArgumentParser(
-        prog="python -m tuner.replay",
+        prog="python -m tuner.search.replay",
         description="Replay Optuna samplers against an exhaustive results table (no GPU).",
     )
     parser.add_argument("table", help="Parquet file (or folder of them) in the results schema")
@@ -286,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
 
-    from tuner.results import read
+    from tuner.data.results import read
 
     # Imported here: the registry pulls in every family, which replay's
     # library use (and its tests) do not need.

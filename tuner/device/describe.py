@@ -9,10 +9,26 @@ every measuring process), which is NVML's and nvidia-smi's order too.
 from __future__ import annotations
 
 import re
-
-from tuner.settings import DeviceFacts
+from dataclasses import dataclass
 
 NO_GPU_SLUG = "no-gpu"
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """What validation needs to know of the CUDA devices (from NVML); None
+    fields where no device could be asked."""
+
+    count: int | None = None
+    names: tuple[str, ...] = ()
+    memory_bytes: tuple[int, ...] = ()
+    compute_capabilities: tuple[str, ...] = ()  # "9.0"
+
+    def memory_of(self, index: int) -> int | None:
+        return self.memory_bytes[index] if index < len(self.memory_bytes) else None
+
+    def capability_of(self, index: int) -> str | None:
+        return self.compute_capabilities[index] if index < len(self.compute_capabilities) else None
 
 
 def slugify(name: str) -> str:
@@ -50,7 +66,7 @@ def describe(gpu) -> dict:
     info = gpu.describe()
     info["slug"] = slugify(info["name"])
     try:
-        from tuner.clocks import NvmlClocks
+        from tuner.device.clocks import NvmlClocks
 
         clocks = NvmlClocks(gpu.pci_bus_id)
         info["max_sm_clock_mhz"] = clocks.max_sm_clock_mhz()

@@ -89,7 +89,7 @@ class Gpu:
         except Exception:
             pass
         try:
-            from tuner.clocks import NvmlClocks
+            from tuner.device.clocks import NvmlClocks
 
             return NvmlClocks(self.pci_bus_id).max_mem_clock_mhz()
         except Exception:

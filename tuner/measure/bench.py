@@ -18,18 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from tuner import results
-from tuner.compile import CompileError, compile_variant, nvcc_version
+from tuner.data import results
 from tuner.errors import FatalDeviceError
 from tuner.families.base import Config, Family, Problem
-from tuner.timing import TimingOptions, time_kernel
+from tuner.measure.compile import CompileError, compile_variant, nvcc_version
+from tuner.measure.timing import TimingOptions, time_kernel
 
 
 def git_commit() -> str:
     if os.environ.get("TUNER_GIT_COMMIT"):
         return os.environ["TUNER_GIT_COMMIT"]
     try:
-        root = Path(__file__).resolve().parents[1]
+        root = Path(__file__).resolve().parents[2]
         return subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     except (OSError, subprocess.CalledProcessError):
@@ -58,7 +58,7 @@ def environment_columns(device: dict, slug: str, run_id: str | None = None) -> d
 
 @dataclass
 class Bench:
-    gpu: Any  # tuner.gpu.Gpu
+    gpu: Any  # tuner.device.gpu.Gpu
     environment: dict
     cache_dir: Path
     timing: TimingOptions = TimingOptions()
@@ -68,7 +68,7 @@ class Bench:
 
     def __post_init__(self) -> None:
         if self.clocks is None:
-            from tuner.clocks import clock_monitor
+            from tuner.device.clocks import clock_monitor
 
             self.clocks = clock_monitor(self.gpu.pci_bus_id)
         self._timer = self.gpu.event_timer()
@@ -79,8 +79,8 @@ class Bench:
         if self.timing.hold_us <= 0:
             return None
         if getattr(self, "_hold_us", None) != self.timing.hold_us:
-            from tuner.compile import compile_source
             from tuner.families.base import KERNELS_DIR
+            from tuner.measure.compile import compile_source
 
             compiled = compile_source(KERNELS_DIR / "timing.cu", "hold_stream", defines={}, arch=self.gpu.arch,
                                       cache_dir=self.cache_dir, prefix="timing")  # fmt: skip

@@ -22,7 +22,7 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from tuner import results
+from tuner.data import results
 from tuner.errors import FatalDeviceError
 from tuner.families.base import Family, Problem
 

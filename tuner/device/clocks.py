@@ -3,7 +3,7 @@ tuner never changes clocks or power limits."""
 
 from __future__ import annotations
 
-from tuner.timing import ClockMonitor, NoClocks
+from tuner.measure.timing import ClockMonitor, NoClocks
 
 
 class NvmlClocks:
