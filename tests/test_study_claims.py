@@ -22,12 +22,12 @@ from tuner.search.claims import (
     FileClaims,
     Heartbeat,
     MemoryClaims,
-    SqlClaims,
     claims_path,
     open_claims,
     owner_alive,
     this_owner,
 )
+from tuner.search.claims_sql import SqlClaims
 from tuner.search.study import open_storage
 
 ME = this_owner()

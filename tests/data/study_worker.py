@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import optuna  # noqa: E402
 from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
 
+import tuner.search.samplers as samplers_module  # noqa: E402
 import tuner.search.study as study_module  # noqa: E402
 from tuner.data.results import config_key  # noqa: E402
 
@@ -69,7 +70,7 @@ def main() -> int:
             os.close(fd)
         return row
 
-    study_module._hook = reach
+    samplers_module._hook = reach
     if args.ready:
         Path(args.ready).touch()
         while not Path(args.go).exists():

@@ -29,10 +29,11 @@ Columns:
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
@@ -188,3 +189,20 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     if not path.exists():
         return to_frame([])
     return to_frame(pd.read_parquet(path), keep_unknown=True)
+
+
+def plain_value(value: Any) -> Any:
+    """Plain Python for JSON and Optuna: numpy scalars unwrapped, missing and
+    non-finite numbers to None."""
+    if value is None:
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        try:
+            value = value.item()
+        except (TypeError, ValueError):
+            pass
+    if value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -22,9 +22,9 @@ from typing import Callable, Iterable, Sequence
 import optuna
 import pandas as pd
 
-from tuner.data.results import config_key
+from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
-from tuner.search.study import make_sampler, plain_value, run_study
+from tuner.search.study import make_sampler, run_study
 
 DEFAULT_SAMPLERS = ("tpe", "gp", "random")
 DEFAULT_BUDGETS = (8, 16, 32, 64)

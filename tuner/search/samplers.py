@@ -1,0 +1,375 @@
+"""The samplers a study can name, and ``DistinctSampler``, which wraps the
+chosen one so that every trial is a distinct, feasible configuration claimed
+for this worker before it exists (why a sampler: see ``tuner.search.study``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import math
+import random
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import optuna
+from optuna.distributions import BaseDistribution, CategoricalDistribution
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner.data.results import config_key, plain_value
+from tuner.families.base import Family, Problem
+from tuner.search.claims import (
+    BUDGET,
+    OK,
+    ClaimStore,
+    this_owner,
+)
+
+SAMPLERS = ("tpe", "gp", "random", "cmaes", "qmc", "brute_force")
+
+# Proposals asked of the wrapped sampler per trial before a rescue (fewer where
+# it proposes the same configuration twice: it is stuck).
+PROPOSALS_PER_ASK = 8
+RANDOM_TRIES = 200  # random draws of a rescue where the space is not enumerated
+# Spaces up to this many combinations are enumerated to detect exhaustion.
+MAX_ENUMERATED = 1_000_000
+
+# Test hook: called with a point's name ("claiming", "claimed", "measured",
+# "recorded", "attrs", "told", "done") as a configuration goes through the loop.
+_hook: Callable[[str], None] | None = None
+
+# (study name, config key) of the claims this process is working on; any other
+# claim of this process is a leftover of an earlier, interrupted call.
+_HELD: set[tuple[str, str]] = set()
+
+
+def _at(point: str) -> None:
+    if _hook is not None:
+        _hook(point)
+
+
+def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
+    """The Optuna sampler called ``name``, seeded with ``seed``.
+
+    Every parameter is categorical, which matters for some of them: CMA-ES has
+    no categorical support and samples such spaces with its independent
+    (random) sampler; GP needs ``torch`` and ``scipy``, QMC needs ``scipy``.
+
+    Raises:
+        ValueError: ``name`` is not one of ``SAMPLERS``.
+        ImportError: the sampler's optional dependencies are missing.
+    """
+    if name not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {list(SAMPLERS)}, got {name!r}")
+    _require_modules(name)
+    # Some samplers (QMC, multivariate TPE) are flagged experimental; the flag
+    # is Optuna's API promise, not a problem with the run.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        if name == "tpe":
+            # multivariate: parameters interact (unroll x vector_width);
+            # constant_liar: concurrent workers do not all propose the same point.
+            return optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True)
+        if name == "gp":
+            return optuna.samplers.GPSampler(seed=seed)
+        if name == "random":
+            return optuna.samplers.RandomSampler(seed=seed)
+        if name == "cmaes":
+            return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
+        if name == "qmc":
+            # Scrambled, so that seeds differ (unscrambled Sobol starts at the
+            # centre of every domain whatever the seed).
+            return optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False)
+        return _BruteForceSampler(seed=seed)
+
+
+_SAMPLER_MODULES = {"gp": ("torch", "scipy"), "qmc": ("scipy",)}
+
+
+def _require_modules(name: str) -> None:
+    # Fail at construction, not at the eleventh ask when the GP is first fitted.
+    missing = [m for m in _SAMPLER_MODULES.get(name, ()) if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(
+            f"sampler {name!r} needs the packages {list(_SAMPLER_MODULES[name])}; "
+            f"missing: {missing} (pip install {' '.join(missing)})"
+        )
+
+
+class _BruteForceSampler(optuna.samplers.BruteForceSampler):
+    """BruteForceSampler that does not call ``study.stop()``.
+
+    The stock sampler stops the study from ``after_trial`` once the grid is
+    exhausted, which raises outside ``study.optimize``; the ask/tell loop
+    detects exhaustion itself (of the feasible space, which is what matters).
+    """
+
+    def after_trial(self, study, trial, state, values) -> None:
+        pass
+
+
+def distributions(family: Family, domains: Mapping[str, Sequence] | None) -> dict[str, CategoricalDistribution]:
+    """One categorical distribution per family parameter, over ``domains`` (or
+    the parameter's full domain where it is not listed), in family order.
+
+    Raises:
+        ValueError: a domain names an unknown parameter, is empty, or holds a
+            value the parameter's rule does not accept (the same rule sweeps
+            and the config's validation apply, ``Param.accepts``).
+    """
+    domains = dict(domains or {})
+    unknown = sorted(set(domains) - set(family.param_names))
+    if unknown:
+        raise ValueError(f"domains must name parameters of family {family.name!r} ({list(family.param_names)}), got {unknown}")
+    result = {}
+    for param in family.params:
+        values = [plain_value(v) for v in domains.get(param.name, param.values)]
+        if not values:
+            raise ValueError(f"domain of {param.name} must not be empty, got {values}")
+        outside = [v for v in values if not param.accepts(v)]
+        if outside:
+            raise ValueError(f"domain of {param.name} must hold values that are {param.rule_description()}, got {outside}")
+        # Duplicated choices would skew the samplers; keep the first of each.
+        result[param.name] = CategoricalDistribution(tuple(dict.fromkeys(values)))
+    return result
+
+
+@dataclass
+class _Decision:
+    """What ``DistinctSampler`` chose for one trial."""
+
+    config: dict | None = None  # the claimed configuration
+    key: str | None = None
+    how: str = ""  # enqueued | sampler | neighbour | random
+    refused: str = ""  # why nothing was claimed
+    infeasible: int = 0  # infeasible proposals passed over
+    repeated: int = 0  # claimed or measured proposals passed over
+
+
+class DistinctSampler(optuna.samplers.BaseSampler):
+    """A sampler whose every trial is a feasible configuration claimed for it.
+
+    Wraps ``base`` (any Optuna sampler). At the start of each trial
+    (``before_trial``) it picks and claims, in ``claims``, the trial's whole
+    configuration; ``sample_relative`` then hands it to Optuna over the fixed
+    search space ``dists``. In order it tries: the ``enqueue`` configurations
+    (partial ones completed by ``base``), each until some configuration that
+    matches it is claimed; for a ``BruteForceSampler`` base over an
+    enumerable space, the feasible configurations in order; else up to
+    ``PROPOSALS_PER_ASK`` whole configurations proposed by ``base`` (fewer
+    where it proposes one twice); then the neighbours of its first proposal
+    (configurations one parameter away, then two), in random order; then
+    unclaimed feasible configurations at random. Infeasible and claimed
+    proposals are passed over without a trial. See the module's docstring
+    for why this is a sampler.
+
+    ``decision(number)`` tells the loop what was claimed for trial
+    ``number``: where nothing could be (``budget`` reached by other workers
+    meanwhile, nothing unclaimed found), ``refused`` says why, and the trial's
+    parameters come from ``base``.
+    """
+
+    def __init__(
+        self,
+        base: optuna.samplers.BaseSampler,
+        family: Family,
+        problem: Problem,
+        dists: Mapping[str, CategoricalDistribution],
+        claims: ClaimStore,
+        *,
+        budget: int | None = None,
+        enqueue: Iterable[Mapping] = (),
+        seed: int = 0,
+        worker: str | None = None,
+    ) -> None:
+        self.base = base
+        self.family = family
+        self.problem = problem
+        self.dists = dict(dists)
+        self.claims = claims
+        self.budget = budget
+        self.enqueue = [dict(cfg) for cfg in enqueue]
+        self.seed = seed
+        self.owner = this_owner()
+        self.worker = worker or self.owner
+        self.feasible = _feasible_configs(family, problem, self.dists)
+        self._ordered = list(self.feasible.items()) if self.feasible is not None else None
+        self._cursor = 0
+        self._spent: set[int] = set()  # enqueued configurations dealt with
+        self._configs: dict[str, dict] = {}  # config_key -> config, parsed once
+        self._violates: dict[str, bool] = {}
+        self._decisions: dict[int, _Decision] = {}
+
+    # Optuna's sampler interface.
+
+    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        return dict(self.dists)
+
+    def sample_relative(
+        self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        decision = self._decisions.get(trial.number) or self._decide(study, trial)
+        return {name: value for name, value in (decision.config or {}).items() if name in search_space}
+
+    def sample_independent(
+        self, study: optuna.Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
+    ) -> Any:
+        decision = self._decisions.get(trial.number)
+        if decision is not None and decision.config is not None and param_name in decision.config:
+            return decision.config[param_name]
+        return self.base.sample_independent(study, trial, param_name, param_distribution)
+
+    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self.base.before_trial(study, trial)
+        self._decide(study, trial)
+
+    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None) -> None:
+        self.base.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self.base.reseed_rng()
+
+    def decision(self, number: int) -> _Decision | None:
+        """What was claimed for trial ``number`` (forgotten once asked)."""
+        return self._decisions.pop(number, None)
+
+    # Choosing.
+
+    def _decide(self, study: optuna.Study, trial: FrozenTrial) -> _Decision:
+        decision = _Decision()
+        self._decisions[trial.number] = decision
+        taken = set(self.claims.snapshot())
+        for cfg, how in self._candidates(study, trial, taken):
+            key = config_key(cfg)
+            proposed = how in ("enqueued", "sampler")  # rescues are draws, not proposals
+            if key in taken:
+                decision.repeated += proposed
+                continue
+            if self._infeasible(cfg, key):
+                decision.infeasible += proposed
+                continue
+            _at("claiming")
+            answer = self.claims.claim(key, trial.number, self.owner, self.worker, self.budget)
+            if answer == OK:
+                _HELD.add((self.claims.study, key))
+                decision.config, decision.key, decision.how = cfg, key, how
+                return decision
+            if answer == BUDGET:
+                decision.refused = "the budget was taken by other workers"
+                return decision
+            taken.add(key)  # claimed by another worker since the snapshot
+            decision.repeated += 1
+        decision.refused = "no unclaimed feasible configuration found"
+        return decision
+
+    def _candidates(self, study: optuna.Study, trial: FrozenTrial, taken: set[str]) -> Iterator[tuple[dict, str]]:
+        rng = random.Random(self.seed * 1_000_003 + trial.number)
+        for index, wanted in enumerate(self.enqueue):
+            if index in self._spent:
+                continue
+            if any(_matches(self._config(key), wanted) for key in taken):
+                self._spent.add(index)  # done, here or by another worker
+                continue
+            if wanted.keys() >= self.dists.keys():
+                yield wanted, "enqueued"
+            else:
+                for _ in range(2):
+                    yield {**self._propose(study, trial), **wanted}, "enqueued"
+                if self.feasible is not None:
+                    matching = [cfg for cfg in self.feasible.values() if _matches(cfg, wanted)]
+                    rng.shuffle(matching)
+                    yield from ((cfg, "enqueued") for cfg in matching)
+            self._spent.add(index)  # nothing that matches it can be claimed
+
+        if self._ordered is not None and isinstance(self.base, optuna.samplers.BruteForceSampler):
+            # Brute force: the feasible configurations in order.
+            for i in range(len(self._ordered)):
+                index = (self._cursor + i) % len(self._ordered)
+                key, cfg = self._ordered[index]
+                if key not in taken:
+                    self._cursor = index
+                    yield cfg, "sampler"
+            return
+
+        seen: set[str] = set()
+        favourite = None
+        for _ in range(PROPOSALS_PER_ASK):
+            cfg = self._propose(study, trial)
+            favourite = favourite or cfg
+            key = config_key(cfg)
+            if key in seen:
+                break  # the sampler is stuck on it
+            seen.add(key)
+            yield cfg, "sampler"
+
+        # Rescues: near what the sampler wants, else anywhere.
+        if favourite is not None:
+            yield from ((cfg, "neighbour") for cfg in self._neighbours(favourite, rng, taken))
+        if self.feasible is not None:
+            left = [key for key in self.feasible if key not in taken]
+            while left:
+                i = rng.randrange(len(left))
+                left[i], left[-1] = left[-1], left[i]
+                yield self.feasible[left.pop()], "random"
+        else:
+            for _ in range(RANDOM_TRIES):
+                yield {name: rng.choice(dist.choices) for name, dist in self.dists.items()}, "random"
+
+    def _neighbours(self, cfg: dict, rng: random.Random, taken: set[str]) -> Iterator[dict]:
+        """Unclaimed feasible configurations that differ from ``cfg`` in one
+        parameter, then in two, each group in random order."""
+        names = [name for name, dist in self.dists.items() if len(dist.choices) > 1]
+        for distance in (1, 2):
+            found = []
+            for changed in itertools.combinations(names, distance):
+                others = [[v for v in self.dists[name].choices if v != cfg[name]] for name in changed]
+                for values in itertools.product(*others):
+                    candidate = {**cfg, **dict(zip(changed, values))}
+                    key = config_key(candidate)
+                    if key not in taken and not self._infeasible(candidate, key):
+                        found.append(candidate)
+            rng.shuffle(found)
+            yield from found
+
+    def _propose(self, study: optuna.Study, trial: FrozenTrial) -> dict:
+        """One whole configuration from ``base``, asked as Optuna's trial would."""
+        space = self.base.infer_relative_search_space(study, trial)
+        relative = self.base.sample_relative(study, trial, space) if space else {}
+        cfg = {}
+        for name, dist in self.dists.items():
+            if name in relative and plain_value(relative[name]) in dist.choices:
+                value = relative[name]
+            elif dist.single():
+                value = dist.choices[0]
+            else:
+                value = self.base.sample_independent(study, trial, name, dist)
+            cfg[name] = plain_value(value)
+        return cfg
+
+    def _config(self, key: str) -> dict:
+        cfg = self._configs.get(key)
+        if cfg is None:
+            cfg = self._configs[key] = json.loads(key)
+        return cfg
+
+    def _infeasible(self, cfg: dict, key: str) -> bool:
+        answer = self._violates.get(key)
+        if answer is None:
+            answer = self._violates[key] = bool(self.family.violations(cfg, self.problem))
+        return answer
+
+
+def _matches(cfg: Mapping, wanted: Mapping) -> bool:
+    return all(name in cfg and cfg[name] == value for name, value in wanted.items())
+
+
+def _feasible_configs(family: Family, problem: Problem, dists: Mapping[str, CategoricalDistribution]) -> dict[str, dict] | None:
+    """config_key -> config of every feasible configuration, or None where
+    the space is too large to enumerate (then exhaustion is not detected)."""
+    size = math.prod(len(d.choices) for d in dists.values())
+    if size > MAX_ENUMERATED:
+        return None
+    space = family.space(problem, {name: list(d.choices) for name, d in dists.items()})
+    return {config_key(cfg): cfg for cfg in space}

@@ -1,0 +1,284 @@
+"""A study's bookkeeping around one configuration: claim, measure, record
+the row in the claim, tell Optuna; and the settling of what dead workers left
+(rows recorded but never told, claims whose owner is gone). See
+``tuner.search.study`` for the rules these keep.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import optuna
+from optuna.distributions import CategoricalDistribution
+from optuna.trial import TrialState
+
+from tuner.data.results import columns, config_key, plain_value
+from tuner.errors import FatalDeviceError
+from tuner.families.base import Problem
+from tuner.search.claims import (
+    DONE,
+    Claim,
+    ClaimStore,
+    Heartbeat,
+    owner_alive,
+)
+from tuner.search.samplers import (
+    _HELD,
+    _at,
+)
+from tuner.search.storage import open_storage, storage_problem  # noqa: F401 - storage_problem: part of this module's API
+
+_logger = logging.getLogger("tuner.search.study")
+
+# Statuses a measurement may return; "infeasible" is decided here, never measured.
+MEASURED_STATUSES = ("ok", "compile_error", "launch_error", "wrong_result")
+
+# User attributes copied from the row onto every measured trial (for the dashboard).
+ROW_ATTRS = ("bandwidth_gbs", "time_ms_median", "registers", "spill_bytes", "status")
+
+
+@dataclass
+class _Run:
+    """What the loop's helpers share."""
+
+    study: optuna.Study
+    claims: ClaimStore
+    owner: str
+    worker: str
+    lease_s: float
+    problem: Problem
+    source: str
+    measure: Callable[[dict], dict]
+
+
+def _measure_claimed(run: _Run, trial: optuna.Trial, cfg: dict, key: str, rescue: str) -> dict | None:
+    """Measure the claimed ``cfg`` in ``trial``, record and tell it; the row,
+    or None where the claim was lost meanwhile (judged stale)."""
+    settled = False  # the claim is recorded or released
+    try:
+        trial.set_user_attr("worker", run.worker)
+        if rescue:
+            trial.set_user_attr("rescue", rescue)
+        _at("claimed")
+        interval = run.lease_s / 4 if run.claims.shared else None
+        try:
+            with Heartbeat(run.claims, key, run.owner, interval):
+                result = run.measure(dict(cfg))
+        except FatalDeviceError as error:
+            settled = True
+            if error.row is None:
+                _abandon(run, trial, key, "device context lost")
+            else:
+                # The configuration that poisoned the context: a measurement.
+                row = _complete_row(_fault_row(error), cfg, trial.number, run.problem, run.source)
+                _commit(run, trial._trial_id, trial.number, key, row)
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure of one config is data
+            result = {"status": "launch_error", "error": f"measure raised {type(exc).__name__}: {exc}"}
+        _at("measured")
+        problem_text = _row_problem(result)
+        if problem_text is not None:
+            settled = True
+            _abandon(run, trial, key, problem_text)
+            raise ValueError(problem_text)
+        row = _complete_row(result, cfg, trial.number, run.problem, run.source)
+        settled = True
+        return row if _commit(run, trial._trial_id, trial.number, key, row) else None
+    except optuna.exceptions.UpdateFinishedTrialError:
+        # Another worker took this one for dead (its lease expired) and
+        # failed the trial; it no longer holds the claim either.
+        _logger.warning("trial %d was finished by another worker; %s is left to others", trial.number, key)
+        if not settled:
+            run.claims.release(key, run.owner)
+        return None
+    except BaseException as exc:
+        if not settled:
+            # Interrupted: leave no claim, so that the configuration is measured again.
+            _abandon(run, trial, key, "interrupted" if not isinstance(exc, Exception) else f"{type(exc).__name__}: {exc}")
+        raise
+
+
+def _commit(run: _Run, trial_id: int, number: int, key: str, row: dict) -> bool:
+    """Record ``row`` in the claim (durable from here on), then on the trial,
+    and tell Optuna. False where the claim is no longer this worker's."""
+    text = _row_text(row)
+    if not run.claims.record(key, run.owner, text):
+        _logger.warning("trial %d: the claim on %s was taken over while measuring; its row is dropped", number, key)
+        _fail_trial(run.study, number, "claim taken over by another worker while measuring")
+        return False
+    _at("recorded")
+    _finish_trial(run.study, trial_id, number, row, text)
+    run.claims.finish(key, run.owner)
+    _at("done")
+    return True
+
+
+def _finish_trial(study: optuna.Study, trial_id: int, number: int, row: dict, text: str) -> None:
+    """Put ``row`` on a trial and tell it (COMPLETE with the bandwidth where
+    ok, else FAIL with the reason); nothing where it is finished already
+    (by a worker that took this one for dead: the row stays in the claim,
+    where ``study_rows`` finds it)."""
+    storage = study._storage
+    try:
+        if storage.get_trial(trial_id).state.is_finished():
+            return
+        for name in ROW_ATTRS:
+            storage.set_trial_user_attr(trial_id, name, row.get(name))
+        storage.set_trial_user_attr(trial_id, "config_key", row["config_key"])
+        storage.set_trial_user_attr(trial_id, "row", text)
+        _at("attrs")
+        if _is_ok(row):
+            study.tell(number, float(row["bandwidth_gbs"]), skip_if_finished=True)
+        else:
+            storage.set_trial_user_attr(trial_id, "reason", _reason(row))
+            study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
+    except optuna.exceptions.UpdateFinishedTrialError:
+        _logger.warning("trial %d was finished by another worker; its row is kept in its claim", number)
+        return
+    _at("told")
+
+
+def _abandon(run: _Run, trial: optuna.Trial, key: str, reason: str) -> None:
+    """Release the claim (nothing was measured) and fail the trial."""
+    try:
+        run.claims.release(key, run.owner)
+    finally:
+        _fail_trial(run.study, trial.number, reason)
+
+
+def _fail_trial(study: optuna.Study, number: int, reason: str) -> None:
+    """Tell trial ``number`` FAIL with ``reason``, unless it is finished."""
+    storage = study._storage
+    try:
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
+        if storage.get_trial(trial_id).state.is_finished():
+            return
+        storage.set_trial_user_attr(trial_id, "reason", reason)
+        study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
+    except (KeyError, optuna.exceptions.UpdateFinishedTrialError):
+        pass  # gone, or finished by another worker meanwhile
+
+
+def _recover(run: _Run, snapshot: Mapping[str, Claim]) -> int:
+    """Settle the claims of workers that are gone: release the unmeasured
+    ones (their trials fail as stale) and finish the trials of the measured
+    ones from their rows. Returns how many trials it settled."""
+
+    def stale(claim: Claim) -> bool:
+        if claim.state == DONE:
+            return False
+        if claim.owner == run.owner:  # this process: stale unless being worked on
+            return (run.claims.study, claim.key) not in _HELD
+        return not owner_alive(claim, run.lease_s)
+
+    if not any(stale(c) for c in snapshot.values()):
+        return 0
+    released, taken = run.claims.reap(stale, run.owner, run.worker)
+    for claim in released:
+        _logger.warning(
+            "trial %d: its worker %s is gone before measuring %s; measured again later", claim.trial, claim.worker, claim.key
+        )
+        _fail_trial(run.study, claim.trial, "stale: worker gone")
+    for claim in taken:
+        if claim.row is not None:
+            try:
+                trial_id = run.study._storage.get_trial_id_from_study_id_trial_number(run.study._study_id, claim.trial)
+            except KeyError:
+                trial_id = None
+            if trial_id is not None:
+                _finish_trial(run.study, trial_id, claim.trial, json.loads(claim.row), claim.row)
+        run.claims.finish(claim.key, run.owner)
+    return len(released) + len(taken)
+
+
+def _adopt_unclaimed(run: _Run) -> None:
+    """Claim, as done, measurements that have no claim: made by a version of
+    this module without claims, so that they count and are not redone."""
+    snapshot = run.claims.snapshot()
+    entries = []
+    for trial in run.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+        key, text = trial.user_attrs.get("config_key"), trial.user_attrs.get("row")
+        if key is not None and text is not None and key not in snapshot:
+            entries.append((key, trial.number, text))
+    if entries:
+        run.claims.adopt(entries, run.owner, run.worker)
+
+
+def _retire_waiting(study: optuna.Study) -> None:
+    """Fail the WAITING trials that versions of this module enqueued: popping
+    them races on SQLite, and their parameters were not claimed."""
+    storage = study._storage
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        try:
+            storage.set_trial_user_attr(trial._trial_id, "reason", "enqueued by an earlier version; retired")
+            storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+        except (KeyError, optuna.exceptions.UpdateFinishedTrialError):
+            pass
+
+
+def _check_enqueued(cfg: dict, dists: Mapping[str, CategoricalDistribution]) -> dict:
+    for name, value in cfg.items():
+        if name not in dists:
+            raise ValueError(f"enqueued configurations must name searched parameters {list(dists)}, got {name!r}")
+        if plain_value(value) not in dists[name].choices:
+            raise ValueError(f"enqueued {name} must be one of {list(dists[name].choices)}, got {value!r}")
+    return {name: plain_value(value) for name, value in cfg.items()}
+
+
+def _row_problem(result: Any) -> str | None:
+    """What makes ``measure``'s result not a results row (a bug in ``measure``)."""
+    if not isinstance(result, Mapping):
+        return f"measure must return a mapping, got {type(result).__name__}"
+    if result.get("status") not in MEASURED_STATUSES:
+        return f"measure's row status must be one of {list(MEASURED_STATUSES)}, got {result.get('status')!r}"
+    schema = columns()
+    if set(result) - set(schema):
+        extra = sorted(set(result) - set(schema))
+        return f"measure's row must only have results columns, got extra {extra}"
+    return None
+
+
+def _fault_row(error: FatalDeviceError) -> dict:
+    """The row a FatalDeviceError carries, as a launch_error row."""
+    schema = columns()
+    row = {k: v for k, v in dict(error.row).items() if k in schema}
+    if row.get("status") not in MEASURED_STATUSES or row.get("status") == "ok":
+        row["status"] = "launch_error"
+    row.setdefault("error", str(error))
+    return row
+
+
+def _complete_row(result: Mapping, cfg: dict, number: int, problem: Problem, source: str) -> dict:
+    row = {k: plain_value(v) for k, v in result.items()}
+    for name, value in cfg.items():
+        row.setdefault(name, value)
+    row.setdefault("family", problem.family)
+    row.setdefault("dtype", problem.dtype)
+    row.setdefault("n", problem.n)
+    row.setdefault("config_key", config_key(cfg))
+    row.setdefault("source", source)
+    row["trial"] = number
+    if row["status"] == "ok" and not _is_ok(row):
+        # A measurement without a finite bandwidth cannot be ranked.
+        row["status"] = "launch_error"
+        row["error"] = f"status ok needs a finite bandwidth_gbs, got {result.get('bandwidth_gbs')!r}"
+    return row
+
+
+def _row_text(row: dict) -> str:
+    # allow_nan=False: the dashboard parses attributes with JSON.parse.
+    return json.dumps(row, sort_keys=True, allow_nan=False, default=str)
+
+
+def _is_ok(row: Mapping) -> bool:
+    value = row.get("bandwidth_gbs")
+    return row.get("status") == "ok" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _reason(row: Mapping) -> str:
+    error = row.get("error")
+    return f"{row['status']}: {error}" if error else str(row["status"])
