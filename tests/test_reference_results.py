@@ -42,7 +42,9 @@ def test_report_regenerates_from_reference(dataset, tmp_path):
         assert (tmp_path / f"{stem}.png").stat().st_size > 1000
         assert (tmp_path / f"{stem}.svg").exists()
     markdown = (tmp_path / "report.md").read_text()
-    headers = re.findall(r"^\|\s*blog table\s*\|\s*row\s*\|\s*blog number\s*\|\s*ours\s*\|\s*ratio\s*\|\s*holds\s*\|$", markdown, re.M)
+    headers = re.findall(
+        r"^\|\s*blog table\s*\|\s*row\s*\|\s*blog number\s*\|\s*ours\s*\|\s*ratio\s*\|\s*holds\s*\|$", markdown, re.M
+    )
     assert headers, "summary table with published and measured columns missing"
     assert re.search(r"^\| reduce_ladder_int32_1050ti\s+\|", markdown, re.M)
     assert (tmp_path / "report.html").read_text().count("<img") >= 3

@@ -289,10 +289,22 @@ def test_a_study_may_search_any_value_its_parameter_rule_accepts(tmp_path):
     "storage, workers, message",
     [
         ("postgresql//nowhere", 1, r"^studies\.search\.storage: storage must be an Optuna URL .*got 'postgresql//nowhere'$"),
-        ("nosuchdb://u@h/db", 1, r"^studies\.search\.storage: storage URL nosuchdb://u@h/db names the database 'nosuchdb', which SQLAlchemy does not know"),
+        (
+            "nosuchdb://u@h/db",
+            1,
+            r"^studies\.search\.storage: storage URL nosuchdb://u@h/db names the database 'nosuchdb', which SQLAlchemy does not know",
+        ),
         ("mysql://u@h/db", 1, r"^studies\.search\.storage: storage URL mysql://u@h/db needs the database driver"),
-        ("sqlite://", 2, r"^studies\.search\.storage: storage URL sqlite:// is an in-memory SQLite database, which 2 worker processes cannot share$"),
-        ("{tmp}/file.txt/study.log", 1, r"^studies\.search\.storage: folder of journal file .* cannot be created: .*file\.txt' is a file$"),
+        (
+            "sqlite://",
+            2,
+            r"^studies\.search\.storage: storage URL sqlite:// is an in-memory SQLite database, which 2 worker processes cannot share$",
+        ),
+        (
+            "{tmp}/file.txt/study.log",
+            1,
+            r"^studies\.search\.storage: folder of journal file .* cannot be created: .*file\.txt' is a file$",
+        ),
     ],
 )
 def test_storage_urls_and_journal_paths_are_checked_up_front(tmp_path, storage, workers, message):

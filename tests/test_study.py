@@ -564,7 +564,7 @@ def test_trials_left_by_a_dead_worker_are_settled(tmp_path):
 def this_host_dead_owner() -> str:
     import subprocess
 
-    from tuner.search.claims import this_owner
+    from tuner.search.owners import this_owner
 
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()

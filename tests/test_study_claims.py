@@ -20,14 +20,12 @@ from tuner.search.claims import (
     TAKEN,
     Claim,
     FileClaims,
-    Heartbeat,
     MemoryClaims,
     claims_path,
     open_claims,
-    owner_alive,
-    this_owner,
 )
 from tuner.search.claims_sql import SqlClaims
+from tuner.search.owners import Heartbeat, owner_alive, this_owner
 from tuner.search.study import open_storage
 
 ME = this_owner()

@@ -184,23 +184,23 @@ def test_snakemake_report_bundles_the_reference_figures(tmp_path):
 
 def test_a_device_fault_restarts_the_measuring_process(tmp_path):
     """Exit status 3 (a poisoned context) starts a fresh child; other failures stop."""
-    from tuner import cli
+    from tuner.processes import supervise
 
     counter = tmp_path / "runs"
     script = f"import pathlib, sys; p = pathlib.Path({str(counter)!r}); n = len(p.read_text()) if p.exists() else 0; p.write_text('x' * (n + 1)); sys.exit(3 if n < 2 else 0)"
-    cli.supervise([sys.executable, "-c", script])
+    supervise([sys.executable, "-c", script])
     assert counter.read_text() == "xxx"
     with pytest.raises(SystemExit) as stopped:
-        cli.supervise([sys.executable, "-c", "import sys; sys.exit(5)"])
+        supervise([sys.executable, "-c", "import sys; sys.exit(5)"])
     assert stopped.value.code == 5
 
 
 def test_endless_device_faults_stop_with_one_line(monkeypatch):
-    from tuner import cli
+    from tuner import processes
 
-    monkeypatch.setattr(cli, "MAX_RESTARTS", 2)
+    monkeypatch.setattr(processes, "MAX_RESTARTS", 2)
     with pytest.raises(SystemExit, match=r"hit 3 device faults in a row; stopped \(what was measured is kept\)"):
-        cli.supervise([sys.executable, "-c", "import sys; sys.exit(3)"], what="sweep x")
+        processes.supervise([sys.executable, "-c", "import sys; sys.exit(3)"], what="sweep x")
 
 
 def test_study_workers_get_one_gpu_each(tmp_path):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,11 +27,8 @@ from tuner import settings as config_settings
 from tuner.data import results
 from tuner.errors import EXIT_DEVICE_FAULT, FatalDeviceError
 from tuner.families import REGISTRY, Problem
+from tuner.processes import child_env, supervise
 from tuner.settings import ConfigError, Settings
-
-# Fresh measuring processes started after device faults, per stage run.
-MAX_RESTARTS = 20
-
 
 # ---- settings and paths ------------------------------------------------------
 
@@ -90,22 +86,7 @@ def _load_peaks(bench, peaks_json: Path) -> None:
         bench.peaks = json.loads(peaks_json.read_text())
 
 
-# ---- measuring in a child process ---------------------------------------------
-
-
-def supervise(command: list[str], env: dict | None = None, what: str = "measuring process") -> None:
-    """Run ``command`` until it ends; start it again after a device fault (exit
-    status ``EXIT_DEVICE_FAULT``): the child resumes from what is stored."""
-    for restart in range(MAX_RESTARTS + 1):
-        code = subprocess.call(command, env=env)
-        if code == 0:
-            return
-        if code != EXIT_DEVICE_FAULT:
-            raise SystemExit(code)
-        if restart < MAX_RESTARTS:
-            print(f"{what}: device fault recorded; starting a fresh process (fresh CUDA context), restart {restart + 1}",
-                  file=sys.stderr, flush=True)  # fmt: skip
-    raise SystemExit(f"error: {what} hit {MAX_RESTARTS + 1} device faults in a row; stopped (what was measured is kept)")
+# ---- measuring children ---------------------------------------------------------
 
 
 def _child_command(args, *extra: str) -> list[str]:
@@ -115,10 +96,6 @@ def _child_command(args, *extra: str) -> list[str]:
         if value:
             command += [f"--{flag}", str(value)]
     return command + list(extra)
-
-
-def _child_env(**changes: str) -> dict:
-    return {**os.environ, "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "PYTHONUNBUFFERED": "1", **changes}
 
 
 # ---- stages -----------------------------------------------------------------
@@ -136,41 +113,15 @@ def cmd_describe(args) -> None:
           f" {device['bus_width_bits']}-bit at {device['memory_clock_mhz']:.0f} MHz) -> {out}")  # fmt: skip
 
 
-def _all_variants(settings: Settings):
-    """(family, problem, configs) for every sweep and study."""
-    for sweep in settings.sweeps.values():
-        family = REGISTRY[sweep.family]
-        for problem in sweep.problems():
-            yield family, problem, family.space(problem, sweep.domains())
-    for study in settings.studies.values():
-        family = REGISTRY[study.family]
-        yield family, study.problem, family.space(study.problem, study.domains())
-
-
 def cmd_compile(args) -> None:
     """Compile every kernel variant the sweeps and studies need, in parallel; exit 1 if any fails."""
-    from tuner.measure.compile import CompileError, compile_all
+    from tuner.measure.compile import compile_table
 
     settings = load_settings(args)
     arch = args.arch or settings.run.arch
     if arch == "auto":
         arch = json.loads(_device_json(args, settings).read_text())["arch"]
-    cache = Path(settings.run.results_dir) / ".cubin-cache"
-    rows, failed = [], []
-    for family, problem, configs in _all_variants(settings):
-        compiled_modules = compile_all(
-            family, configs, problem, arch=arch, cache_dir=cache, jobs=settings.run.compile_jobs or None
-        )
-        for key, compiled in compiled_modules.items():
-            row = {"family": family.name, "dtype": problem.dtype, "module": key, "arch": arch}
-            if isinstance(compiled, CompileError):
-                failed.append(f"{family.name} {problem.dtype} {key}: {str(compiled).strip().splitlines()[-1][:300]}")
-                rows.append(row | {"status": "compile_error", "error": str(compiled)[-2000:]})
-            else:
-                rows.append(row | {"status": "ok", "kernel": compiled.kernel, "cubin_key": compiled.key, "registers": compiled.registers,
-                                   "shared_bytes": compiled.shared_bytes, "spill_bytes": compiled.spill_bytes,
-                                   "local_bytes": compiled.local_bytes})  # fmt: skip
-    frame = pd.DataFrame(rows).drop_duplicates(["family", "dtype", "module"])
+    frame, failed = compile_table(settings, arch)
     if failed:
         for line in failed[:10]:
             print(f"compile error: {line}", file=sys.stderr)
@@ -210,7 +161,7 @@ def cmd_sweep(args) -> None:
         run_sweep(args.name, family, sweep.problems(), sweep.domains(), store=store_dir(gpu_dir, args.name),
                   open_problem=bench.problem, prepare=_compile_ahead(bench, settings))  # fmt: skip
         return
-    supervise(_child_command(args), _child_env(), f"sweep {args.name}")
+    supervise(_child_command(args), child_env(), f"sweep {args.name}")
     # Every configuration is in the store now: read it back, no GPU needed.
     frame = run_sweep(args.name, family, sweep.problems(), sweep.domains(), store=store_dir(gpu_dir, args.name),
                       open_problem=_nothing_left, log=lambda line: None)  # fmt: skip
@@ -272,8 +223,8 @@ def worker_commands(args, settings: Settings) -> list[tuple[list[str], dict, str
     gpus = args.gpus or [str(g) for g in settings.run.study_gpus]
     if len(gpus) <= 1:
         gpu = gpus[0] if gpus else str(settings.run.device_index)
-        return [(_child_command(args, "--device-index", gpu), _child_env(), gpu)]
-    return [(_child_command(args, "--worker", str(i), "--device-index", "0"), _child_env(CUDA_VISIBLE_DEVICES=gpu), gpu)
+        return [(_child_command(args, "--device-index", gpu), child_env(), gpu)]
+    return [(_child_command(args, "--worker", str(i), "--device-index", "0"), child_env(CUDA_VISIBLE_DEVICES=gpu), gpu)
             for i, gpu in enumerate(gpus)]  # fmt: skip
 
 
@@ -325,8 +276,8 @@ def cmd_verify(args) -> None:
     """Verify (untimed) every variant of every family at two sizes: the pass compute-sanitizer runs over."""
     from tuner.device.gpu import require_gpu
     from tuner.measure.bench import Bench, environment_columns
-    from tuner.measure.compile import compile_all
     from tuner.measure.timing import TimingOptions
+    from tuner.measure.verify import verify_families
 
     unknown = sorted(set(args.families or []) - set(REGISTRY.names()))
     if unknown:
@@ -335,24 +286,9 @@ def cmd_verify(args) -> None:
     device = _describe(gpu)
     bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=Path(args.cache),
                   timing=TimingOptions(), seed=args.seed)  # fmt: skip
-    failures = total = 0
-    for family in REGISTRY:
-        if args.families and family.name not in args.families:
-            continue
-        for dtype in family.dtypes:
-            for n in args.sizes or family.check_sizes:
-                problem = Problem(family.name, dtype, n)
-                configs = family.covering_configs(problem)
-                compile_all(family, configs, problem, arch=gpu.arch, cache_dir=args.cache)
-                session = bench.problem(family, problem)
-                for cfg in configs:
-                    row = session.measure(cfg, "verify", timed=False)
-                    total += 1
-                    if row["status"] != "ok":
-                        failures += 1
-                        print(f"FAIL {family.name} {dtype} n={problem.n} {row['config_key']}: {row['status']} {row['error']}")
-                print(f"{family.name:12s} {dtype:8s} n={problem.n:<10d} {len(configs):4d} configurations verified")
-                del session
+    total, failures = verify_families(
+        bench, [f for f in REGISTRY if not args.families or f.name in args.families], args.sizes, args.cache
+    )
     print(f"verified {total - failures}/{total} configurations")
     if failures:
         raise SystemExit(1)

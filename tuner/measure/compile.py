@@ -175,3 +175,26 @@ def compile_all(
 def module_key(family: Family, cfg: Config, problem: Problem) -> str:
     """Configurations with the same key share one compiled module."""
     return json.dumps([family.kernel_name(cfg), sorted(family.defines(cfg, problem).items()), list(family.compile_flags(cfg))])
+
+
+def compile_table(settings, arch: str):
+    """Compile every variant the sweeps and studies of ``settings`` need, in
+    parallel, into the run's cubin cache. Returns the table (one row per
+    module: ptxas's registers, shared memory, spills) and a line per failure."""
+    import pandas as pd
+
+    cache = Path(settings.run.results_dir) / ".cubin-cache"
+    rows, failed = [], []
+    for family, problem, configs in settings.variants():
+        for key, compiled in compile_all(
+            family, configs, problem, arch=arch, cache_dir=cache, jobs=settings.run.compile_jobs or None
+        ).items():
+            row = {"family": family.name, "dtype": problem.dtype, "module": key, "arch": arch}
+            if isinstance(compiled, CompileError):
+                failed.append(f"{family.name} {problem.dtype} {key}: {str(compiled).strip().splitlines()[-1][:300]}")
+                rows.append(row | {"status": "compile_error", "error": str(compiled)[-2000:]})
+            else:
+                rows.append(row | {"status": "ok", "kernel": compiled.kernel, "cubin_key": compiled.key, "registers": compiled.registers,
+                                   "shared_bytes": compiled.shared_bytes, "spill_bytes": compiled.spill_bytes,
+                                   "local_bytes": compiled.local_bytes})  # fmt: skip
+    return pd.DataFrame(rows).drop_duplicates(["family", "dtype", "module"]), failed

@@ -38,7 +38,6 @@ from __future__ import annotations
 import abc
 import json
 import os
-import socket
 import threading
 import time
 import weakref
@@ -75,68 +74,6 @@ class Claim(NamedTuple):
     worker: str
     updated: float
     row: str | None = None
-
-
-# ---- owners ------------------------------------------------------------------
-
-
-def _host() -> str:
-    # Processes in other pid namespaces (containers) are on "another host":
-    # their pids mean nothing here.
-    try:
-        namespace = os.stat("/proc/self/ns/pid").st_ino
-    except OSError:
-        namespace = 0
-    return f"{socket.gethostname()}/{namespace}"
-
-
-def _start_time(pid: int) -> str | None:
-    """The start time of process ``pid`` (clock ticks since boot, so that a
-    reused pid is told apart), "?" where /proc is missing and the process
-    exists, None where it is gone or a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode(errors="replace")
-    except FileNotFoundError:
-        return None
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            pass
-        return "?"
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] in ("Z", "X"):  # exited, not yet reaped by its parent
-        return None
-    return fields[19]
-
-
-_OWNER: tuple[int, str] | None = None
-
-
-def this_owner() -> str:
-    """This process as a claim owner: ``host/pid-namespace:pid:start-time``."""
-    global _OWNER
-    pid = os.getpid()
-    if _OWNER is None or _OWNER[0] != pid:  # recomputed in a forked child
-        _OWNER = (pid, f"{_host()}:{pid}:{_start_time(pid)}")
-    return _OWNER[1]
-
-
-def owner_alive(claim: Claim, lease_s: float, now: float | None = None) -> bool:
-    """Whether the owner of ``claim`` may still be working on it: on this host,
-    its process still runs; on another, its last heartbeat is under
-    ``lease_s`` seconds old."""
-    try:
-        host, pid, start = claim.owner.rsplit(":", 2)
-        pid_number = int(pid)
-    except ValueError:
-        host, pid_number, start = "", 0, ""
-    if host == _host():
-        return _start_time(pid_number) == start
-    return (time.time() if now is None else now) - claim.updated <= lease_s
 
 
 # ---- stores --------------------------------------------------------------------
@@ -414,31 +351,3 @@ def open_claims(storage: Any, study_name: str, create: bool = True) -> ClaimStor
                 return None
             stores[study_name] = MemoryClaims(study_name)
         return stores[study_name]
-
-
-class Heartbeat:
-    """While in its ``with`` block, refreshes a claim's lease every
-    ``interval_s`` from a thread (nothing where ``interval_s`` is None)."""
-
-    def __init__(self, store: ClaimStore, key: str, owner: str, interval_s: float | None) -> None:
-        self.store, self.key, self.owner, self.interval_s = store, key, owner, interval_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> Heartbeat:
-        if self.interval_s:
-            self._thread = threading.Thread(target=self._run, name="claim-heartbeat", daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                self.store.beat(self.key, self.owner)
-            except Exception:  # noqa: BLE001 - a missed beat only shortens the lease
-                pass

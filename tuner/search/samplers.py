@@ -24,8 +24,8 @@ from tuner.search.claims import (
     BUDGET,
     OK,
     ClaimStore,
-    this_owner,
 )
+from tuner.search.owners import this_owner
 
 SAMPLERS = ("tpe", "gp", "random", "cmaes", "qmc", "brute_force")
 

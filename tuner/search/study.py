@@ -76,8 +76,8 @@ from tuner.families.base import Family, Problem
 from tuner.search.claims import (
     CLAIMED,
     open_claims,
-    this_owner,
 )
+from tuner.search.owners import this_owner
 from tuner.search.samplers import (
     _HELD,
     SAMPLERS,

@@ -23,9 +23,8 @@ from tuner.search.claims import (
     DONE,
     Claim,
     ClaimStore,
-    Heartbeat,
-    owner_alive,
 )
+from tuner.search.owners import Heartbeat, owner_alive
 from tuner.search.samplers import (
     _HELD,
     _at,

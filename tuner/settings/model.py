@@ -1,0 +1,202 @@
+"""Typed, immutable settings: the run's, each sweep's and each study's, and
+the JSON each stage is handed (``Settings.stage_json``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from tuner.families import REGISTRY, Problem, load_family_paths
+from tuner.measure.timing import TimingOptions
+
+
+class ConfigError(ValueError):
+    """A configuration value breaks a rule; the message names key, rule and value."""
+
+
+def _frozen_params(params: Mapping[str, Any]) -> Mapping[str, tuple]:
+    return MappingProxyType({name: tuple(values) for name, values in params.items()})
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What every measuring stage shares."""
+
+    results_dir: str
+    gpu: str  # the results folder's name; never 'auto' once parsed
+    device_index: int = 0
+    arch: str = "auto"
+    seed: int = 0
+    compile_jobs: int = 0
+    study_gpus: tuple[int, ...] = ()
+    timing: TimingOptions = TimingOptions()
+    family_paths: tuple[str, ...] = ()  # absolute folders of plug-in families
+
+    @property
+    def gpu_dir(self) -> Path:
+        return Path(self.results_dir) / self.gpu
+
+    def to_dict(self, keep: tuple[str, ...] | None = None) -> dict:
+        data = {
+            **asdict(self),
+            "timing": asdict(self.timing),
+            "study_gpus": list(self.study_gpus),
+            "family_paths": list(self.family_paths),
+        }
+        return data if keep is None else {k: v for k, v in data.items() if k in keep}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "RunSettings":
+        data = dict(data)
+        if "timing" in data:
+            data["timing"] = TimingOptions(**data["timing"])
+        if "study_gpus" in data:
+            data["study_gpus"] = tuple(data["study_gpus"])
+        data["family_paths"] = tuple(data.get("family_paths", ()))
+        load_family_paths(data["family_paths"])
+        return cls(**data)
+
+
+# What each stage is handed of the run settings: only what changes its
+# outputs, so that Snakemake reruns a stage when, and only when, those change.
+_PLACE = ("results_dir", "gpu", "device_index", "family_paths")
+STAGE_RUN_FIELDS = {
+    "describe": _PLACE,
+    "compile": (*_PLACE, "arch", "compile_jobs"),
+    "peaks": (*_PLACE, "arch", "seed", "timing"),
+    "sweep": (*_PLACE, "arch", "seed", "compile_jobs"),
+    "study": (*_PLACE, "arch", "seed", "study_gpus"),
+}
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """An exhaustive grid: every feasible combination of ``params`` for every
+    dtype and size."""
+
+    name: str
+    family: str
+    dtypes: tuple[str, ...]
+    sizes: tuple[int, ...]
+    params: Mapping[str, tuple]
+    timing: TimingOptions
+
+    def problems(self) -> list[Problem]:
+        return [Problem(self.family, dtype, n) for dtype in self.dtypes for n in self.sizes]
+
+    def domains(self) -> dict[str, list]:
+        return {name: list(values) for name, values in self.params.items()}
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "family": self.family, "dtypes": list(self.dtypes), "sizes": list(self.sizes),
+                "params": self.domains(), "timing": asdict(self.timing)}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "SweepSettings":
+        return cls(data["name"], data["family"], tuple(data["dtypes"]), tuple(data["sizes"]),
+                   _frozen_params(data["params"]), TimingOptions(**data["timing"]))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    """An Optuna search of one problem; ``budget_trials`` is resolved (from
+    ``budget_fraction`` of the feasible space where that was given), and
+    ``storage`` is an Optuna URL or a journal path."""
+
+    name: str
+    family: str
+    dtype: str
+    n: int
+    sampler: str
+    seed: int
+    budget_trials: int
+    timeout_s: float | None
+    storage: str
+    params: Mapping[str, tuple]
+    enqueue: tuple[Mapping, ...]
+    compare_with_sweep: str | None
+    timing: TimingOptions
+    space_size: int = 0
+
+    @property
+    def problem(self) -> Problem:
+        return Problem(self.family, self.dtype, self.n)
+
+    def domains(self) -> dict[str, list]:
+        """Every parameter's searched values (the family's own where not listed)."""
+        family = REGISTRY[self.family]
+        return {p.name: list(self.params.get(p.name, p.values)) for p in family.params}
+
+    def storage_name(self, gpu: str) -> str:
+        """The study's name in its storage. It carries the problem and a digest
+        of the searched space, so a study whose dtype, n or values change is a
+        new study rather than the old one's rows."""
+        digest = hashlib.sha256(json.dumps(self.domains(), sort_keys=True).encode()).hexdigest()[:8]
+        return f"{gpu}/{self.name}/{self.dtype}-n{self.n}-{digest}"
+
+    def to_dict(self) -> dict:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**data, "params": {k: list(v) for k, v in self.params.items()}, "enqueue": [dict(e) for e in self.enqueue],
+                "timing": asdict(self.timing)}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "StudySettings":
+        return cls(**{**data, "params": _frozen_params(data["params"]), "enqueue": tuple(MappingProxyType(dict(e)) for e in data["enqueue"]),
+                      "timing": TimingOptions(**data["timing"])})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Settings:
+    run: RunSettings
+    sweeps: Mapping[str, SweepSettings] = field(default_factory=dict)
+    studies: Mapping[str, StudySettings] = field(default_factory=dict)
+
+    def sweep(self, name: str) -> SweepSettings:
+        if name not in self.sweeps:
+            raise ConfigError(f"sweep name: must be one of {list(self.sweeps)}, got {name!r}")
+        return self.sweeps[name]
+
+    def study(self, name: str) -> StudySettings:
+        if name not in self.studies:
+            raise ConfigError(f"study name: must be one of {list(self.studies)}, got {name!r}")
+        return self.studies[name]
+
+    def variants(self):
+        """(family, problem, feasible configurations) of every sweep and study."""
+        for sweep in self.sweeps.values():
+            family = REGISTRY[sweep.family]
+            for problem in sweep.problems():
+                yield family, problem, family.space(problem, sweep.domains())
+        for study in self.studies.values():
+            family = REGISTRY[study.family]
+            yield family, study.problem, family.space(study.problem, study.domains())
+
+    def stage_json(self, stage: str, name: str | None = None) -> str:
+        """The JSON a stage receives (``from_stage_json`` reads it back): the
+        run settings it needs (``STAGE_RUN_FIELDS``) and, for a sweep or a
+        study, that one section; the compile stage gets every section."""
+        data: dict[str, Any] = {"run": self.run.to_dict(STAGE_RUN_FIELDS[stage])}
+        if stage == "sweep":
+            data["sweep"] = self.sweep(name).to_dict()
+        elif stage == "study":
+            data["study"] = self.study(name).to_dict()
+        elif stage == "compile":
+            data["sweeps"] = [s.to_dict() for s in self.sweeps.values()]
+            data["studies"] = [s.to_dict() for s in self.studies.values()]
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_stage_json(cls, text: str) -> "Settings":
+        data = json.loads(text)
+        sweeps = [SweepSettings.from_dict(s) for s in data.get("sweeps", [])]
+        studies = [StudySettings.from_dict(s) for s in data.get("studies", [])]
+        if "sweep" in data:
+            sweeps.append(SweepSettings.from_dict(data["sweep"]))
+        if "study" in data:
+            studies.append(StudySettings.from_dict(data["study"]))
+        return cls(RunSettings.from_dict(data["run"]), MappingProxyType({s.name: s for s in sweeps}),
+                   MappingProxyType({s.name: s for s in studies}))  # fmt: skip
