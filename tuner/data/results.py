@@ -37,6 +37,8 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
+from tuner.families.base import config_key  # noqa: F401 - the identity of a row, re-exported for the stages
+
 STATUSES = ("ok", "infeasible", "compile_error", "launch_error", "wrong_result")
 
 # Every tuning parameter of every family, each its own column.
@@ -103,11 +105,6 @@ COLUMNS = {
     "fraction_of_copy_peak": "float64",
     "fraction_of_theoretical_peak": "float64",
 }
-
-
-def config_key(cfg: Mapping) -> str:
-    """Canonical, order-independent text of a configuration."""
-    return json.dumps({k: cfg[k] for k in sorted(cfg)}, sort_keys=True, default=str)
 
 
 def columns() -> dict[str, str]:

@@ -3,8 +3,6 @@ tuner never changes clocks or power limits."""
 
 from __future__ import annotations
 
-from tuner.measure.timing import ClockMonitor, NoClocks
-
 
 class NvmlClocks:
     """NVML readings for the device with PCI bus id ``pci_bus_id`` (the CUDA
@@ -34,12 +32,3 @@ class NvmlClocks:
             "temperature_c": float(nvml.nvmlDeviceGetTemperature(self.handle, nvml.NVML_TEMPERATURE_GPU)),
             "power_w": nvml.nvmlDeviceGetPowerUsage(self.handle) / 1000.0,
         }
-
-
-def clock_monitor(pci_bus_id: str) -> ClockMonitor:
-    """NVML if it answers, else a monitor that reads nothing (and says so in rows:
-    the clock columns stay empty)."""
-    try:
-        return NvmlClocks(pci_bus_id)
-    except Exception:  # no pynvml, no driver library, or a device NVML cannot see
-        return NoClocks()

@@ -134,6 +134,29 @@ class Gpu:
         self.cuda.memcpy_htod(buffer.allocation, np.ascontiguousarray(array))
         return buffer
 
+    def alloc_pitched(self, row_bytes: int, rows: int, element_bytes: int) -> tuple[DeviceBuffer, int]:
+        """Rows padded to the driver's pitch (``cuMemAllocPitch``); returns the
+        buffer and the pitch in bytes."""
+        allocation, pitch = self.cuda.mem_alloc_pitch(row_bytes, rows, element_bytes)
+        pitch = int(pitch)
+        if pitch % element_bytes or pitch < row_bytes:
+            raise RuntimeError(f"mem_alloc_pitch returned pitch {pitch} for rows of {row_bytes} bytes")
+        return DeviceBuffer(allocation, pitch * rows), pitch
+
+    def upload_pitched(self, host: np.ndarray, buffer: DeviceBuffer, pitch: int) -> None:
+        """Copy the rows of a 2-D ``host`` array (C order) into a pitched buffer
+        (a synchronous ``cuMemcpy2D``)."""
+        host = np.ascontiguousarray(host)
+        rows, row_bytes = host.shape[0], host.shape[1] * host.itemsize
+        copy = self.cuda.Memcpy2D()
+        copy.set_src_host(host)
+        copy.src_pitch = row_bytes
+        copy.set_dst_device(int(buffer.ptr()))
+        copy.dst_pitch = pitch
+        copy.width_in_bytes = row_bytes
+        copy.height = rows
+        copy(True)  # synchronous; PyCUDA's binding takes `aligned` positionally and has no default
+
     def download(self, buffer: DeviceBuffer, shape, dtype, byte_offset: int = 0) -> np.ndarray:
         out = np.empty(shape, dtype=dtype)
         self.cuda.memcpy_dtoh(out, int(buffer.ptr(byte_offset)))

@@ -10,6 +10,7 @@ this interface, so adding a family never touches them.
 from __future__ import annotations
 
 import itertools
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,12 @@ DTYPES = {
     "float32": np.float32,
 }
 C_TYPES = {"int8": "signed char", "int32": "int", "float16": "__half", "float32": "float"}
+
+
+def config_key(cfg: Mapping) -> str:
+    """Canonical, order-independent text of a configuration: its identity in
+    results, stores and studies."""
+    return json.dumps({k: cfg[k] for k in sorted(cfg)}, sort_keys=True, default=str)
 
 
 @dataclass(frozen=True)
@@ -188,8 +195,6 @@ class Family(ABC):
         """For every variant and every value of every parameter's domain, the
         feasible configuration nearest the defaults that has it: a covering set
         for verification passes, far smaller than the full product."""
-        from tuner.data.results import config_key
-
         defaults = {p.name: p.default for p in self.params}
         # Each default joins its domain: some variants only run with a default
         # outside it (reduce's ladder needs grid_blocks_per_sm 0).

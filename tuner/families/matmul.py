@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuner.device.gpu import DeviceBuffer
 from tuner.families.base import (
     Config,
     Family,
@@ -45,9 +44,9 @@ FLOAT_BYTES = 4
 class Storage:
     """A, B and C in one storage scheme; ``ld`` is the row length in elements."""
 
-    a: DeviceBuffer
-    b: DeviceBuffer
-    c: DeviceBuffer
+    a: object  # DeviceBuffer
+    b: object
+    c: object
     ld: int
 
 
@@ -56,29 +55,6 @@ class MatmulBuffers:
     linear: Storage
     pitched: Storage
     n: int
-
-
-def alloc_pitched(gpu, n: int) -> tuple[DeviceBuffer, int]:
-    """An n x n float32 matrix with padded rows; returns the buffer and the pitch in bytes."""
-    allocation, pitch = gpu.cuda.mem_alloc_pitch(n * FLOAT_BYTES, n, FLOAT_BYTES)
-    pitch = int(pitch)
-    if pitch % FLOAT_BYTES or pitch < n * FLOAT_BYTES:
-        raise RuntimeError(f"mem_alloc_pitch returned pitch {pitch} for rows of {n * FLOAT_BYTES} bytes")
-    return DeviceBuffer(allocation, pitch * n), pitch
-
-
-def upload_pitched(gpu, host: np.ndarray, buffer: DeviceBuffer, pitch: int) -> None:
-    """Copy the rows of ``host`` (C order) into the pitched ``buffer`` (a synchronous Memcpy2D)."""
-    host = np.ascontiguousarray(host, dtype=np.float32)
-    rows, cols = host.shape
-    copy = gpu.cuda.Memcpy2D()
-    copy.set_src_host(host)
-    copy.src_pitch = cols * FLOAT_BYTES
-    copy.set_dst_device(int(buffer.ptr()))
-    copy.dst_pitch = pitch
-    copy.width_in_bytes = cols * FLOAT_BYTES
-    copy.height = rows
-    copy(True)  # synchronous; PyCUDA's binding takes `aligned` positionally and has no default
 
 
 class Matmul(Family):
@@ -135,11 +111,11 @@ class Matmul(Family):
     def allocate(self, problem: Problem, inputs: dict[str, np.ndarray], gpu) -> MatmulBuffers:
         n = problem.n
         linear = Storage(gpu.upload(inputs["a"]), gpu.upload(inputs["b"]), gpu.alloc(n * n * FLOAT_BYTES), n)
-        (a, pitch), (b, pitch_b), (c, pitch_c) = (alloc_pitched(gpu, n) for _ in range(3))
+        (a, pitch), (b, pitch_b), (c, pitch_c) = (gpu.alloc_pitched(n * FLOAT_BYTES, n, FLOAT_BYTES) for _ in range(3))
         if not pitch == pitch_b == pitch_c:
             raise RuntimeError(f"one leading dimension for A, B and C needs equal pitches, got {pitch}, {pitch_b}, {pitch_c}")
-        upload_pitched(gpu, inputs["a"], a, pitch)
-        upload_pitched(gpu, inputs["b"], b, pitch)
+        gpu.upload_pitched(inputs["a"].astype(np.float32), a, pitch)
+        gpu.upload_pitched(inputs["b"].astype(np.float32), b, pitch)
         return MatmulBuffers(linear, Storage(a, b, c, pitch // FLOAT_BYTES), n)
 
     def bind(self, cfg: Config, problem: Problem, buffers: MatmulBuffers, function, gpu) -> Launch:

@@ -22,7 +22,7 @@ from tuner.data import results
 from tuner.errors import FatalDeviceError
 from tuner.families.base import Config, Family, Problem
 from tuner.measure.compile import CompileError, compile_variant, nvcc_version
-from tuner.measure.timing import TimingOptions, time_kernel
+from tuner.measure.timing import ClockMonitor, NoClocks, TimingOptions, time_kernel
 
 
 def git_commit() -> str:
@@ -68,8 +68,6 @@ class Bench:
 
     def __post_init__(self) -> None:
         if self.clocks is None:
-            from tuner.device.clocks import clock_monitor
-
             self.clocks = clock_monitor(self.gpu.pci_bus_id)
         self._timer = self.gpu.event_timer()
 
@@ -190,3 +188,14 @@ def _with_flush(options: TimingOptions, flush: bool) -> TimingOptions:
     from dataclasses import replace
 
     return replace(options, flush_l2=flush)
+
+
+def clock_monitor(pci_bus_id: str) -> ClockMonitor:
+    """NVML if it answers, else a monitor that reads nothing (and says so in rows:
+    the clock columns stay empty)."""
+    try:
+        from tuner.device.clocks import NvmlClocks
+
+        return NvmlClocks(pci_bus_id)
+    except Exception:  # no pynvml, no driver library, or a device NVML cannot see
+        return NoClocks()

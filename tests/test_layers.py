@@ -1,0 +1,51 @@
+"""The house rules of ARCHITECTURE.md, checked: which package may import
+which (layers point one way, no cycles), and every module stays small."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TUNER = ROOT / "tuner"
+
+# Package -> the tuner packages it may import.
+ALLOWED = {
+    "families": set(),
+    "device": set(),
+    "errors": set(),
+    "data": {"families"},
+    "processes": {"errors"},
+    "measure": {"data", "device", "errors", "families"},
+    "search": {"data", "errors", "families"},
+    "settings": {"device", "families", "measure"},
+    "report": {"data", "families"},
+    "cli": {"data", "device", "errors", "families", "measure", "processes", "search", "settings"},
+    "__main__": {"cli"},
+    "__init__": set(),
+}
+
+
+def package_of(path: Path) -> str:
+    parts = path.relative_to(TUNER).parts
+    return parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
+
+
+def test_packages_import_only_the_layers_below_them():
+    wrong = []
+    for path in TUNER.rglob("*.py"):
+        package = package_of(path)
+        for imported in re.findall(r"^\s*(?:from|import) tuner\.(\w+)", path.read_text(), re.M):
+            if imported != package and imported not in ALLOWED[package]:
+                wrong.append(f"{path.relative_to(ROOT)} imports tuner.{imported}")
+    assert not wrong, wrong
+
+
+def test_only_the_device_package_touches_pycuda():
+    users = [p.relative_to(ROOT) for p in TUNER.rglob("*.py") if re.search(r"^\s*(?:from|import) pycuda", p.read_text(), re.M)]
+    assert users and all(p.parts[1] == "device" for p in users), users
+
+
+def test_every_module_stays_under_400_lines():
+    long = {str(p.relative_to(ROOT)): n for p in TUNER.rglob("*.py") if (n := len(p.read_text().splitlines())) >= 400}
+    assert not long, long
