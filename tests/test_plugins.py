@@ -91,3 +91,29 @@ def test_files_with_plugin_columns_read_back_without_the_plugin(tmp_path):
     assert back["colour"].iloc[0] == "red" and list(back.columns).index("colour") < list(back.columns).index("config_key")
     with pytest.raises(ValueError, match=r"columns outside the schema: \['colour'\]"):
         results.to_frame(frame)
+
+
+def test_the_compile_stage_fails_when_a_variant_does_not_compile(tmp_path, capsys, monkeypatch):
+    import shutil
+
+    import yaml
+
+    from tuner import cli
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "faulty.cu").write_text(
+        (FAULTY / "faulty.cu").read_text().replace("#if REACH", "#if REACH\n    this does not compile;")
+    )
+    (broken / "faulty.py").write_text((FAULTY / "faulty.py").read_text().replace('name = "faulty"', 'name = "broken"'))
+    config = plugin_config(tmp_path) | {"family_paths": [str(broken)]}
+    config["sweeps"]["faults"]["family"] = "broken"
+    path = tmp_path / "broken.yaml"
+    path.write_text(yaml.safe_dump(config))
+    out = tmp_path / "compile.parquet"
+    with pytest.raises(SystemExit, match=r"^error: 2 of 4 modules failed to compile for sm_90; nothing written$"):
+        cli.main(["compile", "--config", str(path), "--arch", "sm_90", "--out", str(out)])
+    assert "compile error: broken float32" in capsys.readouterr().err
+    assert not out.exists()
