@@ -31,10 +31,13 @@ include: "workflow/rules/compile.smk"
 include: "workflow/rules/sweep.smk"
 include: "workflow/rules/tune.smk"
 include: "workflow/rules/collect.smk"
+include: "workflow/rules/export.smk"
 include: "workflow/rules/report.smk"
 
 
 rule all:
     input:
         f"{GPU_DIR}/compile.parquet",
+        f"{GPU_DIR}/best.json",
+        f"{GPU_DIR}/best_configs.h",
         report_outputs(GPU_DIR),

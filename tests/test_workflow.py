@@ -85,8 +85,8 @@ def test_configfile_names_the_whole_config(tmp_path):
     proc = snakemake("-n", "--configfile", str(write(tmp_path, config)))
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    assert jobs(out) == {"all": 1, "collect": 1, "compile_variants": 1, "describe_device": 1, "peaks": 1, "plot_report": 1,
-                         "sweep_one": 1, "sweep_two": 1, "tune_search": 1}  # fmt: skip
+    assert jobs(out) == {"all": 1, "collect": 1, "compile_variants": 1, "describe_device": 1, "export_best": 1, "peaks": 1,
+                         "plot_report": 1, "sweep_one": 1, "sweep_two": 1, "tune_search": 1}  # fmt: skip
     assert f"{tmp_path}/results/test-gpu/sweeps/one.parquet" in out
     del config["studies"]  # a deleted key stays deleted
     out = snakemake("-n", "--configfile", str(write(tmp_path, config))).stdout
@@ -122,7 +122,15 @@ def test_editing_one_sweep_and_one_study_reruns_only_them(tmp_path):
     config["studies"]["other"]["budget_trials"] = 5
     out = snakemake("-n", "--configfile", str(write(tmp_path, config))).stdout
     # The compile table is replanned too (every variant is its input; cached cubins make it seconds).
-    assert jobs(out) == {"compile_variants": 1, "sweep_one": 1, "tune_other": 1, "collect": 1, "plot_report": 1, "all": 1}
+    assert jobs(out) == {
+        "compile_variants": 1,
+        "sweep_one": 1,
+        "tune_other": 1,
+        "collect": 1,
+        "export_best": 1,
+        "plot_report": 1,
+        "all": 1,
+    }
 
 
 def test_bad_config_fails_before_any_job_in_one_line(tmp_path):

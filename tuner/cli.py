@@ -86,9 +86,6 @@ def _load_peaks(bench, peaks_json: Path) -> None:
         bench.peaks = json.loads(peaks_json.read_text())
 
 
-# ---- measuring children ---------------------------------------------------------
-
-
 def _child_command(args, *extra: str) -> list[str]:
     command = [sys.executable, "-m", "tuner", args.command, args.name, "--child"]
     for flag in ("settings", "config", "device", "out"):
@@ -255,6 +252,17 @@ def cmd_collect(args) -> None:
     print(f"{len(frame)} rows ({int((frame.status == 'ok').sum())} ok) from {len(args.inputs)} files -> {args.out}")
 
 
+def cmd_best(args) -> None:
+    """Export the best configuration per family and problem: best.json and the C++ header best_configs.h."""
+    from tuner.data.export import export
+
+    folder = Path(args.results) if args.results else load_settings(args).run.gpu_dir
+    try:
+        print("\n".join(export(folder, Path(args.out_dir) if args.out_dir else folder)))
+    except FileNotFoundError as error:
+        raise ConfigError(f"--results: {error}") from None
+
+
 def cmd_space(args) -> None:
     """How many variants, compiled modules and feasible configurations each family has."""
     from tuner.measure.compile import module_key
@@ -303,9 +311,6 @@ def _print_best(frame: pd.DataFrame, what: str) -> None:
     best = ok.loc[ok.bandwidth_gbs.idxmax()]
     print(f"{what}: {len(frame)} rows {counts}; best {best.bandwidth_gbs:.0f} GB/s "
           f"({best['fraction_of_copy_peak'] or float('nan'):.3f} of copy peak) {best['dtype']} n={best['n']} {best['config_key']}")  # fmt: skip
-
-
-# ---- argument parsing ---------------------------------------------------------
 
 
 def _gpu_list(text: str) -> list[str]:
@@ -358,6 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", type=int, nargs="+", help="problem sizes (default: each family's check_sizes)")
     p.add_argument("--cache", default="results/.cubin-cache", help="cubin cache folder")
     p.add_argument("--seed", type=int, default=1, help="seed of the random inputs")
+    p = stage("best", cmd_best, out_default="best.json")
+    p.add_argument("--results", help="a results folder (default: the config's results/<gpu>)")
+    p.add_argument("--out-dir", help="where best.json and best_configs.h go (default: the results folder)")
     p = stage("space", cmd_space, settings=False)
     p.add_argument("--n", type=int, default=1 << 28, help="problem size the spaces are counted for (default: 2^28)")
     return parser

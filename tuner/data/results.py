@@ -165,6 +165,16 @@ def write_atomic(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
     return path
 
 
+def write_text_atomic(text: str, path: str | os.PathLike) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+    return path
+
+
 def write_json_atomic(data: Mapping, path: str | os.PathLike) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

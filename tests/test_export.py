@@ -1,0 +1,57 @@
+"""The answer of a run as files: best.json and a C++ header per GPU, from the
+shipped reference results."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tuner import cli
+
+REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference" / "nvidia-h200"
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    out = tmp_path_factory.mktemp("best")
+    assert cli.main(["best", "--results", str(REFERENCE), "--out-dir", str(out)]) == 0
+    return out
+
+
+def test_best_json_holds_the_best_verified_row_of_each_problem(exported):
+    best = json.loads((exported / "best.json").read_text())
+    assert best["gpu"] == "NVIDIA H200" and best["compute_capability"] == "9.0"
+    data = pd.read_parquet(REFERENCE / "measurements.parquet")
+    ok = data[(data.status == "ok") & (data.source != "peaks")]
+    assert len(best["problems"]) == ok.groupby(["family", "dtype", "n"]).ngroups == 20
+    for entry in best["problems"]:
+        rows = ok[(ok.family == entry["family"]) & (ok.dtype == entry["dtype"]) & (ok.n == entry["n"])]
+        if entry["family"] == "matmul":  # compute-bound: ranked by GFLOP/s
+            assert entry["ranked_by"] == "gflops" and entry["gflops"] == pytest.approx(rows.gflops.max())
+        else:
+            assert entry["bandwidth_gbs"] == pytest.approx(rows.bandwidth_gbs.max())
+        winner = rows[rows.config_key == entry["config_key"]].iloc[0]
+        assert all(winner[k] == v for k, v in entry["params"].items())
+        assert entry["block"] == [int(x) for x in winner.block.split(",")] and entry["run_id"] == winner.run_id
+    reduce = next(e for e in best["problems"] if (e["family"], e["dtype"], e["n"]) == ("reduce", "int32", 1 << 28))
+    assert reduce["params"]["variant"] == "shuffle" and reduce["bandwidth_gbs"] > 4000
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+@pytest.mark.parametrize("target, expected", [(None, 1024), ("90", 1024), ("80", 256)])
+def test_the_header_compiles_and_gives_tuned_values_or_defaults(exported, tmp_path, target, expected):
+    """Tuned constants for this GPU's compute capability, the family's defaults for another."""
+    program = tmp_path / "use.cpp"
+    program.write_text(
+        '#include "best_configs.h"\n#include <cstdio>\n'
+        'int main() { std::printf("%d %d\\n", tuner_best::reduce_int32_n268435456::block_size, int(tuner_best::tuned)); }\n'
+    )
+    define = [f"-DTUNER_TARGET_SM={target}"] if target else []
+    subprocess.run(["g++", "-std=c++17", f"-I{exported}", *define, str(program), "-o", str(tmp_path / "use")], check=True)
+    block, tuned = subprocess.run([str(tmp_path / "use")], capture_output=True, text=True, check=True).stdout.split()
+    assert int(block) == expected and tuned == ("0" if target == "80" else "1")

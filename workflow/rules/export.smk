@@ -1,0 +1,19 @@
+# Stage 5b: the run's answer as files a program can load or include: the best
+# verified configuration per family and problem (best.json, best_configs.h).
+
+
+rule export_best:
+    input:
+        measurements=f"{RESULTS}/{{gpu}}/measurements.parquet",
+        device=f"{RESULTS}/{{gpu}}/device.json",
+    output:
+        json=f"{RESULTS}/{{gpu}}/best.json",
+        header=f"{RESULTS}/{{gpu}}/best_configs.h",
+    log:
+        f"{RESULTS}/{{gpu}}/logs/export_best.log",
+    conda:
+        "../envs/tuner.yaml"
+    params:
+        folder=lambda wildcards: f"{RESULTS}/{wildcards.gpu}",
+    shell:
+        '"$PYTHON" -m tuner best --results {params.folder:q} 2>&1 | tee {log:q}'
