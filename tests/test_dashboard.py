@@ -82,6 +82,7 @@ def test_dashboard_lists_the_study(tmp_path):
         assert studies is not None, f"unexpected /api/studies answer: {body}"
         names = [study["study_name"] for study in studies]
         assert names == ["dashboard-check"]
+        assert optuna.load_study(study_name="dashboard-check", storage=url).metric_names == ["bandwidth_gbs"]
 
         # The trials and their user attributes (the results row) load too.
         study_id = studies[0]["study_id"]
