@@ -145,7 +145,7 @@ def cmd_peaks(args) -> None:
 
 def cmd_sweep(args) -> None:
     """Measure every feasible configuration of one sweep (resumable: only what the store lacks)."""
-    from tuner.search.sweep import run_sweep, store_dir
+    from tuner.search.sweep import run_sweep, store_dir, sweep_rows
 
     settings = load_settings(args)
     sweep = settings.sweep(args.name)
@@ -160,15 +160,10 @@ def cmd_sweep(args) -> None:
         return
     supervise(_child_command(args), child_env(), f"sweep {args.name}")
     # Every configuration is in the store now: read it back, no GPU needed.
-    frame = run_sweep(args.name, family, sweep.problems(), sweep.domains(), store=store_dir(gpu_dir, args.name),
-                      open_problem=_nothing_left, log=lambda line: None)  # fmt: skip
+    frame = sweep_rows(store_dir(gpu_dir, args.name), family, sweep.problems(), sweep.domains())
     out = _out(args, settings, f"sweeps/{args.name}.parquet")
     results.write_atomic(frame, out)
     _print_best(frame, f"sweep {args.name}")
-
-
-def _nothing_left(family, problem):
-    raise RuntimeError(f"{problem.key}: configurations are still unmeasured after the measuring process ended")
 
 
 def _compile_ahead(bench, settings: Settings):

@@ -166,23 +166,22 @@ def write_atomic(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
 
 
 def write_text_atomic(text: str, path: str | os.PathLike) -> Path:
+    """Write ``text`` through a temporary file and a rename (no partial file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 
 def write_json_atomic(data: Mapping, path: str | os.PathLike) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle, indent=2, sort_keys=True, default=str)
-    os.replace(tmp, path)
-    return path
+    return write_text_atomic(json.dumps(data, indent=2, sort_keys=True, default=str), path)
 
 
 def read(path: str | os.PathLike) -> pd.DataFrame:

@@ -125,11 +125,10 @@ def run_sweep(
     rows = RowStore(store, log)
     done = {identity(r) for r in rows.rows().to_dict("records")}
     source = f"sweep:{name}"
-    wanted: set[tuple] = set()
+    problems = list(problems)
     for problem in problems:
         configs = family.space(problem, params)
         keys = [(family.name, problem.dtype, problem.n, results.config_key(c)) for c in configs]
-        wanted.update(keys)
         todo = [c for c, k in zip(configs, keys) if k not in done]
         log(f"{source} {problem.key}: {len(configs)} feasible configurations, {len(configs) - len(todo)} already measured")
         if not todo:
@@ -152,7 +151,16 @@ def run_sweep(
                 log(f"  {i}/{len(todo)} measured")
                 last_log = time.monotonic()
         del session  # frees the problem's device buffers before the next problem
-    frame = rows.rows()
+    return sweep_rows(store, family, problems, params, rows)
+
+
+def sweep_rows(
+    store: Path, family: Family, problems: Iterable[Problem], params: dict, rows: RowStore | None = None
+) -> pd.DataFrame:
+    """The store's rows for the grid (``params`` over ``problems``), one per
+    configuration: what the sweep's output file holds."""
+    wanted = {(family.name, p.dtype, p.n, results.config_key(c)) for p in problems for c in family.space(p, params)}
+    frame = (rows or RowStore(store)).rows()
     if frame.empty:
         return frame
     mask = [identity(r) in wanted for r in frame[["family", "dtype", "n", "config_key"]].to_dict("records")]
