@@ -183,7 +183,7 @@ def test_infeasible_configurations_never_reach_measure_nor_become_trials():
     # Passed over inside the sampler: no PRUNED trials, every trial measured.
     trials = outcome.study.trials
     assert len(trials) == outcome.measured == len(recorder.calls) == 40
-    assert all("row" in t.user_attrs and t.state in (TrialState.COMPLETE, TrialState.FAIL) for t in trials)
+    assert all("status" in t.user_attrs and t.state in (TrialState.COMPLETE, TrialState.FAIL) for t in trials)
 
 
 def test_infeasible_proposals_do_not_use_the_budget():
@@ -195,19 +195,25 @@ def test_infeasible_proposals_do_not_use_the_budget():
     assert (outcome.measured, outcome.infeasible, outcome.duplicate, outcome.rescued) == (1, 2, 0, 0)
 
 
-def test_every_trial_has_every_parameter_and_measured_ones_carry_the_row():
+def test_every_trial_has_every_parameter_and_slim_attributes_and_its_row_is_in_the_study():
     outcome = study(measure, budget_trials=15, sampler="tpe")
     for trial in outcome.study.trials:
         assert set(trial.params) == set(FAMILY.param_names)
         assert trial.user_attrs["config_key"] == config_key(trial.params)
-    measured = trials_with(outcome, "row")
+        # Slim: the dashboard's columns, not the results row.
+        assert set(trial.user_attrs) <= {"config_key", "worker", "status", "rescue", "reason"}
+        assert len(json.dumps(trial.user_attrs)) < 200
+    measured = trials_with(outcome, "status")
     assert len(measured) == 15
+    rows = {row["trial"]: row for row in study_rows(outcome.study)}
+    assert sorted(rows) == [t.number for t in measured]
     for trial in measured:
-        row = json.loads(trial.user_attrs["row"])
+        row = rows[trial.number]
         assert set(row) <= set(COLUMNS)
-        for name in ("bandwidth_gbs", "time_ms_median", "registers", "spill_bytes", "status"):
-            assert trial.user_attrs[name] == row[name]
-        assert row["trial"] == trial.number
+        assert trial.user_attrs["status"] == row["status"]
+        assert row["config_key"] == trial.user_attrs["config_key"]
+        if trial.state == TrialState.COMPLETE:
+            assert trial.value == row["bandwidth_gbs"]
         assert row["source"] == "study:test"
         assert (row["family"], row["dtype"], row["n"]) == (PROBLEM.family, PROBLEM.dtype, PROBLEM.n)
         assert {k: row[k] for k in FAMILY.param_names} == trial.params
@@ -240,7 +246,7 @@ def test_exceptions_in_measure_are_failures_and_the_study_goes_on():
     assert raised, "seed 2 should propose block_size=64"
     assert outcome.stop_reason == "budget"
     assert outcome.measured == 30
-    crashed = [t for t in outcome.study.trials if t.params["block_size"] == 64 and "row" in t.user_attrs]
+    crashed = [t for t in outcome.study.trials if t.params["block_size"] == 64 and "status" in t.user_attrs]
     assert len(crashed) == len(raised)
     for trial in crashed:
         assert trial.state == TrialState.FAIL
@@ -296,7 +302,7 @@ def test_a_repeating_sampler_makes_no_copies_of_trials():
     assert len(trials) == len(recorder.calls) == 30
     assert len({t.user_attrs["config_key"] for t in trials}) == 30
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
-    assert len(complete) == sum(json.loads(t.user_attrs["row"])["status"] == "ok" for t in trials)
+    assert len(complete) == sum(t.user_attrs["status"] == "ok" for t in trials)
     assert outcome.duplicate == 28 and outcome.rescued == 28
 
 
@@ -312,7 +318,7 @@ def test_a_sampler_stuck_on_measured_configurations_is_rescued():
     assert (outcome.rescued, outcome.duplicate) == (4, 4)
     rescued = trials_with(outcome, "rescue")
     assert [t.number for t in rescued] == [1, 2, 3, 4]
-    assert all("row" in t.user_attrs for t in rescued)
+    assert all("status" in t.user_attrs for t in rescued)
     assert len(outcome.study.trials) == 5
 
 
@@ -346,7 +352,7 @@ def test_patience_ends_a_stuck_search_of_a_space_too_large_to_enumerate(monkeypa
     assert outcome.lost == 30
     failed = outcome.study.trials[1:]
     assert len(failed) == 30
-    assert all(t.state == TrialState.FAIL and "row" not in t.user_attrs for t in failed)
+    assert all(t.state == TrialState.FAIL and "status" not in t.user_attrs for t in failed)
     assert {t.user_attrs["reason"] for t in failed} == {"no unclaimed feasible configuration found"}
 
 
@@ -498,7 +504,7 @@ def test_a_device_fault_ends_the_worker_and_a_rerun_goes_on(tmp_path, with_row):
     if with_row:
         # The configuration that poisoned the context is measured: a launch error.
         assert trial.user_attrs["reason"] == "launch_error: an illegal memory access was encountered"
-        assert json.loads(trial.user_attrs["row"])["status"] == "launch_error"
+        assert trial.user_attrs["status"] == "launch_error"
         assert len(claims) == 3 and config_key(faulty) in claims
     else:
         # No culprit: nothing is recorded, the configuration is free again.
@@ -557,8 +563,9 @@ def test_trials_left_by_a_dead_worker_are_settled(tmp_path):
     first, second = outcome.study.trials[:2]
     assert first.state == TrialState.FAIL and first.user_attrs["reason"] == "stale: worker gone"
     assert second.state == TrialState.COMPLETE and second.value == row["bandwidth_gbs"]
-    assert json.loads(second.user_attrs["row"]) == row
-    assert len(study_rows(outcome.study)) == 4
+    assert second.user_attrs["status"] == row["status"]
+    rows = study_rows(outcome.study)
+    assert len(rows) == 4 and [r for r in rows if r["trial"] == 1] == [row]
 
 
 def this_host_dead_owner() -> str:

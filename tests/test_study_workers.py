@@ -92,11 +92,12 @@ def check_study(study: optuna.Study, calls: Path, budget: int) -> list[optuna.tr
     assert claim_states(study) == Counter({DONE: budget})
     trials = study.get_trials(deepcopy=False)
     assert [t.number for t in trials if not t.state.is_finished()] == []
-    with_row = [t for t in trials if "row" in t.user_attrs]
-    assert sorted(t.user_attrs["config_key"] for t in with_row) == sorted(keys)
+    measured = [t for t in trials if "status" in t.user_attrs]
+    assert sorted(t.user_attrs["config_key"] for t in measured) == sorted(keys)
+    assert sorted(r["trial"] for r in rows) == sorted(t.number for t in measured)
     # No COMPLETE copies: a trial completes only with its own measurement.
-    assert all("row" in t.user_attrs for t in trials if t.state == TrialState.COMPLETE)
-    assert all(t.state == TrialState.FAIL and t.user_attrs.get("reason") for t in trials if "row" not in t.user_attrs)
+    assert all("status" in t.user_attrs for t in trials if t.state == TrialState.COMPLETE)
+    assert all(t.state == TrialState.FAIL and t.user_attrs.get("reason") for t in trials if "status" not in t.user_attrs)
     return trials
 
 
@@ -204,7 +205,7 @@ def test_a_killed_worker_loses_no_measurement_and_a_rerun_redoes_none(tmp_path, 
         assert len(first) == KILLED_TRIAL
         assert killed.state == TrialState.FAIL
         assert killed.user_attrs["reason"] == "stale: worker gone"
-        assert "row" not in killed.user_attrs
+        assert "status" not in killed.user_attrs
         assert outcome.recovered == 1
         assert len(trials) == KILL_BUDGET + 1
     else:
@@ -212,6 +213,6 @@ def test_a_killed_worker_loses_no_measurement_and_a_rerun_redoes_none(tmp_path, 
         assert len(first) == KILLED_TRIAL + 1
         assert killed.user_attrs["config_key"] == first[-1]
         assert killed.state in (TrialState.COMPLETE, TrialState.FAIL)
-        assert json.loads(killed.user_attrs["row"])["trial"] == KILLED_TRIAL
+        assert {r["trial"]: r for r in study_rows(outcome.study)}[KILLED_TRIAL]["config_key"] == first[-1]
         assert outcome.recovered == (point != "done")
         assert len(trials) == KILL_BUDGET

@@ -53,9 +53,10 @@ be swapped in. Around the sampler the loop enforces what the GPU needs:
   other exception from ``measure`` is a ``launch_error`` row and the search
   goes on.
 
-Every measured trial keeps its full results row as JSON in the user attribute
-``row`` (and the claim keeps it too), so ``study_rows`` rebuilds the results
-from the study alone, one row per configuration.
+A measured trial carries its ``config_key``, ``worker`` and ``status`` (a
+failed one its ``reason``); its full results row is kept in its claim, written
+before the trial is told, so ``study_rows`` rebuilds the results from the
+study's storage alone, one row per configuration.
 """
 
 from __future__ import annotations
@@ -369,9 +370,10 @@ def study_rows(study: optuna.Study) -> list[dict]:
     each, in trial order, with ``trial`` set to the number of the trial that
     measured it.
 
-    Rows come from the trials' ``row`` user attributes, and from the study's
-    claims for measurements whose trial was never told (a worker killed in
-    between, not yet recovered by a rerun).
+    Rows come from the study's claims (each measurement's row is recorded
+    there before its trial is told, so a worker killed in between loses
+    nothing), and from the ``row`` user attribute of trials that earlier
+    versions of this module measured without claims.
     """
     rows: dict[str, dict] = {}
     for trial in study.get_trials(deepcopy=False):

@@ -37,7 +37,10 @@ _logger = logging.getLogger("tuner.search.study")
 MEASURED_STATUSES = ("ok", "compile_error", "launch_error", "wrong_result")
 
 # User attributes copied from the row onto every measured trial (for the dashboard).
-ROW_ATTRS = ("bandwidth_gbs", "time_ms_median", "registers", "spill_bytes", "status")
+# A trial carries only what the dashboard needs to tell trials apart; its full
+# results row lives in its claim (``study_rows`` reads it there). Every user
+# attribute is one more storage write per trial, under the storage's lock.
+TRIAL_ATTRS = ("status",)
 
 
 @dataclass
@@ -110,14 +113,14 @@ def _commit(run: _Run, trial_id: int, number: int, key: str, row: dict) -> bool:
         _fail_trial(run.study, number, "claim taken over by another worker while measuring")
         return False
     _at("recorded")
-    _finish_trial(run.study, trial_id, number, row, text)
+    _finish_trial(run.study, trial_id, number, row)
     run.claims.finish(key, run.owner)
     _at("done")
     return True
 
 
-def _finish_trial(study: optuna.Study, trial_id: int, number: int, row: dict, text: str) -> None:
-    """Put ``row`` on a trial and tell it (COMPLETE with the bandwidth where
+def _finish_trial(study: optuna.Study, trial_id: int, number: int, row: dict) -> None:
+    """Put ``row``'s status on a trial and tell it (COMPLETE with the bandwidth where
     ok, else FAIL with the reason); nothing where it is finished already
     (by a worker that took this one for dead: the row stays in the claim,
     where ``study_rows`` finds it)."""
@@ -125,10 +128,8 @@ def _finish_trial(study: optuna.Study, trial_id: int, number: int, row: dict, te
     try:
         if storage.get_trial(trial_id).state.is_finished():
             return
-        for name in ROW_ATTRS:
+        for name in TRIAL_ATTRS:
             storage.set_trial_user_attr(trial_id, name, row.get(name))
-        storage.set_trial_user_attr(trial_id, "config_key", row["config_key"])
-        storage.set_trial_user_attr(trial_id, "row", text)
         _at("attrs")
         if _is_ok(row):
             study.tell(number, float(row["bandwidth_gbs"]), skip_if_finished=True)
@@ -189,7 +190,7 @@ def _recover(run: _Run, snapshot: Mapping[str, Claim]) -> int:
             except KeyError:
                 trial_id = None
             if trial_id is not None:
-                _finish_trial(run.study, trial_id, claim.trial, json.loads(claim.row), claim.row)
+                _finish_trial(run.study, trial_id, claim.trial, json.loads(claim.row))
         run.claims.finish(claim.key, run.owner)
     return len(released) + len(taken)
 
