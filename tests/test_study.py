@@ -266,11 +266,13 @@ def test_a_row_that_breaks_the_contract_is_a_bug_not_a_failure(tmp_path, returne
     storage = str(tmp_path / "study.jsonl")
     with pytest.raises(ValueError, match=message):
         study(lambda c: returned, storage=storage, budget_trials=3, sampler=Scripted([cfg()]))
-    # Nothing was measured: the claim is released, the trial failed.
+    # Nothing was measured: the claims are released, the trials failed (the
+    # one measured, and the one asked ahead meanwhile, which is left to others).
     loaded = optuna.load_study(study_name="test", storage=open_storage(storage))
     assert open_claims(loaded._storage, "test").snapshot() == {}
-    (trial,) = loaded.trials
+    trial, ahead = loaded.trials
     assert trial.state == TrialState.FAIL and trial.user_attrs["reason"].startswith("measure")
+    assert ahead.state == TrialState.FAIL and ahead.user_attrs["reason"] == "not measured: the search stopped"
 
 
 def test_ok_without_a_bandwidth_is_a_failure():
@@ -531,8 +533,9 @@ def test_an_interrupted_measurement_is_released_and_measured_again(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         study(interrupt, storage=storage, study_name="stop", budget_trials=2, sampler="brute_force")
     loaded = optuna.load_study(study_name="stop", storage=open_storage(storage))
-    (trial,) = loaded.trials
+    trial, ahead = loaded.trials
     assert trial.state == TrialState.FAIL and trial.user_attrs["reason"] == "interrupted"
+    assert ahead.state == TrialState.FAIL and ahead.user_attrs["reason"] == "not measured: the search stopped"
     assert open_claims(loaded._storage, "stop").snapshot() == {}
     rerun = Recorder()
     study(rerun, storage=storage, study_name="stop", budget_trials=2, sampler="brute_force")

@@ -1,14 +1,15 @@
 """One study worker process on the fake family, for tests/test_study_workers.py.
 
     python study_worker.py STORAGE STUDY BUDGET SEED --calls FILE
-        [--sleep S] [--pause POINT:S] [--kill POINT:N] [--ready FILE --go FILE]
+        [--sleep S] [--pause POINT:S] [--kill POINT:N] [--no-ask-ahead] [--ready FILE --go FILE]
 
 Each measurement sleeps ``--sleep`` seconds, then appends its config_key to
 ``--calls`` (one line, one write, so concurrent workers do not interleave).
 ``--pause POINT:S`` sleeps S seconds at a hook point (to widen a race);
 ``--kill POINT:N`` SIGKILLs this process the Nth time it reaches POINT: a
 ``tuner.search.study`` hook point, or ``measure`` (inside measure, before it
-finishes). With ``--ready``/``--go`` it touches the first file once imported
+finishes), after any ask in progress has claimed its configuration (so a
+worker asking ahead leaves one more claim, stale). With ``--ready``/``--go`` it touches the first file once imported
 and waits for the second before it starts, so that workers start together.
 """
 
@@ -29,6 +30,7 @@ from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
 
 import tuner.search.samplers as samplers_module  # noqa: E402
 import tuner.search.study as study_module  # noqa: E402
+import tuner.search.trials as trials_module  # noqa: E402
 from tuner.data.results import config_key  # noqa: E402
 
 
@@ -43,6 +45,7 @@ def main() -> int:
     parser.add_argument("--sampler", default="tpe")
     parser.add_argument("--pause", default="")
     parser.add_argument("--kill", default="")
+    parser.add_argument("--no-ask-ahead", action="store_true")
     parser.add_argument("--ready")
     parser.add_argument("--go")
     args = parser.parse_args()
@@ -57,6 +60,7 @@ def main() -> int:
         if point == pause_point:
             time.sleep(float(pause_s))
         if point == kill_point and reached[point] == int(kill_count):
+            trials_module.ASKS_IN_FLIGHT.wait_idle()  # not in the middle of an ask ahead
             os.kill(os.getpid(), signal.SIGKILL)
 
     def measure_slowly(cfg: dict) -> dict:
@@ -87,6 +91,7 @@ def main() -> int:
         sampler=args.sampler,
         seed=args.seed,
         worker=f"worker-{args.seed}",
+        ask_ahead=not args.no_ask_ahead,
     )
     print(json.dumps({"measured": outcome.measured, "lost": outcome.lost, "stop_reason": outcome.stop_reason}))
     return 0

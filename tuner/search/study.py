@@ -67,14 +67,13 @@ import logging
 import os
 import time
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 import optuna
 from optuna.storages import BaseStorage
-from optuna.trial import TrialState
 
-from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
 from tuner.search.claims import (
     CLAIMED,
@@ -85,19 +84,24 @@ from tuner.search.samplers import (
     _HELD,
     SAMPLERS,
     DistinctSampler,
-    _Decision,
     distributions,
     make_sampler,
 )
 from tuner.search.storage import open_storage, storage_problem
 from tuner.search.trials import (
+    ASKS_IN_FLIGHT,
+    _abandon,
     _adopt_unclaimed,
+    _ask,
+    _Asked,
     _check_enqueued,
+    _count,
     _is_ok,
-    _measure_claimed,
+    _measure_asked,
     _recover,
     _retire_waiting,
     _Run,
+    _stop_reason,
 )
 
 # Guards against a loop that asks forever without measuring.
@@ -142,7 +146,8 @@ class StudyOutcome:
             of ``measured``), exceptions raised by ``measure`` included.
         lost: trials of this call that ended FAIL without a measurement
             because nothing could be claimed (another worker took the last
-            of the budget, or no unclaimed configuration was found).
+            of the budget, or no unclaimed configuration was found), or
+            that were asked ahead and released when the search stopped.
         recovered: trials of dead workers this call finished from their
             recorded rows, or failed as stale.
         total_measured: distinct configurations measured in the whole study.
@@ -179,6 +184,7 @@ def run_study(
     patience: int = DEFAULT_PATIENCE,
     worker: str | None = None,
     lease_s: float = DEFAULT_LEASE_S,
+    ask_ahead: bool = True,
 ) -> StudyOutcome:
     """Search ``family``'s space for ``problem``, maximising ``bandwidth_gbs``.
 
@@ -217,6 +223,8 @@ def run_study(
         lease_s: a claim held by a process on another host whose heartbeat
             (every ``lease_s / 4`` while measuring) is older than this is
             taken as abandoned. Processes on this host are checked directly.
+        ask_ahead: ask (and claim) the next trial in a thread while this one
+            is measured. Off, the loop is strictly ask, measure, tell.
 
     Returns:
         A ``StudyOutcome``.
@@ -284,79 +292,70 @@ def run_study(
 
     outcome = StudyOutcome(study=study)
     asks = idle = 0
-    while True:
-        # The claims are the shared state between workers: read them fresh.
-        snapshot = claims.snapshot()
-        recovered = _recover(run, snapshot)
-        if recovered:
-            outcome.recovered += recovered
-            continue
-        measured = sum(c.state != CLAIMED for c in snapshot.values())
-        in_flight = len(snapshot) - measured
-        # Whether any feasible configuration is unclaimed (known without a
-        # set difference while there are fewer claims than configurations).
-        unclaimed = None if feasible is None or len(snapshot) < len(feasible) else feasible.keys() - snapshot.keys()
-        if budget_trials is not None and measured >= budget_trials:
-            outcome.stop_reason = "budget"
-            break
-        if deadline is not None and time.monotonic() >= deadline:
-            outcome.stop_reason = "timeout"
-            break
-        if unclaimed == set() and not any(snapshot[k].state == CLAIMED for k in feasible):
-            outcome.stop_reason = "exhausted"
-            break
-        if max_asks is not None and asks >= max_asks:
-            outcome.stop_reason = "ask_limit"
-            break
-        if idle >= patience:
-            outcome.stop_reason = "stalled"
-            break
-        if (budget_trials is not None and measured + in_flight >= budget_trials) or unclaimed == set():
-            # Other workers are measuring the last configurations: wait for
-            # them, so that one that dies is replaced.
-            time.sleep(WAIT_S)
-            continue
-
-        asks += 1
+    # The next trial is asked (sampler, storage writes, claim) in a thread
+    # while this one is measured: the GPU waits and fsyncs release the GIL, so
+    # the host-side cost of choosing overlaps the measurement. At most one ask
+    # is ahead; it is settled before the claims are read again.
+    ahead: Future | None = None
+    pending: _Asked | None = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ask") as pool:
         try:
-            trial = study.ask(fixed_distributions=dists)
-            decision = distinct.decision(trial.number) or _Decision(refused="the sampler was not asked")
-            cfg = {name: plain_value(trial.params[name]) for name in dists}
-            key = config_key(cfg)
-            trial.set_user_attr("config_key", key)
-        except optuna.exceptions.UpdateFinishedTrialError:
-            # Failed as stale by a worker that took this one for dead (its
-            # lease expired) before its parameters were set.
-            outcome.lost += 1
-            continue
-        outcome.infeasible += decision.infeasible
-        outcome.duplicate += decision.repeated
-        if decision.key != key:
-            if decision.key is not None:
-                # A WAITING trial (enqueued by hand, or by an earlier version)
-                # was popped with its own parameters.
-                claims.release(decision.key, owner)
-                _HELD.discard((study_name, decision.key))
-                decision.refused = "its parameters were fixed before the sampler chose"
-            trial.set_user_attr("reason", decision.refused)
-            study.tell(trial, state=TrialState.FAIL)
-            outcome.lost += 1
-            idle += 1
-            continue
-
-        idle = 0
-        rescue = decision.how if decision.how in ("neighbour", "random") else ""
-        try:
-            row = _measure_claimed(run, trial, cfg, key, rescue)
+            while True:
+                if ahead is not None:
+                    pending, ahead = ahead.result(), None
+                # The claims are the shared state between workers: read them fresh.
+                snapshot = claims.snapshot()
+                recovered = _recover(run, snapshot)
+                if recovered:
+                    outcome.recovered += recovered
+                    continue
+                measured = sum(c.state != CLAIMED for c in snapshot.values())
+                in_flight = len(snapshot) - measured
+                # Whether any feasible configuration is unclaimed (known without a
+                # set difference while there are fewer claims than configurations).
+                unclaimed = None if feasible is None or len(snapshot) < len(feasible) else feasible.keys() - snapshot.keys()
+                stop = _stop_reason(
+                    measured, budget_trials, deadline, asks, max_asks, idle, patience, unclaimed, snapshot, feasible
+                )
+                if stop:
+                    outcome.stop_reason = stop
+                    break
+                if pending is None:
+                    if (budget_trials is not None and measured + in_flight >= budget_trials) or unclaimed == set():
+                        # Other workers are measuring the last configurations: wait for
+                        # them, so that one that dies is replaced.
+                        time.sleep(WAIT_S)
+                        continue
+                    asks += 1
+                    ASKS_IN_FLIGHT.begin()
+                    pending = _ask(study, distinct, dists, claims, owner)
+                    in_flight += 1  # its claim, taken after the snapshot
+                # Ask ahead only where a configuration would be left to claim.
+                claimable = budget_trials is None or measured + in_flight < budget_trials
+                claimable &= feasible is None or measured + in_flight < len(feasible)
+                asked, pending = pending, None
+                _count(outcome, asked)
+                if asked.trial is None:
+                    idle += asked.idle
+                    continue
+                idle = 0
+                if ask_ahead and claimable and (deadline is None or time.monotonic() < deadline):
+                    asks += 1
+                    ASKS_IN_FLIGHT.begin()
+                    ahead = pool.submit(_ask, study, distinct, dists, claims, owner)
+                _measure_asked(run, asked, outcome, study_name)
         finally:
-            _HELD.discard((study_name, key))
-        if row is None:
-            outcome.lost += 1
-            continue
-        outcome.rows.append(row)
-        outcome.measured += 1
-        outcome.rescued += bool(rescue)
-        outcome.failed += not _is_ok(row)
+            # A trial asked ahead but not measured (the search stopped, or the
+            # measurement raised): its configuration is left to others.
+            if ahead is not None:
+                with contextlib.suppress(Exception):
+                    pending = ahead.result()
+            if pending is not None:
+                _count(outcome, pending)
+                if pending.trial is not None:
+                    _abandon(run, pending.trial, pending.key, "not measured: the search stopped")
+                    _HELD.discard((study_name, pending.key))
+                    outcome.lost += 1
 
     all_rows = study_rows(study)
     outcome.total_measured = sum(c.state != CLAIMED for c in claims.snapshot().values())

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -20,6 +22,7 @@ from tuner.data.results import columns, config_key, plain_value
 from tuner.errors import FatalDeviceError
 from tuner.families.base import Problem
 from tuner.search.claims import (
+    CLAIMED,
     DONE,
     Claim,
     ClaimStore,
@@ -28,10 +31,37 @@ from tuner.search.owners import Heartbeat, owner_alive
 from tuner.search.samplers import (
     _HELD,
     _at,
+    _Decision,
 )
 from tuner.search.storage import open_storage, storage_problem  # noqa: F401 - storage_problem: part of this module's API
 
 _logger = logging.getLogger("tuner.search.study")
+
+
+class _AsksInFlight:
+    """Asks submitted and not yet finished. A test that kills a worker at a
+    hook point waits until none is (``wait_idle``), so the kill lands between
+    asks, not in the instant between a trial's creation and its claim."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._idle = threading.Condition()
+
+    def begin(self) -> None:
+        with self._idle:
+            self._count += 1
+
+    def end(self) -> None:
+        with self._idle:
+            self._count -= 1
+            self._idle.notify_all()
+
+    def wait_idle(self) -> None:
+        with self._idle:
+            self._idle.wait_for(lambda: self._count == 0)
+
+
+ASKS_IN_FLIGHT = _AsksInFlight()
 
 # Statuses a measurement may return; "infeasible" is decided here, never measured.
 MEASURED_STATUSES = ("ok", "compile_error", "launch_error", "wrong_result")
@@ -282,3 +312,94 @@ def _is_ok(row: Mapping) -> bool:
 def _reason(row: Mapping) -> str:
     error = row.get("error")
     return f"{row['status']}: {error}" if error else str(row["status"])
+
+
+@dataclass
+class _Asked:
+    """One ``study.ask``: the trial and the configuration it claimed, or no
+    trial where nothing was claimed (``idle`` counts towards ``patience``)."""
+
+    trial: optuna.Trial | None
+    key: str | None
+    cfg: dict | None
+    decision: _Decision
+    rescue: str = ""
+    lost: int = 0
+    idle: int = 0
+
+
+def _ask(
+    study: optuna.Study,
+    distinct: optuna.samplers.BaseSampler,
+    dists: Mapping,
+    claims: ClaimStore,
+    owner: str,
+) -> _Asked:
+    """Ask Optuna for a trial; ``distinct`` (a ``DistinctSampler``) chooses
+    and claims its configuration. The caller has called
+    ``ASKS_IN_FLIGHT.begin()`` (before submitting it to a thread)."""
+    try:
+        return _ask_unlocked(study, distinct, dists, claims, owner)
+    finally:
+        ASKS_IN_FLIGHT.end()
+
+
+def _ask_unlocked(study, distinct, dists, claims, owner) -> _Asked:
+    try:
+        trial = study.ask(fixed_distributions=dists)
+        decision = distinct.decision(trial.number) or _Decision(refused="the sampler was not asked")
+        cfg = {name: plain_value(trial.params[name]) for name in dists}
+        key = config_key(cfg)
+        trial.set_user_attr("config_key", key)
+    except optuna.exceptions.UpdateFinishedTrialError:
+        # Failed as stale by a worker that took this one for dead (its
+        # lease expired) before its parameters were set.
+        return _Asked(None, None, None, _Decision(), lost=1)
+    if decision.key != key:
+        if decision.key is not None:
+            # A WAITING trial (enqueued by hand, or by an earlier version)
+            # was popped with its own parameters.
+            claims.release(decision.key, owner)
+            _HELD.discard((study.study_name, decision.key))
+            decision.refused = "its parameters were fixed before the sampler chose"
+        trial.set_user_attr("reason", decision.refused)
+        study.tell(trial, state=TrialState.FAIL)
+        return _Asked(None, None, None, decision, lost=1, idle=1)
+    rescue = decision.how if decision.how in ("neighbour", "random") else ""
+    return _Asked(trial, key, cfg, decision, rescue=rescue)
+
+
+def _count(outcome: Any, asked: _Asked) -> None:
+    outcome.infeasible += asked.decision.infeasible
+    outcome.duplicate += asked.decision.repeated
+    outcome.lost += asked.lost
+
+
+def _measure_asked(run: _Run, asked: _Asked, outcome: Any, study_name: str) -> None:
+    """Measure an asked trial and count it in ``outcome`` (a ``StudyOutcome``)."""
+    try:
+        row = _measure_claimed(run, asked.trial, asked.cfg, asked.key, asked.rescue)
+    finally:
+        _HELD.discard((study_name, asked.key))
+    if row is None:
+        outcome.lost += 1
+        return
+    outcome.rows.append(row)
+    outcome.measured += 1
+    outcome.rescued += bool(asked.rescue)
+    outcome.failed += not _is_ok(row)
+
+
+def _stop_reason(measured, budget_trials, deadline, asks, max_asks, idle, patience, unclaimed, snapshot, feasible) -> str:
+    """Why the search stops now, or "" to go on."""
+    if budget_trials is not None and measured >= budget_trials:
+        return "budget"
+    if deadline is not None and time.monotonic() >= deadline:
+        return "timeout"
+    if unclaimed == set() and not any(snapshot[k].state == CLAIMED for k in feasible):
+        return "exhausted"
+    if max_asks is not None and asks >= max_asks:
+        return "ask_limit"
+    if idle >= patience:
+        return "stalled"
+    return ""
