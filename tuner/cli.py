@@ -155,8 +155,10 @@ def cmd_sweep(args) -> None:
     if args.child:
         bench, _ = _bench(settings, device_json, sweep.timing)
         _load_peaks(bench, gpu_dir / "peaks.json")
-        run_sweep(args.name, family, sweep.problems(), sweep.domains(), store=store_dir(gpu_dir, args.name),
-                  open_problem=bench.problem, prepare=_compile_ahead(bench, settings))  # fmt: skip
+        with bench.phase("sweep (all)"):
+            run_sweep(args.name, family, sweep.problems(), sweep.domains(), store=store_dir(gpu_dir, args.name),
+                      open_problem=bench.problem, prepare=_compile_ahead(bench, settings))  # fmt: skip
+        print(f"sweep {args.name} {bench.phase_summary()}", flush=True)
         return
     supervise(_child_command(args), child_env(), f"sweep {args.name}")
     # Every configuration is in the store now: read it back, no GPU needed.
@@ -230,10 +232,14 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
     family = REGISTRY[study.family]
     session = bench.problem(family, study.problem)
     source = f"study:{args.name}"
-    run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
-              measure=lambda cfg: session.measure(cfg, source), budget_trials=study.budget_trials, timeout_s=study.timeout_s,
-              sampler=study.sampler, seed=study.seed + args.worker, enqueue=[dict(e) for e in study.enqueue],
-              worker=f"gpu{args.device_index if args.device_index is not None else settings.run.device_index}@{socket.gethostname()}")  # fmt: skip
+    # The GPU as its host numbers it (a --gpus child sees only its own, as device 0).
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES") or args.device_index or settings.run.device_index
+    with bench.phase("study (all)"):
+        run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
+                  measure=lambda cfg: session.measure(cfg, source), budget_trials=study.budget_trials, timeout_s=study.timeout_s,
+                  sampler=study.sampler, seed=study.seed + args.worker, enqueue=[dict(e) for e in study.enqueue],
+                  worker=f"gpu{gpu}@{socket.gethostname()}")  # fmt: skip
+    print(f"study {args.name} {bench.phase_summary()}", flush=True)
 
 
 def cmd_collect(args) -> None:

@@ -8,9 +8,11 @@ problem's inputs once and measures any number of configurations on them.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import subprocess
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +69,9 @@ class Bench:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        # Seconds spent per phase of measuring (inputs, compile, load, verify,
+        # time): where a sweep's or a study's time goes (``phase_summary``).
+        self.phases: dict[str, float] = {}
         if self.clocks is None:
             self.clocks = clock_monitor(self.gpu.pci_bus_id)
         self._timer = self.gpu.event_timer()
@@ -93,7 +98,21 @@ class Bench:
                            hold=self.hold, synchronize=self.gpu.synchronize, clocks=self.clocks)  # fmt: skip
 
     def problem(self, family: Family, problem: Problem) -> "ProblemBench":
-        return ProblemBench(self, family, problem)
+        with self.phase("inputs"):
+            return ProblemBench(self, family, problem)
+
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - start
+
+    def phase_summary(self) -> str:
+        """One line: seconds per phase, largest first."""
+        parts = sorted(self.phases.items(), key=lambda item: -item[1])
+        return "phases: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in parts)
 
 
 class ProblemBench:
@@ -124,19 +143,22 @@ class ProblemBench:
         if reasons:
             return row | {"status": "infeasible", "error": "; ".join(reasons)}
         try:
-            compiled = compile_variant(family, cfg, problem, arch=bench.gpu.arch, cache_dir=bench.cache_dir)
+            with bench.phase("compile"):
+                compiled = compile_variant(family, cfg, problem, arch=bench.gpu.arch, cache_dir=bench.cache_dir)
         except CompileError as error:
             return row | {"status": "compile_error", "error": str(error)[-2000:]}
         row |= {"registers": compiled.registers, "shared_bytes": compiled.shared_bytes,
                 "spill_bytes": compiled.spill_bytes, "local_bytes": compiled.local_bytes}  # fmt: skip
         gpu = bench.gpu
         try:
-            function = gpu.function(compiled.cubin, compiled.kernel, family.arg_types)
-            launch = family.bind(cfg, problem, self.buffers, function, gpu)
+            with bench.phase("load"):
+                function = gpu.function(compiled.cubin, compiled.kernel, family.arg_types)
+                launch = family.bind(cfg, problem, self.buffers, function, gpu)
             row |= {"grid": ",".join(map(str, launch.grid)), "block": ",".join(map(str, launch.block))}
-            launch.run()
-            gpu.synchronize()
-            verdict = family.verify(launch.fetch(), self.expected, self.inputs)
+            with bench.phase("verify"):
+                launch.run()
+                gpu.synchronize()
+                verdict = family.verify(launch.fetch(), self.expected, self.inputs)
         except Exception as error:  # pycuda.driver.Error and friends
             failed = row | {"status": "launch_error", "error": f"{type(error).__name__}: {error}"}
             self._check_context(error, failed)
@@ -147,7 +169,8 @@ class ProblemBench:
             return row | {"status": "ok", "error": f"{verdict.error:.3g}"}
         options = bench.timing if flush_l2 is None else _with_flush(bench.timing, flush_l2)
         try:
-            timing = bench.time(launch.run, restore=launch.restore, options=options)
+            with bench.phase("time"):
+                timing = bench.time(launch.run, restore=launch.restore, options=options)
         except Exception as error:
             failed = row | {"status": "launch_error", "error": f"while timing: {type(error).__name__}: {error}"}
             self._check_context(error, failed)

@@ -39,22 +39,19 @@ _logger = logging.getLogger("tuner.search.study")
 
 
 class _AsksInFlight:
-    """Asks submitted and not yet finished. A test that kills a worker at a
-    hook point waits until none is (``wait_idle``), so the kill lands between
-    asks, not in the instant between a trial's creation and its claim."""
+    """Asks submitted, not finished. Tests that kill a worker at a hook point
+    wait until none is, so the kill never lands between a trial's creation and its claim."""
 
     def __init__(self) -> None:
-        self._count = 0
-        self._idle = threading.Condition()
+        self._count, self._idle = 0, threading.Condition()
 
-    def begin(self) -> None:
+    def begin(self, change: int = 1) -> None:
         with self._idle:
-            self._count += 1
+            self._count += change
+            self._idle.notify_all()
 
     def end(self) -> None:
-        with self._idle:
-            self._count -= 1
-            self._idle.notify_all()
+        self.begin(-1)
 
     def wait_idle(self) -> None:
         with self._idle:
@@ -369,7 +366,7 @@ def _ask_unlocked(study, distinct, dists, claims, owner) -> _Asked:
     return _Asked(trial, key, cfg, decision, rescue=rescue)
 
 
-def _count(outcome: Any, asked: _Asked) -> None:
+def _count(outcome: Any, asked: _Asked) -> None:  # a StudyOutcome
     outcome.infeasible += asked.decision.infeasible
     outcome.duplicate += asked.decision.repeated
     outcome.lost += asked.lost
@@ -392,14 +389,11 @@ def _measure_asked(run: _Run, asked: _Asked, outcome: Any, study_name: str) -> N
 
 def _stop_reason(measured, budget_trials, deadline, asks, max_asks, idle, patience, unclaimed, snapshot, feasible) -> str:
     """Why the search stops now, or "" to go on."""
-    if budget_trials is not None and measured >= budget_trials:
-        return "budget"
-    if deadline is not None and time.monotonic() >= deadline:
-        return "timeout"
-    if unclaimed == set() and not any(snapshot[k].state == CLAIMED for k in feasible):
-        return "exhausted"
-    if max_asks is not None and asks >= max_asks:
-        return "ask_limit"
-    if idle >= patience:
-        return "stalled"
-    return ""
+    reasons = {
+        "budget": budget_trials is not None and measured >= budget_trials,
+        "timeout": deadline is not None and time.monotonic() >= deadline,
+        "exhausted": unclaimed == set() and not any(snapshot[k].state == CLAIMED for k in feasible),
+        "ask_limit": max_asks is not None and asks >= max_asks,
+        "stalled": idle >= patience,
+    }
+    return next((reason for reason, stop in reasons.items() if stop), "")

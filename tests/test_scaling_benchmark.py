@@ -1,0 +1,39 @@
+"""The scaling benchmark's steady-state rate, on made-up trial times."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+SPEC = importlib.util.spec_from_file_location("scaling", Path(__file__).resolve().parents[1] / "benchmarks" / "scaling.py")
+scaling = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(scaling)
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def trial(worker: str, seconds: float | None, measured: bool = True):
+    done = None if seconds is None else T0 + dt.timedelta(seconds=seconds)
+    attrs = {"worker": worker, **({"status": "ok"} if measured else {})}
+    return SimpleNamespace(datetime_complete=done, user_attrs=attrs)
+
+
+def test_one_worker_rate_is_trials_between_its_first_and_last():
+    trials = [trial("a", 10 + 0.5 * i) for i in range(11)]  # 2 per second
+    rate, inside, window = scaling.steady_rate(trials)
+    assert (inside, window) == (10, 5.0)
+    assert rate == pytest.approx(2.0)
+
+
+def test_the_window_is_where_every_worker_searches():
+    # b starts 3 s late and a stops 2 s early: only [13, 18] counts.
+    a = [trial("a", 10 + 0.25 * i) for i in range(33)]  # 10 .. 18
+    b = [trial("b", 13 + 0.25 * i) for i in range(29)]  # 13 .. 20
+    unmeasured = [trial("a", 15, measured=False), trial("b", None)]
+    rate, inside, window = scaling.steady_rate(a + b + unmeasured)
+    assert window == pytest.approx(5.0)
+    assert inside == 20 + 20  # (13, 18] holds 20 of each
+    assert rate == pytest.approx(8.0)
