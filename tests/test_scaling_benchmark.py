@@ -37,3 +37,33 @@ def test_the_window_is_where_every_worker_searches():
     assert window == pytest.approx(5.0)
     assert inside == 20 + 20  # (13, 18] holds 20 of each
     assert rate == pytest.approx(8.0)
+
+
+PIPELINE = importlib.util.spec_from_file_location(
+    "pipeline_timing", Path(__file__).resolve().parents[1] / "benchmarks" / "pipeline_timing.py"
+)
+pipeline_timing = importlib.util.module_from_spec(PIPELINE)
+PIPELINE.loader.exec_module(pipeline_timing)
+
+SNAKEMAKE_LOG = """\
+[Sun Nov 22 06:15:16 2026]
+rule sweep_reduce_space:
+    output: results/x/sweeps/reduce_space.parquet
+    jobid: 2
+sweep reduce_space phases: sweep (all) 20.5 s, time 10.2 s, verify 3.0 s
+[Sun Nov 22 06:15:40 2026]
+Finished jobid: 2 (Rule: sweep_reduce_space)
+[Sun Nov 22 06:15:40 2026]
+localrule collect:
+    jobid: 1
+[Sun Nov 22 06:15:43 2026]
+Finished jobid: 1 (Rule: collect)
+"""
+
+
+def test_pipeline_timing_reads_jobs_and_phases_from_snakemakes_log():
+    jobs, phases = pipeline_timing.parse(SNAKEMAKE_LOG)
+    assert [(j["rule"], j["seconds"]) for j in jobs] == [("sweep_reduce_space", 24.0), ("collect", 3.0)]
+    assert phases == {"reduce_space": {"sweep (all)": 20.5, "time": 10.2, "verify": 3.0}}
+    text = pipeline_timing.table(jobs, phases, 30.0)
+    assert "time 10.2, verify 3.0" in text and "sum of jobs" in text

@@ -1,0 +1,107 @@
+"""Where a cold ``snakemake --cores 1`` spends its time: one row per job.
+
+    python benchmarks/pipeline_timing.py --results /tmp/cold [--log run.log] [-- extra snakemake args]
+
+Runs the pipeline from an empty results folder (``results_dir`` set to
+``--results``, which holds the cubin cache too: nvcc compiles everything),
+then prints each job's wall seconds from Snakemake's log (its clock has
+one-second resolution) with the measuring phases the sweep and study stages
+print (inputs, compile, load, verify, time), and the whole run's wall time.
+With ``--parse LOG`` it only reads a log written earlier. Writes
+``pipeline-timing.json`` into the results folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
+STARTS = re.compile(r"^(?:local)?rule (\S+):$")
+JOBID = re.compile(r"^\s+jobid: (\d+)$")
+FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\S+)\)$")
+PHASES = re.compile(r"^(?:sweep|study) (\S+) phases: (.*)$")
+PART = re.compile(r"^(.*) ([\d.]+) s$")
+
+
+def parse(log: str) -> tuple[list[dict], dict[str, dict[str, float]]]:
+    """Jobs (rule, start, end, seconds) in finishing order, and the phases
+    each sweep or study printed (name -> phase -> seconds, summed over
+    worker processes)."""
+    now = None
+    started: dict[str, tuple[str, dt.datetime]] = {}
+    pending_rule = None
+    jobs, phases = [], {}
+    for line in log.splitlines():
+        if m := STAMP.match(line):
+            now = dt.datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
+        elif m := STARTS.match(line):
+            pending_rule = (m.group(1), now)
+        elif (m := JOBID.match(line)) and pending_rule:
+            started[m.group(1)] = pending_rule
+            pending_rule = None
+        elif m := FINISHED.match(line):
+            rule, start = started.pop(m.group(1), (m.group(2), now))
+            jobs.append({"rule": rule, "start": start.isoformat(), "seconds": (now - start).total_seconds()})
+        elif m := PHASES.match(line):
+            seen = phases.setdefault(m.group(1), {})
+            for part in m.group(2).split(", "):
+                name, seconds = PART.match(part).groups()
+                seen[name] = round(seen.get(name, 0.0) + float(seconds), 2)
+    return jobs, phases
+
+
+def table(jobs: list[dict], phases: dict[str, dict[str, float]], wall_s: float | None) -> str:
+    lines = [f"{'job':<34} {'s':>6}  measuring phases (s)"]
+    for job in jobs:
+        name = job["rule"].removeprefix("sweep_").removeprefix("tune_")
+        detail = phases.get(name) if job["rule"].startswith(("sweep_", "tune_")) else None
+        text = ", ".join(f"{k} {v:.1f}" for k, v in detail.items() if not k.endswith("(all)")) if detail else ""
+        lines.append(f"{job['rule']:<34} {job['seconds']:>6.0f}  {text}")
+    total = sum(job["seconds"] for job in jobs)
+    lines.append(f"{'sum of jobs':<34} {total:>6.0f}")
+    if wall_s is not None:
+        lines.append(f"{'wall (snakemake --cores 1)':<34} {wall_s:>6.0f}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--results", type=Path, help="results folder for the run (emptied first)")
+    parser.add_argument("--log", type=Path, help="where to keep Snakemake's output (default: RESULTS/snakemake.log)")
+    parser.add_argument("--parse", type=Path, help="only read this Snakemake output and print the table")
+    parser.add_argument("extra", nargs="*", help="more snakemake arguments (after --)")
+    args = parser.parse_args()
+    if args.parse:
+        jobs, phases = parse(args.parse.read_text())
+        print(table(jobs, phases, None))
+        return 0
+    if args.results is None:
+        parser.error("--results is required unless --parse is given")
+    shutil.rmtree(args.results, ignore_errors=True)
+    args.results.mkdir(parents=True)
+    log = args.log or args.results / "snakemake.log"
+    command = ["snakemake", "--cores", "1", "--config", f"results_dir={args.results}", *args.extra]
+    start = time.monotonic()
+    with log.open("w") as out:
+        code = subprocess.call(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    wall = time.monotonic() - start
+    jobs, phases = parse(log.read_text())
+    text = table(jobs, phases, wall)
+    print(text)
+    record = {"command": " ".join(command), "exit": code, "wall_s": round(wall, 1), "jobs": jobs, "phases": phases}
+    (args.results / "pipeline-timing.json").write_text(json.dumps(record, indent=2))
+    (args.results / "pipeline-timing.txt").write_text(text + "\n")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
