@@ -52,12 +52,15 @@ def storage_url(storage: str, folder: Path) -> str:
     return storage  # a database URL: the caller gives each run a fresh database
 
 
-def write_config(folder: Path, *, study: dict | None = None, sweep: dict | None = None) -> Path:
+def write_config(folder: Path, *, study: dict | None = None, sweep: dict | None = None, sweep_name: str = "space") -> Path:
+    """A config in ``folder`` whose results go to the work folder's shared
+    ``results`` (one device.json and cubin cache for every run; each run's
+    study has its own storage in ``folder``)."""
     base = shipped()
     config = {
-        "results_dir": str(folder / "results"),
+        "results_dir": str(folder.parent / "results"),
         "timing": base["timing"],
-        "sweeps": {"space": sweep} if sweep else {},
+        "sweeps": {sweep_name: sweep} if sweep else {},
         "studies": {"scaling": study} if study else {},
     }
     folder.mkdir(parents=True, exist_ok=True)
@@ -109,8 +112,8 @@ def run_study(work: Path, gpus: list[str], budget: int, storage: str, label: str
     tuner(path, "describe")
     tuner(path, "compile")  # the timed run measures the search, not nvcc
     wall = tuner(path, "tune", "scaling", "--gpus", ",".join(gpus))
-    rows = pd.read_parquet(next((folder / "results").glob("*/studies/scaling.parquet")))
-    name = next(s.study_name for s in optuna.get_all_study_summaries(open_storage(url)) if s.study_name.startswith("scaling"))
+    rows = pd.read_parquet(next((folder.parent / "results").glob("*/studies/scaling.parquet")))
+    (name,) = [s.study_name for s in optuna.get_all_study_summaries(open_storage(url)) if "/scaling/" in s.study_name]
     trials = optuna.load_study(study_name=name, storage=open_storage(url)).get_trials(deepcopy=False)
     rate, inside, window = steady_rate(trials)
     return {
@@ -146,14 +149,14 @@ def costs(work: Path, gpu: str, budget: int, storage: str) -> dict:
     quarter = dict(space, params=dict(full, block_size=full["block_size"][:1]))
     sweep_walls, points = {}, {}
     for label, sweep in (("quarter", quarter), ("full", space)):
-        folder = work / f"cost-sweep-{label}"
-        path = write_config(folder, sweep=sweep)
+        folder, name = work / f"cost-sweep-{label}", f"space_{label}"  # its own row store
+        path = write_config(folder, sweep=sweep, sweep_name=name)
         tuner(path, "describe")
         tuner(path, "compile")
-        sweep_walls[label] = tuner(path, "sweep", "space")
+        sweep_walls[label] = tuner(path, "sweep", name)
         import pandas as pd
 
-        frame = pd.read_parquet(next((folder / "results").glob("*/sweeps/space.parquet")))
+        frame = pd.read_parquet(next((folder.parent / "results").glob(f"*/sweeps/{name}.parquet")))
         points[label] = int((frame.status != "infeasible").sum())
     study_ms = (study_walls[budget] - study_walls[small]) / (budget - small) * 1e3
     sweep_ms = (sweep_walls["full"] - sweep_walls["quarter"]) / (points["full"] - points["quarter"]) * 1e3
