@@ -247,3 +247,40 @@ def test_float16_is_checked_against_a_float32_reference():
     device = inputs["a"] + inputs["b"]  # numpy float16 add: rounds like the hardware's
     assert family.verify(device, expected, inputs).ok
     assert not family.verify(np.zeros_like(device), expected, inputs).ok
+
+
+def test_relative_error_verdict_is_chunked_and_remembers_the_reference_norm(monkeypatch):
+    from tuner.families import base
+
+    monkeypatch.setattr(base, "VERIFY_CHUNK", 7)  # many chunks, a ragged last one
+    rng = np.random.default_rng(1)
+    expected = rng.uniform(-1, 1, size=100)
+    output = expected.astype(np.float32)
+    verdict = base.relative_error_verdict(output, expected, 1e-6)
+    whole = np.linalg.norm(output.astype(np.float64) - expected) / np.linalg.norm(expected)
+    assert verdict.ok and verdict.error == pytest.approx(whole, rel=1e-9)
+    broken = output.copy()
+    broken[99] += 1.0
+    bad = base.relative_error_verdict(broken, expected, 1e-6)
+    assert not bad.ok and bad.error == pytest.approx(1.0 / np.linalg.norm(expected), rel=1e-6)
+    broken[50] = np.nan
+    assert base.relative_error_verdict(broken, expected, 1e-6).detail.startswith("non-finite")
+    # A view of the same reference with other bounds has its own norm.
+    half = base.relative_error_verdict(output[:50], expected[:50], 1e-6)
+    assert half.error == pytest.approx(
+        np.linalg.norm(output[:50].astype(np.float64) - expected[:50]) / np.linalg.norm(expected[:50]), rel=1e-9
+    )
+
+
+def test_parallel_inputs_depend_on_the_seed_alone(monkeypatch):
+    from tuner.families import inputs
+
+    monkeypatch.setattr(inputs, "CHUNK", 1000)
+    first = inputs.uniform(np.random.default_rng(7), -1.0, 1.0, 10_500)
+    monkeypatch.setattr(inputs.os, "cpu_count", lambda: 1)
+    again = inputs.uniform(np.random.default_rng(7), -1.0, 1.0, 10_500)
+    assert first.dtype == np.float32 and np.array_equal(first, again)
+    assert -1.0 <= first.min() and first.max() < 1.0 and len(np.unique(first)) > 10_000
+    ints = inputs.integers(np.random.default_rng(7), -4, 4, 10_500, np.int32)
+    assert ints.dtype == np.int32 and set(np.unique(ints)) == set(range(-4, 4))
+    assert not np.array_equal(ints, inputs.integers(np.random.default_rng(8), -4, 4, 10_500, np.int32))

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tuner.families import inputs as random_inputs
 from tuner.families import params as shared
 from tuner.families.base import (
     C_TYPES,
@@ -73,7 +74,7 @@ class Copy(Family):
         return 2 * data if cfg["variant"] == "copy" else data + 4
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        words = rng.integers(1, 2**31 - 1, size=problem.n, dtype=np.int32)
+        words = random_inputs.integers(rng, 1, 2**31 - 1, problem.n, np.int32)
         return {"src": words.view(DTYPES[problem.dtype])}
 
     def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tuner.families import inputs as random_inputs
 from tuner.families import params as shared
 from tuner.families.base import (
     Config,
@@ -67,8 +68,8 @@ class Layout(Family):
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         # The lesson's range, 0 to 2.55, made continuous.
         return {
-            "x": rng.uniform(0.0, 2.56, size=problem.n).astype(np.float32),
-            "y": rng.uniform(0.0, 2.56, size=problem.n).astype(np.float32),
+            "x": random_inputs.uniform(rng, 0.0, 2.56, problem.n, np.float32),
+            "y": random_inputs.uniform(rng, 0.0, 2.56, problem.n, np.float32),
         }
 
     def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tuner.families import inputs as random_inputs
 from tuner.families import params as shared
 from tuner.families.base import (
     Config,
@@ -97,8 +98,8 @@ class Offset(Family):
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {
-            "a": rng.uniform(-1.0, 1.0, size=problem.n).astype(np.float32),
-            "b": rng.uniform(-1.0, 1.0, size=problem.n).astype(np.float32),
+            "a": random_inputs.uniform(rng, -1.0, 1.0, problem.n, np.float32),
+            "b": random_inputs.uniform(rng, -1.0, 1.0, problem.n, np.float32),
         }
 
     def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tuner.families import inputs as random_inputs
 from tuner.families import params as shared
 from tuner.families.base import (
     C_TYPES,
@@ -95,13 +96,14 @@ class VectorAdd(Family):
         if problem.dtype in ("int8", "int32"):
             # Half the type's range each, so a + b never overflows.
             high = 64 if problem.dtype == "int8" else 2**30
-            a = rng.integers(-high, high, size=n, dtype=dtype)
-            b = rng.integers(-high, high, size=n, dtype=dtype)
-            # No sum is -1, the poison pattern: an unwritten element never passes.
-            b[a.astype(np.int64) + b == -1] += 1
+            a = random_inputs.integers(rng, -high, high, n, dtype)
+            b = random_inputs.integers(rng, -high, high, n, dtype)
+            # No sum is -1, the poison pattern: an unwritten element never
+            # passes. (The sum fits the type: each value is within half its range.)
+            b[a + b == -1] += 1
         else:
-            a = rng.uniform(-1.0, 1.0, size=n).astype(dtype)
-            b = rng.uniform(-1.0, 1.0, size=n).astype(dtype)
+            a = random_inputs.uniform(rng, -1.0, 1.0, n, dtype)
+            b = random_inputs.uniform(rng, -1.0, 1.0, n, dtype)
         return {"a": a, "b": b}
 
     def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:
