@@ -45,6 +45,7 @@ def base_config(tmp_path: Path) -> dict:
                     "grid_blocks_per_sm": [1],
                     "cache_hint": ["none"],
                     "min_blocks": [0],
+                    "finish": ["host"],
                 },  # fmt: skip
             }
         },

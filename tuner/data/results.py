@@ -55,6 +55,7 @@ PARAM_COLUMNS = {
     "read_only": "Int64",
     "pitched": "Int64",
     "tile": "Int64",
+    "finish": "string",
 }
 
 COLUMNS = {

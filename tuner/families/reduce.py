@@ -1,6 +1,16 @@
 """Sum reduction: the lesson's ladder from a divergent kernel to a completely
 unrolled one, the shared-memory steps, and a vectorised warp-shuffle kernel.
 
+``finish`` says how the block sums become one total. ``host``: the kernel
+writes one partial per block and the host adds them (the lesson's kernels; the
+timed region holds the partial pass only). The complete reductions (shuffle
+only) finish on the device, all of it timed: ``second_pass`` launches the same
+kernel again as one block over the partials, ``last_block`` lets the last block
+to finish add them (a fence and an atomic counter, which that block resets),
+``atomic`` zeroes the total (a memset) and every block adds its sum atomically.
+For float32 ``atomic`` adds in a different order each run; the verification's
+relative tolerance covers any order.
+
 Bytes moved: the n input elements read once plus one result written,
 ``(n + 1) * itemsize``. Partial sums per block are part of the kernels' work
 but not of the problem, so every variant is judged on the same bytes.
@@ -25,10 +35,10 @@ from tuner.families.base import (
     relative_error_verdict,
 )
 from tuner.families.buffers import (
+    POISON_BYTE,
     Inputs1D,
     ceil_div,
     grid_stride_blocks,
-    poison,
 )
 from tuner.families.params import CACHE_HINTS
 
@@ -49,6 +59,11 @@ VARIANTS = LADDER + BANK_CONFLICT_PAIR
 
 IN_PLACE = {"neighbored", "neighbored_less", "interleaved", "unrolled", "unrolled_warp", "complete", "complete_template"}
 WARP_STAGE = {"unrolled_warp", "complete", "complete_template"}
+# finish -> the kernel's FINISH define (second_pass runs the partials kernel twice).
+FINISHES = {"host": 0, "second_pass": 0, "last_block": 1, "atomic": 2}
+COMPLETE = ("second_pass", "last_block", "atomic")
+# The workspace's layout (kernels/reduce.cu): total, blocks-done counter, then block sums.
+TOTAL, COUNTER, SUMS = 0, 1, 2
 
 
 def _power_of_two(x: int) -> bool:
@@ -58,7 +73,7 @@ def _power_of_two(x: int) -> bool:
 @dataclass
 class ReduceBuffers:
     inputs: Inputs1D
-    partials: object  # DeviceBuffer, one element per block of the largest grid
+    workspace: object  # DeviceBuffer: total, counter, then one sum per block of the largest grid
     n: int
     dtype: np.dtype
 
@@ -78,6 +93,8 @@ class Reduce(Family):
         shared.cache_hint(("none", "stream"), "load path: plain, read-only (__ldg) or streaming (__ldcs) (shuffle only)"),
         Param("min_blocks", (0, 2), "__launch_bounds__ minimum blocks per multiprocessor; 0: none (shuffle only)",
               default=0, rule=lambda m: isinstance(m, int) and 0 <= m <= 32, rule_text="an integer from 0 to 32"),
+        Param("finish", ("host",) + COMPLETE, "who adds the block sums: the host (partial pass timed), or on the device, "
+              "timed: a second_pass launch, the last_block, atomic adds (device finishes: shuffle only)", default="host"),
     )  # fmt: skip
     arg_types = "PPQ"  # data, partials, n
     # Float sums of 2^28 terms in different orders differ by rounding: 2e-5 relative.
@@ -88,7 +105,14 @@ class Reduce(Family):
         variant, block, unroll = cfg["variant"], cfg["block_size"], cfg["unroll"]
         reasons = []
         if variant != "shuffle":
-            for name, default in (("vector_width", 1), ("grid_blocks_per_sm", 0), ("cache_hint", "none"), ("min_blocks", 0)):
+            shuffle_only = (
+                ("vector_width", 1),
+                ("grid_blocks_per_sm", 0),
+                ("cache_hint", "none"),
+                ("min_blocks", 0),
+                ("finish", "host"),
+            )
+            for name, default in shuffle_only:
                 if cfg[name] != default:
                     reasons.append(
                         f"{name} applies only to variant shuffle (must be {default!r} for {variant}), got {cfg[name]!r}"
@@ -120,7 +144,7 @@ class Reduce(Family):
         }
         if cfg["variant"] == "shuffle":
             defines |= {"VEC": str(cfg["vector_width"]), "CACHE_HINT": str(CACHE_HINTS[cfg["cache_hint"]]),
-                        "MIN_BLOCKS": str(cfg["min_blocks"])}  # fmt: skip
+                        "MIN_BLOCKS": str(cfg["min_blocks"]), "FINISH": str(FINISHES[cfg["finish"]])}  # fmt: skip
         return defines
 
     # ---- running -----------------------------------------------------------
@@ -159,19 +183,46 @@ class Reduce(Family):
     def allocate(self, problem: Problem, inputs: dict[str, np.ndarray], gpu) -> ReduceBuffers:
         largest_grid = ceil_div(problem.n, 32)
         itemsize = inputs["data"].itemsize
-        return ReduceBuffers(Inputs1D.upload(gpu, inputs), gpu.alloc(largest_grid * itemsize), problem.n, inputs["data"].dtype)
+        workspace = gpu.alloc((SUMS + largest_grid) * itemsize)
+        gpu.fill_bytes(workspace.ptr(), 0, workspace.nbytes)  # the last_block counter starts at zero
+        return ReduceBuffers(Inputs1D.upload(gpu, inputs), workspace, problem.n, inputs["data"].dtype)
 
     def bind(self, cfg: Config, problem: Problem, buffers: ReduceBuffers, function, gpu) -> Launch:
-        grid = self.grid_size(cfg, problem, gpu.sm_count)
+        grid, block, finish = self.grid_size(cfg, problem, gpu.sm_count), cfg["block_size"], cfg["finish"]
         offset = cfg["offset"]
+        workspace, itemsize = buffers.workspace, buffers.dtype.itemsize
+        total, sums = workspace.ptr(TOTAL * itemsize), workspace.ptr(SUMS * itemsize)
         data = buffers.inputs.ptr("data", offset)
-        run = gpu.launcher(function, (grid, 1, 1), (cfg["block_size"], 1, 1), data, buffers.partials.ptr(), np.uint64(problem.n))
-        itemsize = buffers.dtype.itemsize
+        n = np.uint64(problem.n)
         buffers.inputs.place("data", offset)
-        poison(gpu, buffers.partials, grid * itemsize)
+        gpu.fill_bytes(workspace.ptr(COUNTER * itemsize), 0, itemsize)
+        gpu.fill_bytes(total, POISON_BYTE, itemsize)
+        gpu.fill_bytes(sums, POISON_BYTE, grid * itemsize)
+        if finish in ("host", "second_pass"):
+            partials = gpu.launcher(function, (grid, 1, 1), (block, 1, 1), data, sums, n)
+        else:
+            whole = gpu.launcher(function, (grid, 1, 1), (block, 1, 1), data, total, n)
+        if finish == "host":
+            run = partials
+        elif finish == "second_pass":
+            # The same kernel as one block over the partials; it writes its one "partial": the total.
+            added = gpu.launcher(function, (1, 1, 1), (block, 1, 1), sums, total, np.uint64(grid))
+
+            def run() -> None:
+                partials()
+                added()
+        elif finish == "atomic":
+
+            def run() -> None:
+                gpu.fill_bytes(total, 0, itemsize)
+                whole()
+        else:
+            run = whole
 
         def fetch() -> np.ndarray:
-            return gpu.download(buffers.partials, grid, buffers.dtype)
+            if finish == "host":
+                return gpu.download(workspace, grid, buffers.dtype, SUMS * itemsize)
+            return gpu.download(workspace, 1, buffers.dtype, TOTAL * itemsize)
 
         restore = (lambda: buffers.inputs.place("data", offset)) if cfg["variant"] in IN_PLACE else None
-        return Launch(run=run, grid=(grid, 1, 1), block=(cfg["block_size"], 1, 1), fetch=fetch, restore=restore)
+        return Launch(run=run, grid=(grid, 1, 1), block=(block, 1, 1), fetch=fetch, restore=restore)

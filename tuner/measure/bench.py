@@ -75,27 +75,50 @@ class Bench:
         if self.clocks is None:
             self.clocks = clock_monitor(self.gpu.pci_bus_id)
         self._timer = self.gpu.event_timer()
+        self._holds: dict[float, Any] = {}
+        self._flush = None
+
+    def _timing_function(self, kernel: str, arg_types: str):
+        from tuner.families.base import KERNELS_DIR
+        from tuner.measure.compile import compile_source
+
+        compiled = compile_source(KERNELS_DIR / "timing.cu", kernel, defines={}, arch=self.gpu.arch,
+                                  cache_dir=self.cache_dir, prefix="timing")  # fmt: skip
+        return self.gpu.function(compiled.cubin, compiled.kernel, arg_types)
+
+    def hold_for(self, hold_us: float):
+        """The spin launch of ``hold_us`` that precedes each sample's start event (None for 0)."""
+        if hold_us <= 0:
+            return None
+        if hold_us not in self._holds:
+            function = self._timing_function("hold_stream", "Q")
+            self._holds[hold_us] = self.gpu.launcher(function, (1, 1, 1), (1, 1, 1), np.uint64(hold_us * 1000))
+        return self._holds[hold_us]
 
     @property
     def hold(self):
-        """The spin launch that precedes each sample's start event (or None)."""
-        if self.timing.hold_us <= 0:
-            return None
-        if getattr(self, "_hold_us", None) != self.timing.hold_us:
-            from tuner.families.base import KERNELS_DIR
-            from tuner.measure.compile import compile_source
+        return self.hold_for(self.timing.hold_us)
 
-            compiled = compile_source(KERNELS_DIR / "timing.cu", "hold_stream", defines={}, arch=self.gpu.arch,
-                                      cache_dir=self.cache_dir, prefix="timing")  # fmt: skip
-            function = self.gpu.function(compiled.cubin, compiled.kernel, "Q")
-            self._hold = self.gpu.launcher(function, (1, 1, 1), (1, 1, 1), np.uint64(self.timing.hold_us * 1000))
-            self._hold_us = self.timing.hold_us
-        return self._hold
+    @property
+    def flush(self):
+        """The L2 flush before each sample: a read of a buffer twice the L2's
+        size (kernels/timing.cu says why a read and not a memset)."""
+        if self._flush is None:
+            gpu = self.gpu
+            buffer, sink = gpu.alloc(2 * gpu.l2_bytes), gpu.alloc(4)
+            gpu.fill_bytes(buffer.ptr(), 0x5A, buffer.nbytes)
+            self._flush = gpu.launcher(self._timing_function("flush_l2", "PQP"), (4 * gpu.sm_count, 1, 1), (512, 1, 1),
+                                       buffer.ptr(), np.uint64(buffer.nbytes // 16), sink.ptr())  # fmt: skip
+            self._flush_buffers = (buffer, sink)
+            self._flush()  # once now: the memset's dirty lines go back to memory here, before any sample
+        return self._flush
 
     def time(self, run, *, restore=None, options: TimingOptions | None = None):
         """``time_kernel`` with this bench's timer, flush, hold and clocks."""
-        return time_kernel(run, timer=self._timer, options=options or self.timing, restore=restore, flush=self.gpu.flush_l2,
-                           hold=self.hold, synchronize=self.gpu.synchronize, clocks=self.clocks)  # fmt: skip
+        options = options or self.timing
+        flush = self.flush if options.flush_l2 else None
+        return time_kernel(run, timer=self._timer, options=options, restore=restore, flush=flush,
+                           hold=self.hold_for(options.hold_us), synchronize=self.gpu.synchronize, clocks=self.clocks)  # fmt: skip
 
     def problem(self, family: Family, problem: Problem) -> "ProblemBench":
         with self.phase("inputs"):
