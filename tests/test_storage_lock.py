@@ -7,7 +7,7 @@ import sys
 import textwrap
 import time
 
-from tuner.search.storage import FlockJournalLock, open_storage
+from tuner.search.storage import FlockJournalLock, JournalFile, open_storage
 
 WAITER = textwrap.dedent(
     """
@@ -39,7 +39,7 @@ def test_a_second_process_waits_until_the_lock_is_released(tmp_path):
 
 def test_journal_storages_write_under_it(tmp_path):
     storage = open_storage(str(tmp_path / "study.log"))
-    assert isinstance(storage._backend._lock, FlockJournalLock)
+    assert isinstance(storage._backend, JournalFile) and isinstance(storage._backend._lock, FlockJournalLock)
     import optuna
 
     study = optuna.create_study(storage=storage, study_name="s")
