@@ -7,6 +7,7 @@ rule plot_report:
         measurements="{folder}/measurements.parquet",
         device="{folder}/device.json",
         peaks="{folder}/peaks.json",
+        profiles=profiles_of,
     output:
         markdown="{folder}/report/report.md",
         html="{folder}/report/report.html",
