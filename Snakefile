@@ -41,5 +41,5 @@ rule all:
         f"{GPU_DIR}/compile.parquet",
         f"{GPU_DIR}/best.json",
         f"{GPU_DIR}/best_configs.h",
-        profile_outputs(GPU_DIR),
+        PROFILES,
         report_outputs(GPU_DIR),

@@ -155,7 +155,7 @@ exit 1
 """
 
 
-@pytest.mark.parametrize("tool, reason", [("missing", "ncu) not found"), ("refuses", "ERR_NVGPUCTRPERM")])
+@pytest.mark.parametrize("tool, reason", [("missing", "is not an executable file"), ("refuses", "ERR_NVGPUCTRPERM")])
 def test_without_counters_the_profile_is_empty_and_says_why(tmp_path, tool, reason):
     path = tmp_path / "mine.yaml"
     path.write_text(yaml.safe_dump(config(tmp_path, "all")))
@@ -163,12 +163,14 @@ def test_without_counters_the_profile_is_empty_and_says_why(tmp_path, tool, reas
     (gpu_dir / "sweeps").mkdir(parents=True)
     (gpu_dir / "device.json").write_text("{}")
     results.write_atomic(results.read(DATA / "layout_aos_soa.sweep.parquet"), gpu_dir / "sweeps" / "layout_aos_soa.parquet")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "NCU": str(tmp_path / "ncu")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "NCU": str(tmp_path / "ncu"),
+    }
     if tool == "refuses":
         (tmp_path / "ncu").write_text(FAKE_NCU)
         (tmp_path / "ncu").chmod(0o755)
-    else:
-        env.pop("NCU")
     proc = subprocess.run([sys.executable, "-m", "tuner", "profile", "layout_aos_soa", "--config", str(path)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -183,7 +185,7 @@ def test_profiling_a_sweep_without_the_setting_or_its_rows_is_a_config_error(tmp
     (tmp_path / "results" / "test-gpu").mkdir(parents=True)
     (tmp_path / "results" / "test-gpu" / "device.json").write_text("{}")
     run = [sys.executable, "-m", "tuner", "profile", "layout_aos_soa", "--config", str(path)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run(run, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.strip().startswith("config error: sweeps.layout_aos_soa.profile:")
     path.write_text(yaml.safe_dump(config(tmp_path, "all")))
@@ -200,3 +202,16 @@ def test_dry_run_profiles_after_the_sweep_and_before_the_report(tmp_path):
     out = proc.stdout
     assert "rule profile_layout_aos_soa:" in out
     assert out.index("rule sweep_layout_aos_soa:") < out.index("rule profile_layout_aos_soa:") < out.index("rule plot_report:")
+
+
+def test_ncu_is_found_on_path_or_beside_nvcc_or_not_at_all(tmp_path, monkeypatch):
+    monkeypatch.delenv("NCU", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(ncu, "_NCU_GLOBS", ())
+    with pytest.raises(ncu.NcuUnavailable, match=r"not found on PATH, beside nvcc or under /opt/nvidia"):
+        ncu.find_ncu()
+    (tmp_path / "nvcc").write_text("#!/bin/sh\n")
+    (tmp_path / "nvcc").chmod(0o755)
+    (tmp_path / "ncu").write_text("#!/bin/sh\n")
+    (tmp_path / "ncu").chmod(0o755)
+    assert ncu.find_ncu() == str(tmp_path / "ncu")

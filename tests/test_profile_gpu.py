@@ -19,7 +19,7 @@ pytestmark = pytest.mark.gpu
 
 
 def tuner(*args, cwd):
-    proc = subprocess.run([sys.executable, "-m", "tuner", *args], cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    proc = subprocess.run([sys.executable, "-m", "tuner", *args], cwd=cwd, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return proc

@@ -10,14 +10,9 @@ PROFILED = [
 ]
 
 
-def profile_outputs(folder):
-    return [f"{folder}/profiles/{name}.parquet" for name in PROFILED]
-
-
-def profiles_of(wildcards):
-    """The report's profile inputs: this run's profiles for its own GPU's
-    folder; other folders (the shipped references) bring their own, if any."""
-    return profile_outputs(GPU_DIR) if wildcards.folder == GPU_DIR else []
+# This run's profiles: outputs of `all`, and inputs of the report of its own
+# GPU's folder (other folders, the shipped references, bring their own if any).
+PROFILES = [f"{GPU_DIR}/profiles/{name}.parquet" for name in PROFILED]
 
 
 for sweep_name in PROFILED:
