@@ -29,6 +29,7 @@ STUDIES = list(SETTINGS.studies)
 include: "workflow/rules/device.smk"
 include: "workflow/rules/compile.smk"
 include: "workflow/rules/sweep.smk"
+include: "workflow/rules/profile.smk"
 include: "workflow/rules/tune.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/export.smk"
@@ -40,4 +41,5 @@ rule all:
         f"{GPU_DIR}/compile.parquet",
         f"{GPU_DIR}/best.json",
         f"{GPU_DIR}/best_configs.h",
+        PROFILES,
         report_outputs(GPU_DIR),

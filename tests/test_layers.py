@@ -20,7 +20,8 @@ ALLOWED = {
     "search": {"data", "errors", "families"},
     "settings": {"device", "families", "measure"},
     "report": {"data", "families"},
-    "cli": {"data", "device", "errors", "families", "measure", "processes", "search", "settings"},
+    "profile": {"data", "families", "settings"},
+    "cli": {"data", "device", "errors", "families", "measure", "processes", "profile", "search", "settings"},
     "__main__": {"cli"},
     "__init__": set(),
 }

@@ -28,6 +28,7 @@ from tuner.data import results
 from tuner.errors import EXIT_DEVICE_FAULT, FatalDeviceError
 from tuner.families import REGISTRY, Problem
 from tuner.processes import child_env, supervise
+from tuner.profile import stage as profiling
 from tuner.settings import ConfigError, Settings
 
 # ---- settings and paths ------------------------------------------------------
@@ -242,6 +243,11 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
     print(f"study {args.name} {bench.phase_summary()}", flush=True)
 
 
+def cmd_profile(args) -> None:
+    """Hardware counters (Nsight Compute) of a sweep's verified configurations, all or the fastest per problem; never timed."""
+    profiling.run(args, load_settings(args), bench=lambda s: _bench(s, _device_json(args, s), s.sweep(args.name).timing)[0], child=_child_command(args), env=child_env())  # fmt: skip
+
+
 def cmd_collect(args) -> None:
     """Gather sweep, study and peak rows into one measurements.parquet."""
     missing = [p for p in args.inputs if not Path(p).is_file()]
@@ -356,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", type=_gpu_list, default=[], help="e.g. 0,1,2,3: one worker process per GPU, sharing one budget")
     p.add_argument("--worker", type=int, default=0, help="worker number (seed offset) of a --gpus child")
     p.add_argument("--device-index", type=int, default=None, help="CUDA device of a child (default: the config's device_index)")
+    profiling.arguments(stage("profile", cmd_profile, out_default="profiles/<name>.parquet"), needs_device, measuring_child)
     p = stage("collect", cmd_collect, settings=False)
     p.add_argument("inputs", nargs="*", help="Parquet files of sweeps, studies and peaks")
     p.add_argument("--out", required=True, help="the measurements.parquet to write")

@@ -201,6 +201,17 @@ class Gpu:
 
         return run
 
+    def profiled(self, run) -> None:
+        """Run ``run`` (one enqueued launch) between cuProfilerStart and
+        cuProfilerStop, so a profiler started with profiling off sees it alone."""
+        self.synchronize()
+        self.cuda.start_profiler()
+        try:
+            run()
+            self.synchronize()
+        finally:
+            self.cuda.stop_profiler()
+
     def event_timer(self) -> "EventTimer":
         return EventTimer(self.cuda)
 

@@ -157,9 +157,11 @@ class ProblemBench:
             row[name] = cfg[name]
         return row
 
-    def measure(self, cfg: Config, source: str, *, flush_l2: bool | None = None, timed: bool = True) -> dict:
+    def measure(self, cfg: Config, source: str, *, flush_l2: bool | None = None, timed: bool = True, profile=None) -> dict:
         """One results row for ``cfg``; never raises for a bad configuration.
-        With ``timed=False`` it stops after verification (status ok, no times)."""
+        With ``timed=False`` it stops after verification (status ok, no times);
+        with ``profile`` (``profile(run)``), one more untimed launch on restored
+        inputs follows verification, handed to the profiler, and no timing."""
         bench, family, problem = self.bench, self.family, self.problem
         row = self.base_row(cfg, source)
         reasons = family.violations(cfg, problem)
@@ -188,6 +190,11 @@ class ProblemBench:
             return failed
         if not verdict.ok:
             return row | {"status": "wrong_result", "error": verdict.detail}
+        if profile is not None:
+            if launch.restore:
+                launch.restore()
+            profile(launch.run)
+            return row | {"status": "ok", "error": f"{verdict.error:.3g}"}
         if not timed:
             return row | {"status": "ok", "error": f"{verdict.error:.3g}"}
         options = bench.timing if flush_l2 is None else _with_flush(bench.timing, flush_l2)

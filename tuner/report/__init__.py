@@ -18,6 +18,7 @@ from tuner.report.comparisons import BLOG_TABLES, Comparison, evaluate_all
 from tuner.report.document import build_content, write_documents
 from tuner.report.figure_kit import FigureContext, FigureResult
 from tuner.report.figures import EXPECTED_FIGURES, FIGURE_SPECS, draw_all
+from tuner.report.profile_section import profile_content
 from tuner.report.published import load_published
 from tuner.report.selection import best_per_family, study_frames, usable
 from tuner.report.studies import summarise_studies
@@ -116,6 +117,7 @@ def build_report(
     peaks: Mapping[str, Any],
     out_dir: Path,
     studies: dict[str, pd.DataFrame] | None = None,
+    profiles: tuple[pd.DataFrame, list[str]] | None = None,
 ) -> ReportOutputs:
     """Draw every figure of ``EXPECTED_FIGURES`` that has data and write
     ``report.md`` and ``report.html`` into ``out_dir``.
@@ -130,6 +132,8 @@ def build_report(
         out_dir: created if needed; figures and documents are written into it.
         studies: study name -> its rows; None: the rows of ``dataset`` whose
             source starts with ``study:``.
+        profiles: (counter rows, notes) of ``tuner.data.counters.read_profiles``;
+            None: the report has no counters section.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -145,6 +149,9 @@ def build_report(
         figures=figures,
         studies=ctx.studies,
     )
+    if profiles is not None:
+        content["profile"] = profile_content(comparisons, profiles[0], profiles[1], published=ctx.published, peaks=ctx.peaks,
+                                             gpu=ctx.device.get("name") or "unknown GPU", out_dir=out_dir)  # fmt: skip
     documents = write_documents(content, out_dir)
     return ReportOutputs(
         out_dir=out_dir,

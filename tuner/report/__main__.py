@@ -31,6 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
 
     # Imported here so that a bad invocation fails fast, before matplotlib loads.
+    from tuner.data.counters import read_profiles
     from tuner.data.results import read
     from tuner.report import build_report
 
@@ -41,7 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as error:
         print(f"error: cannot read the inputs in {args.results}: {error}", file=sys.stderr)
         return 2
-    outputs = build_report(dataset, device=device, peaks=peaks, out_dir=args.out or args.results / "report")
+    outputs = build_report(dataset, device=device, peaks=peaks, out_dir=args.out or args.results / "report",
+                           profiles=read_profiles(args.results))  # fmt: skip
     drawn = len(outputs.figures) // 2
     print(f"report: {outputs.markdown} and {outputs.html}; {drawn} figures, {len(outputs.skipped)} skipped")
     for stem, why in outputs.skipped.items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -70,6 +70,7 @@ STAGE_RUN_FIELDS = {
     "peaks": (*_PLACE, "arch", "seed", "timing"),
     "sweep": (*_PLACE, "arch", "seed", "compile_jobs"),
     "study": (*_PLACE, "arch", "seed", "study_gpus"),
+    "profile": (*_PLACE, "arch", "seed"),
 }
 
 
@@ -84,6 +85,7 @@ class SweepSettings:
     sizes: tuple[int, ...]
     params: Mapping[str, tuple]
     timing: TimingOptions
+    profile: str | int | None = None  # None, "all", or N: profile the N fastest configurations per problem
 
     def problems(self) -> list[Problem]:
         return [Problem(self.family, dtype, n) for dtype in self.dtypes for n in self.sizes]
@@ -180,8 +182,10 @@ class Settings:
         run settings it needs (``STAGE_RUN_FIELDS``) and, for a sweep or a
         study, that one section; the compile stage gets every section."""
         data: dict[str, Any] = {"run": self.run.to_dict(STAGE_RUN_FIELDS[stage])}
-        if stage == "sweep":
+        if stage in ("sweep", "profile"):
             data["sweep"] = self.sweep(name).to_dict()
+        if stage == "profile":  # kept out of the sweep's own JSON: choosing what to profile never reruns a sweep
+            data["profile"] = self.sweep(name).profile
         elif stage == "study":
             data["study"] = self.study(name).to_dict()
         elif stage == "compile":
@@ -195,7 +199,7 @@ class Settings:
         sweeps = [SweepSettings.from_dict(s) for s in data.get("sweeps", [])]
         studies = [StudySettings.from_dict(s) for s in data.get("studies", [])]
         if "sweep" in data:
-            sweeps.append(SweepSettings.from_dict(data["sweep"]))
+            sweeps.append(replace(SweepSettings.from_dict(data["sweep"]), profile=data.get("profile")))
         if "study" in data:
             studies.append(StudySettings.from_dict(data["study"]))
         return cls(RunSettings.from_dict(data["run"]), MappingProxyType({s.name: s for s in sweeps}),

@@ -7,6 +7,7 @@ rule plot_report:
         measurements="{folder}/measurements.parquet",
         device="{folder}/device.json",
         peaks="{folder}/peaks.json",
+        profiles=lambda wildcards: PROFILES if wildcards.folder == GPU_DIR else [],
     output:
         markdown="{folder}/report/report.md",
         html="{folder}/report/report.html",
