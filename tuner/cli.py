@@ -146,6 +146,7 @@ def cmd_peaks(args) -> None:
 
 def cmd_sweep(args) -> None:
     """Measure every feasible configuration of one sweep (resumable: only what the store lacks)."""
+    from tuner.measure.compile import compile_ahead
     from tuner.search.sweep import run_sweep, store_dir, sweep_rows
 
     settings = load_settings(args)
@@ -158,7 +159,7 @@ def cmd_sweep(args) -> None:
         _load_peaks(bench, gpu_dir / "peaks.json")
         with bench.phase("sweep (all)"):
             run_sweep(args.name, family, sweep.problems(), sweep.domains(), store=store_dir(gpu_dir, args.name),
-                      open_problem=bench.problem, prepare=_compile_ahead(bench, settings))  # fmt: skip
+                      open_problem=bench.problem, prepare=compile_ahead(bench.gpu.arch, bench.cache_dir, settings.run.compile_jobs))  # fmt: skip
         print(f"sweep {args.name} {bench.phase_summary()}", flush=True)
         return
     supervise(_child_command(args), child_env(), f"sweep {args.name}")
@@ -167,17 +168,6 @@ def cmd_sweep(args) -> None:
     out = _out(args, settings, f"sweeps/{args.name}.parquet")
     results.write_atomic(frame, out)
     _print_best(frame, f"sweep {args.name}")
-
-
-def _compile_ahead(bench, settings: Settings):
-    from tuner.measure.compile import compile_all
-
-    def prepare(family, problem, configs) -> None:
-        compile_all(
-            family, configs, problem, arch=bench.gpu.arch, cache_dir=bench.cache_dir, jobs=settings.run.compile_jobs or None
-        )
-
-    return prepare
 
 
 def cmd_tune(args) -> None:

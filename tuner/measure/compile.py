@@ -198,3 +198,13 @@ def compile_table(settings, arch: str):
                                    "shared_bytes": compiled.shared_bytes, "spill_bytes": compiled.spill_bytes,
                                    "local_bytes": compiled.local_bytes})  # fmt: skip
     return pd.DataFrame(rows).drop_duplicates(["family", "dtype", "module"]), failed
+
+
+def compile_ahead(arch: str, cache_dir: Path, jobs: int | None):
+    """A sweep's ``prepare`` hook: compile a problem's configurations in
+    parallel before they are measured one by one."""
+
+    def prepare(family, problem, configs) -> None:
+        compile_all(family, configs, problem, arch=arch, cache_dir=cache_dir, jobs=jobs or None)
+
+    return prepare
