@@ -55,3 +55,31 @@ def test_the_header_compiles_and_gives_tuned_values_or_defaults(exported, tmp_pa
     subprocess.run(["g++", "-std=c++17", f"-I{exported}", *define, str(program), "-o", str(tmp_path / "use")], check=True)
     block, tuned = subprocess.run([str(tmp_path / "use")], capture_output=True, text=True, check=True).stdout.split()
     assert int(block) == expected and tuned == ("0" if target == "80" else "1")
+
+
+def test_a_reduction_is_exported_by_its_best_complete_configuration():
+    from tuner.data.export import best_entries
+
+    def row(finish, gbs):
+        return {"status": "ok", "source": "sweep:x", "family": "reduce", "dtype": "int32", "n": 1024,
+                "variant": "shuffle", "finish": finish, "bandwidth_gbs": gbs, "gflops": None, "grid": "8,1,1",
+                "block": "256,1,1", "fraction_of_copy_peak": None, "fraction_of_theoretical_peak": None,
+                "time_ms_median": 1.0, "run_id": "r", "config_key": f"{finish}-{gbs}"}  # fmt: skip
+
+    partial_wins = pd.DataFrame([row("host", 3000.0), row("atomic", 2950.0), row("last_block", 2900.0)])
+    (entry,) = best_entries(partial_wins)
+    assert entry["params"]["finish"] == "atomic" and entry["bandwidth_gbs"] == 2950.0 and entry["candidates"] == 2
+    only_partial = pd.DataFrame([row("host", 3000.0), row(None, 3100.0)])
+    (entry,) = best_entries(only_partial)
+    assert entry["bandwidth_gbs"] == 3100.0
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_the_header_example_compiles_against_a_shipped_header(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        ["nvcc", "-arch=sm_90", "-I", str(root / "results/reference/nvidia-h200"), "-o", str(tmp_path / "add"),
+         str(root / "examples/use_header/vector_add.cu")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr

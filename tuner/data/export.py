@@ -31,6 +31,7 @@ def best_entries(dataset: pd.DataFrame) -> list[dict]:
     ok = dataset[(dataset.status == "ok") & (dataset.source != "peaks")]
     entries = []
     for (family_name, dtype, n), rows in ok.groupby(["family", "dtype", "n"], sort=True):
+        rows = _complete_if_any(rows)
         by = "gflops" if rows["gflops"].notna().any() else "bandwidth_gbs"
         best = rows.loc[rows[by].idxmax()]
         family = REGISTRY.families.get(family_name)
@@ -47,6 +48,16 @@ def best_entries(dataset: pd.DataFrame) -> list[dict]:
             "candidates": int(len(rows)),
         })  # fmt: skip
     return entries
+
+
+def _complete_if_any(rows: pd.DataFrame) -> pd.DataFrame:
+    """A reduction's answer is one that finishes on the device: rows whose
+    ``finish`` is ``host`` (or unset) leave the last sum to the caller, so
+    they win only where no complete one was measured."""
+    if "finish" not in rows:
+        return rows
+    complete = rows[rows["finish"].notna() & (rows["finish"] != "host")]
+    return complete if len(complete) else rows
 
 
 def _known_params(rows: pd.DataFrame) -> set[str]:
