@@ -315,6 +315,7 @@ struct reduce_float32_n16777216 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
+    static constexpr const char* finish = "host";
 };
 
 struct reduce_float32_n268435456 {
@@ -326,6 +327,7 @@ struct reduce_float32_n268435456 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
+    static constexpr const char* finish = "host";
 };
 
 struct reduce_int32_n16777216 {
@@ -337,6 +339,7 @@ struct reduce_int32_n16777216 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
+    static constexpr const char* finish = "host";
 };
 
 struct reduce_int32_n268435456 {
@@ -348,6 +351,7 @@ struct reduce_int32_n268435456 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
+    static constexpr const char* finish = "host";
 };
 
 struct vector_add_float16_n16777216 {
