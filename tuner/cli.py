@@ -223,6 +223,8 @@ def worker_commands(args, settings: Settings) -> list[tuple[list[str], dict, str
 def _tune_child(args, settings: Settings, study, storage_name: str, device_json: Path) -> None:
     import socket
 
+    from tuner.progress import Progress
+    from tuner.search.storage import finished_trials
     from tuner.search.study import run_study
 
     bench, _ = _bench(settings, device_json, study.timing, args.device_index)
@@ -230,10 +232,14 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
     family = REGISTRY[study.family]
     session = bench.problem(family, study.problem)
     source = f"study:{args.name}"
-    run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
-              measure=lambda cfg: session.measure(cfg, source), budget_trials=study.budget_trials, timeout_s=study.timeout_s,
-              sampler=study.sampler, seed=study.seed + args.worker, enqueue=[dict(e) for e in study.enqueue],
-              worker=f"gpu{args.device_index if args.device_index is not None else settings.run.device_index}@{socket.gethostname()}")  # fmt: skip
+    worker = f"gpu{args.device_index if args.device_index is not None else settings.run.device_index}@{socket.gethostname()}"
+    # One tick per configuration this worker measures, towards the budget all workers share.
+    done = finished_trials(study.storage, storage_name)
+    with Progress(f"{source} ({worker})", study.budget_trials, initial=min(done, study.budget_trials or done)) as progress:
+        run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
+                  measure=progress.counting(lambda cfg: session.measure(cfg, source)), budget_trials=study.budget_trials,
+                  timeout_s=study.timeout_s, sampler=study.sampler, seed=study.seed + args.worker,
+                  enqueue=[dict(e) for e in study.enqueue], worker=worker)  # fmt: skip
 
 
 def cmd_collect(args) -> None:
