@@ -162,5 +162,5 @@ def test_compile_counts_each_module(tmp_path, capsys, monkeypatch):
     compiled = compile_all(family, configs, problem, arch="sm_90", cache_dir=tmp_path, jobs=2)
     (line,) = capsys.readouterr().err.splitlines()
     match = PLAIN.match(line)
-    assert match["what"] == f"compile copy {problem.key}" and match["unit"] == "module"
+    assert match["what"] == f"compile {problem.key}" and "module" in match["per"]  # module/s, or s/module when slow
     assert int(match["n"]) == int(match["total"]) == len(compiled) >= 2

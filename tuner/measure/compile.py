@@ -163,7 +163,7 @@ def compile_all(
     module as it is done (default: a progress of its own)."""
     unique = unique_modules(family, configs, problem)
     own = progress is None
-    progress = Progress(f"compile {family.name} {problem.key}", len(unique), unit="module") if own else progress
+    progress = Progress(f"compile {problem.key}", len(unique), unit="module") if own else progress
 
     def build(cfg: Config) -> CompiledKernel | CompileError:
         try:
