@@ -1,9 +1,15 @@
 """Command line of the pipeline: one subcommand per stage. The Snakemake rules
 call these with ``--settings`` (the JSON of exactly what Snakemake validated);
-a user calls them with ``--config`` (default ``config.yaml``), e.g.::
+a user calls them with ``--config`` (default ``config.yaml``); each writes
+under ``results/<gpu>/`` unless given ``--out``, e.g.::
 
+    python -m tuner describe
     python -m tuner sweep reduce_ladder
     python -m tuner tune reduce_int32 --gpus 0,1
+    python -m tuner best --results results/reference/nvidia-h200 --out-dir /tmp/h200-best
+    python -m tuner space
+
+(``describe`` first: the others read its ``results/<gpu>/device.json``.)
 
 Bad settings stop with one ``config error:`` line and exit status 2 before any
 work; stages that need the GPU stop the same way when PyCUDA or a device is
@@ -27,7 +33,7 @@ from tuner import settings as config_settings
 from tuner.data import results
 from tuner.errors import EXIT_DEVICE_FAULT, FatalDeviceError
 from tuner.families import REGISTRY, Problem
-from tuner.processes import child_env, supervise
+from tuner.processes import child_command, child_env, supervise, worker_commands
 from tuner.settings import ConfigError, Settings
 
 # ---- settings and paths ------------------------------------------------------
@@ -84,15 +90,6 @@ def _describe(gpu) -> dict:
 def _load_peaks(bench, peaks_json: Path) -> None:
     if peaks_json.exists():
         bench.peaks = json.loads(peaks_json.read_text())
-
-
-def _child_command(args, *extra: str) -> list[str]:
-    command = [sys.executable, "-m", "tuner", args.command, args.name, "--child"]
-    for flag in ("settings", "config", "device", "out"):
-        value = getattr(args, flag, None)
-        if value:
-            command += [f"--{flag}", str(value)]
-    return command + list(extra)
 
 
 # ---- stages -----------------------------------------------------------------
@@ -158,7 +155,7 @@ def cmd_sweep(args) -> None:
         run_sweep(args.name, family, sweep.problems(), sweep.domains(), store=store_dir(gpu_dir, args.name),
                   open_problem=bench.problem, prepare=_compile_ahead(bench, settings))  # fmt: skip
         return
-    supervise(_child_command(args), child_env(), f"sweep {args.name}")
+    supervise(child_command(args), child_env(), f"sweep {args.name}")
     # Every configuration is in the store now: read it back, no GPU needed.
     frame = sweep_rows(store_dir(gpu_dir, args.name), family, sweep.problems(), sweep.domains())
     out = _out(args, settings, f"sweeps/{args.name}.parquet")
@@ -207,17 +204,6 @@ def cmd_tune(args) -> None:
     out = _out(args, settings, f"studies/{args.name}.parquet")
     results.write_atomic(frame, out)
     _print_best(frame, f"study {args.name} ({study.sampler}, budget {study.budget_trials})")
-
-
-def worker_commands(args, settings: Settings) -> list[tuple[list[str], dict, str]]:
-    """(command, environment, GPU) of each study worker: one per GPU of
-    ``--gpus`` (or ``study_gpus``), each seeing only its own GPU."""
-    gpus = args.gpus or [str(g) for g in settings.run.study_gpus]
-    if len(gpus) <= 1:
-        gpu = gpus[0] if gpus else str(settings.run.device_index)
-        return [(_child_command(args, "--device-index", gpu), child_env(), gpu)]
-    return [(_child_command(args, "--worker", str(i), "--device-index", "0"), child_env(CUDA_VISIBLE_DEVICES=gpu), gpu)
-            for i, gpu in enumerate(gpus)]  # fmt: skip
 
 
 def _tune_child(args, settings: Settings, study, storage_name: str, device_json: Path) -> None:
