@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,8 +39,8 @@ SKIPPED = {
     "python benchmarks/scaling.py --work /tmp/scaling --gpus 0,1 --budget 400": f"{GPU}: two of them",
     "snakemake --cores 1 --configfile mine.yaml": f"{GPU}: a pipeline of one's own config",
     "python benchmarks/timing_quality.py": f"{GPU}: times kernels",
-    "python -m tuner describe": f"{GPU}: describes it (tests/test_gpu_*.py cover the stage)",
-    "python -m tuner sweep reduce_ladder": f"{GPU}: measures a sweep (test_cli_sweep_writes_under_results_gpu checks its output path)",
+    "python -m tuner describe": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
+    "python -m tuner sweep reduce_ladder": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
     "python -m tuner best": "reads results/<gpu> of this machine's GPU; the --results form runs on the shipped results",
     "snakemake --cores 1": f"{GPU}: the whole pipeline",
     "python -m tuner <stage>": "names the stages' command line (test_every_stage_has_help runs each with --help)",
@@ -134,6 +135,18 @@ def test_documented_command_runs_as_written(command, repository, tmp_path):
             assert first in html, caption.name
     elif command == "snakemake --cores 1 report":
         assert "plot_report" in out and (repository / PLACEHOLDER[1] / "report" / "report.html").exists()
+
+
+@pytest.mark.gpu
+def test_cli_examples_on_the_gpu(repository, tmp_path):
+    """The help's GPU examples in their order: describe, then a sweep."""
+    for command in ("python -m tuner describe", "python -m tuner sweep reduce_ladder"):
+        assert command in HELP_COMMANDS
+        proc = run(command, repository, tmp_path)
+        assert proc.returncode == 0, f"{command}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    (sweep,) = (repository / "results").glob("*/sweeps/reduce_ladder.parquet")
+    assert "sweep:reduce_ladder" in proc.stderr and "(100%)" in proc.stderr  # its progress lines
+    assert len(pd.read_parquet(sweep)) > 0
 
 
 def test_every_stage_has_help():
