@@ -89,6 +89,7 @@ def test_dashboard_lists_the_study(tmp_path):
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies/{study_id}", timeout=10) as response:
             detail = json.load(response)
         assert len(detail["trials"]) >= 3
+        assert detail.get("objective_names") == ["bandwidth_gbs"]  # the axis the dashboard draws, not "Objective 0"
         keys = {attr["key"] for trial in detail["trials"] for attr in trial["user_attrs"]}
         assert {"status", "config_key"} <= keys and "row" not in keys
     finally:

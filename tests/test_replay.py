@@ -112,9 +112,46 @@ def test_cli_prints_the_table(monkeypatch, capsys):
     argv = [str(TABLE_PATH), "--family", "fake", "--dtype", "int32", "--n", str(PROBLEM.n)]
     assert main(argv + ["--samplers", "random,brute_force", "--budgets", "4", "8", "--seeds", "2"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == "fake-int32-n1048576: 192 table rows, 2 seeds"
+    assert out.splitlines()[0] == "fake-int32-n1048576: 192 table rows of sweep:fake_exhaustive, 2 seeds"
     assert out.count("random") == 2 and out.count("brute_force") == 2
 
     with pytest.raises(SystemExit):
         main(argv + ["--samplers", "annealing"])
     assert "sampler must be one of" in capsys.readouterr().err
+
+
+def test_a_whole_dataset_replays_its_largest_source_unless_told(table):
+    """A measurements.parquet mixes sources: other sweeps of the problem cover
+    other grids, which mixed in would make the table a patchwork."""
+    from tuner.search.replay import problem_rows
+
+    ladder = table.head(20).assign(source="sweep:ladder")
+    mixed = pd.concat([table, ladder], ignore_index=True)
+    assert set(problem_rows(mixed, PROBLEM)["source"]) == {"sweep:fake_exhaustive"}
+    assert len(problem_rows(mixed, PROBLEM, "sweep:ladder")) == 20
+    with pytest.raises(ValueError, match=r"--source must be one of \['sweep:fake_exhaustive', 'sweep:ladder'\]"):
+        problem_rows(mixed, PROBLEM, "sweep:nothing")
+    with pytest.raises(ValueError, match=r"table values of block_size must be one of \[64, 128, 256, 512\], got \[7\]"):
+        table_domains(table.assign(block_size=7), FAMILY)
+
+
+def test_the_shipped_reference_dataset_replays(monkeypatch):
+    """The shipped H200 measurements: the reduction's ladder sweep runs with
+    grid_blocks_per_sm 0 (one pass, outside the study's default domain but
+    accepted by the parameter's rule)."""
+    from tuner.data.results import read
+    from tuner.families import REGISTRY, Problem
+    from tuner.search.replay import problem_rows
+
+    dataset = read(Path(__file__).parents[1] / "results" / "reference" / "nvidia-h200" / "measurements.parquet")
+    reduce, problem = REGISTRY["reduce"], Problem("reduce", "int32", 1 << 28)
+    assert list(problem_rows(dataset, problem)["source"].unique()) == ["sweep:reduce_space"]
+    assert table_domains(problem_rows(dataset, problem, "sweep:reduce_ladder"), reduce)["grid_blocks_per_sm"] == [0]
+    df = replay(dataset, reduce, problem, samplers=("random",), budgets=(8,), seeds=[0], source="sweep:reduce_ladder")
+    assert df.iloc[0]["median_measured"] == 8 and 0 < df.iloc[0]["median_ratio"] <= 1
+
+
+def test_default_samplers_need_no_pytorch():
+    from tuner.search.replay import DEFAULT_SAMPLERS
+
+    assert "gp" not in DEFAULT_SAMPLERS and {"tpe", "random"} <= set(DEFAULT_SAMPLERS)

@@ -250,3 +250,17 @@ def test_figure_specs_are_one_declarative_list():
     assert all(s.caption and s.title for s in FIGURE_SPECS)
     assert len({s.caption for s in FIGURE_SPECS}) == len(FIGURE_SPECS)  # each figure its own caption
     assert np.all([s.data is not None or (s.family and s.x) for s in FIGURE_SPECS])
+
+
+def test_the_unroll_conclusion_reads_the_sweep_its_figure_shows(reference_ctx):
+    """Each step of a blog table from the sweep made for it: the pragma-unroll
+    speed-ups once took unroll 1 from the vector-width sweep (another grid)
+    and unroll 2 and 4 from the unroll sweep, a 1.10x that no sweep measured."""
+    comparison = reference_ctx.comparisons["vector_add_pragma_unroll"]
+    assert {row["source"] for row in comparison.chosen} == {"sweep:vector_add_unroll"}
+    spec = next(s for s in FIGURE_SPECS if s.stem == "vector_add_unroll")
+    panels, _ = build(reference_ctx, spec)
+    (panel,) = [p for p in panels if p.marks]  # the panel of the compared problem
+    bars = panel.data.set_index(["series", "x"])["y"]
+    our = comparison.rows.set_index("step / config")["our_speedup"]
+    assert our["unroll 4"] == pytest.approx(bars[(1, 4)] / bars[(1, 1)], rel=1e-9)  # vector width 1, unroll 4 over 1

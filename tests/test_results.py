@@ -74,3 +74,38 @@ def test_every_family_parameter_has_a_column():
     for family in REGISTRY:
         missing = [name for name in family.param_names if name not in results.columns()]
         assert not missing, f"{family.name}: parameters without a results column: {missing}"
+
+
+def test_timestamp_is_a_utc_timestamp_and_error_is_null_on_ok_rows(tmp_path):
+    import pyarrow.parquet as pq
+
+    frame = results.to_frame(
+        [
+            row(timestamp="2026-11-22T01:16:04+00:00", verify_error=0.0),
+            row(timestamp="2026-11-22T02:16:04+01:00", status="wrong_result", error="element 7: 3 != 4", bandwidth_gbs=None),
+        ]
+    )
+    path = results.write_atomic(frame, tmp_path / "rows.parquet")
+    field = pq.read_schema(path).field("timestamp")
+    assert str(field.type) == "timestamp[us, tz=UTC]"
+    back = results.read(path)
+    assert list(back["timestamp"]) == [pd.Timestamp("2026-11-22T01:16:04Z")] * 2  # the +01:00 one converted to UTC
+    assert back.loc[0, "error"] is pd.NA and back.loc[0, "verify_error"] == 0.0
+    assert back.loc[1, "error"] == "element 7: 3 != 4" and pd.isna(back.loc[1, "verify_error"])
+
+
+def test_files_of_the_old_schema_still_read(tmp_path):
+    """Older files hold the timestamp as text and, on ok rows, the relative
+    verification error as text in ``error``."""
+    old = pd.DataFrame(
+        [
+            row(timestamp="2026-11-22T01:16:04+00:00", error="2.76e-08"),
+            row(timestamp="2026-11-22T01:16:05+00:00", status="launch_error", error="illegal address", bandwidth_gbs=None),
+        ]
+    )
+    old.to_parquet(tmp_path / "part-0.parquet")
+    back = results.read(tmp_path / "part-0.parquet")
+    assert str(back["timestamp"].dtype) == results.TIMESTAMP
+    assert back.loc[1, "timestamp"] == pd.Timestamp("2026-11-22T01:16:05Z")
+    assert back.loc[0, "error"] is pd.NA and back.loc[0, "verify_error"] == pytest.approx(2.76e-08)
+    assert back.loc[1, "error"] == "illegal address"

@@ -1,9 +1,15 @@
 """Command line of the pipeline: one subcommand per stage. The Snakemake rules
 call these with ``--settings`` (the JSON of exactly what Snakemake validated);
-a user calls them with ``--config`` (default ``config.yaml``), e.g.::
+a user calls them with ``--config`` (default ``config.yaml``); each writes
+under ``results/<gpu>/`` unless given ``--out``, e.g.::
 
+    python -m tuner describe
     python -m tuner sweep reduce_ladder
     python -m tuner tune reduce_int32 --gpus 0,1
+    python -m tuner best --results results/reference/nvidia-h200 --out-dir /tmp/h200-best
+    python -m tuner space
+
+(``describe`` first: the others read its ``results/<gpu>/device.json``.)
 
 Bad settings stop with one ``config error:`` line and exit status 2 before any
 work; stages that need the GPU stop the same way when PyCUDA or a device is
@@ -27,7 +33,7 @@ from tuner import settings as config_settings
 from tuner.data import results
 from tuner.errors import EXIT_DEVICE_FAULT, FatalDeviceError
 from tuner.families import REGISTRY, Problem
-from tuner.processes import child_env, supervise
+from tuner.processes import child_command, child_env, supervise, worker_commands
 from tuner.profile import stage as profiling
 from tuner.settings import ConfigError, Settings
 
@@ -85,15 +91,6 @@ def _describe(gpu) -> dict:
 def _load_peaks(bench, peaks_json: Path) -> None:
     if peaks_json.exists():
         bench.peaks = json.loads(peaks_json.read_text())
-
-
-def _child_command(args, *extra: str) -> list[str]:
-    command = [sys.executable, "-m", "tuner", args.command, args.name, "--child"]
-    for flag in ("settings", "config", "device", "out"):
-        value = getattr(args, flag, None)
-        if value:
-            command += [f"--{flag}", str(value)]
-    return command + list(extra)
 
 
 # ---- stages -----------------------------------------------------------------
@@ -162,7 +159,7 @@ def cmd_sweep(args) -> None:
                       open_problem=bench.problem, prepare=compile_ahead(bench.gpu.arch, bench.cache_dir, settings.run.compile_jobs))  # fmt: skip
         print(f"sweep {args.name} {bench.phase_summary()}", flush=True)
         return
-    supervise(_child_command(args), child_env(), f"sweep {args.name}")
+    supervise(child_command(args), child_env(), f"sweep {args.name}")
     # Every configuration is in the store now: read it back, no GPU needed.
     frame = sweep_rows(store_dir(gpu_dir, args.name), family, sweep.problems(), sweep.domains())
     out = _out(args, settings, f"sweeps/{args.name}.parquet")
@@ -202,20 +199,11 @@ def cmd_tune(args) -> None:
     _print_best(frame, f"study {args.name} ({study.sampler}, budget {study.budget_trials})")
 
 
-def worker_commands(args, settings: Settings) -> list[tuple[list[str], dict, str]]:
-    """(command, environment, GPU) of each study worker: one per GPU of
-    ``--gpus`` (or ``study_gpus``), each seeing only its own GPU."""
-    gpus = args.gpus or [str(g) for g in settings.run.study_gpus]
-    if len(gpus) <= 1:
-        gpu = gpus[0] if gpus else str(settings.run.device_index)
-        return [(_child_command(args, "--device-index", gpu), child_env(), gpu)]
-    return [(_child_command(args, "--worker", str(i), "--device-index", "0"), child_env(CUDA_VISIBLE_DEVICES=gpu), gpu)
-            for i, gpu in enumerate(gpus)]  # fmt: skip
-
-
 def _tune_child(args, settings: Settings, study, storage_name: str, device_json: Path) -> None:
     import socket
 
+    from tuner.progress import Progress
+    from tuner.search.storage import finished_trials
     from tuner.search.study import run_study
 
     bench, _ = _bench(settings, device_json, study.timing, args.device_index)
@@ -225,17 +213,20 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
     source = f"study:{args.name}"
     # The GPU as its host numbers it (a --gpus child sees only its own, as device 0).
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES") or args.device_index or settings.run.device_index
-    with bench.phase("study (all)"):
+    worker = f"gpu{gpu}@{socket.gethostname()}"
+    # One tick per configuration this worker measures, towards the budget all workers share.
+    done = finished_trials(study.storage, storage_name)
+    with bench.phase("study (all)"), Progress(f"{source} ({worker})", study.budget_trials, initial=min(done, study.budget_trials or done)) as progress:  # fmt: skip
         run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
-                  measure=lambda cfg: session.measure(cfg, source), budget_trials=study.budget_trials, timeout_s=study.timeout_s,
-                  sampler=study.sampler, seed=study.seed + args.worker, enqueue=[dict(e) for e in study.enqueue],
-                  worker=f"gpu{gpu}@{socket.gethostname()}")  # fmt: skip
+                  measure=progress.counting(lambda cfg: session.measure(cfg, source)), budget_trials=study.budget_trials,
+                  timeout_s=study.timeout_s, sampler=study.sampler, seed=study.seed + args.worker,
+                  enqueue=[dict(e) for e in study.enqueue], worker=worker)  # fmt: skip
     print(f"study {args.name} {bench.phase_summary()}", flush=True)
 
 
 def cmd_profile(args) -> None:
     """Hardware counters (Nsight Compute) of a sweep's verified configurations, all or the fastest per problem; never timed."""
-    profiling.run(args, load_settings(args), bench=lambda s: _bench(s, _device_json(args, s), s.sweep(args.name).timing)[0], child=_child_command(args), env=child_env())  # fmt: skip
+    profiling.run(args, load_settings(args), bench=lambda s: _bench(s, _device_json(args, s), s.sweep(args.name).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
 
 
 def cmd_collect(args) -> None:

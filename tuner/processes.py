@@ -39,3 +39,24 @@ def child_env(**changes: str) -> dict:
     """The environment of a measuring child: CUDA devices in PCI bus order (as
     NVML and nvidia-smi number them), unbuffered output for the logs."""
     return {**os.environ, "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "PYTHONUNBUFFERED": "1", **changes}
+
+
+def child_command(args, *extra: str) -> list[str]:
+    """The measuring child of the stage ``args`` names, with the same inputs."""
+    command = [sys.executable, "-m", "tuner", args.command, args.name, "--child"]
+    for flag in ("settings", "config", "device", "out"):
+        value = getattr(args, flag, None)
+        if value:
+            command += [f"--{flag}", str(value)]
+    return command + list(extra)
+
+
+def worker_commands(args, settings) -> list[tuple[list[str], dict, str]]:
+    """(command, environment, GPU) of each study worker: one per GPU of
+    ``--gpus`` (or ``study_gpus``), each seeing only its own GPU."""
+    gpus = args.gpus or [str(g) for g in settings.run.study_gpus]
+    if len(gpus) <= 1:
+        gpu = gpus[0] if gpus else str(settings.run.device_index)
+        return [(child_command(args, "--device-index", gpu), child_env(), gpu)]
+    return [(child_command(args, "--worker", str(i), "--device-index", "0"), child_env(CUDA_VISIBLE_DEVICES=gpu), gpu)
+            for i, gpu in enumerate(gpus)]  # fmt: skip

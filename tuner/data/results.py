@@ -5,7 +5,7 @@ writes rows with these columns (parameters a family lacks are null), so one
 ``pandas.read_parquet(folder)`` reads a GPU's whole dataset.
 
 Columns:
-    run_id, timestamp            which run measured the row, and when (UTC, ISO 8601)
+    run_id, timestamp            which run measured the row, and when (a UTC timestamp)
     source                       the stage and name that measured it (``sweep:reduce_ladder``, ``study:reduce_int32``)
     trial                        the Optuna trial number for study rows (null for sweeps)
     gpu, gpu_slug, pci_bus_id (which card, when several share a study), compute_capability, driver_version, cuda_version,
@@ -16,7 +16,8 @@ Columns:
     grid, block                  launch geometry as "x,y,z"
     registers, shared_bytes, spill_bytes, local_bytes   from the ptxas report
     status                       ok | infeasible | compile_error | launch_error | wrong_result
-    error                        the reason when status is not ok; relative error when ok
+    error                        the reason when status is not ok (null when ok)
+    verify_error                 largest relative error against the host reference (0: exact), for verified rows
     time_ms_median, time_ms_min, time_ms_max, time_ms_p10, time_ms_p90
     rel_spread                   standard deviation / mean of the kept samples
     samples, throttled_samples, converged, measure_wall_s, l2_flushed
@@ -39,6 +40,7 @@ import pandas as pd
 
 from tuner.families.base import config_key  # noqa: F401 - the identity of a row, re-exported for the stages
 
+TIMESTAMP = "datetime64[us, UTC]"
 STATUSES = ("ok", "infeasible", "compile_error", "launch_error", "wrong_result")
 
 # Every tuning parameter of every family, each its own column.
@@ -60,7 +62,7 @@ PARAM_COLUMNS = {
 
 COLUMNS = {
     "run_id": "string",
-    "timestamp": "string",
+    "timestamp": TIMESTAMP,
     "source": "string",
     "trial": "Int64",
     "gpu": "string",
@@ -85,6 +87,7 @@ COLUMNS = {
     "local_bytes": "Int64",
     "status": "string",
     "error": "string",
+    "verify_error": "float64",
     "time_ms_median": "float64",
     "time_ms_min": "float64",
     "time_ms_max": "float64",
@@ -138,6 +141,7 @@ def to_frame(rows: Iterable[Mapping] | pd.DataFrame, *, keep_unknown: bool = Fal
         at = names.index("config_key")
         foreign = [c for c in frame.columns if c not in schema]
         schema = {name: schema.get(name) or str(frame[name].dtype) for name in names[:at] + foreign + names[at:]}
+    _upgrade_old_rows(frame)
     for column, dtype in schema.items():
         if column not in frame:
             frame[column] = pd.Series([None] * len(frame), index=frame.index, dtype=dtype)
@@ -148,6 +152,24 @@ def to_frame(rows: Iterable[Mapping] | pd.DataFrame, *, keep_unknown: bool = Fal
     if unknown:
         raise ValueError(f"results rows carry columns outside the schema: {unknown}")
     return frame[list(schema)]
+
+
+def _upgrade_old_rows(frame: pd.DataFrame) -> None:
+    """Rows as older files (and the JSON row store) hold them, in place: the
+    timestamp as ISO 8601 text, and on ok rows the relative verification
+    error as text in ``error``, which is null on ok rows now."""
+    if "timestamp" in frame and str(frame["timestamp"].dtype) != TIMESTAMP:
+        frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True, format="ISO8601").astype(TIMESTAMP)
+    if "status" not in frame or "error" not in frame:
+        return
+    ok = (frame["status"] == "ok").fillna(False).astype(bool)
+    old = ok & frame["error"].notna()
+    if old.any():
+        if "verify_error" not in frame:
+            frame["verify_error"] = pd.Series([None] * len(frame), index=frame.index, dtype="float64")
+        missing = old & frame["verify_error"].isna()
+        frame.loc[missing, "verify_error"] = pd.to_numeric(frame.loc[missing, "error"], errors="coerce")
+        frame.loc[ok, "error"] = None
 
 
 def write_atomic(frame: pd.DataFrame, path: str | os.PathLike) -> Path:

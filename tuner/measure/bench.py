@@ -196,7 +196,7 @@ class ProblemBench:
             profile(launch.run)
             return row | {"status": "ok", "error": f"{verdict.error:.3g}"}
         if not timed:
-            return row | {"status": "ok", "error": f"{verdict.error:.3g}"}
+            return row | {"status": "ok", "error": None, "verify_error": float(verdict.error)}
         options = bench.timing if flush_l2 is None else _with_flush(bench.timing, flush_l2)
         try:
             with bench.phase("time"):
@@ -211,7 +211,8 @@ class ProblemBench:
         flops = family.flops(cfg, problem)
         row |= timing.as_row() | {
             "status": "ok",
-            "error": f"{verdict.error:.3g}",
+            "error": None,
+            "verify_error": float(verdict.error),
             "bytes_moved": bytes_moved,
             "bandwidth_gbs": bandwidth,
             "gflops": flops / seconds / 1e9 if flops else None,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from tuner.families.base import KERNELS_DIR, Config, Family, Problem
+from tuner.progress import Progress
 
 
 class CompileError(RuntimeError):
@@ -154,22 +155,38 @@ def compile_all(
     arch: str,
     cache_dir: str | os.PathLike,
     jobs: int | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, CompiledKernel | CompileError]:
     """Compile the distinct modules behind ``configs`` in parallel (nvcc runs in
     subprocesses, so threads suffice). Returns module key -> result, where the
-    key is ``module_key(family, cfg, problem)``."""
-    unique: dict[str, Config] = {}
-    for cfg in configs:
-        unique.setdefault(module_key(family, cfg, problem), cfg)
+    key is ``module_key(family, cfg, problem)``. ``progress`` counts each
+    module as it is done (default: a progress of its own)."""
+    unique = unique_modules(family, configs, problem)
+    own = progress is None
+    progress = Progress(f"compile {problem.key}", len(unique), unit="module") if own else progress
 
     def build(cfg: Config) -> CompiledKernel | CompileError:
         try:
             return compile_variant(family, cfg, problem, arch=arch, cache_dir=cache_dir)
         except CompileError as error:
             return error
+        finally:
+            progress.update()
 
-    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-        return dict(zip(unique, pool.map(build, unique.values())))
+    try:
+        with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+            return dict(zip(unique, pool.map(build, unique.values())))
+    finally:
+        if own:
+            progress.close()
+
+
+def unique_modules(family: Family, configs: Iterable[Config], problem: Problem) -> dict[str, Config]:
+    """Module key -> the first of ``configs`` that needs that module."""
+    unique: dict[str, Config] = {}
+    for cfg in configs:
+        unique.setdefault(module_key(family, cfg, problem), cfg)
+    return unique
 
 
 def module_key(family: Family, cfg: Config, problem: Problem) -> str:
@@ -185,10 +202,14 @@ def compile_table(settings, arch: str):
 
     cache = Path(settings.run.results_dir) / ".cubin-cache"
     rows, failed = [], []
-    for family, problem, configs in settings.variants():
-        for key, compiled in compile_all(
-            family, configs, problem, arch=arch, cache_dir=cache, jobs=settings.run.compile_jobs or None
-        ).items():
+    variants = [(family, problem, list(configs)) for family, problem, configs in settings.variants()]
+    total = sum(len(unique_modules(family, configs, problem)) for family, problem, configs in variants)
+    jobs = settings.run.compile_jobs or None
+    with Progress(f"compile for {arch}", total, unit="module") as progress:
+        built = [(family, problem, compile_all(family, configs, problem, arch=arch, cache_dir=cache, jobs=jobs, progress=progress))
+                 for family, problem, configs in variants]  # fmt: skip
+    for family, problem, compiled_modules in built:
+        for key, compiled in compiled_modules.items():
             row = {"family": family.name, "dtype": problem.dtype, "module": key, "arch": arch}
             if isinstance(compiled, CompileError):
                 failed.append(f"{family.name} {problem.dtype} {key}: {str(compiled).strip().splitlines()[-1][:300]}")

@@ -1,4 +1,6 @@
-"""``python -m tuner.report --results results/<gpu> --out results/<gpu>/report``.
+"""The report of one results folder, from its Parquet and JSON files alone::
+
+    python -m tuner.report --results results/<gpu> --out results/<gpu>/report
 
 The results folder holds ``measurements.parquet`` (every row: sweeps and
 studies), ``device.json`` and ``peaks.json``. Study rows are those whose source
@@ -17,7 +19,9 @@ INPUTS = ("measurements.parquet", "device.json", "peaks.json")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tuner.report", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tuner.report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--results", type=Path, required=True, help="folder with measurements.parquet, device.json, peaks.json")
     parser.add_argument("--out", type=Path, default=None, help="report folder (default: <results>/report)")
     args = parser.parse_args(argv)

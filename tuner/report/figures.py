@@ -202,6 +202,24 @@ FIGURE_SPECS: tuple[FigureSpec, ...] = (
         **BANDWIDTH_ROWS,
     ),
     FigureSpec(
+        "vector_add_unroll",
+        "Vector add: unrolled grid-stride loop",
+        "Vector add with the grid-stride loop unrolled (#pragma unroll): bandwidth per unroll factor, one bar per vector "
+        "width (best over the other parameters). "
+        + marks("the optimisation notes' float add (n and GPU not stated)", "unroll 1"),
+        family="vector_add",
+        prefer={"offset": 0},
+        hint="sweep:vector_add_unroll",
+        x="unroll",
+        group="vector_width",
+        series_label="width {}",
+        xlabel="unroll factor",
+        published=("vector_add_pragma_unroll",),
+        missing="no vector_add rows with at least 2 unroll factors (status ok)",
+        min_x=2,
+        **BANDWIDTH_ROWS,
+    ),
+    FigureSpec(
         "offset_read_write",
         "Misaligned reads and writes",
         "Misaligned reads (per L1 mode) and writes: bandwidth per offset in elements (block 512 where measured, best over "

@@ -7,6 +7,11 @@ to the table's optimum each sampler gets within each budget, which is how the
 default sampler and budget are chosen.
 
     python -m tuner.search.replay TABLE.parquet --family reduce --dtype int32 --n 268435456
+
+The table may be a whole ``measurements.parquet``: the problem's rows are
+taken from one source (``--source``; default: the source with the most rows
+for the problem, the exhaustive sweep). The default samplers need no PyTorch;
+``--samplers tpe gp random`` adds the GP sampler where PyTorch is installed.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
 from tuner.search.study import make_sampler, run_study
 
-DEFAULT_SAMPLERS = ("tpe", "gp", "random")
+DEFAULT_SAMPLERS = ("tpe", "random")  # gp needs PyTorch
 DEFAULT_BUDGETS = (8, 16, 32, 64)
 DEFAULT_SEEDS = 10
 NEAR = 0.02  # "within 2 % of the optimum"
@@ -44,12 +49,15 @@ COLUMNS = (
 )
 
 
-def problem_rows(table: pd.DataFrame, problem: Problem) -> pd.DataFrame:
+def problem_rows(table: pd.DataFrame, problem: Problem, source: str | None = None) -> pd.DataFrame:
     """The rows of ``table`` for ``problem`` (a table without ``family``,
-    ``dtype`` or ``n`` values is taken to be for it).
+    ``dtype`` or ``n`` values is taken to be for it), from one source:
+    ``source``, or where the problem's rows come from several (a whole
+    ``measurements.parquet``), the one with the most rows: the other sweeps
+    and studies cover other grids, and mixed they make no exhaustive table.
 
     Raises:
-        ValueError: no row is for ``problem``.
+        ValueError: no row is for ``problem`` (from ``source``).
     """
     keep = pd.Series(True, index=table.index)
     for column, value in (("family", problem.family), ("dtype", problem.dtype), ("n", problem.n)):
@@ -58,6 +66,13 @@ def problem_rows(table: pd.DataFrame, problem: Problem) -> pd.DataFrame:
     rows = table[keep.fillna(False).astype(bool)]
     if rows.empty:
         raise ValueError(f"table must hold rows for problem {problem.key}, got none of its {len(table)} rows")
+    sources = rows["source"].value_counts() if "source" in rows else pd.Series(dtype=int)
+    if source is None and len(sources) > 1:
+        source = str(sources.index[0])
+    if source is not None:
+        if source not in sources:
+            raise ValueError(f"--source must be one of {sorted(sources.index)} for problem {problem.key}, got {source!r}")
+        rows = rows[rows["source"] == source]
     return rows
 
 
@@ -76,10 +91,11 @@ def table_domains(rows: pd.DataFrame, family: Family) -> dict[str, list]:
             domains[param.name] = [param.default]
             continue
         present = {plain_value(v) for v in rows[param.name].dropna().unique()}
-        outside = sorted(present - set(param.values), key=str)
+        outside = sorted((v for v in present if not param.accepts(v)), key=str)
         if outside:
-            raise ValueError(f"table values of {param.name} must be within {list(param.values)}, got {outside}")
-        domains[param.name] = [v for v in param.values if v in present]
+            raise ValueError(f"table values of {param.name} must be {param.rule_description()}, got {outside}")
+        # The family's order first, then values its rule accepts beyond its default domain.
+        domains[param.name] = [v for v in param.values if v in present] + sorted(present - set(param.values), key=str)
     return domains
 
 
@@ -124,6 +140,7 @@ def replay(
     samplers: Sequence[str] = DEFAULT_SAMPLERS,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     seeds: Iterable[int] = range(DEFAULT_SEEDS),
+    source: str | None = None,
 ) -> pd.DataFrame:
     """How close each sampler gets to the table's optimum within each budget.
 
@@ -138,6 +155,7 @@ def replay(
         samplers: sampler names (see ``tuner.search.study.SAMPLERS``).
         budgets: budgets to report, in distinct configurations measured.
         seeds: sampler seeds; each (sampler, seed) is one study.
+        source: which source's rows to replay (see ``problem_rows``).
 
     Returns:
         One row per sampler x budget with ``COLUMNS``: ``median_ratio`` and
@@ -164,7 +182,7 @@ def replay(
     for name in samplers:
         make_sampler(name, 0)  # unknown names and missing packages fail here, not mid-way
 
-    rows = problem_rows(table, problem)
+    rows = problem_rows(table, problem, source)
     ok = rows[(rows["status"] == "ok") & rows["bandwidth_gbs"].notna()]
     if ok.empty:
         statuses = sorted(rows["status"].dropna().unique())
@@ -279,7 +297,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--family", required=True, help="family name, e.g. reduce")
     parser.add_argument("--dtype", required=True, help="element type, e.g. int32")
     parser.add_argument("--n", required=True, type=int, help="problem size")
-    parser.add_argument("--samplers", nargs="+", default=list(DEFAULT_SAMPLERS), help="sampler names")
+    parser.add_argument("--source", help="the rows' source, e.g. sweep:reduce_space (default: the problem's largest)")
+    parser.add_argument("--samplers", nargs="+", default=list(DEFAULT_SAMPLERS),
+                        help=f"sampler names (default: {' '.join(DEFAULT_SAMPLERS)}; gp needs PyTorch)")  # fmt: skip
     parser.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS), help="budgets to report")
     parser.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help="seeds per sampler (0..N-1)")
     args = parser.parse_args(argv)
@@ -298,10 +318,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = read(args.table)
     problem = Problem(args.family, args.dtype, args.n)
     try:
-        df = replay(table, family, problem, _split(args.samplers), args.budgets, range(args.seeds))
+        rows = problem_rows(table, problem, args.source)
+        df = replay(table, family, problem, _split(args.samplers), args.budgets, range(args.seeds), args.source)
     except (ValueError, ImportError) as exc:
         parser.error(str(exc))
-    print(f"{problem.key}: {len(problem_rows(table, problem))} table rows, {args.seeds} seeds")
+    source = f" of {rows['source'].iloc[0]}" if "source" in rows and rows["source"].notna().any() else ""
+    print(f"{problem.key}: {len(rows)} table rows{source}, {args.seeds} seeds")
     print(format_table(df))
     return 0
 

@@ -112,6 +112,16 @@ def open_storage(spec: str | os.PathLike | BaseStorage | None) -> BaseStorage:
     return optuna.storages.get_storage(text)
 
 
+def finished_trials(spec: str | os.PathLike | None, study_name: str) -> int:
+    """How many trials of the study in ``spec`` finished with a value (0 where
+    there is no such study yet)."""
+    try:
+        study = optuna.load_study(study_name=study_name, storage=open_storage(spec))
+    except KeyError:
+        return 0
+    return len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
+
+
 def _retry(make: Callable[[], Any], attempts: int = 5) -> Any:
     """``make()``, again after a moment where it failed: workers that open a
     new SQLite database together race to create its tables."""

@@ -25,9 +25,9 @@ import pandas as pd
 from tuner.data import results
 from tuner.errors import FatalDeviceError
 from tuner.families.base import Family, Problem
+from tuner.progress import Progress
 
 STORE_FILE = "rows.jsonl"
-PROGRESS_EVERY_S = 20.0
 
 
 def store_dir(gpu_dir: Path, name: str) -> Path:
@@ -136,20 +136,18 @@ def run_sweep(
         if prepare is not None:
             prepare(family, problem, todo)
         session = open_problem(family, problem)
-        last_log = time.monotonic()
-        for i, cfg in enumerate(todo, 1):
-            try:
-                row = session.measure(cfg, source)
-            except FatalDeviceError as error:
-                if error.row is not None:
-                    rows.append(error.row)
-                raise
-            rows.append(row)
-            if row["status"] != "ok":
-                log(f"  {row['status']}: {row['config_key']}: {str(row.get('error'))[:200]}")
-            if time.monotonic() - last_log >= PROGRESS_EVERY_S:
-                log(f"  {i}/{len(todo)} measured")
-                last_log = time.monotonic()
+        with Progress(f"{source} {problem.key}", len(configs), initial=len(configs) - len(todo)) as progress:
+            for cfg in todo:
+                try:
+                    row = session.measure(cfg, source)
+                except FatalDeviceError as error:
+                    if error.row is not None:
+                        rows.append(error.row)
+                    raise
+                rows.append(row)
+                progress.update()
+                if row["status"] != "ok":
+                    progress.message(f"  {row['status']}: {row['config_key']}: {str(row.get('error'))[:200]}", log)
         del session  # frees the problem's device buffers before the next problem
     return sweep_rows(store, family, problems, params, rows)
 

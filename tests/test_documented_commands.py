@@ -1,0 +1,191 @@
+"""Every command the README and the command-line help show, run as written
+on the shipped reference results (in a copy of the repository, so nothing
+shipped is rewritten). Commands that need a GPU, or are whole pipelines or
+servers, are listed in SKIPPED with the reason; a command in the docs that is
+neither run here nor listed fails, as does a listed one the docs dropped."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAMS = ("python", "snakemake", "pip", "compute-sanitizer", "optuna-dashboard", "nvcc")
+# Where the docs speak of a results folder of one's own GPU, the shipped H200 one stands in.
+PLACEHOLDER = ("results/<gpu>", "results/reference/nvidia-h200")
+HELP_SOURCES = ("tuner/cli.py", "tuner/report/__main__.py", "tuner/search/replay.py")
+
+GPU = "needs an NVIDIA GPU"
+SKIPPED = {
+    "pip install -e '.[cuda,dashboard]' && snakemake --cores 1": f"{GPU}: the whole pipeline",
+    "pip install -e '.[test]' && python -m pytest -q": "the test suite itself (.ci/run runs it on a fresh clone)",
+    "python -m pytest -m gpu -q": f"{GPU}: the GPU tests",
+    "compute-sanitizer --tool memcheck --target-processes application-only python -m tuner verify": f"{GPU}: the memory checker",
+    "python -m tuner verify": f"{GPU}: verifies every variant on the device",
+    "snakemake --cores 1 --rerun-incomplete": f"{GPU}: resumes the pipeline",
+    "python benchmarks/kill_resume.py --work /tmp/kill-test": f"{GPU}: kills and resumes the pipeline",
+    "snakemake --cores 1 --configfile examples/saxpy/config.yaml": f"{GPU}: the saxpy pipeline (tests/test_examples.py runs it on CPU)",
+    "optuna-dashboard sqlite:///results/<gpu>/optuna.db": "a web server (tests/test_dashboard.py serves a study and reads it)",
+    "python -m tuner tune NAME --gpus 0,1,2,3": f"{GPU}: four of them",
+    "python -m tuner tune reduce_int32 --gpus 0,1": f"{GPU}: two of them",
+    "python benchmarks/scaling.py --work /tmp/scaling --gpus 0,1 --budget 400": f"{GPU}: two of them",
+    "snakemake --cores 1 --configfile mine.yaml": f"{GPU}: a pipeline of one's own config",
+    "python benchmarks/timing_quality.py": f"{GPU}: times kernels",
+    "python -m tuner describe": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
+    "python -m tuner sweep reduce_ladder": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
+    "python -m tuner best": "reads results/<gpu> of this machine's GPU; the --results form runs on the shipped results",
+    "snakemake --cores 1": f"{GPU}: the whole pipeline",
+    "python -m tuner <stage>": "names the stages' command line (test_every_stage_has_help runs each with --help)",
+    "python -m tuner.search.replay TABLE.parquet --family reduce --dtype int32 --n 268435456": "TABLE.parquet is a placeholder; "
+    "the README's form runs on the shipped measurements",
+}
+
+
+def readme_commands(text: str) -> list[str]:
+    """Commands in fenced shell blocks, indented blocks and inline code."""
+    lines = []
+    for block in re.findall(r"^```(?:bash|sh|console)?\n(.*?)^```", text, re.S | re.M):
+        lines += block.splitlines()
+    lines += [line.strip() for line in text.splitlines() if line.startswith("    ") and not line.lstrip().startswith(("|", "-"))]
+    lines += re.findall(r"`([^`\n]+)`", text)
+    return unique(line.strip() for line in lines if line.strip().startswith(PROGRAMS))
+
+
+def help_commands() -> list[str]:
+    """The examples in the module docstrings that ``--help`` prints."""
+    found = []
+    for source in HELP_SOURCES:
+        text = (ROOT / source).read_text()
+        docstring = text[text.index('"""') + 3 : text.index('"""', text.index('"""') + 3)]
+        found += [line.strip() for line in docstring.splitlines() if line.strip().startswith("python -m ")]
+    return unique(found)
+
+
+def unique(items) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+README_COMMANDS = readme_commands((ROOT / "README.md").read_text())
+HELP_COMMANDS = help_commands()
+DOCUMENTED = unique(README_COMMANDS + HELP_COMMANDS)
+RUN = [c for c in DOCUMENTED if c not in SKIPPED]
+
+
+def test_every_documented_command_is_run_or_skipped_with_a_reason():
+    assert len(README_COMMANDS) >= 15 and len(HELP_COMMANDS) >= 5
+    assert not [c for c in SKIPPED if c not in DOCUMENTED], "SKIPPED lists commands the docs no longer show"
+    assert all(reason.strip() for reason in SKIPPED.values())
+    assert len(RUN) >= 6, RUN
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory) -> Path:
+    """A copy of the tracked files (the shipped results included)."""
+    copy = tmp_path_factory.mktemp("repository")
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=False)
+    files = [f for f in listed.stdout.decode().split("\0") if f] if listed.returncode == 0 else []
+    if not files:
+        pytest.skip("not a git checkout: cannot tell the tracked files")
+    for name in files:
+        if (ROOT / name).is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, copy / name)
+    return copy
+
+
+def run(command: str, cwd: Path, tmp: Path) -> subprocess.CompletedProcess:
+    command = command.replace(*PLACEHOLDER).replace("/tmp/", f"{tmp}/")
+    argv = shlex.split(command)
+    argv = [sys.executable, *argv[1:]] if argv[0] == "python" else [sys.executable, "-m", *argv]
+    env = {**os.environ, "PYTHONPATH": str(cwd), "TUNER_PROGRESS": "lines"}
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=400, env=env)
+
+
+# Order matters: the Snakemake report bundles what `snakemake --cores 1 report` drew.
+@pytest.mark.parametrize("command", RUN)
+def test_documented_command_runs_as_written(command, repository, tmp_path):
+    if command == "snakemake --cores 1 report":
+        # A report to rebuild (Snakemake does not go by mtimes alone, so a touched input may not do).
+        (repository / PLACEHOLDER[1] / "report" / "report.md").unlink(missing_ok=True)
+    proc = run(command, repository, tmp_path)
+    assert proc.returncode == 0, f"{command}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    out = proc.stdout + proc.stderr
+    if command.startswith("python -m tuner.search.replay"):
+        assert "1536 table rows of sweep:reduce_space" in out and re.search(r"^tpe +64 ", out, re.M), out
+    elif command.startswith("python -m tuner best"):
+        assert (tmp_path / "h200-best" / "best_configs.h").read_text().startswith("//")
+        assert "reduce" in out and "GB/s" in out
+    elif command.startswith("python -m tuner.report"):
+        from tuner.report import EXPECTED_FIGURES
+
+        assert f"; {len(EXPECTED_FIGURES)} figures, 0 skipped" in out, out
+    elif command.startswith("snakemake") and "--report" in command:
+        html = (repository / "report.html").read_text()
+        captions = sorted((repository / "workflow" / "report" / "captions").glob("*.rst"))
+        assert len(captions) >= 12
+        for caption in captions:  # each figure with its own caption
+            first = caption.read_text().split("\n\n")[0].split(":")[0]
+            assert first in html, caption.name
+    elif command == "snakemake --cores 1 report":
+        assert "plot_report" in out and (repository / PLACEHOLDER[1] / "report" / "report.html").exists()
+
+
+@pytest.mark.gpu
+def test_cli_examples_on_the_gpu(repository, tmp_path):
+    """The help's GPU examples in their order: describe, then a sweep."""
+    for command in ("python -m tuner describe", "python -m tuner sweep reduce_ladder"):
+        assert command in HELP_COMMANDS
+        proc = run(command, repository, tmp_path)
+        assert proc.returncode == 0, f"{command}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    (sweep,) = (repository / "results").glob("*/sweeps/reduce_ladder.parquet")
+    assert "sweep:reduce_ladder" in proc.stderr and "(100%)" in proc.stderr  # its progress lines
+    assert len(pd.read_parquet(sweep)) > 0
+
+
+def test_every_stage_has_help():
+    from tuner.cli import build_parser
+
+    stages = build_parser()._subparsers._group_actions[0].choices  # argparse keeps them here
+    for argv in [["-m", "tuner", "--help"], *(["-m", "tuner", stage, "--help"] for stage in stages),
+                 ["-m", "tuner.report", "--help"], ["-m", "tuner.search.replay", "--help"]]:  # fmt: skip
+        proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0 and "usage:" in proc.stdout, (argv, proc.stderr)
+
+
+def test_cli_sweep_writes_under_results_gpu(tmp_path, monkeypatch):
+    """``python -m tuner sweep NAME`` by hand needs no --out: once its measuring
+    child is done, the sweep's rows go to results/<gpu>/sweeps/NAME.parquet."""
+    import yaml
+
+    from tuner import cli
+    from tuner.data import results
+    from tuner.families import REGISTRY
+    from tuner.search.sweep import RowStore, store_dir
+
+    config = {"results_dir": str(tmp_path / "results"), "gpu": "test-gpu",
+              "sweeps": {"one": {"family": "copy", "dtypes": ["float32"], "sizes": [1 << 20], "params": {"vector_width": [1, 4]}}}}  # fmt: skip
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.chdir(tmp_path)
+    gpu_dir = tmp_path / "results" / "test-gpu"
+    gpu_dir.mkdir(parents=True)
+    (gpu_dir / "device.json").write_text('{"name": "test"}')
+    family = REGISTRY["copy"]
+    settings = cli.load_settings(cli.build_parser().parse_args(["sweep", "one"]))
+    store = RowStore(store_dir(gpu_dir, "one"))
+    for problem in settings.sweep("one").problems():  # what the measuring child would have stored
+        for cfg in family.space(problem, settings.sweep("one").domains()):
+            store.append({"family": "copy", "dtype": problem.dtype, "n": problem.n, "config_key": results.config_key(cfg),
+                          "status": "ok", "bandwidth_gbs": 1.0, "source": "sweep:one", **cfg})  # fmt: skip
+    children = []
+    monkeypatch.setattr(cli, "supervise", lambda command, env, what: children.append(command))
+    assert cli.main(["sweep", "one"]) == 0
+    assert children and "--child" in children[0] and "--out" not in children[0]
+    assert len(results.read(gpu_dir / "sweeps" / "one.parquet")) == 2

@@ -1,0 +1,181 @@
+"""What the README says about the shipped reference results, checked against
+those results: every number of "What it found on an NVIDIA H200" recomputed
+from results/reference/nvidia-h200 (and the blogs' numbers from the report's
+data files), so a statement the data do not bear (or a number left behind
+when the data change) fails here."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tuner.data import results
+from tuner.report.comparisons import evaluate_all
+from tuner.report.published import load_published
+from tuner.report.selection import usable
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "results" / "reference"
+H200 = REFERENCE / "nvidia-h200"
+README = (ROOT / "README.md").read_text()
+N28 = 1 << 28
+
+
+def section(title: str) -> str:
+    """The README section under ``## title``, its lines joined by single spaces."""
+    start = README.index(f"## {title}\n")
+    end = README.find("\n## ", start + 1)
+    return " ".join(README[start : end if end > 0 else None].split())
+
+
+def claim(pattern: str, text: str) -> re.Match:
+    found = re.search(pattern, text)
+    assert found, f"the README no longer says /{pattern}/: update the check in {Path(__file__).name} with the statement"
+    return found
+
+
+@pytest.fixture(scope="module")
+def data():
+    dataset = results.read(H200 / "measurements.parquet")
+    ok = dataset[dataset["status"] == "ok"]
+    comparisons = {c.spec.key: c for c in evaluate_all(usable(dataset), load_published())}
+    return dataset, ok, json.loads((H200 / "peaks.json").read_text()), comparisons
+
+
+def best(ok: pd.DataFrame, family: str, dtype: str, n: int) -> pd.Series:
+    rows = ok[(ok["family"] == family) & (ok["dtype"] == dtype) & (ok["n"] == n)]
+    return rows.loc[rows["bandwidth_gbs"].idxmax()]
+
+
+FOUND = section("What it found on an NVIDIA H200")
+
+
+def test_the_run_the_section_describes(data):
+    dataset, ok, _, _ = data
+    found = claim(r"run, (\d+) min (\d+) s, (\d+) configurations, every one verified", FOUND)
+    assert int(found[3]) == len(dataset) == len(ok)
+    measuring = (dataset["timestamp"].max() - dataset["timestamp"].min()).total_seconds()
+    stated = 60 * int(found[1]) + int(found[2])
+    assert measuring <= stated <= measuring + 120  # the rows' time stamps span the measuring, the run adds set-up
+
+
+def table_rows() -> list[tuple[str, float, float]]:
+    rows = re.findall(r"^\| (.+?) \| (\d+) \| ([\d.]+) \|$", README[README.index("## What it found") :], re.M)
+    assert len(rows) >= 6
+    return [(label, float(gbs), float(of_copy)) for label, gbs, of_copy in rows]
+
+
+@pytest.mark.parametrize("label, gbs, of_copy", table_rows(), ids=lambda v: str(v)[:40])
+def test_each_row_of_the_headline_table(data, label, gbs, of_copy):
+    _, ok, peaks, _ = data
+    copy = peaks["copy_gbs"]
+    if label.startswith("theoretical"):
+        clock, bits = map(int, claim(r"\((\d+) MHz x 2 x (\d+) bits\)", label).groups())
+        assert (clock, bits) == (round(peaks["memory_clock_mhz"]), peaks["bus_width_bits"])
+        value = peaks["theoretical_gbs"]
+    elif label.startswith("read-only stream"):
+        value = peaks["read_gbs"]
+    elif label.startswith("device-to-device copy"):
+        value = copy
+    elif label.startswith("CUB `DeviceReduce::Sum`, 2^28 int32"):
+        assert "n=268435456 int32" in peaks["cub_reduce_note"]
+        value = peaks["cub_reduce_gbs"]
+    elif label.startswith("best reduction, 2^28 int32"):
+        row = best(ok, "reduce", "int32", N28)
+        variant, load_bytes, in_flight = claim(r"`(\w+)`: (\d+)-byte loads, (\d+) per thread in flight", label).groups()
+        assert (row["variant"], row["vector_width"] * 4, row["unroll"]) == (variant, int(load_bytes), int(in_flight))
+        value = row["bandwidth_gbs"]
+    elif label.startswith("best vector add, 2^28 int32"):
+        row = best(ok, "vector_add", "int32", N28)
+        assert row["vector_width"] * 4 == int(claim(r"(\d+)-byte vectors", label)[1])
+        value = row["bandwidth_gbs"]
+    else:
+        pytest.fail(f"README row {label!r} has no check against the data: add one to {Path(__file__).name}")
+    assert gbs == round(value), label
+    assert of_copy == round(value / copy, 2), label
+
+
+def test_the_reduction_ladder(data):
+    _, ok, _, _ = data
+    ladder = ok[(ok["source"] == "sweep:reduce_ladder") & (ok["dtype"] == "int32") & (ok["n"] == N28)]
+    step = ladder.groupby(["variant", "unroll"])["bandwidth_gbs"].max().round()
+    found = claim(r"ladder at 2\^28 int32 climbs from (\d+) GB/s \(neighbored\) to (\d+) GB/s \(unrolled x(\d)\) "
+                  r"and (\d+) GB/s \(shared memory, x(\d)\)", FOUND)  # fmt: skip
+    assert int(found[1]) == step[("neighbored", 1)] == step.min()
+    assert int(found[2]) == step[("unrolled", int(found[3]))]
+    assert int(found[4]) == step[("shared", int(found[5]))]
+    slower = claim(
+        r"warp-unrolled and completely unrolled steps are \*slower\* than plain unrolling \((\d+) and (\d+) GB/s\)", FOUND
+    )
+    assert (int(slower[1]), int(slower[2])) == (step[("unrolled_warp", 8)], step[("complete", 8)])
+    assert max(step[("unrolled_warp", 8)], step[("complete", 8)]) < step[("unrolled", 8)]
+
+
+def test_misaligned_access(data):
+    _, ok, _, comparisons = data
+    found = claim(r"Misaligned reads and writes \(offset 11\) cost about (\d+) % \((\d+)-(\d+) % on the lesson's Fermi\)", FOUND)
+    rows = ok[ok["source"] == "sweep:offset_read_write"]
+    by = rows.groupby(["variant", "l1_cache", "offset"])["bandwidth_gbs"].max().unstack("offset")
+    costs = 100 * (1 - by[11] / by[0])
+    assert round(costs.mean()) == int(found[1]) and (abs(costs - int(found[1])) <= 1).all(), costs
+    published = pd.concat([comparisons[k].rows for k in ("offset_read_m2070", "offset_write_m2070")])
+    fermi = 100 * (1 - published[published["step / config"].str.startswith("offset 11")]["published_speedup"])
+    assert (round(fermi.min()), round(fermi.max())) == (int(found[2]), int(found[3]))
+
+
+def test_aos_and_soa(data):
+    _, ok, _, comparisons = data
+    found = claim(r"AoS is (\d+)-(\d+) % faster than SoA at blocks (\d+)-(\d+) and level at (\d+), "
+                  r"where the lesson's M2070 ran SoA ([\d.]+)x faster", FOUND)  # fmt: skip
+    low, high, first, last, level = map(int, found.groups()[:5])
+    layout = ok[ok["family"] == "layout"].groupby(["n", "block_size", "variant"])["bandwidth_gbs"].max().unstack("variant")
+    faster = 100 * (layout["aos"] / layout["soa"] - 1)
+    blocks = faster.index.get_level_values("block_size")
+    inside = faster[(blocks >= first) & (blocks <= last)]
+    assert len(inside) >= 6 and (math.floor(inside.min()), math.ceil(inside.max())) == (low, high), faster
+    assert (abs(faster[blocks == level]) < 0.5).all(), faster
+    assert float(found[6]) == round(comparisons["aos_soa_m2070"].rows["published_speedup"].max(), 2)
+
+
+def test_the_study_against_the_exhaustive_sweep(data):
+    _, ok, _, _ = data
+    found = claim(r"The TPE study of (\d+) trials \((\d+) % of the (\d+)-point space\) found ([\d.]+)x the exhaustive "
+                  r"optimum, within 2 % after (\d+) trials", FOUND)  # fmt: skip
+    study = ok[ok["source"] == "study:reduce_int32"].sort_values("trial")
+    sweep = ok[ok["source"] == "sweep:reduce_space"]
+    optimum = sweep["bandwidth_gbs"].max()
+    assert (len(study), len(sweep)) == (int(found[1]), int(found[3]))
+    assert round(100 * len(study) / len(sweep)) == int(found[2])
+    assert round(study["bandwidth_gbs"].max() / optimum, 4) == float(found[4])
+    reached = (study["bandwidth_gbs"].cummax() >= 0.98 * optimum).to_numpy()
+    assert int(reached.argmax()) + 1 == int(found[5])
+
+
+def test_timing_repeatability():
+    found = claim(r"\(([\d.]+) % median difference on the H200\)", section("Changing what is swept"))
+    repeat = json.loads((H200 / "timing.json").read_text())["repeatability"]
+    assert round(100 * repeat["median_abs_diff"], 2) == float(found[1])
+
+
+def test_scaling_over_two_gpus():
+    found = claim(r"On two H200s a (\d+)-trial study gave (\d+) rows of (\d+) distinct configurations with a journal and with SQLite",
+                  section("Spreading a search over several GPUs"))  # fmt: skip
+    for storage in ("journal", "sqlite"):
+        runs = json.loads((H200 / f"scaling-2-gpus-{storage}.json").read_text())
+        two = next(r for r in runs if r["workers"] == 2)
+        assert (two["budget"], two["rows"], two["distinct"]) == tuple(int(g) for g in found.groups())
+
+
+def test_kill_and_resume_on_the_h100():
+    found = claim(r"on an H100 the (\d+)-point sweep and the (\d+)-trial study came back whole, every configuration measured once",
+                  section("When things go wrong"))  # fmt: skip
+    check = json.loads((REFERENCE / "nvidia-h100-80gb-hbm3" / "kill-resume.json").read_text())
+    assert check["final_status"] == 0 and {k["killed_at"] for k in check["kills"]} == {"sweep", "study"}
+    assert check["sweep_grid"] == check["sweep_rows"] == check["sweep_store_lines"] == int(found[1])
+    assert check["sweep_measured_twice"] == 0
+    assert check["study_budget"] == check["study_rows"] == check["study_distinct"] == int(found[2])
