@@ -171,6 +171,50 @@ def test_scaling_over_two_gpus():
         assert (two["budget"], two["rows"], two["distinct"]) == tuple(int(g) for g in found.groups())
 
 
+def test_scaling_over_four_gpus():
+    text = section("Spreading a search over several GPUs")
+    found = claim(
+        r"2 workers run ([\d.]+)x and 4 workers ([\d.]+)x one worker's trials per second \(([\d.]+)x and ([\d.]+)x counting", text
+    )
+    runs = {r["workers"]: r for r in json.loads((H200 / "scaling-4-gpus-journal.json").read_text())["scaling"]}
+    assert [runs[2]["steady_speedup"], runs[4]["steady_speedup"], runs[2]["wall_speedup"], runs[4]["wall_speedup"]] == [
+        float(g) for g in found.groups()
+    ]
+    assert all(r["rows"] == r["distinct"] == r["budget"] == 800 for r in runs.values())
+    costs = claim(r"([\d.]+) ms against ([\d.]+) ms all-in on an H200", text)
+    measured = json.loads((H200 / "costs-study-vs-sweep.json").read_text())["costs"]
+    assert round(measured["study_ms_per_trial"], 1) == float(costs[1])
+    assert round(measured["sweep_ms_per_point"], 1) == float(costs[2])
+
+
+def yardstick(gpu: str, label: str) -> float:
+    text = (REFERENCE / gpu / "yardsticks.txt").read_text()
+    return float(re.search(rf"^{re.escape(label)}.*?([\d.]+) x (?:CUB|copy)", text, re.M)[1])
+
+
+def test_complete_reductions_and_yardsticks():
+    found = claim(r"as ([\d.]+)x CUB for int32 and ([\d.]+)x for float32 on the H200, ([\d.]+)x and ([\d.]+)x on the H100", FOUND)
+    h200, h100 = "nvidia-h200", "nvidia-h100-80gb-hbm3"
+    measured = [yardstick(h200, "BEST int32 complete"), yardstick(h200, "BEST float32 complete"),
+                yardstick(h100, "BEST int32 complete"), yardstick(h100, "BEST float32 complete")]  # fmt: skip
+    assert [round(m, 3) for m in measured] == [float(g) for g in found.groups()]
+    adds = claim(r"best vector add there is ([\d.]+)x the device copy on the H200 and ([\d.]+)x on the H100 \(int32\)", FOUND)
+    assert round(yardstick(h200, "BEST int32 vector add"), 3) == float(adds[1])
+    assert round(yardstick(h100, "BEST int32 vector add"), 3) == float(adds[2])
+    above = claim(r"at most ([\d.]+) % above ours", FOUND)
+    # The independent harness over ours, per yardstick (copy, read, CUB int32 and float32): each "holds".
+    pattern = re.compile(r"^\S.*?([\d.]+)\s+yes\s", re.M)
+    ratios = [float(m[1]) for g in (h200, h100) for m in pattern.finditer((REFERENCE / g / "yardsticks.txt").read_text())]
+    assert len(ratios) == 8 and max(ratios) <= 1.01
+    assert round(100 * (max(ratios) - 1), 1) == float(above[1])
+    pipeline = claim(r"the pipeline's own best complete reduction is ([\d.]+)x CUB \(int32\)", FOUND)
+    dataset = results.read(REFERENCE / h100 / "measurements.parquet")
+    rows = dataset[(dataset.status == "ok") & (dataset.family == "reduce") & (dataset.dtype == "int32") & (dataset.n == N28)]
+    complete = rows[rows["finish"].notna() & (rows["finish"] != "host")]
+    cub = json.loads((REFERENCE / h100 / "peaks.json").read_text())["cub_reduce_gbs"]
+    assert round(complete["bandwidth_gbs"].max() / cub, 3) == float(pipeline[1])
+
+
 def test_kill_and_resume_on_the_h100():
     found = claim(r"on an H100 the (\d+)-point sweep and the (\d+)-trial study came back whole, every configuration measured once",
                   section("When things go wrong"))  # fmt: skip
