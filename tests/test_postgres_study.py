@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "results" / "reference" / "nvidia-h200" / "measurements.parquet"
 SOURCE = "sweep:reduce_space"
 PROBLEM = ["--family", "reduce", "--dtype", "int32", "--n", str(1 << 28)]
-WORKERS, BUDGET = 4, 40
+WORKERS, BUDGET = 4, 32
 TIMEOUT_S = 120
 
 # Each worker imports everything, says so, and waits for the others: all four
