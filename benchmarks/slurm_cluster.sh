@@ -42,7 +42,8 @@ stop_all() {
   runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m fast stop >/dev/null 2>&1
   [ -f "$WORK/munge/munged.pid" ] && kill "$(cat "$WORK/munge/munged.pid")"
   [ -n "${LINKED_CONF:-}" ] && rm -f /etc/slurm/slurm.conf
-  wait 2>/dev/null
+  # Not a bare wait: that would wait for the tee of this script's own output.
+  wait "$SLURMD_PID" "$SLURMCTLD_PID" 2>/dev/null
 }
 trap stop_all EXIT
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -28,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "results" / "reference" / "nvidia-h200" / "measurements.parquet"
 SOURCE = "sweep:reduce_space"
 PROBLEM = ["--family", "reduce", "--dtype", "int32", "--n", str(1 << 28)]
-WORKERS, BUDGET = 4, 32
+WORKERS, BUDGET = 4, 24
 TIMEOUT_S = 120
 
 # Each worker imports everything, says so, and waits for the others: all four
@@ -45,9 +47,12 @@ sys.exit(replay_study.main(sys.argv[3:]))
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A PostgreSQL server of this module's own; stopped, and checked stopped, after it."""
-    server = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
+def server():
+    """A PostgreSQL server of this module's own; stopped, and checked stopped,
+    after it. Its folder is not under pytest's temporary folders, which a
+    later pytest session on the same machine may delete while this one runs."""
+    pgdata = Path(tempfile.mkdtemp(prefix="tuner-pg-"))
+    server = pgserver.get_server(pgdata, cleanup_mode="stop")
     # A throwaway server: commits need not wait for the disk (what is tested
     # is how concurrent workers share it, not durability across power loss).
     server.psql("ALTER SYSTEM SET synchronous_commit = off; ALTER SYSTEM SET fsync = off; SELECT pg_reload_conf();")
@@ -58,6 +63,7 @@ def server(tmp_path_factory):
     while _running(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _running(pid), f"the PostgreSQL server (pid {pid}) is still running"
+    shutil.rmtree(pgdata)
 
 
 def _running(pid: int) -> bool:
