@@ -172,6 +172,20 @@ def test_the_config_file_and_the_interpreter_rerun_nothing(tmp_path):
     assert planned_after(tmp_path, config, python=python) == {}
 
 
+def test_gpu_rules_ask_for_one_gpu_and_cpu_rules_for_none(tmp_path):
+    """What a cluster executor sees (the SLURM profile submits gpu=1 as --gpus=1)."""
+    config = small_config(tmp_path) | {"study_gpus": []}
+    out = snakemake("-n", "--configfile", str(write(tmp_path, config))).stdout
+    gpus = {}
+    for job in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n)*)", out, re.M):
+        found = re.search(r"resources: .*\bgpu=(\d+)", job.group(2))
+        gpus[job.group(1)] = int(found.group(1)) if found else 0
+    assert gpus == {"describe_device": 1, "peaks": 1, "sweep_one": 1, "sweep_two": 1, "tune_search": 1,
+                    "compile_variants": 0, "collect": 0, "export_best": 0, "plot_report": 0, "all": 0}  # fmt: skip
+    profile = yaml.safe_load((ROOT / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
+    assert profile["executor"] == "slurm"
+
+
 def test_bad_config_fails_before_any_job_in_one_line(tmp_path):
     config = small_config(tmp_path)
     config["sweeps"]["one"]["params"]["vector_width"] = [4.0]
