@@ -5,11 +5,13 @@ unquoted; on a machine without a GPU the run stops before measuring."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -105,11 +107,8 @@ def test_the_stage_gets_exactly_the_validated_settings(tmp_path):
     assert "config.yaml" not in line
 
 
-def test_editing_one_sweep_and_one_study_reruns_only_them(tmp_path):
-    """Each sweep and study holds its own settings in params: a finished run
-    (recorded with --touch) replans only what an edit touched."""
-    config = small_config(tmp_path)
-    config["studies"]["other"] = dict(config["studies"]["search"], budget_trials=4)
+def finished_run(tmp_path: Path, config: dict) -> Path:
+    """A config whose every output exists and is recorded as made by it (--touch)."""
     path = write(tmp_path, config)
     dry = snakemake("-n", "--configfile", str(path)).stdout
     outputs = [p.strip() for line in dry.splitlines() if line.startswith("    output: ") for p in line[12:].split(",")]
@@ -118,19 +117,73 @@ def test_editing_one_sweep_and_one_study_reruns_only_them(tmp_path):
         Path(output).touch()
     assert snakemake("--cores", "1", "--touch", "--forceall", "--configfile", str(path)).returncode == 0
     assert "Nothing to be done" in snakemake("-n", "--configfile", str(path)).stdout
-    config["sweeps"]["one"]["params"]["vector_width"] = [1, 2]
-    config["studies"]["other"]["budget_trials"] = 5
+    return path
+
+
+def planned_after(tmp_path: Path, config: dict, python: str = sys.executable) -> dict[str, int]:
+    proc = subprocess.run([python, "-m", "snakemake", "-n", "--configfile", str(write(tmp_path, config))], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {} if "Nothing to be done" in proc.stdout else jobs(proc.stdout)
+
+
+DOWNSTREAM = {"collect": 1, "export_best": 1, "plot_report": 1, "all": 1}
+
+
+def test_editing_one_sweep_or_one_study_reruns_only_it_and_what_follows(tmp_path):
+    """Each sweep and study holds its own settings in params: a finished run
+    replans only what an edit touched, then collect, export and report."""
+    config = small_config(tmp_path)
+    config["studies"]["other"] = dict(config["studies"]["search"], budget_trials=4)
+    finished_run(tmp_path, config)
+
+    sweep = copy.deepcopy(config)
+    sweep["sweeps"]["one"]["timing"] = {"max_time_s": 0.5}
+    assert planned_after(tmp_path, sweep) == {"sweep_one": 1} | DOWNSTREAM
+    study = copy.deepcopy(config)
+    study["studies"]["other"] |= {"budget_trials": 5, "sampler": "random"}
+    assert planned_after(tmp_path, study) == {"tune_other": 1} | DOWNSTREAM
+    # New values of a sweep's grid are new modules: the compile table is made again too.
+    grid = copy.deepcopy(config)
+    grid["sweeps"]["one"]["params"]["vector_width"] = [1, 2]
+    assert planned_after(tmp_path, grid) == {"compile_variants": 1, "sweep_one": 1} | DOWNSTREAM
+
+
+def test_the_config_file_and_the_interpreter_rerun_nothing(tmp_path):
+    """The config file is no rule's input (a newer but equal file replans
+    nothing), and the interpreter running the stages is no param (another
+    virtual environment replans nothing)."""
+    config = small_config(tmp_path)
+    path = finished_run(tmp_path, config)
+    time.sleep(0.05)
+    path.touch()
+    assert planned_after(tmp_path, config) == {}
+    venv = tmp_path / "other venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next(venv.glob("lib/python*/site-packages"))
+    (site / "this.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
+    python = str(venv / "bin" / "python")
+    assert (
+        subprocess.run(
+            [python, "-c", "import sys, snakemake; print(sys.executable)"], capture_output=True, text=True
+        ).stdout.strip()
+        == python
+    )
+    assert planned_after(tmp_path, config, python=python) == {}
+
+
+def test_gpu_rules_ask_for_one_gpu_and_cpu_rules_for_none(tmp_path):
+    """What a cluster executor sees (the SLURM profile submits gpu=1 as --gpus=1)."""
+    config = small_config(tmp_path) | {"study_gpus": []}
     out = snakemake("-n", "--configfile", str(write(tmp_path, config))).stdout
-    # The compile table is replanned too (every variant is its input; cached cubins make it seconds).
-    assert jobs(out) == {
-        "compile_variants": 1,
-        "sweep_one": 1,
-        "tune_other": 1,
-        "collect": 1,
-        "export_best": 1,
-        "plot_report": 1,
-        "all": 1,
-    }
+    gpus = {}
+    for job in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n)*)", out, re.M):
+        found = re.search(r"resources: .*\bgpu=(\d+)", job.group(2))
+        gpus[job.group(1)] = int(found.group(1)) if found else 0
+    assert gpus == {"describe_device": 1, "peaks": 1, "sweep_one": 1, "sweep_two": 1, "tune_search": 1,
+                    "compile_variants": 0, "collect": 0, "export_best": 0, "plot_report": 0, "all": 0}  # fmt: skip
+    profile = yaml.safe_load((ROOT / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
+    assert profile["executor"] == "slurm"
 
 
 def test_bad_config_fails_before_any_job_in_one_line(tmp_path):

@@ -109,7 +109,7 @@ def open_storage(spec: str | os.PathLike | BaseStorage | None) -> BaseStorage:
         # driver's default 5 s; get_storage adds Optuna's cache of finished trials.
         engine_kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
         return optuna.storages.get_storage(_retry(lambda: optuna.storages.RDBStorage(text, engine_kwargs=engine_kwargs)))
-    return optuna.storages.get_storage(text)
+    return optuna.storages.get_storage(_retry(lambda: optuna.storages.RDBStorage(text)))
 
 
 def finished_trials(spec: str | os.PathLike | None, study_name: str) -> int:
@@ -124,7 +124,8 @@ def finished_trials(spec: str | os.PathLike | None, study_name: str) -> int:
 
 def _retry(make: Callable[[], Any], attempts: int = 5) -> Any:
     """``make()``, again after a moment where it failed: workers that open a
-    new SQLite database together race to create its tables."""
+    new database together race to create its tables (on PostgreSQL the loser's
+    CREATE TABLE fails with a unique violation in pg_type)."""
     for attempt in range(attempts):
         try:
             return make()

@@ -180,7 +180,7 @@ class Settings:
     def stage_json(self, stage: str, name: str | None = None) -> str:
         """The JSON a stage receives (``from_stage_json`` reads it back): the
         run settings it needs (``STAGE_RUN_FIELDS``) and, for a sweep or a
-        study, that one section; the compile stage gets every section."""
+        study, that one section; the compile stage gets every section's grid."""
         data: dict[str, Any] = {"run": self.run.to_dict(STAGE_RUN_FIELDS[stage])}
         if stage in ("sweep", "profile"):
             data["sweep"] = self.sweep(name).to_dict()
@@ -189,8 +189,13 @@ class Settings:
         elif stage == "study":
             data["study"] = self.study(name).to_dict()
         elif stage == "compile":
-            data["sweeps"] = [s.to_dict() for s in self.sweeps.values()]
-            data["studies"] = [s.to_dict() for s in self.studies.values()]
+            # Only the grids it compiles (a study's is its problem and searched
+            # values), so a study's budget or sampler, or a sweep's timing, do
+            # not rerun the compile stage.
+            grids = [(s.name, s.family, s.dtypes, s.sizes, s.domains()) for s in self.sweeps.values()]
+            grids += [(f"study:{s.name}", s.family, (s.dtype,), (s.n,), s.domains()) for s in self.studies.values()]
+            data["sweeps"] = [SweepSettings(name, family, dtypes, sizes, _frozen_params(params), TimingOptions()).to_dict()
+                              for name, family, dtypes, sizes, params in grids]  # fmt: skip
         return json.dumps(data, sort_keys=True)
 
     @classmethod

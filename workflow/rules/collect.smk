@@ -5,7 +5,7 @@ rule collect:
     input:
         sweeps=expand(f"{RESULTS}/{{{{gpu}}}}/sweeps/{{name}}.parquet", name=SWEEPS),
         studies=expand(f"{RESULTS}/{{{{gpu}}}}/studies/{{name}}.parquet", name=STUDIES),
-        peaks=f"{RESULTS}/{{gpu}}/peaks.parquet",
+        peaks=rules.peaks.output.rows,
     output:
         f"{RESULTS}/{{gpu}}/measurements.parquet",
     log:

@@ -1,15 +1,18 @@
-# Stage 1: describe the device (stops the run with one line when PyCUDA or a
+# Stage 1 (GPU jobs: resources gpu=1, which the SLURM profile turns into
+# --gpus=1): describe the device (stops the run with one line when PyCUDA or a
 # CUDA device is missing, before anything is compiled or measured), then
 # measure the bandwidth peaks every result is judged against.
 
 
 rule describe_device:
     output:
-        f"{RESULTS}/{{gpu}}/device.json",
+        json=f"{RESULTS}/{{gpu}}/device.json",
     log:
         f"{RESULTS}/{{gpu}}/logs/describe_device.log",
     conda:
         "../envs/tuner.yaml"
+    resources:
+        gpu=1,
     params:
         settings=SETTINGS.stage_json("describe"),
     shell:
@@ -18,7 +21,7 @@ rule describe_device:
 
 rule peaks:
     input:
-        device=f"{RESULTS}/{{gpu}}/device.json",
+        device=rules.describe_device.output.json,
     output:
         json=f"{RESULTS}/{{gpu}}/peaks.json",
         rows=f"{RESULTS}/{{gpu}}/peaks.parquet",
@@ -26,6 +29,8 @@ rule peaks:
         f"{RESULTS}/{{gpu}}/logs/peaks.log",
     conda:
         "../envs/tuner.yaml"
+    resources:
+        gpu=1,
     params:
         settings=SETTINGS.stage_json("peaks"),
     shell:

@@ -5,7 +5,7 @@
 rule export_best:
     input:
         measurements=f"{RESULTS}/{{gpu}}/measurements.parquet",
-        device=f"{RESULTS}/{{gpu}}/device.json",
+        device=rules.describe_device.output.json,
     output:
         json=f"{RESULTS}/{{gpu}}/best.json",
         header=f"{RESULTS}/{{gpu}}/best_configs.h",

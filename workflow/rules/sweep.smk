@@ -10,14 +10,16 @@ for sweep_name in SWEEPS:
         name:
             f"sweep_{sweep_name}"
         input:
-            device=f"{RESULTS}/{{gpu}}/device.json",
-            peaks=f"{RESULTS}/{{gpu}}/peaks.json",
+            device=rules.describe_device.output.json,
+            peaks=rules.peaks.output.json,
         output:
             f"{RESULTS}/{{gpu}}/sweeps/{sweep_name}.parquet",
         log:
             f"{RESULTS}/{{gpu}}/logs/sweep-{sweep_name}.log",
         conda:
             "../envs/tuner.yaml"
+        resources:
+            gpu=1,
         params:
             name=sweep_name,
             settings=SETTINGS.stage_json("sweep", sweep_name),

@@ -9,14 +9,16 @@ for study_name in STUDIES:
         name:
             f"tune_{study_name}"
         input:
-            device=f"{RESULTS}/{{gpu}}/device.json",
-            peaks=f"{RESULTS}/{{gpu}}/peaks.json",
+            device=rules.describe_device.output.json,
+            peaks=rules.peaks.output.json,
         output:
             f"{RESULTS}/{{gpu}}/studies/{study_name}.parquet",
         log:
             f"{RESULTS}/{{gpu}}/logs/tune-{study_name}.log",
         conda:
             "../envs/tuner.yaml"
+        resources:
+            gpu=max(1, len(SETTINGS.run.study_gpus)),
         params:
             name=study_name,
             settings=SETTINGS.stage_json("study", study_name),
