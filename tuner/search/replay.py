@@ -122,7 +122,9 @@ def table_measure(rows: pd.DataFrame, family: Family) -> Callable[[dict], dict]:
             # the table was made under other rules): a failure, not a crash.
             row["status"] = "launch_error"
             row["error"] = f"infeasible in table: {row.get('error', '')}"
-        lookup[config_key(cfg)] = row
+        # The row speaks of the configuration as the family names it now
+        # (a parameter added since the table was measured takes its default).
+        lookup[config_key(cfg)] = row | cfg | {"config_key": config_key(cfg)}
 
     def measure(cfg: dict) -> dict:
         row = lookup.get(config_key(cfg))

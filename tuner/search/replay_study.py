@@ -59,7 +59,9 @@ def study_summary(storage: str, study: str, budget: int | None) -> tuple[pd.Data
     frame = results.to_frame(study_rows(loaded))
     keys = Counter(frame["config_key"])
     trials = loaded.get_trials(deepcopy=False)
-    by_worker = Counter(t.user_attrs.get("worker") for t in trials if "row" in t.user_attrs)
+    by_worker = Counter(
+        t.user_attrs.get("worker") for t in trials if "status" in t.user_attrs
+    )  # measured trials carry their status
     summary = {"rows": len(frame), "distinct": len(keys), "duplicated": sum(n - 1 for n in keys.values()), "budget": budget,
                "trials": len(trials), "rows_by_worker": dict(sorted(by_worker.items(), key=str))}  # fmt: skip
     problem = None
