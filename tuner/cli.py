@@ -224,15 +224,17 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
     import socket
 
     from tuner.search.study import run_study
+    from tuner.search.warm import study_start
 
     bench, _ = _bench(settings, device_json, study.timing, args.device_index)
     _load_peaks(bench, settings.run.gpu_dir / "peaks.json")
     family = REGISTRY[study.family]
     session = bench.problem(family, study.problem)
     source = f"study:{args.name}"
+    enqueue, sampler = study_start(study, family, study.seed + args.worker)  # with its warm start, if any
     run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
               measure=lambda cfg: session.measure(cfg, source), budget_trials=study.budget_trials, timeout_s=study.timeout_s,
-              sampler=study.sampler, seed=study.seed + args.worker, enqueue=[dict(e) for e in study.enqueue],
+              sampler=sampler, seed=study.seed + args.worker, enqueue=enqueue,
               worker=f"gpu{args.device_index if args.device_index is not None else settings.run.device_index}@{socket.gethostname()}")  # fmt: skip
 
 
