@@ -11,7 +11,8 @@ values:
 1. **Space-filling start**: the first ``n_startup`` configurations are
    chosen, each from random feasible candidates, as far as possible from
    those already chosen (maximin in the normalised grid), so the corners and
-   the middle are sampled before any refinement.
+   the middle are sampled before any refinement. With a warm start, the
+   prior's best configurations take their place.
 2. **Neighbourhood steps around the best**: every later trial is one step
    from one of the best measured configurations (the ``top_k`` best that
    still have unmeasured neighbours): one ordered parameter moved by 1, 2, 4,
@@ -75,7 +76,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self.seed = seed
         self.n_startup = n_startup
         self.top_k = top_k
-        self.prior = [(dict(cfg), float(value)) for cfg, value in prior if value > 0]
+        self.prior = sorted(((dict(cfg), float(value)) for cfg, value in prior if value > 0), key=lambda item: -item[1])
         self._rng = random.Random(seed)
         self._dists: dict[str, CategoricalDistribution] | None = None
         self._feasible: Callable[[dict], bool] = lambda cfg: True
@@ -90,7 +91,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         the space is small enough, every feasible configuration."""
         self._dists = dict(dists)
         self._feasible = feasible
-        self._enumerated = None if enumerated is None else [(config_key(cfg), cfg) for cfg in enumerated]
+        # Sorted by key, so that the order the values are listed in changes nothing.
+        self._enumerated = None if enumerated is None else sorted((config_key(cfg), cfg) for cfg in enumerated)
         self._order = {name: _ordered_values(dist.choices) for name, dist in self._dists.items()}
         self._columns = {(name, value): i for i, (name, value) in enumerate(
             (name, value) for name, dist in self._dists.items() for value in dist.choices)}  # fmt: skip
@@ -117,7 +119,9 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         measured, visited = self._history(study, trial)
         cfg = None
         if len(visited) - len(self._asked.get(trial.number, ())) < self.n_startup or not measured:
-            cfg = self._spread(visited, rng)
+            # A warm start's best rows stand in for the space-filling start.
+            cfg = self._best_prior(visited) if self.prior else None
+            cfg = cfg or self._spread(visited, rng)
         if cfg is None:
             cfg = self._step(measured, visited, rng)
         if cfg is None:
@@ -156,6 +160,15 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             if distance > best_distance:
                 best, best_distance = cfg, distance
         return best
+
+    def _best_prior(self, visited: set[str]) -> dict | None:
+        """The best prior configuration of this space not yet visited."""
+        for cfg, _ in self.prior:  # best first
+            if all(cfg.get(n) in d.choices for n, d in self._dists.items()):
+                cfg = {name: cfg[name] for name in self._dists}
+                if config_key(cfg) not in visited and self._feasible(cfg):
+                    return cfg
+        return None
 
     def _step(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
         """The model's favourite among unvisited steps from the best configurations."""
@@ -247,10 +260,11 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
 
 
 def _ordered_values(choices: Sequence) -> tuple[bool, list]:
-    """Whether the values are ordered (all numbers), and them sorted if so."""
+    """Whether the values are ordered (all numbers), and them sorted (by
+    text where unordered, so the listed order never matters)."""
     values = [plain_value(v) for v in choices]
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-    return numeric, sorted(values) if numeric else values
+    return numeric, sorted(values) if numeric else sorted(values, key=str)
 
 
 def _powers_below(n: int) -> list[int]:
