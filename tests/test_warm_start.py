@@ -98,7 +98,10 @@ def study_config(tmp_path: Path, warm: str) -> dict:
 
 
 def test_settings_refuse_a_warm_start_that_is_not_results(tmp_path):
-    with pytest.raises(ConfigError, match=r"^studies\.s\.warm_start: must name a \.parquet file or a folder holding Parquet results, got '.*missing'$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^studies\.s\.warm_start: must name a \.parquet file or a folder holding Parquet results, got '.*missing'$",
+    ):
         parse(study_config(tmp_path, str(tmp_path / "missing")))
     table = tmp_path / "earlier" / "sweeps" / "x.parquet"
     table.parent.mkdir(parents=True)

@@ -9,9 +9,11 @@ between 960 and 1024. This one works on each ordered parameter's sorted
 values:
 
 1. **Space-filling start**: the first ``n_startup`` configurations are
-   chosen, each from random feasible candidates, as far as possible from
-   those already chosen (maximin in the normalised grid), so the corners and
-   the middle are sampled before any refinement. With a warm start, the
+   the grid's centre, then each the candidate farthest from those already
+   chosen (maximin in the normalised grid) among random feasible ones and
+   the two extreme corners (every ordered parameter at its smallest, or at
+   its largest), so the corners and the middle are sampled before any
+   refinement. With a warm start, the
    prior's best configurations take their place.
 2. **Neighbourhood steps around the best**: every later trial is one step
    from one of the best measured configurations (the ``top_k`` best that
@@ -44,7 +46,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
 
-DEFAULT_STARTUP = 8  # space-filling configurations before the neighbourhood steps
+DEFAULT_STARTUP = 5  # space-filling configurations before the neighbourhood steps
 DEFAULT_TOP_K = 1  # neighbourhoods of this many best configurations compete
 RIDGE = 1.0  # the model's L2 penalty (per one-hot column; values are log GB/s)
 CANDIDATES = 128  # random feasible candidates per space-filling choice
@@ -59,6 +61,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         seed: seeds the space-filling draws and the tie-breaks.
         n_startup: space-filling configurations before the steps.
         top_k: best configurations whose neighbourhoods are searched.
+        corners: whether the start tries the grid's centre and its two
+            extreme corners (fast kernels often sit at an edge).
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
     """
@@ -69,6 +73,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         *,
         n_startup: int = DEFAULT_STARTUP,
         top_k: int = DEFAULT_TOP_K,
+        corners: bool = True,
         prior: Sequence[tuple[Mapping, float]] = (),
     ) -> None:
         if n_startup < 1 or top_k < 1:
@@ -76,12 +81,14 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self.seed = seed
         self.n_startup = n_startup
         self.top_k = top_k
+        self.corners = corners
         self.prior = sorted(((dict(cfg), float(value)) for cfg, value in prior if value > 0), key=lambda item: -item[1])
         self._rng = random.Random(seed)
         self._dists: dict[str, CategoricalDistribution] | None = None
         self._feasible: Callable[[dict], bool] = lambda cfg: True
         self._enumerated: list[tuple[str, dict]] | None = None
         self._asked: dict[int, set[str]] = {}  # trial number -> keys proposed for it
+        self._prior: list[tuple[str, dict, float]] = []
 
     # What DistinctSampler tells it.
 
@@ -96,6 +103,18 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._order = {name: _ordered_values(dist.choices) for name, dist in self._dists.items()}
         self._columns = {(name, value): i for i, (name, value) in enumerate(
             (name, value) for name, dist in self._dists.items() for value in dist.choices)}  # fmt: skip
+        self._finished, self._steps, self._column_cache = {}, {}, {}
+        # The prior rows within this space, best first, and their sums for the model.
+        self._prior = []
+        for cfg, value in self.prior:
+            if all(cfg.get(name) in dist.choices for name, dist in self._dists.items()):
+                cfg = {name: plain_value(cfg[name]) for name in self._dists}
+                self._prior.append((config_key(cfg), cfg, value))
+        if self._prior:
+            x = np.zeros((len(self._prior), len(self._columns)))
+            np.put_along_axis(x, self._columns_of([key for key, _, _ in self._prior]), 1.0, axis=1)
+            y = np.log([value for _, _, value in self._prior])
+            self._prior_gram, self._prior_moment, self._prior_ones, self._prior_mean = x.T @ x, x.T @ y, x.sum(axis=0), y.mean()
 
     # Optuna's sampler interface.
 
@@ -120,7 +139,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         cfg = None
         if len(visited) - len(self._asked.get(trial.number, ())) < self.n_startup or not measured:
             # A warm start's best rows stand in for the space-filling start.
-            cfg = self._best_prior(visited) if self.prior else None
+            cfg = self._best_prior(visited) if self._prior else None
             cfg = cfg or self._spread(visited, rng)
         if cfg is None:
             cfg = self._step(measured, visited, rng)
@@ -139,20 +158,37 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         measured: dict[str, tuple[dict, float]] = {}
         visited = set(self._asked.get(trial.number, ()))
         for other in study.get_trials(deepcopy=False):
-            if other.number == trial.number or not other.params.keys() >= self._dists.keys():
+            if other.number == trial.number:
                 continue
-            cfg = {name: plain_value(other.params[name]) for name in self._dists}
-            key = config_key(cfg)
+            seen = self._finished.get(other.number)
+            if seen is None:
+                if not other.params.keys() >= self._dists.keys():
+                    continue
+                cfg = {name: plain_value(other.params[name]) for name in self._dists}
+                good = other.state == TrialState.COMPLETE and other.value is not None and other.value > 0
+                seen = (config_key(cfg), cfg, float(other.value) if good else None)
+                if other.state.is_finished():  # read once; a running trial is read again
+                    self._finished[other.number] = seen
+            key, cfg, value = seen
             visited.add(key)
-            if other.state == TrialState.COMPLETE and other.value is not None and other.value > 0:
-                measured[key] = (cfg, float(other.value))
+            if value is not None:
+                measured[key] = (cfg, value)
         return measured, visited
 
     def _spread(self, visited: set[str], rng: random.Random) -> dict | None:
-        """The random feasible candidate farthest from every visited one."""
+        """The random feasible candidate farthest from every visited one; the
+        grid's centre and its two extreme corners are candidates too."""
         points = [self._position(_parse(key)) for key in visited]
         best, best_distance = None, -1.0
-        for cfg in self._random_unseen(visited, rng, CANDIDATES):
+        landmarks = []
+        if self.corners:
+            for pick in ((lambda v: v[len(v) // 2]), (lambda v: v[-1]), (lambda v: v[0])):
+                cfg = {name: pick(values) if ordered else rng.choice(values) for name, (ordered, values) in self._order.items()}
+                if config_key(cfg) not in visited and self._feasible(cfg):
+                    landmarks.append(cfg)
+            if not points and landmarks:
+                return landmarks[0]
+        for cfg in landmarks + self._random_unseen(visited, rng, CANDIDATES):
             if not points:
                 return cfg
             here = self._position(cfg)
@@ -163,38 +199,38 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
 
     def _best_prior(self, visited: set[str]) -> dict | None:
         """The best prior configuration of this space not yet visited."""
-        for cfg, _ in self.prior:  # best first
-            if all(cfg.get(n) in d.choices for n, d in self._dists.items()):
-                cfg = {name: cfg[name] for name in self._dists}
-                if config_key(cfg) not in visited and self._feasible(cfg):
-                    return cfg
+        for key, cfg, _ in self._prior:  # best first
+            if key not in visited and self._feasible(cfg):
+                return cfg
         return None
 
     def _step(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
         """The model's favourite among unvisited steps from the best configurations."""
-        ranked = sorted(measured.values(), key=lambda item: -item[1])
+        ranked = sorted(measured.items(), key=lambda item: -item[1][1])
         candidates: dict[str, dict] = {}
         searched = 0
-        for cfg, _ in ranked:
-            steps = [c for c in self._neighbours(cfg) if config_key(c) not in visited]
+        for key, (cfg, _) in ranked:
+            steps = [(k, c) for k, c in self._neighbours(key, cfg) if k not in visited]
             if steps:
-                candidates.update((config_key(c), c) for c in steps)
+                candidates.update(steps)
                 searched += 1
                 if searched >= self.top_k:
                     break
         if not candidates:
             return None
-        model = self._fit(list(measured.values()))
-        choices = list(candidates.values())
-        scores = model(choices) + np.array([rng.random() * 1e-9 for _ in choices])
-        return choices[int(np.argmax(scores))]
+        weights, mean = self._fit(measured)
+        keys = list(candidates)
+        scores = weights[self._columns_of(keys)].sum(axis=1) + mean + np.array([rng.random() * 1e-9 for _ in keys])
+        return candidates[keys[int(np.argmax(scores))]]
 
-    def _neighbours(self, cfg: dict) -> list[dict]:
-        """Feasible configurations one step from ``cfg``: an ordered parameter
-        moved 1, 2, 4, ... positions, or an unordered one changed."""
+    def _neighbours(self, key: str, cfg: dict) -> list[tuple[str, dict]]:
+        """Feasible configurations one step from ``cfg`` (cached): an ordered
+        parameter moved 1, 2, 4, ... positions, or an unordered one changed."""
+        found = self._steps.get(key)
+        if found is not None:
+            return found
         found = []
-        for name, values in self._order.items():
-            ordered, values = values
+        for name, (ordered, values) in self._order.items():
             here = values.index(cfg[name])
             if ordered:
                 reach = [here + sign * d for d in _powers_below(len(values)) for sign in (-1, 1)]
@@ -204,35 +240,40 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             for value in others:
                 candidate = {**cfg, name: value}
                 if self._feasible(candidate):
-                    found.append(candidate)
+                    found.append((config_key(candidate), candidate))
+        self._steps[key] = found
         return found
 
-    def _fit(self, rows: list[tuple[dict, float]]) -> Callable[[list[dict]], np.ndarray]:
-        """Ridge regression of log-bandwidth on one-hot parameter values, with
-        the prior rows (rescaled to the study's mean) while they outnumber the
-        study's own."""
-        data = list(rows)
-        if self.prior and len(self.prior) > len(rows):
-            known = [(cfg, v) for cfg, v in self.prior if all(cfg.get(n) in d.choices for n, d in self._dists.items())]
-            if known and rows:
-                shift = np.mean([math.log(v) for _, v in rows]) - np.mean([math.log(v) for _, v in known])
-                data += [(cfg, v * math.exp(shift)) for cfg, v in known]
-            elif known:
-                data += known
-        x = self._design([cfg for cfg, _ in data])
-        y = np.log([v for _, v in data])
-        mean = y.mean()
-        weights = np.linalg.solve(x.T @ x + RIDGE * np.eye(x.shape[1]), x.T @ (y - mean))
-        return lambda cfgs: self._design(cfgs) @ weights + mean
+    def _fit(self, measured: dict[str, tuple[dict, float]]) -> tuple[np.ndarray, float]:
+        """Ridge regression of log-bandwidth on one-hot parameter values: the
+        weights per column and the intercept. The prior rows (shifted to the
+        study's mean) join while they outnumber the study's own."""
+        keys = list(measured)
+        x = np.zeros((len(keys), len(self._columns)))
+        np.put_along_axis(x, self._columns_of(keys), 1.0, axis=1)
+        y = np.log([measured[k][1] for k in keys])
+        gram, moment, ones, total, count = x.T @ x, x.T @ y, x.sum(axis=0), y.sum(), len(y)
+        if self._prior and len(self._prior) > len(keys):
+            shift = y.mean() - self._prior_mean
+            gram = gram + self._prior_gram
+            moment = moment + self._prior_moment + shift * self._prior_ones
+            ones = ones + self._prior_ones
+            total += (self._prior_mean + shift) * len(self._prior)
+            count += len(self._prior)
+        mean = total / count
+        weights = np.linalg.solve(gram + RIDGE * np.eye(len(ones)), moment - mean * ones)
+        return weights, mean
 
-    def _design(self, cfgs: list[dict]) -> np.ndarray:
-        x = np.zeros((len(cfgs), len(self._columns)))
-        for row, cfg in enumerate(cfgs):
-            for name in self._dists:
-                column = self._columns.get((name, cfg.get(name)))
-                if column is not None:
-                    x[row, column] = 1.0
-        return x
+    def _columns_of(self, keys: list[str]) -> np.ndarray:
+        """(len(keys), parameters) column indices of the keys' one-hot values."""
+        rows = []
+        for key in keys:
+            columns = self._column_cache.get(key)
+            if columns is None:
+                cfg = _parse(key)
+                columns = self._column_cache[key] = [self._columns[(name, cfg[name])] for name in self._dists]
+            rows.append(columns)
+        return np.array(rows, dtype=int).reshape(len(keys), len(self._dists))
 
     def _unseen(self, visited: set[str], rng: random.Random) -> dict | None:
         return next(iter(self._random_unseen(visited, rng, 1)), None)

@@ -68,7 +68,7 @@ def table_domains(rows: pd.DataFrame, family: Family) -> dict[str, list]:
     sweep that does not list it.
 
     Raises:
-        ValueError: the table holds a value outside the parameter's domain.
+        ValueError: the table holds a value the parameter's rule refuses.
     """
     domains = {}
     for param in family.params:
@@ -76,10 +76,12 @@ def table_domains(rows: pd.DataFrame, family: Family) -> dict[str, list]:
             domains[param.name] = [param.default]
             continue
         present = {plain_value(v) for v in rows[param.name].dropna().unique()}
-        outside = sorted(present - set(param.values), key=str)
+        outside = sorted((v for v in present if not param.accepts(v)), key=str)
         if outside:
-            raise ValueError(f"table values of {param.name} must be within {list(param.values)}, got {outside}")
-        domains[param.name] = [v for v in param.values if v in present]
+            raise ValueError(f"table values of {param.name} must be {param.rule_description()}, got {outside}")
+        listed = [v for v in param.values if v in present]
+        # A wider sweep than the family's list: every value, sorted.
+        domains[param.name] = listed if len(listed) == len(present) else sorted(present, key=lambda v: (isinstance(v, str), v))
     return domains
 
 
