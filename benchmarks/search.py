@@ -29,6 +29,7 @@ Writes ``search-benchmark.txt`` and ``search-benchmark.json`` under ``--out``.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import sys
@@ -52,6 +53,7 @@ FRACTIONS = (0.025, 0.05, 0.10)
 SEEDS = 50
 OURS = ("ordinal", "tpe")  # the default search, and the one it replaces
 WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
+TPE_MAX_SPACE = 2000  # larger tables replay without tpe
 REFERENCE = REPO / "results" / "reference"
 REDUCE = Problem("reduce", "int32", 268435456)
 
@@ -144,7 +146,8 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
     for name in names:
         case = _CASES[name]
         budgets = [case.budget(f) for f in FRACTIONS]
-        plan = list(strategies)
+        # Multivariate TPE slows with every trial: 100 runs of 10 % of a large space take hours.
+        plan = [s for s in strategies if not (s == "tpe" and case.size > TPE_MAX_SPACE)]
         warm_source = TABLES[name][3]
         if warm and warm_source in TABLES and (REFERENCE / TABLES[warm_source][0]).exists():
             _init([warm_source])
@@ -154,13 +157,13 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
             for strategy in plan:
                 # Our samplers and random do not see the budget: one run to the largest, cut.
                 per_budget = strategy in KT_STRATEGIES
+                # A warm start is judged on its first evaluations: run it to the smallest budget.
+                last = budgets[:1] if strategy.startswith("warm:") else budgets[-1:]
                 for seed in range(seeds):
-                    for budget in budgets if per_budget else budgets[-1:]:
+                    for budget in budgets if per_budget else last:
                         tasks.append((name, order, strategy, seed, budget, cache if per_budget else None))
     runs: dict[tuple, list[list[float]]] = {}
-    with ProcessPoolExecutor(
-        jobs, initializer=_init, initargs=(names + [TABLES[n][3] for n in names if TABLES[n][3] in TABLES],)
-    ) as pool:
+    with ProcessPoolExecutor(jobs, initializer=_init, initargs=(list(_CASES),)) as pool:
         for (name, order, strategy, _seed, budget), found in pool.map(_run, tasks, chunksize=4):
             runs.setdefault((name, order, strategy, budget), []).append(found)
     rows = []
@@ -172,7 +175,7 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
             for (n, o, strategy, budget), found in runs.items():
                 if (n, o) != (name, order):
                     continue
-                for b in budgets if budget == budgets[-1] and strategy not in KT_STRATEGIES else [budget]:
+                for b in [x for x in budgets if x <= budget] if strategy not in KT_STRATEGIES else [budget]:
                     row = {"table": name, "order": order, "strategy": strategy, "space": case.size, "optimum_gbs": case.optimum,
                            "near_1pct": sum(v >= 0.99 * case.optimum for v in case.lookup.values())} | summarise(case, found, b, curve)  # fmt: skip
                     if strategy.startswith("warm:"):
@@ -180,8 +183,12 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
                             found
                         )
                     rows.append(row)
-    _fisher(rows)
-    return sorted(rows, key=lambda r: (names.index(r["table"]), r["order"], r["budget"], -r["within_1pct"]))
+    return rows
+
+
+def _order_rows(rows: list[dict]) -> list[dict]:
+    tables = list(TABLES)
+    return sorted(rows, key=lambda r: (tables.index(r["table"]), r["order"], r["budget"], -r["within_1pct"], r["strategy"]))
 
 
 def _fisher(rows: list[dict]) -> None:
@@ -238,20 +245,27 @@ def _cell(column: str, row: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tables", nargs="+", default=None, help=f"of {list(TABLES)} (default: every shipped one)")
+    parser.add_argument("--tables", nargs="*", default=None, help=f"of {list(TABLES)} (default: every shipped one)")
     parser.add_argument("--seeds", type=int, default=SEEDS)
-    parser.add_argument("--strategies", nargs="+", default=["random", *OURS, *KT_STRATEGIES])
+    parser.add_argument("--strategies", nargs="*", default=["random", *OURS, *KT_STRATEGIES])
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per CPU)")
     parser.add_argument("--no-warm", action="store_true", help="skip the warm-start rows")
+    parser.add_argument("--merge", nargs="*", default=[], help="earlier search-benchmark.json files whose other rows to keep")
     parser.add_argument("--out", default=str(REFERENCE / "nvidia-h200"), help="folder for search-benchmark.{txt,json}")
     args = parser.parse_args(argv)
-    names = args.tables or [n for n, spec in TABLES.items() if (REFERENCE / spec[0]).exists()]
+    names = args.tables if args.tables is not None else [n for n, spec in TABLES.items() if (REFERENCE / spec[0]).exists()]
     unknown = sorted(set(names) - set(TABLES))
     if unknown:
         parser.error(f"--tables must be of {list(TABLES)}, got {unknown}")
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
-    rows = benchmark(names, args.seeds, args.strategies, args.jobs, warm=not args.no_warm)
+    rows = benchmark(names, args.seeds, args.strategies, args.jobs, warm=not args.no_warm) if names else []
+    for earlier in args.merge:
+        fresh = {(r["table"], r["order"], r["strategy"], r["budget"]) for r in rows}
+        old = json.loads(Path(earlier).read_text())["rows"]
+        rows = [r for r in old if (r["table"], r["order"], r["strategy"], r["budget"]) not in fresh] + rows
+    rows = _order_rows(rows)
+    _fisher(rows)
     text = format_rows(rows)
     out = Path(args.out)
     write_text_atomic(text + "\n", out / "search-benchmark.txt")

@@ -28,7 +28,7 @@ from tuner.search.claims import (
 from tuner.search.ordinal import OrdinalSampler
 from tuner.search.owners import this_owner
 
-SAMPLERS = ("ordinal", "tpe", "gp", "random", "cmaes", "qmc", "brute_force")
+SAMPLERS = ("tpe", "gp", "random", "cmaes", "qmc", "brute_force", "ordinal")
 
 # Proposals asked of the wrapped sampler per trial before a rescue (fewer where
 # it proposes the same configuration twice: it is stuck).
