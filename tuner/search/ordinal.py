@@ -111,10 +111,10 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
                 cfg = {name: plain_value(cfg[name]) for name in self._dists}
                 self._prior.append((config_key(cfg), cfg, value))
         if self._prior:
-            x = np.zeros((len(self._prior), len(self._columns)))
-            np.put_along_axis(x, self._columns_of([key for key, _, _ in self._prior]), 1.0, axis=1)
             y = np.log([value for _, _, value in self._prior])
-            self._prior_gram, self._prior_moment, self._prior_ones, self._prior_mean = x.T @ x, x.T @ y, x.sum(axis=0), y.mean()
+            sums = _sums(self._columns_of([key for key, _, _ in self._prior]), y, len(self._columns))
+            self._prior_gram, self._prior_moment, self._prior_ones = sums
+            self._prior_mean = y.mean()
 
     # Optuna's sampler interface.
 
@@ -249,10 +249,9 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         weights per column and the intercept. The prior rows (shifted to the
         study's mean) join while they outnumber the study's own."""
         keys = list(measured)
-        x = np.zeros((len(keys), len(self._columns)))
-        np.put_along_axis(x, self._columns_of(keys), 1.0, axis=1)
         y = np.log([measured[k][1] for k in keys])
-        gram, moment, ones, total, count = x.T @ x, x.T @ y, x.sum(axis=0), y.sum(), len(y)
+        gram, moment, ones = _sums(self._columns_of(keys), y, len(self._columns))
+        total, count = y.sum(), len(y)
         if self._prior and len(self._prior) > len(keys):
             shift = y.mean() - self._prior_mean
             gram = gram + self._prior_gram
@@ -298,6 +297,17 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             i = values.index(cfg[name]) if cfg.get(name) in values else 0
             position.append(i / max(1, len(values) - 1) if ordered else float(i) + 10.0)
         return position
+
+
+def _sums(columns: np.ndarray, y: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """X'X, X'y and X'1 of the one-hot design whose rows set ``columns``,
+    counted directly (no dense matrix: a BLAS product of these small
+    matrices costs more in thread start-up than in arithmetic)."""
+    pairs = (columns[:, :, None] * width + columns[:, None, :]).ravel()
+    gram = np.bincount(pairs, minlength=width * width).reshape(width, width).astype(float)
+    moment = np.bincount(columns.ravel(), weights=np.repeat(y, columns.shape[1]), minlength=width)
+    ones = np.bincount(columns.ravel(), minlength=width).astype(float)
+    return gram, moment, ones
 
 
 def _ordered_values(choices: Sequence) -> tuple[bool, list]:
