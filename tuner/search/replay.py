@@ -26,7 +26,7 @@ from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
 from tuner.search.study import make_sampler, run_study
 
-DEFAULT_SAMPLERS = ("tpe", "gp", "random")
+DEFAULT_SAMPLERS = ("ordinal", "tpe", "gp", "random")
 DEFAULT_BUDGETS = (8, 16, 32, 64)
 DEFAULT_SEEDS = 10
 NEAR = 0.02  # "within 2 % of the optimum"
