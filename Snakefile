@@ -34,6 +34,7 @@ include: "workflow/rules/tune.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/export.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/search_bench.smk"
 
 
 rule all:

@@ -205,6 +205,7 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
     from tuner.progress import Progress
     from tuner.search.storage import finished_trials
     from tuner.search.study import run_study
+    from tuner.search.warm import study_start
 
     bench, _ = _bench(settings, device_json, study.timing, args.device_index)
     _load_peaks(bench, settings.run.gpu_dir / "peaks.json")
@@ -216,11 +217,12 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
     worker = f"gpu{gpu}@{socket.gethostname()}"
     # One tick per configuration this worker measures, towards the budget all workers share.
     done = finished_trials(study.storage, storage_name)
+    enqueue, sampler = study_start(study, family, study.seed + args.worker)  # with its warm start, if any
     with bench.phase("study (all)"), Progress(f"{source} ({worker})", study.budget_trials, initial=min(done, study.budget_trials or done)) as progress:  # fmt: skip
         run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
                   measure=progress.counting(lambda cfg: session.measure(cfg, source)), budget_trials=study.budget_trials,
-                  timeout_s=study.timeout_s, sampler=study.sampler, seed=study.seed + args.worker,
-                  enqueue=[dict(e) for e in study.enqueue], worker=worker)  # fmt: skip
+                  timeout_s=study.timeout_s, sampler=sampler, seed=study.seed + args.worker, enqueue=enqueue,
+                  worker=worker)  # fmt: skip
     print(f"study {args.name} {bench.phase_summary()}", flush=True)
 
 

@@ -31,7 +31,7 @@ from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
 from tuner.search.study import make_sampler, run_study
 
-DEFAULT_SAMPLERS = ("tpe", "random")  # gp needs PyTorch
+DEFAULT_SAMPLERS = ("ordinal", "tpe", "random")  # gp needs PyTorch
 DEFAULT_BUDGETS = (8, 16, 32, 64)
 DEFAULT_SEEDS = 10
 NEAR = 0.02  # "within 2 % of the optimum"
@@ -83,7 +83,7 @@ def table_domains(rows: pd.DataFrame, family: Family) -> dict[str, list]:
     sweep that does not list it.
 
     Raises:
-        ValueError: the table holds a value outside the parameter's domain.
+        ValueError: the table holds a value the parameter's rule refuses.
     """
     domains = {}
     for param in family.params:
@@ -94,8 +94,9 @@ def table_domains(rows: pd.DataFrame, family: Family) -> dict[str, list]:
         outside = sorted((v for v in present if not param.accepts(v)), key=str)
         if outside:
             raise ValueError(f"table values of {param.name} must be {param.rule_description()}, got {outside}")
-        # The family's order first, then values its rule accepts beyond its default domain.
-        domains[param.name] = [v for v in param.values if v in present] + sorted(present - set(param.values), key=str)
+        listed = [v for v in param.values if v in present]
+        # A wider sweep than the family's list: every value, sorted.
+        domains[param.name] = listed if len(listed) == len(present) else sorted(present, key=lambda v: (isinstance(v, str), v))
     return domains
 
 

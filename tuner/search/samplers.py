@@ -25,9 +25,10 @@ from tuner.search.claims import (
     OK,
     ClaimStore,
 )
+from tuner.search.ordinal import OrdinalSampler
 from tuner.search.owners import this_owner
 
-SAMPLERS = ("tpe", "gp", "random", "cmaes", "qmc", "brute_force")
+SAMPLERS = ("tpe", "gp", "random", "cmaes", "qmc", "brute_force", "ordinal")
 
 # Proposals asked of the wrapped sampler per trial before a rescue (fewer where
 # it proposes the same configuration twice: it is stuck).
@@ -50,8 +51,9 @@ def _at(point: str) -> None:
         _hook(point)
 
 
-def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
-    """The Optuna sampler called ``name``, seeded with ``seed``.
+def make_sampler(name: str, seed: int, prior: Sequence[tuple[Mapping, float]] = ()) -> optuna.samplers.BaseSampler:
+    """The Optuna sampler called ``name``, seeded with ``seed``; ``prior``
+    (configuration, bandwidth) pairs of a warm start inform ``ordinal``.
 
     Every parameter is categorical, which matters for some of them: CMA-ES has
     no categorical support and samples such spaces with its independent
@@ -68,6 +70,8 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     # is Optuna's API promise, not a problem with the run.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        if name == "ordinal":
+            return OrdinalSampler(seed=seed, prior=prior)
         if name == "tpe":
             # multivariate: parameters interact (unroll x vector_width);
             # constant_liar: concurrent workers do not all propose the same point.
@@ -201,6 +205,9 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         self._configs: dict[str, dict] = {}  # config_key -> config, parsed once
         self._violates: dict[str, bool] = {}
         self._decisions: dict[int, _Decision] = {}
+        if hasattr(base, "bind"):  # a sampler that searches the space as we enumerate it (OrdinalSampler)
+            base.bind(self.dists, lambda cfg: not self._infeasible(cfg, config_key(cfg)),
+                      None if self.feasible is None else list(self.feasible.values()))  # fmt: skip
 
     # Optuna's sampler interface.
 
@@ -255,6 +262,8 @@ class DistinctSampler(optuna.samplers.BaseSampler):
             if answer == OK:
                 _HELD.add((self.claims.study, key))
                 decision.config, decision.key, decision.how = cfg, key, how
+                if how == "enqueued" and key in getattr(self.base, "warm_start_keys", ()):  # tuner.search.warm.mark
+                    study._storage.set_trial_user_attr(trial._trial_id, "warm_start", self.base.warm_start_source)
                 return decision
             if answer == BUDGET:
                 decision.refused = "the budget was taken by other workers"

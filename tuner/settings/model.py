@@ -123,6 +123,7 @@ class StudySettings:
     compare_with_sweep: str | None
     timing: TimingOptions
     space_size: int = 0
+    warm_start: str | None = None  # results whose best configurations are enqueued first (tuner.search.warm)
 
     @property
     def problem(self) -> Problem:

@@ -326,9 +326,14 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
     storage = section.get("storage", "default")
     if storage == "default":
         storage = f"sqlite:///{(run.gpu_dir / 'optuna.db').resolve()}"
+    warm = section.get("warm_start")
+    if warm is not None and not (
+        (Path(warm).is_file() and warm.endswith(".parquet")) or (Path(warm).is_dir() and any(Path(warm).rglob("*.parquet")))
+    ):
+        raise ConfigError(f"{where}.warm_start: must name a .parquet file or a folder holding Parquet results, got {warm!r}")
     return StudySettings(name=name, family=family.name, dtype=section["dtype"], n=section["n"],
                          sampler=section.get("sampler", "tpe"), seed=section.get("seed", config.get("seed", 0)),
                          budget_trials=budget, timeout_s=section.get("timeout_s"), storage=storage,
                          params=_frozen_params(params), enqueue=tuple(MappingProxyType(dict(e)) for e in section.get("enqueue", [])),
                          compare_with_sweep=section.get("compare_with_sweep"), timing=_merged_timing(config, section, where),
-                         space_size=space_size or 0)  # fmt: skip
+                         space_size=space_size or 0, warm_start=warm)  # fmt: skip

@@ -1,0 +1,111 @@
+"""Warm start (tuner.search.warm): an earlier table's best configurations
+first, its rows as the sampler's prior, the trials recorded as such, and a bad
+path refused in the settings."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tuner.data.results import config_key, to_frame, write_atomic
+from tuner.search.ordinal import OrdinalSampler
+from tuner.search.study import make_sampler, run_study
+from tuner.search.warm import load_warm_start, mark, warm_start, warm_start_problem
+from tuner.settings import ConfigError, parse
+
+sys.path.insert(0, str(Path(__file__).parent / "data"))
+from fake_family import OPTIMUM_CFG, OPTIMUM_GBS, PROBLEM, FakeFamily, measure  # noqa: E402
+
+FAMILY = FakeFamily()
+DOMAINS = {p.name: list(p.values) for p in FAMILY.params}
+
+
+def earlier_table(scale: float = 0.8) -> pd.DataFrame:
+    """Every configuration of the fake space, measured on a slower GPU, plus
+    rows that must not count (another family, a failure, an infeasible one)."""
+    rows = []
+    for cfg in FAMILY.space(PROBLEM, DOMAINS):
+        row = measure(cfg)
+        rows.append(cfg | row | {"family": "fake", "dtype": PROBLEM.dtype, "n": PROBLEM.n,
+                                 "bandwidth_gbs": row["bandwidth_gbs"] * scale})  # fmt: skip
+    rows.append(OPTIMUM_CFG | {"family": "other", "status": "ok", "bandwidth_gbs": 1e9})
+    rows.append({**OPTIMUM_CFG, "unroll": 8, "vector_width": 8, "family": "fake", "status": "ok", "bandwidth_gbs": 1e9})
+    return pd.DataFrame(rows)
+
+
+def test_the_best_feasible_configurations_of_the_family_come_first():
+    enqueue, prior = warm_start(earlier_table(), FAMILY, PROBLEM, DOMAINS, top=3)
+    assert enqueue[0] == OPTIMUM_CFG  # not the other family's nor the infeasible row
+    assert len(enqueue) == 3 and len({config_key(c) for c in enqueue}) == 3
+    assert [v for _, v in prior] == sorted((v for _, v in prior), reverse=True)
+    assert prior[0][1] == pytest.approx(OPTIMUM_GBS * 0.8)
+    # wrong results (status wrong_result) are no prior
+    assert all(not (cfg["cache_hint"] == "cs" and cfg["unroll"] == 1) for cfg, _ in prior)
+
+
+def test_configurations_outside_the_study_space_are_left_out():
+    narrow = DOMAINS | {"block_size": [64, 128]}
+    enqueue, prior = warm_start(earlier_table(), FAMILY, PROBLEM, narrow)
+    assert all(cfg["block_size"] in (64, 128) for cfg, _ in prior)
+    assert all(cfg["block_size"] in (64, 128) for cfg in enqueue)
+
+
+def test_repeated_measurements_keep_their_mean():
+    table = earlier_table()
+    twice = pd.concat([table, table.assign(bandwidth_gbs=table["bandwidth_gbs"] * 0.5)], ignore_index=True)
+    _, prior = warm_start(twice, FAMILY, PROBLEM, DOMAINS)
+    assert prior[0][1] == pytest.approx(OPTIMUM_GBS * 0.8 * 0.75)
+
+
+def test_a_warm_study_records_its_warm_trials_and_lands_at_once(tmp_path):
+    path = tmp_path / "earlier.parquet"
+    write_atomic(to_frame(earlier_table(), keep_unknown=True), path)
+    enqueue, prior = load_warm_start(path, FAMILY, PROBLEM, DOMAINS, top=2)
+    sampler = mark(make_sampler("ordinal", 0, prior=prior), enqueue, str(path))
+    outcome = run_study(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="warm", measure=measure,
+                        budget_trials=6, timeout_s=None, sampler=sampler, seed=0, enqueue=enqueue)  # fmt: skip
+    assert outcome.rows[0]["bandwidth_gbs"] == OPTIMUM_GBS
+    trials = outcome.study.get_trials(deepcopy=False)
+    warm = [t for t in trials if t.user_attrs.get("warm_start") == str(path)]
+    assert [t.params for t in warm] == enqueue
+    assert all("warm_start" not in t.user_attrs for t in trials if t not in warm)
+
+
+def test_bad_paths_are_named(tmp_path):
+    assert "exists" in warm_start_problem(tmp_path / "missing")
+    assert "holds Parquet results" in warm_start_problem(tmp_path) or "none" in warm_start_problem(tmp_path)
+    (tmp_path / "notes.txt").write_text("x")
+    assert ".parquet" in warm_start_problem(tmp_path / "notes.txt")
+    with pytest.raises(ValueError, match="warm_start must name"):
+        load_warm_start(tmp_path / "missing", FAMILY, PROBLEM, DOMAINS)
+    other = tmp_path / "other.parquet"
+    write_atomic(to_frame(earlier_table().assign(family="other"), keep_unknown=True), other)
+    with pytest.raises(ValueError, match="must hold ok fake rows"):
+        load_warm_start(other, FAMILY, PROBLEM, DOMAINS)
+
+
+def study_config(tmp_path: Path, warm: str) -> dict:
+    return {
+        "results_dir": str(tmp_path / "results"),
+        "gpu": "test-gpu",
+        "sweeps": {"one": {"family": "reduce", "dtypes": ["int32"], "sizes": [1 << 20], "params": {"variant": ["shuffle"]}}},
+        "studies": {"s": {"family": "reduce", "dtype": "int32", "n": 1 << 20, "budget_trials": 4, "warm_start": warm,
+                          "storage": str(tmp_path / "s.log"), "params": {"variant": ["shuffle"], "block_size": [128, 256]}}},
+    }  # fmt: skip
+
+
+def test_settings_refuse_a_warm_start_that_is_not_results(tmp_path):
+    with pytest.raises(
+        ConfigError,
+        match=r"^studies\.s\.warm_start: must name a \.parquet file or a folder holding Parquet results, got '.*missing'$",
+    ):
+        parse(study_config(tmp_path, str(tmp_path / "missing")))
+    table = tmp_path / "earlier" / "sweeps" / "x.parquet"
+    table.parent.mkdir(parents=True)
+    write_atomic(to_frame([]), table)
+    study = parse(study_config(tmp_path, str(tmp_path / "earlier"))).studies["s"]
+    assert study.warm_start == str(tmp_path / "earlier")
+    assert isinstance(make_sampler("ordinal", 0), OrdinalSampler)

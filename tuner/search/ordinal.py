@@ -1,0 +1,340 @@
+"""``OrdinalSampler``: the default search, a model-guided neighbourhood search
+that treats ordered parameters as ordered.
+
+Kernel spaces are grids of ordered values (block size, unroll, grid size)
+with a few unordered ones (cache hint, variant), and the fast configurations
+sit together, often at an edge of the grid. A sampler that sees only
+categories (TPE, GP over one-hot choices) cannot tell that block 992 lies
+between 960 and 1024. This one works on each ordered parameter's sorted
+values:
+
+1. **Space-filling start**: the first ``n_startup`` configurations are
+   the grid's centre, then each the candidate farthest from those already
+   chosen (maximin in the normalised grid) among random feasible ones and
+   the two extreme corners (every ordered parameter at its smallest, or at
+   its largest), so the corners and the middle are sampled before any
+   refinement. With a warm start, the
+   prior's best configurations take their place.
+2. **Neighbourhood steps around the best**: every later trial is one step
+   from one of the best measured configurations (the ``top_k`` best that
+   still have unmeasured neighbours): one ordered parameter moved by 1, 2, 4,
+   ... positions either way (a pattern search at every scale), or one
+   unordered parameter changed.
+3. **A model picks the step**: a ridge regression of log-bandwidth on every
+   parameter value (main effects, refitted each trial, microseconds) ranks
+   the candidate steps; the best predicted is proposed. Prior rows (a warm
+   start from another GPU's results) join the model's data until the study's
+   own measurements outnumber them.
+
+It is an ordinary Optuna sampler: whatever it needs it reads from the
+study's trials, so a resumed study or several workers sharing one storage
+go on from the same history. ``DistinctSampler`` hands it the space
+(``bind``) and wraps it, so a proposal that another worker claimed meanwhile
+is passed over as for any sampler.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import optuna
+from optuna.distributions import BaseDistribution, CategoricalDistribution
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner.data.results import config_key, plain_value
+
+DEFAULT_STARTUP = 5  # space-filling configurations before the neighbourhood steps
+DEFAULT_TOP_K = 1  # neighbourhoods of this many best configurations compete
+RIDGE = 1.0  # the model's L2 penalty (per one-hot column; values are log GB/s)
+CANDIDATES = 128  # random feasible candidates per space-filling choice
+UNSEEN = 200  # random draws where no enumerated space is bound
+
+
+class OrdinalSampler(optuna.samplers.BaseSampler):
+    """Space-filling start, then model-ranked steps around the best
+    configurations (see the module's docstring).
+
+    Args:
+        seed: seeds the space-filling draws and the tie-breaks.
+        n_startup: space-filling configurations before the steps.
+        top_k: best configurations whose neighbourhoods are searched.
+        corners: whether the start tries the grid's centre and its two
+            extreme corners (fast kernels often sit at an edge).
+        prior: (configuration, bandwidth) pairs known before the study (warm
+            start); used by the model, never taken for measured.
+    """
+
+    def __init__(
+        self,
+        seed: int = 0,
+        *,
+        n_startup: int = DEFAULT_STARTUP,
+        top_k: int = DEFAULT_TOP_K,
+        corners: bool = True,
+        prior: Sequence[tuple[Mapping, float]] = (),
+    ) -> None:
+        if n_startup < 1 or top_k < 1:
+            raise ValueError(f"n_startup and top_k must be >= 1, got {n_startup} and {top_k}")
+        self.seed = seed
+        self.n_startup = n_startup
+        self.top_k = top_k
+        self.corners = corners
+        self.prior = sorted(((dict(cfg), float(value)) for cfg, value in prior if value > 0), key=lambda item: -item[1])
+        self._rng = random.Random(seed)
+        self._dists: dict[str, CategoricalDistribution] | None = None
+        self._feasible: Callable[[dict], bool] = lambda cfg: True
+        self._enumerated: list[tuple[str, dict]] | None = None
+        self._asked: dict[int, set[str]] = {}  # trial number -> keys proposed for it
+        self._prior: list[tuple[str, dict, float]] = []
+
+    # What DistinctSampler tells it.
+
+    def bind(self, dists: Mapping[str, CategoricalDistribution], feasible: Callable[[dict], bool],
+             enumerated: Sequence[dict] | None) -> None:  # fmt: skip
+        """The searched space: its distributions, a feasibility test and, where
+        the space is small enough, every feasible configuration."""
+        self._dists = dict(dists)
+        self._feasible = feasible
+        # Sorted by key, so that the order the values are listed in changes nothing.
+        self._enumerated = None if enumerated is None else sorted((config_key(cfg), cfg) for cfg in enumerated)
+        self._order = {name: _ordered_values(dist.choices) for name, dist in self._dists.items()}
+        self._columns = {(name, value): i for i, (name, value) in enumerate(
+            (name, value) for name, dist in self._dists.items() for value in dist.choices)}  # fmt: skip
+        self._finished, self._steps, self._column_cache = {}, {}, {}
+        # The prior rows within this space, best first, and their sums for the model.
+        self._prior = []
+        for cfg, value in self.prior:
+            if all(cfg.get(name) in dist.choices for name, dist in self._dists.items()):
+                cfg = {name: plain_value(cfg[name]) for name in self._dists}
+                self._prior.append((config_key(cfg), cfg, value))
+        if self._prior:
+            y = np.log([value for _, _, value in self._prior])
+            sums = _sums(self._columns_of([key for key, _, _ in self._prior]), y, len(self._columns))
+            self._prior_gram, self._prior_moment, self._prior_ones = sums
+            self._prior_mean = y.mean()
+
+    # Optuna's sampler interface.
+
+    def reseed_rng(self) -> None:
+        self._rng.seed()
+
+    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        return dict(self._dists) if self._dists is not None else {}
+
+    def sample_independent(
+        self, study: optuna.Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
+    ) -> Any:
+        return self._rng.choice(param_distribution.choices)
+
+    def sample_relative(
+        self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        if not search_space or self._dists is None:
+            return {}
+        rng = random.Random(self.seed * 1_000_003 + trial.number + 7919 * len(self._asked.get(trial.number, ())))
+        measured, visited = self._history(study, trial)
+        cfg = None
+        if len(visited) - len(self._asked.get(trial.number, ())) < self.n_startup or not measured:
+            # A warm start's best rows stand in for the space-filling start.
+            cfg = self._best_prior(visited) if self._prior else None
+            cfg = cfg or self._spread(visited, rng)
+        if cfg is None:
+            cfg = self._step(measured, visited, rng)
+        if cfg is None:
+            cfg = self._unseen(visited, rng)
+        if cfg is None:
+            return {}
+        self._asked.setdefault(trial.number, set()).add(config_key(cfg))
+        return cfg
+
+    # Choosing.
+
+    def _history(self, study: optuna.Study, trial: FrozenTrial) -> tuple[dict[str, tuple[dict, float]], set[str]]:
+        """Measured configurations (key -> (config, bandwidth)) and every key
+        not to propose (measured, failed, in flight, proposed for this trial)."""
+        measured: dict[str, tuple[dict, float]] = {}
+        visited = set(self._asked.get(trial.number, ()))
+        for other in study.get_trials(deepcopy=False):
+            if other.number == trial.number:
+                continue
+            seen = self._finished.get(other.number)
+            if seen is None:
+                if not other.params.keys() >= self._dists.keys():
+                    continue
+                cfg = {name: plain_value(other.params[name]) for name in self._dists}
+                good = other.state == TrialState.COMPLETE and other.value is not None and other.value > 0
+                seen = (config_key(cfg), cfg, float(other.value) if good else None)
+                if other.state.is_finished():  # read once; a running trial is read again
+                    self._finished[other.number] = seen
+            key, cfg, value = seen
+            visited.add(key)
+            if value is not None:
+                measured[key] = (cfg, value)
+        return measured, visited
+
+    def _spread(self, visited: set[str], rng: random.Random) -> dict | None:
+        """The random feasible candidate farthest from every visited one; the
+        grid's centre and its two extreme corners are candidates too."""
+        points = [self._position(_parse(key)) for key in visited]
+        best, best_distance = None, -1.0
+        landmarks = []
+        if self.corners:
+            for pick in ((lambda v: v[len(v) // 2]), (lambda v: v[-1]), (lambda v: v[0])):
+                cfg = {name: pick(values) if ordered else rng.choice(values) for name, (ordered, values) in self._order.items()}
+                if config_key(cfg) not in visited and self._feasible(cfg):
+                    landmarks.append(cfg)
+            if not points and landmarks:
+                return landmarks[0]
+        for cfg in landmarks + self._random_unseen(visited, rng, CANDIDATES):
+            if not points:
+                return cfg
+            here = self._position(cfg)
+            distance = min(_distance(here, p) for p in points)
+            if distance > best_distance:
+                best, best_distance = cfg, distance
+        return best
+
+    def _best_prior(self, visited: set[str]) -> dict | None:
+        """The best prior configuration of this space not yet visited."""
+        for key, cfg, _ in self._prior:  # best first
+            if key not in visited and self._feasible(cfg):
+                return cfg
+        return None
+
+    def _step(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
+        """The model's favourite among unvisited steps from the best configurations."""
+        ranked = sorted(measured.items(), key=lambda item: -item[1][1])
+        candidates: dict[str, dict] = {}
+        searched = 0
+        for key, (cfg, _) in ranked:
+            steps = [(k, c) for k, c in self._neighbours(key, cfg) if k not in visited]
+            if steps:
+                candidates.update(steps)
+                searched += 1
+                if searched >= self.top_k:
+                    break
+        if not candidates:
+            return None
+        weights, mean = self._fit(measured)
+        keys = list(candidates)
+        scores = weights[self._columns_of(keys)].sum(axis=1) + mean + np.array([rng.random() * 1e-9 for _ in keys])
+        return candidates[keys[int(np.argmax(scores))]]
+
+    def _neighbours(self, key: str, cfg: dict) -> list[tuple[str, dict]]:
+        """Feasible configurations one step from ``cfg`` (cached): an ordered
+        parameter moved 1, 2, 4, ... positions, or an unordered one changed."""
+        found = self._steps.get(key)
+        if found is not None:
+            return found
+        found = []
+        for name, (ordered, values) in self._order.items():
+            here = values.index(cfg[name])
+            if ordered:
+                reach = [here + sign * d for d in _powers_below(len(values)) for sign in (-1, 1)]
+                others = [values[i] for i in reach if 0 <= i < len(values)]
+            else:
+                others = [v for v in values if v != cfg[name]]
+            for value in others:
+                candidate = {**cfg, name: value}
+                if self._feasible(candidate):
+                    found.append((config_key(candidate), candidate))
+        self._steps[key] = found
+        return found
+
+    def _fit(self, measured: dict[str, tuple[dict, float]]) -> tuple[np.ndarray, float]:
+        """Ridge regression of log-bandwidth on one-hot parameter values: the
+        weights per column and the intercept. The prior rows (shifted to the
+        study's mean) join while they outnumber the study's own."""
+        keys = list(measured)
+        y = np.log([measured[k][1] for k in keys])
+        gram, moment, ones = _sums(self._columns_of(keys), y, len(self._columns))
+        total, count = y.sum(), len(y)
+        if self._prior and len(self._prior) > len(keys):
+            shift = y.mean() - self._prior_mean
+            gram = gram + self._prior_gram
+            moment = moment + self._prior_moment + shift * self._prior_ones
+            ones = ones + self._prior_ones
+            total += (self._prior_mean + shift) * len(self._prior)
+            count += len(self._prior)
+        mean = total / count
+        weights = np.linalg.solve(gram + RIDGE * np.eye(len(ones)), moment - mean * ones)
+        return weights, mean
+
+    def _columns_of(self, keys: list[str]) -> np.ndarray:
+        """(len(keys), parameters) column indices of the keys' one-hot values."""
+        rows = []
+        for key in keys:
+            columns = self._column_cache.get(key)
+            if columns is None:
+                cfg = _parse(key)
+                columns = self._column_cache[key] = [self._columns[(name, cfg[name])] for name in self._dists]
+            rows.append(columns)
+        return np.array(rows, dtype=int).reshape(len(keys), len(self._dists))
+
+    def _unseen(self, visited: set[str], rng: random.Random) -> dict | None:
+        return next(iter(self._random_unseen(visited, rng, 1)), None)
+
+    def _random_unseen(self, visited: set[str], rng: random.Random, count: int) -> list[dict]:
+        if self._enumerated is not None:
+            left = [cfg for key, cfg in self._enumerated if key not in visited]
+            return rng.sample(left, min(count, len(left)))
+        found = []
+        for _ in range(UNSEEN):
+            cfg = {name: rng.choice(dist.choices) for name, dist in self._dists.items()}
+            if config_key(cfg) not in visited and self._feasible(cfg):
+                found.append(cfg)
+                if len(found) >= count:
+                    break
+        return found
+
+    def _position(self, cfg: dict) -> list[float]:
+        """``cfg`` in the unit cube (ordered parameters) and as labels (others)."""
+        position = []
+        for name, (ordered, values) in self._order.items():
+            i = values.index(cfg[name]) if cfg.get(name) in values else 0
+            position.append(i / max(1, len(values) - 1) if ordered else float(i) + 10.0)
+        return position
+
+
+def _sums(columns: np.ndarray, y: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """X'X, X'y and X'1 of the one-hot design whose rows set ``columns``,
+    counted directly (no dense matrix: a BLAS product of these small
+    matrices costs more in thread start-up than in arithmetic)."""
+    pairs = (columns[:, :, None] * width + columns[:, None, :]).ravel()
+    gram = np.bincount(pairs, minlength=width * width).reshape(width, width).astype(float)
+    moment = np.bincount(columns.ravel(), weights=np.repeat(y, columns.shape[1]), minlength=width)
+    ones = np.bincount(columns.ravel(), minlength=width).astype(float)
+    return gram, moment, ones
+
+
+def _ordered_values(choices: Sequence) -> tuple[bool, list]:
+    """Whether the values are ordered (all numbers), and them sorted (by
+    text where unordered, so the listed order never matters)."""
+    values = [plain_value(v) for v in choices]
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    return numeric, sorted(values) if numeric else sorted(values, key=str)
+
+
+def _powers_below(n: int) -> list[int]:
+    steps, d = [], 1
+    while d < n:
+        steps.append(d)
+        d *= 2
+    return steps
+
+
+def _distance(a: list[float], b: list[float]) -> float:
+    """Euclidean in the unit cube; an unordered parameter (label >= 10) adds 1 where the labels differ."""
+    total = 0.0
+    for x, y in zip(a, b):
+        total += (x != y) * 1.0 if x >= 10.0 else (x - y) ** 2
+    return math.sqrt(total)
+
+
+def _parse(key: str) -> dict:
+    import json
+
+    return json.loads(key)

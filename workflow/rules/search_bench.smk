@@ -1,0 +1,20 @@
+# The search benchmark (benchmarks/search.py, no GPU): the default search,
+# TPE, random search and Kernel Tuner's strategies replayed on the shipped
+# exhaustive tables (results/reference/), 50 seeds, both value orders.
+# Needs the bench extra (pip install -e '.[bench]'). Not part of `all`:
+#   snakemake --cores 2 search_benchmark
+
+
+rule search_benchmark:
+    input:
+        "results/reference/nvidia-h200/measurements.parquet",
+    output:
+        text=f"{RESULTS}/search-benchmark/search-benchmark.txt",
+        json=f"{RESULTS}/search-benchmark/search-benchmark.json",
+    log:
+        f"{RESULTS}/search-benchmark/search-benchmark.log",
+    threads: workflow.cores
+    conda:
+        "../envs/bench.yaml"
+    shell:
+        '"$PYTHON" benchmarks/search.py --jobs {threads} --out "$(dirname {output.text:q})" > {log:q} 2>&1'
