@@ -129,7 +129,8 @@ def peaks_table(peaks: Mapping[str, Any]) -> pd.DataFrame:
         "theoretical_gbs": "memory clock × bus width × 2 (DDR) / 8",
         "copy_gbs": "measured: best device-to-device copy kernel (read + write)",
         "read_gbs": "measured: best read-only streaming kernel",
-        "cub_reduce_gbs": "measured: CUB device reduction (the library reference for reduce)",
+        "cub_reduce_gbs": "measured: CUB device reduction, int32 (the library reference for reduce)",
+        "cub_reduce_float32_gbs": "measured: CUB device reduction, float32",
     }
     rows = []
     for key, text in descriptions.items():
@@ -140,6 +141,31 @@ def peaks_table(peaks: Mapping[str, Any]) -> pd.DataFrame:
         else:
             rows.append((name, "not measured", "—", text))
     return frame(("peak", "GB/s", "of theoretical", "what it is"), rows)
+
+
+def reductions_table(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.DataFrame | None:
+    """Per reduction problem: the best complete reduction (finished on the
+    device, all of it timed), the only one compared with CUB, beside the best
+    partial pass (one sum per block, the last sum left to the host)."""
+    if "finish" not in dataset:
+        return None
+    ok = dataset[(dataset["status"] == "ok") & (dataset["family"] == "reduce")]
+    cub = {"int32": peaks.get("cub_reduce_gbs"), "float32": peaks.get("cub_reduce_float32_gbs")}
+    rows = []
+    for (dtype, n), group in ok.groupby(["dtype", "n"], sort=True):
+        complete = group[group["finish"].notna() & (group["finish"] != "host")]
+        if complete.empty:
+            continue
+        best = complete.loc[complete["bandwidth_gbs"].idxmax()]
+        partial = group.drop(complete.index)["bandwidth_gbs"].max()
+        reference = cub.get(dtype)
+        rows.append((
+            problem_label("reduce", dtype, n), f"{best['bandwidth_gbs']:.1f}", f"`{best['finish']}`",
+            f"{best['bandwidth_gbs'] / reference:.3f}x" if reference else "CUB not measured",
+            f"{partial:.1f}" if pd.notna(partial) else "—",
+        ))  # fmt: skip
+    columns = ("problem", "complete GB/s", "finish", "complete / CUB", "partial GB/s (not compared)")
+    return frame(columns, rows) if rows else None
 
 
 def bests_table(bests: pd.DataFrame) -> pd.DataFrame:
@@ -288,6 +314,7 @@ def build_content(
         "bests": None if bests.empty else bests_table(bests),
         "environment": environment_table(device),
         "peaks": peaks_table(peaks),
+        "reductions": reductions_table(dataset, peaks),
         "comparisons": [comparison_section(c) for c in comparisons],
         "studies": [{"name": s.name, "items": study_items(s)} for s in studies],
         "notes": notes,
