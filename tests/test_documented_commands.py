@@ -52,6 +52,8 @@ SKIPPED = {
     "pip install -e '.[cuda,postgresql]'": "installs from the package index (CI installs the test extra, which holds the driver)",
     "pip install -e '.[cuda,postgresql,slurm]'": "installs from the package index (the slurm extra is the executor plugin)",
     "python -m tuner.search.replay_study": "names the module; tests/test_postgres_study.py runs its worker and rows commands",
+    "python benchmarks/search.py": "50 seeds of every strategy on every shipped table, tens of minutes on a CPU "
+    "(tests/test_search_bench.py runs it on a few seeds)",
     "snakemake --profile workflow/profiles/slurm --default-resources slurm_partition=YOURS": "needs a SLURM cluster "
     "(benchmarks/slurm_cluster.sh starts one as root; results/reference/slurm-run.txt is its log)",
 }
