@@ -34,6 +34,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,7 +103,6 @@ def steady_rate(trials) -> tuple[float, int, float]:
 
 def run_study(work: Path, gpus: list[str], budget: int, storage: str, label: str) -> dict:
     import optuna
-    import pandas as pd
 
     from tuner.search.storage import open_storage
 
@@ -154,8 +154,6 @@ def costs(work: Path, gpu: str, budget: int, storage: str) -> dict:
         tuner(path, "describe")
         tuner(path, "compile")
         sweep_walls[label] = tuner(path, "sweep", name)
-        import pandas as pd
-
         frame = pd.read_parquet(next((folder.parent / "results").glob(f"*/sweeps/{name}.parquet")))
         points[label] = int((frame.status != "infeasible").sum())
     study_ms = (study_walls[budget] - study_walls[small]) / (budget - small) * 1e3

@@ -34,7 +34,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
 
@@ -172,35 +172,40 @@ def _upgrade_old_rows(frame: pd.DataFrame) -> None:
         frame.loc[ok, "error"] = None
 
 
-def write_atomic(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """Write ``frame`` to ``path`` as Parquet through a temporary file and a
-    rename, so a reader never sees a partial file."""
+def _write_via_temporary(path: str | os.PathLike, write: Callable[[int, str], None]) -> Path:
+    """Create ``path`` through a temporary file beside it and a rename, so a
+    reader never sees a partial file; ``write(fd, tmp)`` fills the temporary
+    file (and closes ``fd``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
     try:
-        frame.to_parquet(tmp, index=False)
+        write(fd, tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_atomic(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write ``frame`` to ``path`` as Parquet, atomically."""
+
+    def write(fd: int, tmp: str) -> None:
+        os.close(fd)
+        frame.to_parquet(tmp, index=False)
+
+    return _write_via_temporary(path, write)
 
 
 def write_text_atomic(text: str, path: str | os.PathLike) -> Path:
-    """Write ``text`` through a temporary file and a rename (no partial file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
+    """Write ``text`` to ``path``, atomically."""
+
+    def write(fd: int, tmp: str) -> None:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+
+    return _write_via_temporary(path, write)
 
 
 def write_json_atomic(data: Mapping, path: str | os.PathLike) -> Path:
