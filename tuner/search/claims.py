@@ -22,7 +22,8 @@ Stores, one per kind of Optuna storage (``open_claims``):
 
 * in-memory storage: a dict and a lock in this process;
 * journal file ``X.jsonl``: records appended to ``X.jsonl.claims`` under an
-  exclusive ``fcntl.flock`` (released by the kernel when a holder dies);
+  exclusive ``fcntl.flock`` (released by the kernel when a holder dies), those
+  carrying a row fsynced once the lock is released;
 * RDB URL: the table ``tuner_claims`` (study_name, config_key, trial_number,
   owner, worker, state, row_json, updated_at; primary key study_name +
   config_key) in the same database, each operation one transaction serialised
@@ -263,15 +264,18 @@ class FileClaims(_FoldedClaims):
             # A descriptor per operation: flock locks belong to the open file,
             # so a descriptor inherited by a forked child would share the lock.
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            durable = False
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
                 self._read(fd, exclusive)
                 pending: list[bytes] = []
 
                 def emit(record: dict) -> None:
+                    nonlocal durable
                     record = {"s": self.study, "t": time.time(), **record}
                     pending.append(json.dumps(record, separators=(",", ":")).encode() + b"\n")
                     _fold(self._claims, record)
+                    durable |= "row" in record
 
                 try:
                     yield self._claims, emit
@@ -279,14 +283,20 @@ class FileClaims(_FoldedClaims):
                         data = b"".join(pending)
                         if os.write(fd, data) != len(data):
                             raise OSError(f"short write to {self.path}")
-                        os.fsync(fd)
                         self._offset += len(data)  # nobody else writes while we hold the lock
                 except BaseException:
                     # The fold may hold records that were never written: read afresh next time.
                     self._claims, self._offset = {}, 0
                     raise
+                # Only a measured row must outlive a crash of the machine (a
+                # killed process loses nothing written): it is fsynced before
+                # the caller goes on to tell Optuna, but after the lock is
+                # released, so other workers never wait on the disk.
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                if durable:
+                    os.fsync(fd)
             finally:
-                os.close(fd)  # releases the lock
+                os.close(fd)  # releases the lock where it is still held
 
     def _read(self, fd: int, exclusive: bool) -> None:
         size = os.fstat(fd).st_size
