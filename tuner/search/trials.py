@@ -33,7 +33,7 @@ from tuner.search.samplers import (
     _at,
     _Decision,
 )
-from tuner.search.storage import open_storage, storage_problem  # noqa: F401 - storage_problem: part of this module's API
+from tuner.search.storage import batched, open_storage, storage_problem  # noqa: F401 - storage_problem: part of this module's API
 
 _logger = logging.getLogger("tuner.search.study")
 
@@ -84,14 +84,11 @@ class _Run:
     measure: Callable[[dict], dict]
 
 
-def _measure_claimed(run: _Run, trial: optuna.Trial, cfg: dict, key: str, rescue: str) -> dict | None:
+def _measure_claimed(run: _Run, trial: optuna.Trial, cfg: dict, key: str) -> dict | None:
     """Measure the claimed ``cfg`` in ``trial``, record and tell it; the row,
     or None where the claim was lost meanwhile (judged stale)."""
     settled = False  # the claim is recorded or released
     try:
-        trial.set_user_attr("worker", run.worker)
-        if rescue:
-            trial.set_user_attr("rescue", rescue)
         _at("claimed")
         interval = run.lease_s / 4 if run.claims.shared else None
         try:
@@ -155,14 +152,15 @@ def _finish_trial(study: optuna.Study, trial_id: int, number: int, row: dict) ->
     try:
         if storage.get_trial(trial_id).state.is_finished():
             return
-        for name in TRIAL_ATTRS:
-            storage.set_trial_user_attr(trial_id, name, row.get(name))
-        _at("attrs")
-        if _is_ok(row):
-            study.tell(number, float(row["bandwidth_gbs"]), skip_if_finished=True)
-        else:
-            storage.set_trial_user_attr(trial_id, "reason", _reason(row))
-            study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
+        with batched(storage):  # the attributes go to a journal with the tell
+            for name in TRIAL_ATTRS:
+                storage.set_trial_user_attr(trial_id, name, row.get(name))
+            _at("attrs")
+            if _is_ok(row):
+                study.tell(number, float(row["bandwidth_gbs"]), skip_if_finished=True)
+            else:
+                storage.set_trial_user_attr(trial_id, "reason", _reason(row))
+                study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
     except optuna.exceptions.UpdateFinishedTrialError:
         _logger.warning("trial %d was finished by another worker; its row is kept in its claim", number)
         return
@@ -325,13 +323,7 @@ class _Asked:
     idle: int = 0
 
 
-def _ask(
-    study: optuna.Study,
-    distinct: optuna.samplers.BaseSampler,
-    dists: Mapping,
-    claims: ClaimStore,
-    owner: str,
-) -> _Asked:
+def _ask(study: optuna.Study, distinct: optuna.samplers.BaseSampler, dists: Mapping, claims: ClaimStore, owner: str) -> _Asked:
     """Ask Optuna for a trial; ``distinct`` (a ``DistinctSampler``) chooses
     and claims its configuration. The caller has called
     ``ASKS_IN_FLIGHT.begin()`` (before submitting it to a thread)."""
@@ -343,11 +335,17 @@ def _ask(
 
 def _ask_unlocked(study, distinct, dists, claims, owner) -> _Asked:
     try:
-        trial = study.ask(fixed_distributions=dists)
-        decision = distinct.decision(trial.number) or _Decision(refused="the sampler was not asked")
-        cfg = {name: plain_value(trial.params[name]) for name in dists}
-        key = config_key(cfg)
-        trial.set_user_attr("config_key", key)
+        # The parameters and attributes go to a journal in one write.
+        with batched(study._storage):
+            trial = study.ask(fixed_distributions=dists)
+            decision = distinct.decision(trial.number) or _Decision(refused="the sampler was not asked")
+            cfg = {name: plain_value(trial.params[name]) for name in dists}
+            key = config_key(cfg)
+            trial.set_user_attr("config_key", key)
+            trial.set_user_attr("worker", distinct.worker)
+            rescue = decision.how if decision.how in ("neighbour", "random") else ""
+            if rescue:
+                trial.set_user_attr("rescue", rescue)
     except optuna.exceptions.UpdateFinishedTrialError:
         # Failed as stale by a worker that took this one for dead (its
         # lease expired) before its parameters were set.
@@ -362,7 +360,6 @@ def _ask_unlocked(study, distinct, dists, claims, owner) -> _Asked:
         trial.set_user_attr("reason", decision.refused)
         study.tell(trial, state=TrialState.FAIL)
         return _Asked(None, None, None, decision, lost=1, idle=1)
-    rescue = decision.how if decision.how in ("neighbour", "random") else ""
     return _Asked(trial, key, cfg, decision, rescue=rescue)
 
 
@@ -375,7 +372,7 @@ def _count(outcome: Any, asked: _Asked) -> None:  # a StudyOutcome
 def _measure_asked(run: _Run, asked: _Asked, outcome: Any, study_name: str) -> None:
     """Measure an asked trial and count it in ``outcome`` (a ``StudyOutcome``)."""
     try:
-        row = _measure_claimed(run, asked.trial, asked.cfg, asked.key, asked.rescue)
+        row = _measure_claimed(run, asked.trial, asked.cfg, asked.key)
     finally:
         _HELD.discard((study_name, asked.key))
     if row is None:
