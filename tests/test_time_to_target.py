@@ -304,3 +304,15 @@ def test_the_tune_command_records_its_wall_clock_in_the_rows_and_prints_the_time
                 f"(compile {seconds_text(got.compile_s)})")  # fmt: skip
     assert f"study search: {expected}" in capsys.readouterr().out
     assert f"time to target: {expected}" in study_items(summarise_study("search", rows, rows))
+
+
+def test_a_replayed_table_lends_its_measurements_but_not_its_wall_clock():
+    from tuner.families import REGISTRY
+    from tuner.search.replay import table_measure
+
+    table = study_frame([100.0, 300.0], elapsed=[5.0, 9.0], compile_s=[2.0, 0.5])
+    family = REGISTRY["reduce"]
+    cfg = {p.name: (table.loc[1, p.name] if pd.notna(table.loc[1, p.name]) else p.default) for p in family.params}
+    row = table_measure(table, family)({k: (v.item() if hasattr(v, "item") else v) for k, v in cfg.items()})
+    assert row["bandwidth_gbs"] == 300.0
+    assert not {"stage_started_at", "stage_elapsed_s", "compile_s"} & set(row)

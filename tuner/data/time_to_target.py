@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 WITHIN = 0.99  # "within 1 %": at least 99 % of the target
+STUDY_CLOCK = ("stage_started_at", "stage_elapsed_s", "compile_s")  # the columns a study's wall clock is kept in
 _EPOCH = pd.Timestamp(0, tz="UTC")
 
 
@@ -114,8 +115,9 @@ def timeline(rows: pd.DataFrame) -> Timeline:
     """The rows (one study, one problem; any status) in the order they finished."""
     ok = (rows["status"] == "ok").fillna(False).to_numpy(dtype=bool)
     bandwidth = np.where(ok, pd.to_numeric(rows["bandwidth_gbs"], errors="coerce").to_numpy(dtype=float), np.nan)
-    columns = ("stage_started_at", "stage_elapsed_s", "compile_s")
-    timed = rows[list(columns)].notna().all(axis=1) if all(c in rows for c in columns) else pd.Series(False, index=rows.index)
+    timed = (
+        rows[list(STUDY_CLOCK)].notna().all(axis=1) if all(c in rows for c in STUDY_CLOCK) else pd.Series(False, index=rows.index)
+    )
     trial = pd.to_numeric(rows["trial"], errors="coerce").to_numpy(dtype=float) if "trial" in rows else np.zeros(len(rows))
     if len(rows) == 0 or not timed.all():
         order = np.argsort(np.nan_to_num(trial, nan=np.inf), kind="stable")
