@@ -169,8 +169,11 @@ def cmd_sweep(args) -> None:
 
 def cmd_tune(args) -> None:
     """Run one Optuna study; with --gpus (or study_gpus in the config), one worker process per GPU shares its budget."""
+    from tuner.data.time_to_target import to_final_best
+    from tuner.measure.stopwatch import start_stage
     from tuner.search.study import open_storage, study_rows
 
+    start_stage(inherit=args.child)  # the study's wall clock: its rows count from here, compiling and loading included
     settings = load_settings(args)
     study = settings.study(args.name)
     storage_name = study.storage_name(settings.run.gpu)
@@ -197,11 +200,13 @@ def cmd_tune(args) -> None:
     out = _out(args, settings, f"studies/{args.name}.parquet")
     results.write_atomic(frame, out)
     _print_best(frame, f"study {args.name} ({study.sampler}, budget {study.budget_trials})")
+    print(f"study {args.name}: {to_final_best(frame).sentence('its final best')}")
 
 
 def _tune_child(args, settings: Settings, study, storage_name: str, device_json: Path) -> None:
     import socket
 
+    from tuner.measure.stopwatch import Stopwatch, stage_started
     from tuner.progress import Progress
     from tuner.search.storage import finished_trials
     from tuner.search.study import run_study
@@ -218,9 +223,10 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
     # One tick per configuration this worker measures, towards the budget all workers share.
     done = finished_trials(study.storage, storage_name)
     enqueue, sampler = study_start(study, family, study.seed + args.worker)  # with its warm start, if any
+    stopwatch = Stopwatch(stage_started(), lambda: bench.phases.get("compile", 0.0))  # rows carry wall and nvcc seconds
     with bench.phase("study (all)"), Progress(f"{source} ({worker})", study.budget_trials, initial=min(done, study.budget_trials or done)) as progress:  # fmt: skip
         run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
-                  measure=progress.counting(lambda cfg: session.measure(cfg, source)), budget_trials=study.budget_trials,
+                  measure=progress.counting(stopwatch.measuring(lambda cfg: session.measure(cfg, source))), budget_trials=study.budget_trials,
                   timeout_s=study.timeout_s, sampler=sampler, seed=study.seed + args.worker, enqueue=enqueue,
                   worker=worker)  # fmt: skip
     print(f"study {args.name} {bench.phase_summary()}", flush=True)

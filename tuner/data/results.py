@@ -5,7 +5,10 @@ writes rows with these columns (parameters a family lacks are null), so one
 ``pandas.read_parquet(folder)`` reads a GPU's whole dataset.
 
 Columns:
-    run_id, timestamp            which run measured the row, and when (a UTC timestamp)
+    run_id, timestamp            which run measured the row, and when it began measuring it (a UTC timestamp)
+    stage_started_at, stage_elapsed_s, compile_s   study rows: when the tune command that measured the row started
+                                 (a UTC timestamp), seconds from then to the end of this row's measurement, and nvcc
+                                 seconds its measuring process spent since its previous row (null in older files)
     source                       the stage and name that measured it (``sweep:reduce_ladder``, ``study:reduce_int32``)
     trial                        the Optuna trial number for study rows (null for sweeps)
     gpu, gpu_slug, pci_bus_id (which card, when several share a study), compute_capability, driver_version, cuda_version,
@@ -63,6 +66,9 @@ PARAM_COLUMNS = {
 COLUMNS = {
     "run_id": "string",
     "timestamp": TIMESTAMP,
+    "stage_started_at": TIMESTAMP,
+    "stage_elapsed_s": "float64",
+    "compile_s": "float64",
     "source": "string",
     "trial": "Int64",
     "gpu": "string",
@@ -155,11 +161,12 @@ def to_frame(rows: Iterable[Mapping] | pd.DataFrame, *, keep_unknown: bool = Fal
 
 
 def _upgrade_old_rows(frame: pd.DataFrame) -> None:
-    """Rows as older files (and the JSON row store) hold them, in place: the
-    timestamp as ISO 8601 text, and on ok rows the relative verification
+    """Rows as older files (and the JSON row store) hold them, in place:
+    timestamps as ISO 8601 text, and on ok rows the relative verification
     error as text in ``error``, which is null on ok rows now."""
-    if "timestamp" in frame and str(frame["timestamp"].dtype) != TIMESTAMP:
-        frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True, format="ISO8601").astype(TIMESTAMP)
+    for column in ("timestamp", "stage_started_at"):
+        if column in frame and str(frame[column].dtype) != TIMESTAMP:
+            frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601").astype(TIMESTAMP)
     if "status" not in frame or "error" not in frame:
         return
     ok = (frame["status"] == "ok").fillna(False).astype(bool)

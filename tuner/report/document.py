@@ -22,6 +22,7 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
+from tuner.data.time_to_target import seconds_text
 from tuner.report.comparisons import (
     MARGIN,
     ROW_COLUMNS,
@@ -242,12 +243,30 @@ def study_items(study: StudySummary) -> list[str]:
         )
     else:
         items.append("no exhaustive sweep of the same problem to compare with")
+    items += time_to_target_items(study)
     if study.importances:
         top = sorted(study.importances.items(), key=lambda kv: -kv[1])
         items.append("importances: " + ", ".join(f"{k} {v:.2f}" for k, v in top))
     else:
         items.append(f"importances skipped: {study.importance_note}")
     return items + list(study.notes)
+
+
+def time_to_target_items(study: StudySummary) -> list[str]:
+    """Evaluations and wall time (compile included, and apart) to within 1 % of
+    the study's own final best and of the exhaustive best."""
+    own = study.reach_final_best()
+    if own is None:
+        return []
+    parts = [own.sentence("its final best")]
+    exhaustive = study.reach_exhaustive()
+    if exhaustive is not None:
+        parts.append(exhaustive.sentence("the exhaustive best"))
+    items = ["time to target: " + "; ".join(parts)]
+    if own.total_wall_s is not None:
+        items.append(f"the whole study: {own.total_evaluations} evaluations, {seconds_text(own.total_wall_s)} "
+                     f"(compile {seconds_text(own.total_compile_s)}), from the start of its tune command")  # fmt: skip
+    return items
 
 
 def _count(number: int, singular: str, plural: str | None = None) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from tuner.data.results import PARAM_COLUMNS
+from tuner.data.time_to_target import Reach, Timeline, reach, timeline
 from tuner.report.selection import PARAMS, best, is_study, usable
 
 MIN_TRIALS_FOR_IMPORTANCE = 5
@@ -35,6 +36,8 @@ class StudySummary:
             problem and variants; NaN / "" / None without one).
         importances: parameter -> importance (sums to 1), None when not computed.
         importance_note: why importances are missing ("" when present).
+        timeline: the rows in the order they finished, with their wall and
+            compile seconds where recorded (``tuner.data.time_to_target``).
     """
 
     name: str
@@ -49,6 +52,7 @@ class StudySummary:
     importances: dict[str, float] | None = None
     importance_note: str = ""
     notes: list[str] = field(default_factory=list)
+    timeline: Timeline | None = None
 
     @property
     def ok_trials(self) -> int:
@@ -64,6 +68,18 @@ class StudySummary:
             return None
         reached = self.history[self.history["best_so_far_gbs"] >= fraction * self.exhaustive_gbs]
         return int(reached.index[0]) + 1 if len(reached) else None
+
+    def reach_final_best(self) -> Reach | None:
+        """Evaluations and wall time to within 1 % of the study's own best (None: no ok row)."""
+        if self.timeline is None or self.best is None:
+            return None
+        return reach(self.timeline, self.best_gbs)
+
+    def reach_exhaustive(self) -> Reach | None:
+        """Evaluations and wall time to within 1 % of the exhaustive best (None: no sweep to compare with)."""
+        if self.timeline is None or np.isnan(self.exhaustive_gbs):
+            return None
+        return reach(self.timeline, self.exhaustive_gbs)
 
 
 def _history(rows: pd.DataFrame) -> pd.DataFrame:
@@ -140,7 +156,7 @@ def summarise_study(name: str, rows: pd.DataFrame, dataset: pd.DataFrame) -> Stu
     problem = rows[["family", "dtype", "n"]].dropna().astype(str).value_counts().index[0]
     family, dtype, n = problem[0], problem[1], int(problem[2])
     mine = rows[((rows["family"] == family) & (rows["dtype"] == dtype) & (rows["n"] == n)).fillna(False).to_numpy(dtype=bool)]
-    summary = StudySummary(name, family, dtype, n, _history(mine), best(usable(mine)))
+    summary = StudySummary(name, family, dtype, n, _history(mine), best(usable(mine)), timeline=timeline(mine))
     if len(mine) < len(rows):
         summary.notes.append(f"{len(rows) - len(mine)} rows of other problems left out")
 

@@ -28,6 +28,7 @@ import optuna
 import pandas as pd
 
 from tuner.data.results import config_key, plain_value
+from tuner.data.time_to_target import STUDY_CLOCK
 from tuner.families.base import Family, Problem
 from tuner.search.study import make_sampler, run_study
 
@@ -115,8 +116,9 @@ def table_measure(rows: pd.DataFrame, family: Family) -> Callable[[dict], dict]:
         for param in family.params:
             value = plain_value(record.get(param.name))
             cfg[param.name] = domains[param.name][0] if value is None else value
-        # Only the measurement travels; the study fills in trial and source.
-        row = {k: plain_value(v) for k, v in record.items() if k not in ("trial", "source")}
+        # Only the measurement travels; the study fills in trial and source,
+        # and a replay spends none of the table's wall clock or compile time.
+        row = {k: plain_value(v) for k, v in record.items() if k not in ("trial", "source", *STUDY_CLOCK)}
         row = {k: v for k, v in row.items() if v is not None}
         if row.get("status") == "infeasible":
             # The family's constraints said no where the study's did not (or

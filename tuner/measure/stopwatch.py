@@ -1,0 +1,76 @@
+"""The wall clock of a study, recorded in its rows.
+
+A study's time to target counts from the start of its ``tune`` command (before
+any worker starts, compiles or loads anything), so its rows carry that start
+(``stage_started_at``), the seconds from it to the end of each row's
+measurement (``stage_elapsed_s``) and the nvcc seconds spent since the
+measuring process's previous row (``compile_s``). The command's measuring
+children, restarted after device faults too, read the start from the
+environment, so every worker of one run shares it. The rows are durable in the
+study's storage as they are measured: a killed and resumed study keeps each
+run's start with its rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from typing import Callable
+
+from tuner.errors import FatalDeviceError
+
+STARTED_ENV = "TUNER_STAGE_STARTED_AT"  # epoch seconds, set by the stage command for its children
+
+
+def start_stage(*, inherit: bool = False) -> float:
+    """Mark the stage's start (epoch seconds) for this process and the children
+    it starts: now, or with ``inherit`` (a measuring child) the start its
+    parent command passed down, if any."""
+    started = stage_started() if inherit else time.time()
+    os.environ[STARTED_ENV] = repr(started)
+    return started
+
+
+def stage_started() -> float:
+    """The stage's start as ``start_stage`` marked it, else now."""
+    try:
+        return float(os.environ[STARTED_ENV])
+    except (KeyError, ValueError):
+        return time.time()
+
+
+class Stopwatch:
+    """Stamps results rows with the stage's start, the seconds since it and
+    the compile seconds since the previous row.
+
+    Args:
+        started: the stage's start (epoch seconds, ``stage_started``).
+        compile_seconds: the measuring process's nvcc seconds so far
+            (e.g. ``lambda: bench.phases.get("compile", 0.0)``).
+    """
+
+    def __init__(self, started: float, compile_seconds: Callable[[], float]) -> None:
+        self.started = started
+        self.started_at = dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(timespec="microseconds")
+        self._compile_seconds = compile_seconds
+        self._compiled = 0.0  # compile seconds already attributed to earlier rows
+
+    def stamp(self, row: dict) -> dict:
+        compiled = self._compile_seconds()
+        since, self._compiled = compiled - self._compiled, compiled
+        return row | {"stage_started_at": self.started_at, "stage_elapsed_s": time.time() - self.started,
+                      "compile_s": since}  # fmt: skip
+
+    def measuring(self, measure: Callable[[dict], dict]) -> Callable[[dict], dict]:
+        """``measure`` whose rows are stamped, the row of a device fault too."""
+
+        def stamped(cfg: dict) -> dict:
+            try:
+                return self.stamp(measure(cfg))
+            except FatalDeviceError as error:
+                if error.row is not None:
+                    error.row = self.stamp(error.row)
+                raise
+
+        return stamped
