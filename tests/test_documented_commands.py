@@ -33,7 +33,7 @@ SKIPPED = {
     "snakemake --cores 1 --rerun-incomplete": f"{GPU}: resumes the pipeline",
     "python benchmarks/kill_resume.py --work /tmp/kill-test": f"{GPU}: kills and resumes the pipeline",
     "snakemake --cores 1 --configfile examples/saxpy/config.yaml": f"{GPU}: the saxpy pipeline (tests/test_examples.py runs it on CPU)",
-    "optuna-dashboard sqlite:///results/<gpu>/optuna.db": "a web server (tests/test_dashboard.py serves a study and reads it)",
+    "optuna-dashboard results/<gpu>/optuna.log": "a web server (tests/test_dashboard.py serves a study and reads it)",
     "python -m tuner tune NAME --gpus 0,1,2,3": f"{GPU}: four of them",
     "python -m tuner tune reduce_int32 --gpus 0,1": f"{GPU}: two of them",
     "python benchmarks/scaling.py --work /tmp/scaling --gpus 0,1 --budget 400": f"{GPU}: two of them",
@@ -115,7 +115,9 @@ def run(command: str, cwd: Path, tmp: Path) -> subprocess.CompletedProcess:
     command = command.replace(*PLACEHOLDER).replace("/tmp/", f"{tmp}/")
     argv = shlex.split(command)
     argv = [sys.executable, *argv[1:]] if argv[0] == "python" else [sys.executable, "-m", *argv]
-    env = {**os.environ, "PYTHONPATH": str(cwd), "TUNER_PROGRESS": "lines"}
+    # The copy first; packages installed on the path (as on the GPU machines) stay reachable.
+    path = os.pathsep.join(p for p in (str(cwd), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "TUNER_PROGRESS": "lines"}
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=400, env=env)
 
 

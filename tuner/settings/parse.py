@@ -325,7 +325,9 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
         budget = max(1, round(section.get("budget_fraction", 0.1) * space_size))
     storage = section.get("storage", "default")
     if storage == "default":
-        storage = f"sqlite:///{(run.gpu_dir / 'optuna.db').resolve()}"
+        # A journal file: shared safely by worker processes, and a trial costs a
+        # few appends (SQLite costs tens of milliseconds of queries a trial).
+        storage = str((run.gpu_dir / "optuna.log").resolve())
     warm = section.get("warm_start")
     if warm is not None and not (
         (Path(warm).is_file() and warm.endswith(".parquet")) or (Path(warm).is_dir() and any(Path(warm).rglob("*.parquet")))

@@ -1,6 +1,6 @@
 # Stage 4: Optuna studies, one rule each (tune_<name>) holding its own
 # settings, one worker per GPU in study_gpus. The study storage
-# (results/<gpu>/optuna.db by default) is not an output: Snakemake never
+# (results/<gpu>/optuna.log by default) is not an output: Snakemake never
 # deletes it, and a rerun resumes.
 
 for study_name in STUDIES:
