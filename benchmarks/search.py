@@ -71,7 +71,13 @@ TABLES = {
     "reduce_hard_h100": ("nvidia-h100-80gb-hbm3/sweeps/reduce_hard.parquet", None, None, "reduce_hard_h200", GIB),
     # The harder space at 2^24 (benchmarks/configs/reduce_hard_2e24.yaml).
     "reduce_hard_2e24_h200": ("nvidia-h200/sweeps/reduce_hard_2e24.parquet", None, None, "reduce_hard_2e24_h100", 2**24),
-    "reduce_hard_2e24_h100": ("nvidia-h100-80gb-hbm3/sweeps/reduce_hard_2e24.parquet", None, None, "reduce_hard_2e24_h200", 2**24),
+    "reduce_hard_2e24_h100": (
+        "nvidia-h100-80gb-hbm3/sweeps/reduce_hard_2e24.parquet",
+        None,
+        None,
+        "reduce_hard_2e24_h200",
+        2**24,
+    ),
 }
 
 
