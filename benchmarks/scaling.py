@@ -75,6 +75,8 @@ def tuner(path: Path, *args: str) -> float:
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "tuner", *args, "--config", str(path)], cwd=ROOT, capture_output=True, text=True)
     wall = time.monotonic() - start
+    # Kept beside the config: the workers' phase lines say where a trial's time went.
+    (path.parent / f"{args[0]}.log").write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
         raise SystemExit(f"tuner {' '.join(args)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return wall

@@ -96,3 +96,17 @@ def test_it_works_inside_an_ordinary_optuna_study_without_the_wrapper():
     plain.optimize(lambda t: t.suggest_categorical("block_size", [64, 128]) * 1.0, n_trials=3)
     assert len(plain.trials) == 3
     assert OPTIMUM_CFG["block_size"] in DOMAINS["block_size"]
+
+
+def test_a_step_can_jump_an_ordered_parameter_to_either_end():
+    sampler = OrdinalSampler(seed=0)
+    dists = {"block": optuna.distributions.CategoricalDistribution(list(range(32, 1025, 32))),
+             "hint": optuna.distributions.CategoricalDistribution(["a", "b"])}  # fmt: skip
+    sampler.bind(dists, lambda cfg: True, None)
+    here = {"block": 320, "hint": "a"}
+    blocks = {cfg["block"] for _, cfg in sampler._neighbours(config_key(here), here) if cfg["hint"] == "a"}
+    # 1, 2, 4, 8, 16 positions either way, and the two ends (32 and 1024 are 9 and 22 positions away).
+    assert blocks == {288, 352, 256, 384, 192, 448, 64, 576, 832, 32, 1024}
+    plain = OrdinalSampler(seed=0, ends=False)
+    plain.bind(dists, lambda cfg: True, None)
+    assert 1024 not in {cfg["block"] for _, cfg in plain._neighbours(config_key(here), here)}

@@ -18,8 +18,13 @@ values:
 2. **Neighbourhood steps around the best**: every later trial is one step
    from one of the best measured configurations (the ``top_k`` best that
    still have unmeasured neighbours): one ordered parameter moved by 1, 2, 4,
-   ... positions either way (a pattern search at every scale), or one
-   unordered parameter changed.
+   ... positions either way (a pattern search at every scale) or to its
+   first or last value, or one unordered parameter changed. The jumps to
+   the ends get a search out of an interior optimum when the best lies at
+   an edge: on the 2^24 hard space of an H200 (four configurations of 7200
+   within 1 %, at 32 blocks per multiprocessor, the largest grid) replayed
+   searches with 5 % of the space found one in 16 of 20 runs without them
+   and in 50 of 50 with them.
 3. **A model picks the step**: a ridge regression of log-bandwidth on every
    parameter value (main effects, refitted each trial, microseconds) ranks
    the candidate steps; the best predicted is proposed. Prior rows (a warm
@@ -63,6 +68,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         top_k: best configurations whose neighbourhoods are searched.
         corners: whether the start tries the grid's centre and its two
             extreme corners (fast kernels often sit at an edge).
+        ends: whether a step may move an ordered parameter to its first or
+            last value.
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
     """
@@ -75,6 +82,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         top_k: int = DEFAULT_TOP_K,
         corners: bool = True,
         prior: Sequence[tuple[Mapping, float]] = (),
+        ends: bool = True,
     ) -> None:
         if n_startup < 1 or top_k < 1:
             raise ValueError(f"n_startup and top_k must be >= 1, got {n_startup} and {top_k}")
@@ -82,6 +90,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self.n_startup = n_startup
         self.top_k = top_k
         self.corners = corners
+        self.ends = ends
         self.prior = sorted(((dict(cfg), float(value)) for cfg, value in prior if value > 0), key=lambda item: -item[1])
         self._rng = random.Random(seed)
         self._dists: dict[str, CategoricalDistribution] | None = None
@@ -225,7 +234,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
 
     def _neighbours(self, key: str, cfg: dict) -> list[tuple[str, dict]]:
         """Feasible configurations one step from ``cfg`` (cached): an ordered
-        parameter moved 1, 2, 4, ... positions, or an unordered one changed."""
+        parameter moved 1, 2, 4, ... positions or to an end, or an unordered one changed."""
         found = self._steps.get(key)
         if found is not None:
             return found
@@ -234,7 +243,9 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             here = values.index(cfg[name])
             if ordered:
                 reach = [here + sign * d for d in _powers_below(len(values)) for sign in (-1, 1)]
-                others = [values[i] for i in reach if 0 <= i < len(values)]
+                if self.ends:
+                    reach += [0, len(values) - 1]
+                others = [values[i] for i in dict.fromkeys(reach) if 0 <= i < len(values) and i != here]
             else:
                 others = [v for v in values if v != cfg[name]]
             for value in others:
