@@ -39,6 +39,7 @@ SKIPPED = {
     "python benchmarks/scaling.py --work /tmp/scaling --gpus 0,1 --budget 400": f"{GPU}: two of them",
     "snakemake --cores 1 --configfile mine.yaml": f"{GPU}: a pipeline of one's own config",
     "python benchmarks/timing_quality.py": f"{GPU}: times kernels",
+    "python benchmarks/pipeline_timing.py --results /tmp/cold": f"{GPU}: the whole pipeline, timed",
     "python -m tuner describe": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
     "python -m tuner sweep reduce_ladder": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
     "python -m tuner best": "reads results/<gpu> of this machine's GPU; the --results form runs on the shipped results",

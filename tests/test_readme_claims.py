@@ -223,3 +223,21 @@ def test_kill_and_resume_on_the_h100():
     assert check["sweep_grid"] == check["sweep_rows"] == check["sweep_store_lines"] == int(found[1])
     assert check["sweep_measured_twice"] == 0
     assert check["study_budget"] == check["study_rows"] == check["study_distinct"] == int(found[2])
+
+
+def test_the_cold_pipeline_on_the_h100():
+    text = section("Two commands")
+    found = claim(r"\((\d+) s for \d+ configurations, all verified; (\d+) s of it the Nsight Compute counters "
+                  r"of the profile stage, (\d+) s fetching and checking the elementwise outputs", text)  # fmt: skip
+    timing = json.loads((REFERENCE / "nvidia-h100-80gb-hbm3" / "pipeline-timing-final.json").read_text())
+    assert timing["exit"] == 0 and round(timing["wall_s"]) == int(found[1])
+    assert round(sum(job["seconds"] for job in timing["jobs"] if job["rule"].startswith("profile_"))) == int(found[2])
+    elementwise = (
+        "copy_widths",
+        "vector_add_widths",
+        "vector_add_unroll",
+        "offset_read_write",
+        "offset_unroll_blocks",
+        "layout_aos_soa",
+    )
+    assert round(sum(timing["phases"][name]["verify"] for name in elementwise)) == int(found[3])
