@@ -15,7 +15,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from tuner.search.study import run_study
+from tuner.search.study import open_storage, run_study
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
@@ -38,10 +38,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_dashboard_lists_the_study(tmp_path):
+@pytest.mark.parametrize("storage", ["optuna.log", "sqlite"])  # the default journal file, and SQLite
+def test_dashboard_lists_the_study(tmp_path, storage):
     executable = dashboard_executable()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    url = f"sqlite:///{tmp_path / 'study.db'}"
+    url = str(tmp_path / storage) if storage.endswith(".log") else f"sqlite:///{tmp_path / 'study.db'}"
     run_study(
         family=FakeFamily(),
         problem=PROBLEM,
@@ -82,7 +83,7 @@ def test_dashboard_lists_the_study(tmp_path):
         assert studies is not None, f"unexpected /api/studies answer: {body}"
         names = [study["study_name"] for study in studies]
         assert names == ["dashboard-check"]
-        assert optuna.load_study(study_name="dashboard-check", storage=url).metric_names == ["bandwidth_gbs"]
+        assert optuna.load_study(study_name="dashboard-check", storage=open_storage(url)).metric_names == ["bandwidth_gbs"]
 
         # The trials and their slim user attributes load too.
         study_id = studies[0]["study_id"]
