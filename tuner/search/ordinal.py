@@ -8,8 +8,7 @@ categories (TPE, GP over one-hot choices) cannot tell that block 992 lies
 between 960 and 1024. This one works on each ordered parameter's sorted
 values:
 
-1. **Space-filling start**: the first configurations (``n_startup``; by
-   default 5, or one per 720 of an enumerated space where that is more) are
+1. **Space-filling start**: the first ``n_startup`` configurations are
    the grid's centre, then each the candidate farthest from those already
    chosen (maximin in the normalised grid) among random feasible ones and
    the two extreme corners (every ordered parameter at its smallest, or at
@@ -24,8 +23,8 @@ values:
    the ends get a search out of an interior optimum when the best lies at
    an edge: on the 2^24 hard space of an H200 (four configurations of 7200
    within 1 %, at 32 blocks per multiprocessor, the largest grid) replayed
-   searches with 5 % of the space and a start of 5 found one in 16 of 20
-   runs without them and in 50 of 50 with them.
+   searches with 5 % of the space found one in 16 of 20 runs without them
+   and in 50 of 50 with them.
 3. **A model picks the step**: a ridge regression of log-bandwidth on every
    parameter value (main effects, refitted each trial, microseconds) ranks
    the candidate steps; the best predicted is proposed. Prior rows (a warm
