@@ -10,7 +10,7 @@ import optuna
 import pytest
 
 from tuner.data.results import config_key
-from tuner.search.ordinal import DEFAULT_STARTUP, STARTUP_SPACE, OrdinalSampler
+from tuner.search.ordinal import OrdinalSampler
 from tuner.search.study import make_sampler, run_study
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
@@ -87,19 +87,7 @@ def test_prior_rows_steer_the_first_steps():
         return next(i for i, row in enumerate(outcome.rows, 1) if row.get("bandwidth_gbs") == OPTIMUM_GBS)
 
     assert first_hit(warm) <= first_hit(cold)
-    startup = max(DEFAULT_STARTUP, len(prior) // STARTUP_SPACE)
-    assert first_hit(warm) <= startup + 3
-
-
-def test_a_larger_space_gets_a_wider_start():
-    dists = {"x": optuna.distributions.CategoricalDistribution(list(range(7200)))}
-    for size, expected in ((768, DEFAULT_STARTUP), (7200, 10)):
-        sampler = OrdinalSampler(seed=0)
-        sampler.bind(dists, lambda cfg: True, [{"x": x} for x in range(size)])
-        assert sampler._startup == expected
-    fixed = OrdinalSampler(seed=0, n_startup=3)
-    fixed.bind(dists, lambda cfg: True, [{"x": x} for x in range(7200)])
-    assert fixed._startup == 3
+    assert first_hit(warm) <= OrdinalSampler(seed=0).n_startup + 3
 
 
 def test_it_works_inside_an_ordinary_optuna_study_without_the_wrapper():

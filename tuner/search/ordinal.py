@@ -51,8 +51,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
 
-DEFAULT_STARTUP = 5  # space-filling configurations before the neighbourhood steps, at least
-STARTUP_SPACE = 720  # and one per this many configurations of an enumerated space
+DEFAULT_STARTUP = 5  # space-filling configurations before the neighbourhood steps
 DEFAULT_TOP_K = 1  # neighbourhoods of this many best configurations compete
 RIDGE = 1.0  # the model's L2 penalty (per one-hot column; values are log GB/s)
 CANDIDATES = 128  # random feasible candidates per space-filling choice
@@ -65,9 +64,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
 
     Args:
         seed: seeds the space-filling draws and the tie-breaks.
-        n_startup: space-filling configurations before the steps; None:
-            ``DEFAULT_STARTUP``, or one per ``STARTUP_SPACE`` configurations
-            of an enumerated space where that is more (10 for 7200).
+        n_startup: space-filling configurations before the steps.
         top_k: best configurations whose neighbourhoods are searched.
         corners: whether the start tries the grid's centre and its two
             extreme corners (fast kernels often sit at an edge).
@@ -81,17 +78,16 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self,
         seed: int = 0,
         *,
-        n_startup: int | None = None,
+        n_startup: int = DEFAULT_STARTUP,
         top_k: int = DEFAULT_TOP_K,
         corners: bool = True,
         prior: Sequence[tuple[Mapping, float]] = (),
         ends: bool = True,
     ) -> None:
-        if (n_startup is not None and n_startup < 1) or top_k < 1:
+        if n_startup < 1 or top_k < 1:
             raise ValueError(f"n_startup and top_k must be >= 1, got {n_startup} and {top_k}")
         self.seed = seed
         self.n_startup = n_startup
-        self._startup = n_startup or DEFAULT_STARTUP  # until bind() knows the space
         self.top_k = top_k
         self.corners = corners
         self.ends = ends
@@ -113,10 +109,6 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._feasible = feasible
         # Sorted by key, so that the order the values are listed in changes nothing.
         self._enumerated = None if enumerated is None else sorted((config_key(cfg), cfg) for cfg in enumerated)
-        # A larger space gets a wider start: on the 2^24 hard space (7200) of
-        # an H100, 10 starting points instead of 5 took the replays' median
-        # first hit within 1 % from 147 evaluations to 19.
-        self._startup = self.n_startup or max(DEFAULT_STARTUP, len(self._enumerated or ()) // STARTUP_SPACE)
         self._order = {name: _ordered_values(dist.choices) for name, dist in self._dists.items()}
         self._columns = {(name, value): i for i, (name, value) in enumerate(
             (name, value) for name, dist in self._dists.items() for value in dist.choices)}  # fmt: skip
@@ -154,7 +146,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         rng = random.Random(self.seed * 1_000_003 + trial.number + 7919 * len(self._asked.get(trial.number, ())))
         measured, visited = self._history(study, trial)
         cfg = None
-        if len(visited) - len(self._asked.get(trial.number, ())) < self._startup or not measured:
+        if len(visited) - len(self._asked.get(trial.number, ())) < self.n_startup or not measured:
             # A warm start's best rows stand in for the space-filling start.
             cfg = self._best_prior(visited) if self._prior else None
             cfg = cfg or self._spread(visited, rng)
