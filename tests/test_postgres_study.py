@@ -23,6 +23,9 @@ import pytest
 pgserver = pytest.importorskip("pgserver", reason="pgserver is part of the [test] extra")
 sqlalchemy = pytest.importorskip("sqlalchemy")
 
+sys.path.insert(0, str(Path(__file__).parent / "data"))
+from released import run_released  # noqa: E402
+
 from tuner.data.results import config_key, plain_value  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.search.claims import DONE, open_claims  # noqa: E402
@@ -102,19 +105,7 @@ def test_four_workers_on_postgresql_lose_nothing_and_measure_nothing_twice(datab
                 "--budget", str(BUDGET), "--seed", "0", "--worker", f"w{i}", "--out", str(tmp_path / f"w{i}.json")]  # fmt: skip
         command = [sys.executable, "-c", STARTER, str(tmp_path / f"ready{i}"), str(go), *args]
         processes.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    try:
-        deadline = time.monotonic() + TIMEOUT_S
-        while not all((tmp_path / f"ready{i}").exists() for i in range(WORKERS)):
-            assert all(p.poll() is None for p in processes), [p.communicate() for p in processes if p.poll() is not None]
-            assert time.monotonic() < deadline, "workers did not start"
-            time.sleep(0.01)
-        go.touch()
-        outputs = [p.communicate(timeout=TIMEOUT_S) for p in processes]
-    finally:
-        for p in processes:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    outputs = run_released(processes, [tmp_path / f"ready{i}" for i in range(WORKERS)], go, TIMEOUT_S)
     for p, (_, err) in zip(processes, outputs):
         assert p.returncode == 0, err[-3000:]
 

@@ -7,7 +7,10 @@ import sys
 import textwrap
 import time
 
-from tuner.search.storage import FlockJournalLock, JournalFile, open_storage
+import optuna
+import pytest
+
+from tuner.search.storage import BatchedJournalStorage, FlockJournalLock, JournalFile, batched, open_storage
 
 WAITER = textwrap.dedent(
     """
@@ -40,18 +43,12 @@ def test_a_second_process_waits_until_the_lock_is_released(tmp_path):
 def test_journal_storages_write_under_it(tmp_path):
     storage = open_storage(str(tmp_path / "study.log"))
     assert isinstance(storage._backend, JournalFile) and isinstance(storage._backend._lock, FlockJournalLock)
-    import optuna
-
     study = optuna.create_study(storage=storage, study_name="s")
     study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
     assert len(optuna.load_study(study_name="s", storage=open_storage(str(tmp_path / "study.log"))).trials) == 3
 
 
 def test_a_batched_ask_is_one_append_and_reads_back_whole(tmp_path, monkeypatch):
-    import optuna
-
-    from tuner.search.storage import BatchedJournalStorage, batched
-
     path = str(tmp_path / "study.log")
     storage = open_storage(path)
     assert isinstance(storage, BatchedJournalStorage)
@@ -79,11 +76,6 @@ def test_a_batched_ask_is_one_append_and_reads_back_whole(tmp_path, monkeypatch)
 
 
 def test_a_batch_for_a_trial_finished_meanwhile_raises_as_it_ends(tmp_path):
-    import optuna
-    import pytest
-
-    from tuner.search.storage import batched
-
     path = str(tmp_path / "study.log")
     storage = open_storage(path)
     study = optuna.create_study(storage=storage, study_name="s")

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -29,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKER = DATA / "study_worker.py"
 sys.path.insert(0, str(DATA))
 from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
+from released import run_released  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -137,19 +137,7 @@ def test_workers_share_one_budget_and_never_measure_twice(tmp_path, kind, worker
         )
         for i in range(workers)
     ]
-    try:
-        deadline = time.monotonic() + TIMEOUT_S
-        while not all((tmp_path / f"ready{i}").exists() for i in range(workers)):
-            assert all(p.poll() is None for p in processes), [p.communicate() for p in processes if p.poll() is not None]
-            assert time.monotonic() < deadline, "workers did not start"
-            time.sleep(0.01)
-        go.touch()
-        outputs = [p.communicate(timeout=TIMEOUT_S) for p in processes]
-    finally:
-        for p in processes:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    outputs = run_released(processes, [tmp_path / f"ready{i}" for i in range(workers)], go, TIMEOUT_S)
     for p, (_, err) in zip(processes, outputs):
         assert p.returncode == 0, err
     reports = [json.loads(out.splitlines()[-1]) for out, _ in outputs]

@@ -9,11 +9,12 @@ import json
 import os
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import optuna
+from optuna.distributions import distribution_to_json
 from optuna.storages import BaseStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.storages.journal._storage import JournalOperation
@@ -118,44 +119,34 @@ class BatchedJournalStorage(optuna.storages.JournalStorage):
     def _held(self) -> list | None:
         return getattr(self._batch, "logs", None)
 
+    def _record(self, op_code: int, fields: dict[str, Any]) -> dict[str, Any]:
+        return {"op_code": op_code, "worker_id": self._replay_result.worker_id, **fields}
+
     def _write_log(self, op_code: int, extra_fields: dict[str, Any]) -> None:
-        log = {"op_code": op_code, "worker_id": self._replay_result.worker_id, **extra_fields}
-        held = self._held()
-        if held:
-            log, held[:] = [*held, log], []
-            self._backend.append_logs(log)
-        else:
-            self._backend.append_logs([log])
+        held = self._held() or []
+        logs = [*held, self._record(op_code, extra_fields)]
+        held.clear()
+        self._backend.append_logs(logs)
 
     def set_trial_param(self, trial_id: int, param_name: str, param_value_internal: float, distribution: Any) -> None:
         held = self._held()
         if held is None:
             return super().set_trial_param(trial_id, param_name, param_value_internal, distribution)
-        from optuna.distributions import distribution_to_json
-
         with self._thread_lock:
-            held.append({"op_code": JournalOperation.SET_TRIAL_PARAM, "worker_id": self._replay_result.worker_id,
-                         "trial_id": trial_id, "param_name": param_name, "param_value_internal": param_value_internal,
-                         "distribution": distribution_to_json(distribution)})  # fmt: skip
+            held.append(self._record(JournalOperation.SET_TRIAL_PARAM, {"trial_id": trial_id, "param_name": param_name,
+                        "param_value_internal": param_value_internal, "distribution": distribution_to_json(distribution)}))  # fmt: skip
 
     def set_trial_user_attr(self, trial_id: int, key: str, value: Any) -> None:
         held = self._held()
         if held is None:
             return super().set_trial_user_attr(trial_id, key, value)
         with self._thread_lock:
-            held.append({"op_code": JournalOperation.SET_TRIAL_USER_ATTR, "worker_id": self._replay_result.worker_id,
-                         "trial_id": trial_id, "user_attr": {key: value}})  # fmt: skip
+            held.append(self._record(JournalOperation.SET_TRIAL_USER_ATTR, {"trial_id": trial_id, "user_attr": {key: value}}))
 
 
-@contextmanager
-def batched(storage: BaseStorage) -> Iterator[None]:
+def batched(storage: BaseStorage) -> AbstractContextManager:
     """``storage.batched()`` where the storage batches its writes, else nothing."""
-    batch = getattr(storage, "batched", None)
-    if batch is None:
-        yield
-        return
-    with batch():
-        yield
+    return getattr(storage, "batched", nullcontext)()
 
 
 def open_storage(spec: str | os.PathLike | BaseStorage | None) -> BaseStorage:
