@@ -6,7 +6,9 @@ Runs the pipeline from an empty results folder (``results_dir`` set to
 ``--results``, which holds the cubin cache too: nvcc compiles everything),
 then prints each job's wall seconds from Snakemake's log (its clock has
 one-second resolution) with the measuring phases the sweep and study stages
-print (inputs, compile, load, verify, time), and the whole run's wall time.
+print (inputs, reference, upload, compile, load, verify, time), the profile
+stage's steps (query metrics, harness under ncu, import report) and its
+harness's phases, and the whole run's wall time.
 With ``--parse LOG`` it only reads a log written earlier. Writes
 ``pipeline-timing.json`` into the results folder.
 """
@@ -28,14 +30,17 @@ STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 STARTS = re.compile(r"^(?:local)?rule (\S+):$")
 JOBID = re.compile(r"^\s+jobid: (\d+)$")
 FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\S+)\)$")
-PHASES = re.compile(r"^(?:sweep|study) (\S+) phases: (.*)$")
+# Lines the stages print: a sweep's or study's measuring phases, the profile
+# stage's steps and its profiled harness's phases (keyed by the job's rule).
+PHASES = re.compile(r"^(sweep|study|profile|profiled harness) (\S+) (?:phases|steps): (.*)$")
+RULE_PREFIX = {"sweep": "sweep_", "study": "tune_", "profile": "profile_", "profiled harness": "profile_"}
 PART = re.compile(r"^(.*) ([\d.]+) s$")
 
 
 def parse(log: str) -> tuple[list[dict], dict[str, dict[str, float]]]:
     """Jobs (rule, start, end, seconds) in finishing order, and the phases
-    each sweep or study printed (name -> phase -> seconds, summed over
-    worker processes)."""
+    each sweep, study or profile printed (rule -> phase -> seconds, summed
+    over worker processes)."""
     now = None
     started: dict[str, tuple[str, dt.datetime]] = {}
     pending_rule = None
@@ -52,18 +57,17 @@ def parse(log: str) -> tuple[list[dict], dict[str, dict[str, float]]]:
             rule, start = started.pop(m.group(1), (m.group(2), now))
             jobs.append({"rule": rule, "start": start.isoformat(), "seconds": (now - start).total_seconds()})
         elif m := PHASES.match(line):
-            seen = phases.setdefault(m.group(1), {})
-            for part in m.group(2).split(", "):
+            seen = phases.setdefault(RULE_PREFIX[m.group(1)] + m.group(2), {})
+            for part in m.group(3).split(", "):
                 name, seconds = PART.match(part).groups()
                 seen[name] = round(seen.get(name, 0.0) + float(seconds), 2)
     return jobs, phases
 
 
 def table(jobs: list[dict], phases: dict[str, dict[str, float]], wall_s: float | None) -> str:
-    lines = [f"{'job':<34} {'s':>6}  measuring phases (s)"]
+    lines = [f"{'job':<34} {'s':>6}  phases and steps (s)"]
     for job in jobs:
-        name = job["rule"].removeprefix("sweep_").removeprefix("tune_")
-        detail = phases.get(name) if job["rule"].startswith(("sweep_", "tune_")) else None
+        detail = phases.get(job["rule"])
         text = ", ".join(f"{k} {v:.1f}" for k, v in detail.items() if not k.endswith("(all)")) if detail else ""
         lines.append(f"{job['rule']:<34} {job['seconds']:>6.0f}  {text}")
     total = sum(job["seconds"] for job in jobs)

@@ -215,3 +215,21 @@ def test_ncu_is_found_on_path_or_beside_nvcc_or_not_at_all(tmp_path, monkeypatch
     (tmp_path / "ncu").write_text("#!/bin/sh\n")
     (tmp_path / "ncu").chmod(0o755)
     assert ncu.find_ncu() == str(tmp_path / "ncu")
+
+
+def test_ncu_metrics_are_asked_once_per_ncu_binary(tmp_path):
+    from tuner.profile.stage import offered_metrics
+
+    calls = tmp_path / "calls"
+    tool = tmp_path / "ncu"
+    tool.write_text(f"#!/bin/sh\necho asked >> {calls}\n" + FAKE_NCU.split("\n", 1)[1])
+    tool.chmod(0o755)
+    cache = tmp_path / "store" / "ncu-metrics.json"
+    cache.parent.mkdir()
+    assert offered_metrics(str(tool), cache) == {"dram__bytes_read"}
+    assert offered_metrics(str(tool), cache) == {"dram__bytes_read"}
+    assert calls.read_text().count("asked") == 1
+    # Another ncu (here: the same file rewritten) is asked again.
+    os.utime(tool, ns=(1, 1))
+    assert offered_metrics(str(tool), cache) == {"dram__bytes_read"}
+    assert calls.read_text().count("asked") == 2

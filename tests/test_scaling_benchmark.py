@@ -54,6 +54,13 @@ sweep reduce_space phases: sweep (all) 20.5 s, time 10.2 s, verify 3.0 s
 [Sun Nov 22 06:15:40 2026]
 Finished jobid: 2 (Rule: sweep_reduce_space)
 [Sun Nov 22 06:15:40 2026]
+rule profile_reduce_space:
+    jobid: 3
+profiled harness reduce_space phases: verify 0.1 s, inputs 2.0 s
+profile reduce_space steps: query metrics 1.2 s, harness under ncu 5.5 s, import report 0.8 s
+[Sun Nov 22 06:15:50 2026]
+Finished jobid: 3 (Rule: profile_reduce_space)
+[Sun Nov 22 06:15:40 2026]
 localrule collect:
     jobid: 1
 [Sun Nov 22 06:15:43 2026]
@@ -63,7 +70,18 @@ Finished jobid: 1 (Rule: collect)
 
 def test_pipeline_timing_reads_jobs_and_phases_from_snakemakes_log():
     jobs, phases = pipeline_timing.parse(SNAKEMAKE_LOG)
-    assert [(j["rule"], j["seconds"]) for j in jobs] == [("sweep_reduce_space", 24.0), ("collect", 3.0)]
-    assert phases == {"reduce_space": {"sweep (all)": 20.5, "time": 10.2, "verify": 3.0}}
+    assert [(j["rule"], j["seconds"]) for j in jobs] == [
+        ("sweep_reduce_space", 24.0), ("profile_reduce_space", 10.0), ("collect", 3.0)]  # fmt: skip
+    assert phases == {
+        "sweep_reduce_space": {"sweep (all)": 20.5, "time": 10.2, "verify": 3.0},
+        "profile_reduce_space": {
+            "verify": 0.1,
+            "inputs": 2.0,
+            "query metrics": 1.2,
+            "harness under ncu": 5.5,
+            "import report": 0.8,
+        },
+    }
     text = pipeline_timing.table(jobs, phases, 30.0)
     assert "time 10.2, verify 3.0" in text and "sum of jobs" in text
+    assert "harness under ncu 5.5" in text

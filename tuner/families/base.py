@@ -101,7 +101,9 @@ class Launch:
         grid, block: the launch geometry, for the results.
         restore: puts back inputs the kernel overwrites (untimed), or None.
         fetch: copies the outputs the reference is compared with to the host.
-        shared_bytes: dynamic shared memory per block.
+        output: where the output lies on the device, to compare it there with
+            the host reference (``tuner.measure.check``) instead of fetching
+            it; None: ``fetch`` and ``Family.verify`` on the host.
     """
 
     run: Callable[[], None]
@@ -109,6 +111,28 @@ class Launch:
     block: tuple[int, int, int]
     fetch: Callable[[], np.ndarray]
     restore: Callable[[], None] | None = None
+    output: "DeviceOutput | None" = None
+
+
+@dataclass(frozen=True)
+class DeviceOutput:
+    """A launch's output on the device, and how it must match the reference.
+
+    Attributes:
+        ptr: its first element's device address.
+        count: its elements, in the order of ``Family.device_reference(expected, layout)``.
+        dtype: its element type.
+        tolerance: None for bit-exact equality; else the largest relative
+            error ||out - ref|| / ||ref|| (float16 and float32 outputs).
+        layout: which arrangement of the reference it matches (a family
+            whose variants lay their output out differently names each).
+    """
+
+    ptr: int
+    count: int
+    dtype: np.dtype
+    tolerance: float | None = None
+    layout: str = ""
 
 
 @dataclass
@@ -255,9 +279,10 @@ class Family(ABC):
     def device_bytes(self, problem: Problem) -> int:
         """Device memory ``problem``'s buffers take, an upper estimate: by
         default every 1-D family keeps its inputs twice (pristine and working)
-        plus outputs, under six arrays of n elements. Sizes that cannot fit
-        are refused before any work."""
-        return 6 * problem.n * np.dtype(DTYPES[problem.dtype]).itemsize
+        plus outputs, under six arrays of n elements, and the reference the
+        outputs are compared with on the device, in double precision (at
+        most two more). Sizes that cannot fit are refused before any work."""
+        return 8 * problem.n * np.dtype(DTYPES[problem.dtype]).itemsize
 
     def max_size(self, dtype: str, memory_bytes: int) -> int:
         """The largest n whose ``device_bytes`` fit in ``memory_bytes``."""
@@ -290,6 +315,11 @@ class Family(ABC):
         """Relative error against ``tolerance`` by default; override for exact checks."""
         return relative_error_verdict(output, expected, self.tolerance)
 
+    def device_reference(self, expected: np.ndarray, layout: str) -> np.ndarray:
+        """The reference arranged as a ``DeviceOutput`` of ``layout`` lies in
+        memory (by default the reference itself, flattened)."""
+        return expected.reshape(-1)
+
 
 def relative_error_verdict(output: np.ndarray, expected: np.ndarray, tolerance: float) -> Verdict:
     """||out - ref|| / ||ref|| against ``tolerance``; NaN or a shape mismatch fails.
@@ -308,7 +338,7 @@ def relative_error_verdict(output: np.ndarray, expected: np.ndarray, tolerance: 
             return Verdict(False, float("inf"), "non-finite output (an element was never written?)")
         chunk -= ref[start : start + VERIFY_CHUNK]
         squared += float(np.dot(chunk, chunk))
-    error = float(np.sqrt(squared) / max(_norm(ref), 1e-30))
+    error = float(np.sqrt(squared) / max(reference_norm(ref), 1e-30))
     ok = error <= tolerance
     return Verdict(ok, error, "" if ok else f"relative error {error:.3g} > {tolerance:g}")
 
@@ -317,7 +347,7 @@ VERIFY_CHUNK = 1 << 22
 _NORMS: dict[tuple, tuple[weakref.ref, float]] = {}
 
 
-def _norm(ref: np.ndarray) -> float:
+def reference_norm(ref: np.ndarray) -> float:
     """||ref|| in float64, remembered while the array behind ``ref`` lives
     (a problem's reference is checked against every configuration)."""
     owner = ref

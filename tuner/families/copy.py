@@ -16,6 +16,7 @@ from tuner.families.base import (
     C_TYPES,
     DTYPES,
     Config,
+    DeviceOutput,
     Family,
     Launch,
     Param,
@@ -110,6 +111,8 @@ class Copy(Family):
 
             def fetch() -> np.ndarray:
                 return gpu.download(buffers.dst, problem.n, buffers.dtype, offset * itemsize)
+
+            output = DeviceOutput(int(out), problem.n, buffers.dtype)  # bit for bit
         else:
             poison(gpu, buffers.partials, 4 * grid)
             out = buffers.partials.ptr()
@@ -117,5 +120,7 @@ class Copy(Family):
             def fetch() -> np.ndarray:
                 return gpu.download(buffers.partials, grid, np.uint32)
 
+            output = None  # a word per block, XORed on the host
+
         run = gpu.launcher(function, (grid, 1, 1), (cfg["block_size"], 1, 1), src, out, np.uint64(problem.n))
-        return Launch(run=run, grid=(grid, 1, 1), block=(cfg["block_size"], 1, 1), fetch=fetch)
+        return Launch(run=run, grid=(grid, 1, 1), block=(cfg["block_size"], 1, 1), fetch=fetch, output=output)

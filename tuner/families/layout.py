@@ -20,6 +20,7 @@ from tuner.families import inputs as random_inputs
 from tuner.families import params as shared
 from tuner.families.base import (
     Config,
+    DeviceOutput,
     Family,
     Launch,
     Param,
@@ -78,6 +79,15 @@ class Layout(Family):
     def verify(self, output: np.ndarray, expected: np.ndarray, inputs: dict[str, np.ndarray]) -> Verdict:
         return relative_error_verdict(output, expected, self.tolerance)
 
+    def device_bytes(self, problem: Problem) -> int:
+        # Inputs and outputs in both arrangements (2n floats each), and the
+        # float64 reference in both, for comparing outputs on the device.
+        return 4 * (2 * problem.n * 4) + 2 * (2 * problem.n * 8)
+
+    def device_reference(self, expected: np.ndarray, layout: str) -> np.ndarray:
+        # expected is (2, n): x then y, as the SoA output lies; AoS interleaves them.
+        return (expected.T if layout == "aos" else expected).reshape(-1)
+
     def grid_size(self, cfg: Config, problem: Problem) -> int:
         return max(1, ceil_div(problem.n, cfg["block_size"]))
 
@@ -105,4 +115,5 @@ class Layout(Family):
                 return gpu.download(dst, (n, 2), np.float32).T  # (2, n)
             return gpu.download(dst, (2, n), np.float32)
 
-        return Launch(run=run, grid=(grid, 1, 1), block=(block, 1, 1), fetch=fetch)
+        output = DeviceOutput(int(dst.ptr()), 2 * n, np.dtype(np.float32), self.tolerance, layout=cfg["variant"])
+        return Launch(run=run, grid=(grid, 1, 1), block=(block, 1, 1), fetch=fetch, output=output)

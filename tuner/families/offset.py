@@ -30,6 +30,7 @@ from tuner.families import inputs as random_inputs
 from tuner.families import params as shared
 from tuner.families.base import (
     Config,
+    DeviceOutput,
     Family,
     Launch,
     Param,
@@ -130,4 +131,5 @@ class Offset(Family):
         def fetch() -> np.ndarray:
             return gpu.download(buffers.c, problem.n, np.float32, result_at)
 
-        return Launch(run=run, grid=(grid, 1, 1), block=(block, 1, 1), fetch=fetch)
+        output = DeviceOutput(int(buffers.c.ptr(result_at)), problem.n, np.dtype(np.float32), self.tolerance)
+        return Launch(run=run, grid=(grid, 1, 1), block=(block, 1, 1), fetch=fetch, output=output)

@@ -21,6 +21,7 @@ from tuner.families.base import (
     C_TYPES,
     DTYPES,
     Config,
+    DeviceOutput,
     Family,
     Launch,
     Param,
@@ -144,4 +145,6 @@ class VectorAdd(Family):
         def fetch() -> np.ndarray:
             return gpu.download(buffers.c, problem.n, buffers.dtype, offset * itemsize)
 
-        return Launch(run=run, grid=(grid, 1, 1), block=(block, 1, 1), fetch=fetch)
+        exact = buffers.dtype.kind == "i"
+        output = DeviceOutput(int(c), problem.n, buffers.dtype, None if exact else TOLERANCES[buffers.dtype.name])
+        return Launch(run=run, grid=(grid, 1, 1), block=(block, 1, 1), fetch=fetch, output=output)

@@ -67,6 +67,9 @@ class Bench:
     peaks: dict = field(default_factory=dict)
     clocks: Any = None
     seed: int = 0
+    # Compare outputs with the host reference on the device where the family
+    # says where its output lies (tuner/measure/check.py); False: on the host.
+    check_on_device: bool = True
 
     def __post_init__(self) -> None:
         # Seconds spent per phase of measuring (inputs, compile, load, verify,
@@ -77,6 +80,16 @@ class Bench:
         self._timer = self.gpu.event_timer()
         self._holds: dict[float, Any] = {}
         self._flush = None
+        self._checker = None
+
+    @property
+    def checker(self):
+        """The device comparison kernels, loaded at first use."""
+        if self._checker is None:
+            from tuner.measure.check import DeviceChecker
+
+            self._checker = DeviceChecker(self.gpu, self.cache_dir)
+        return self._checker
 
     def _timing_function(self, kernel: str, arg_types: str):
         from tuner.families.base import KERNELS_DIR
@@ -121,8 +134,7 @@ class Bench:
                            hold=self.hold_for(options.hold_us), synchronize=self.gpu.synchronize, clocks=self.clocks)  # fmt: skip
 
     def problem(self, family: Family, problem: Problem) -> "ProblemBench":
-        with self.phase("inputs"):
-            return ProblemBench(self, family, problem)
+        return ProblemBench(self, family, problem)
 
     @contextlib.contextmanager
     def phase(self, name: str):
@@ -145,9 +157,26 @@ class ProblemBench:
         self.bench, self.family, self.problem = bench, family, problem
         # Fresh random inputs per problem; the seed keeps reruns comparable.
         rng = np.random.default_rng([bench.seed, problem.n, sum(map(ord, problem.key))])
-        self.inputs = family.make_inputs(problem, rng)
-        self.expected = family.reference(self.inputs, problem)
-        self.buffers = family.allocate(problem, self.inputs, bench.gpu)
+        with bench.phase("inputs"):
+            self.inputs = family.make_inputs(problem, rng)
+        with bench.phase("reference"):
+            self.expected = family.reference(self.inputs, problem)
+        with bench.phase("upload"):
+            self.buffers = family.allocate(problem, self.inputs, bench.gpu)
+        self._device_references: dict[str, Any] = {}  # layout -> DeviceReference, uploaded at first use
+
+    def verdict(self, launch) -> Any:
+        """The launch's output (already computed) against the host reference:
+        on the device where the launch says where its output lies."""
+        output = launch.output
+        if output is None or not self.bench.check_on_device:
+            return self.family.verify(launch.fetch(), self.expected, self.inputs)
+        reference = self._device_references.get(output.layout)
+        if reference is None:
+            laid_out = self.family.device_reference(self.expected, output.layout)
+            reference = self.bench.checker.upload(laid_out, output.dtype, exact=output.tolerance is None)
+            self._device_references[output.layout] = reference
+        return self.bench.checker.verdict(output, reference)
 
     def base_row(self, cfg: Config, source: str) -> dict:
         row = {**self.bench.environment, "timestamp": now_iso(), "source": source,
@@ -183,7 +212,7 @@ class ProblemBench:
             with bench.phase("verify"):
                 launch.run()
                 gpu.synchronize()
-                verdict = family.verify(launch.fetch(), self.expected, self.inputs)
+                verdict = self.verdict(launch)
         except Exception as error:  # pycuda.driver.Error and friends
             failed = row | {"status": "launch_error", "error": f"{type(error).__name__}: {error}"}
             self._check_context(error, failed)

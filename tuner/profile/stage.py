@@ -11,6 +11,7 @@ Nsight Compute GUI) and ``raw.csv`` (its raw page).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
@@ -73,7 +74,9 @@ def run(args, settings, *, bench, child: list[str], env: dict) -> None:
     if args.child:
         from tuner.profile.child import run_plan
 
-        run_plan(bench(settings), family, Path(args.plan), Path(args.manifest), f"sweep:{args.name}")
+        harness = bench(settings)
+        run_plan(harness, family, Path(args.plan), Path(args.manifest), f"sweep:{args.name}")
+        print(f"profiled harness {args.name} {harness.phase_summary()}", flush=True)
         return
     if sweep.profile is None:
         raise ConfigError(f"sweeps.{args.name}.profile: must be all or {{top: N}} to profile this sweep, got nothing")
@@ -100,9 +103,11 @@ def profile_sweep(name: str, family: Family, rows: pd.DataFrame, profile: str | 
     manifest.unlink(missing_ok=True)
     if not chosen:
         return _written([], out, f"{TOOL_FAILURE}: the sweep has no verified configuration")
+    steps = Steps()
     try:
         tool = ncu.find_ncu()
-        offered = ncu.available_metrics(tool)
+        with steps("query metrics"):
+            offered = offered_metrics(tool, work.parent / "ncu-metrics.json")
     except (ncu.NcuUnavailable, OSError, subprocess.TimeoutExpired) as error:
         return _written([], out, f"{TOOL_FAILURE}: {error}")
     wanted = schema.ncu_metrics()
@@ -113,7 +118,8 @@ def profile_sweep(name: str, family: Family, rows: pd.DataFrame, profile: str | 
         tool, report.with_suffix(""), metrics, kernels, [*child, "--plan", str(plan), "--manifest", str(manifest)]
     )
     print(f"profile {name}: {len(chosen)} configurations under {tool}", flush=True)
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    with steps("harness under ncu"):
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
     sys.stdout.write(done.stdout[-4000:])
     sys.stderr.write(done.stderr[-4000:])
     reason = ncu.failure_reason(done.stdout + done.stderr)
@@ -121,13 +127,51 @@ def profile_sweep(name: str, family: Family, rows: pd.DataFrame, profile: str | 
         if reason:
             return _written([], out, f"{TOOL_FAILURE}: {reason}")
         raise SystemExit(f"error: the profiled harness of {name} failed (exit {done.returncode}); see the log above")
-    raw = subprocess.run(ncu.import_command(tool, report), capture_output=True, text=True, check=True).stdout
+    with steps("import report"):
+        raw = subprocess.run(ncu.import_command(tool, report), capture_output=True, text=True, check=True).stdout
     write_text_atomic(raw, work / "raw.csv")
     frame = join(ncu.parse_raw_csv(raw), read_manifest(manifest), rows, family)
     note = f"metrics this ncu lacks (their counters are empty): {', '.join(missing)}" if missing else ""
     frame, note = _written(frame, out, note)
     print(f"profile {name}: {len(frame)} configurations profiled in {time.monotonic() - started:.1f} s -> {out}")
+    print(f"profile {name} steps: {steps}", flush=True)
     return frame, note
+
+
+class Steps:
+    """Seconds per step of the stage, for its log line (where the time goes)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, name: str):
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.monotonic() - start
+
+    def __str__(self) -> str:
+        return ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.seconds.items())
+
+
+def offered_metrics(tool: str, cache: Path) -> set[str]:
+    """The metrics ``tool`` offers on this GPU, asked once per ncu binary (a
+    second or two each time) and remembered in ``cache`` beside the profiles
+    of this GPU's folder."""
+    binary = Path(tool).resolve()
+    stat = binary.stat()
+    identity = f"{binary}:{stat.st_size}:{stat.st_mtime_ns}"
+    try:
+        known = json.loads(cache.read_text())
+        if known["ncu"] == identity:
+            return set(known["metrics"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    offered = ncu.available_metrics(tool)
+    write_text_atomic(json.dumps({"ncu": identity, "metrics": sorted(offered)}), cache)
+    return offered
 
 
 def _written(rows, out: Path, note: str) -> tuple[pd.DataFrame, str]:
