@@ -205,3 +205,13 @@ def test_cli_builds_the_report(synthetic, tmp_path, capsys):
     assert main(["--results", str(folder), "--out", str(folder / "report")]) == 0
     assert (folder / "report" / "report.md").is_file() and (folder / "report" / "report.html").is_file()
     assert "0 skipped" in capsys.readouterr().out
+
+
+def test_figures_drawn_by_worker_processes_are_the_same_files(synthetic, report, tmp_path):
+    dataset, device, peaks = synthetic
+    parallel = build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path, processes=2)
+    assert [r.stem for r in parallel.results] == list(EXPECTED_FIGURES)
+    assert [r.note for r in parallel.results] == [r.note for r in report.results]
+    for stem in EXPECTED_FIGURES:
+        assert (tmp_path / f"{stem}.png").read_bytes() == (report.out_dir / f"{stem}.png").read_bytes(), stem
+    assert parallel.markdown.read_text() == report.markdown.read_text().replace(str(report.out_dir), str(tmp_path))

@@ -1,10 +1,11 @@
-"""Random host inputs, generated in parallel.
+"""Random host inputs and their references, computed in parallel.
 
 A 2^28-element input takes numpy seconds to draw on one core, and a sweep
 draws several per problem. These helpers split the array into fixed chunks
 (so the values depend on the seed alone, not on the machine's core count),
 give each chunk its own generator spawned from the caller's, and fill the
 chunks on a thread pool: numpy releases the GIL while it fills.
+``by_chunks`` runs any element-wise numpy work (a reference's sums) the same way.
 """
 
 from __future__ import annotations
@@ -25,6 +26,27 @@ def _fill(rng: np.random.Generator, n: int, dtype, fill: Callable[[np.random.Gen
     workers = max(1, min(len(starts), os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(lambda job: fill(job[0], out[job[1] : job[1] + CHUNK]), zip(generators, starts)))
+    return out
+
+
+def by_chunks(n: int, work: Callable[[slice], None]) -> None:
+    """``work(piece)`` for consecutive slices covering ``range(n)``, on a
+    thread pool; ``work`` writes its results into arrays it was given."""
+    pieces = [slice(start, min(start + CHUNK, n)) for start in range(0, n, CHUNK)]
+    workers = max(1, min(len(pieces), os.cpu_count() or 1))
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(work, pieces))
+
+
+def add(a: np.ndarray, b: np.ndarray, dtype) -> np.ndarray:
+    """``a + b`` computed and returned in ``dtype`` (a wider type than the
+    inputs': no temporaries of the inputs cast), in parallel chunks."""
+    out = np.empty(a.shape, dtype=dtype)
+
+    def work(piece: slice) -> None:
+        np.add(a[piece], b[piece], out=out[piece], dtype=dtype)
+
+    by_chunks(a.size, work)
     return out
 
 

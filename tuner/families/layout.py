@@ -74,7 +74,15 @@ class Layout(Family):
         }
 
     def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:
-        return np.stack([inputs["x"].astype(np.float64) + SHIFT[0], inputs["y"].astype(np.float64) + SHIFT[1]])
+        x, y = inputs["x"], inputs["y"]
+        expected = np.empty((2, problem.n), np.float64)
+
+        def work(piece: slice) -> None:
+            np.add(x[piece], SHIFT[0], out=expected[0, piece], dtype=np.float64)
+            np.add(y[piece], SHIFT[1], out=expected[1, piece], dtype=np.float64)
+
+        random_inputs.by_chunks(problem.n, work)
+        return expected
 
     def verify(self, output: np.ndarray, expected: np.ndarray, inputs: dict[str, np.ndarray]) -> Verdict:
         return relative_error_verdict(output, expected, self.tolerance)

@@ -104,7 +104,7 @@ class Offset(Family):
         }
 
     def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:
-        return inputs["a"].astype(np.float64) + inputs["b"].astype(np.float64)
+        return random_inputs.add(inputs["a"], inputs["b"], np.float64)
 
     def verify(self, output: np.ndarray, expected: np.ndarray, inputs: dict[str, np.ndarray]) -> Verdict:
         return relative_error_verdict(output, expected, self.tolerance)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tuner.families import inputs as random_inputs
 from tuner.families import params as shared
 from tuner.families.base import (
     C_TYPES,
@@ -154,10 +155,15 @@ class Reduce(Family):
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         if problem.dtype == "int32":
             # |x| <= 4 keeps every partial and total sum of up to 2^28 elements inside int32.
-            data = rng.integers(-4, 4, size=problem.n, dtype=np.int32)
-            data[data == 0] = 3
+            data = random_inputs.integers(rng, -4, 4, problem.n, np.int32)
+
+            def no_zeros(piece: slice) -> None:
+                part = data[piece]
+                part[part == 0] = 3
+
+            random_inputs.by_chunks(problem.n, no_zeros)
         else:
-            data = rng.random(problem.n, dtype=np.float32)
+            data = random_inputs.uniform(rng, 0.0, 1.0, problem.n, np.float32)
         return {"data": data}
 
     def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:

@@ -99,9 +99,14 @@ class VectorAdd(Family):
             high = 64 if problem.dtype == "int8" else 2**30
             a = random_inputs.integers(rng, -high, high, n, dtype)
             b = random_inputs.integers(rng, -high, high, n, dtype)
-            # No sum is -1, the poison pattern: an unwritten element never
-            # passes. (The sum fits the type: each value is within half its range.)
-            b[a + b == -1] += 1
+
+            def no_poison(piece: slice) -> None:
+                # No sum is -1, the poison pattern: an unwritten element never
+                # passes. (The sum fits the type: each value is within half its range.)
+                part = b[piece]
+                part[a[piece] + part == -1] += 1
+
+            random_inputs.by_chunks(n, no_poison)
         else:
             a = random_inputs.uniform(rng, -1.0, 1.0, n, dtype)
             b = random_inputs.uniform(rng, -1.0, 1.0, n, dtype)
@@ -110,9 +115,8 @@ class VectorAdd(Family):
     def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:
         a, b = inputs["a"], inputs["b"]
         if problem.dtype in ("int8", "int32"):
-            return (a.astype(np.int64) + b.astype(np.int64)).astype(a.dtype)  # exact: the inputs never overflow
-        wide = np.float32 if problem.dtype == "float16" else np.float64
-        return a.astype(wide) + b.astype(wide)
+            return random_inputs.add(a, b, a.dtype)  # exact: each input is within half the type's range
+        return random_inputs.add(a, b, np.float32 if problem.dtype == "float16" else np.float64)
 
     def verify(self, output: np.ndarray, expected: np.ndarray, inputs: dict[str, np.ndarray]) -> Verdict:
         if output.dtype.kind == "i":

@@ -118,6 +118,7 @@ def build_report(
     out_dir: Path,
     studies: dict[str, pd.DataFrame] | None = None,
     profiles: tuple[pd.DataFrame, list[str]] | None = None,
+    processes: int = 1,
 ) -> ReportOutputs:
     """Draw every figure of ``EXPECTED_FIGURES`` that has data and write
     ``report.md`` and ``report.html`` into ``out_dir``.
@@ -134,12 +135,13 @@ def build_report(
             source starts with ``study:``.
         profiles: (counter rows, notes) of ``tuner.data.counters.read_profiles``;
             None: the report has no counters section.
+        processes: worker processes drawing the figures (1: this one).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=out_dir, studies=studies)
     comparisons = list(ctx.comparisons.values())
-    figures = draw_all(ctx)
+    figures = draw_all(ctx, processes)
     content = build_content(
         dataset=dataset,
         device=ctx.device,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -24,6 +25,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--results", type=Path, required=True, help="folder with measurements.parquet, device.json, peaks.json")
     parser.add_argument("--out", type=Path, default=None, help="report folder (default: <results>/report)")
+    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1,
+                        help="processes drawing the figures (default: one per CPU)")  # fmt: skip
     args = parser.parse_args(argv)
 
     if not args.results.is_dir():
@@ -47,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: cannot read the inputs in {args.results}: {error}", file=sys.stderr)
         return 2
     outputs = build_report(dataset, device=device, peaks=peaks, out_dir=args.out or args.results / "report",
-                           profiles=read_profiles(args.results))  # fmt: skip
+                           profiles=read_profiles(args.results), processes=max(1, args.processes))  # fmt: skip
     drawn = len(outputs.figures) // 2
     print(f"report: {outputs.markdown} and {outputs.html}; {drawn} figures, {len(outputs.skipped)} skipped")
     for stem, why in outputs.skipped.items():

@@ -11,6 +11,9 @@ measured; ``EXPECTED_FIGURES`` lists the stems the workflow expects.
 
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
 import pandas as pd
 
 from tuner.families.reduce import BANK_CONFLICT_PAIR, LADDER
@@ -320,6 +323,26 @@ EXPECTED_FIGURES: tuple[str, ...] = tuple(spec.stem for spec in FIGURE_SPECS)
 FIGURE_TITLES: dict[str, str] = {spec.stem: spec.title for spec in FIGURE_SPECS}
 
 
-def draw_all(ctx: FigureContext) -> list[FigureResult]:
-    """Every figure of ``EXPECTED_FIGURES``, in that order."""
-    return [draw(ctx, spec) for spec in FIGURE_SPECS]
+def draw_all(ctx: FigureContext, processes: int = 1) -> list[FigureResult]:
+    """Every figure of ``EXPECTED_FIGURES``, in that order; with ``processes``
+    > 1, drawn by that many worker processes (matplotlib draws on one core,
+    and the figures are independent: most of a report's time)."""
+    processes = min(processes, len(FIGURE_SPECS))
+    if processes <= 1:
+        return [draw(ctx, spec) for spec in FIGURE_SPECS]
+    # Spawned, not forked: a fork copies the parent's threads' locks (pyarrow's pools).
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(processes, mp_context=context, initializer=_take_context, initargs=(ctx,)) as pool:
+        return list(pool.map(_draw_spec, range(len(FIGURE_SPECS))))
+
+
+_WORKER_CONTEXT: FigureContext | None = None
+
+
+def _take_context(ctx: FigureContext) -> None:
+    global _WORKER_CONTEXT
+    _WORKER_CONTEXT = ctx
+
+
+def _draw_spec(index: int) -> FigureResult:
+    return draw(_WORKER_CONTEXT, FIGURE_SPECS[index])
