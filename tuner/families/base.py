@@ -279,10 +279,10 @@ class Family(ABC):
     def device_bytes(self, problem: Problem) -> int:
         """Device memory ``problem``'s buffers take, an upper estimate: by
         default every 1-D family keeps its inputs twice (pristine and working)
-        plus outputs, under six arrays of n elements, and the reference the
-        outputs are compared with on the device, in double precision (at
-        most two more). Sizes that cannot fit are refused before any work."""
-        return 8 * problem.n * np.dtype(DTYPES[problem.dtype]).itemsize
+        plus outputs, under six arrays of n elements (a family comparing
+        its outputs on the device adds its reference). Sizes that cannot fit
+        are refused before any work."""
+        return 6 * problem.n * np.dtype(DTYPES[problem.dtype]).itemsize
 
     def max_size(self, dtype: str, memory_bytes: int) -> int:
         """The largest n whose ``device_bytes`` fit in ``memory_bytes``."""

@@ -97,6 +97,11 @@ class Offset(Family):
     def bytes_moved(self, cfg: Config, problem: Problem) -> int:
         return 3 * problem.n * 4
 
+    def device_bytes(self, problem: Problem) -> int:
+        # a and b twice (pristine and working), c, and the float64 reference
+        # c is compared with on the device: eight float32 arrays' worth.
+        return 8 * problem.n * 4
+
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {
             "a": random_inputs.uniform(rng, -1.0, 1.0, problem.n, np.float32),

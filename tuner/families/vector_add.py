@@ -92,6 +92,11 @@ class VectorAdd(Family):
     def bytes_moved(self, cfg: Config, problem: Problem) -> int:
         return 3 * problem.n * np.dtype(DTYPES[problem.dtype]).itemsize
 
+    def device_bytes(self, problem: Problem) -> int:
+        # a and b twice (pristine and working), c, and the reference c is
+        # compared with on the device (float64 for float32: two arrays' worth).
+        return 8 * problem.n * np.dtype(DTYPES[problem.dtype]).itemsize
+
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         n, dtype = problem.n, DTYPES[problem.dtype]
         if problem.dtype in ("int8", "int32"):
