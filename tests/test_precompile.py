@@ -148,6 +148,48 @@ def test_a_module_the_pool_builds_is_waited_for_and_one_it_has_not_reached_is_bu
 
 
 @needs_nvcc
+def test_a_hurried_module_is_built_at_once_beside_the_pool(tmp_path, monkeypatch):
+    nvcc = NvccLog(monkeypatch, delay_s=1.0)
+    first, second, third = list(compiling.unique_modules(REDUCE, space(), PROBLEM).values())[:3]
+    with Precompiler(REDUCE, PROBLEM, [first, second, third], arch=ARCH, cache_dir=tmp_path, jobs=1) as pool:
+        nvcc.wait_for(1)  # the pool's one thread is busy with the first module
+        pool.hurry(third)  # as a study does with the configuration it has asked ahead
+        nvcc.wait_for(2)
+        assert nvcc.runs[1][1] == "compile-next_0"
+        hurried = compile_variant(REDUCE, third, PROBLEM, arch=ARCH, cache_dir=tmp_path)  # waits for it, or finds it built
+        pool.wait()
+    assert nvcc.per_cubin()[Path(hurried.cubin).name] == ["compile-next_0"]
+    assert len(nvcc.runs) == 3  # the pool found the third in the cache
+
+
+def test_a_study_hands_each_configuration_it_claims_to_claimed_before_measuring_it():
+    from tuner.search.study import run_study
+
+    events = []  # (what, config key, thread, time)
+
+    def measure(cfg):
+        events.append(("measure", results.config_key(cfg), threading.current_thread().name, time.perf_counter()))
+        time.sleep(0.3)
+        events.append(("measured", results.config_key(cfg), threading.current_thread().name, time.perf_counter()))
+        return {"status": "ok", "bandwidth_gbs": float(cfg["block_size"] + cfg["unroll"])}
+
+    def claimed(cfg):
+        events.append(("claimed", results.config_key(cfg), threading.current_thread().name, time.perf_counter()))
+
+    outcome = run_study(family=REDUCE, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="ahead", measure=measure,
+                        budget_trials=6, timeout_s=None, sampler="random", claimed=claimed)  # fmt: skip
+    assert outcome.measured == 6
+    order = [(what, key) for what, key, _, _ in events]
+    measured = [key for what, key in order if what == "measure"]
+    assert sorted(key for what, key in order if what == "claimed") == sorted(measured)  # each claimed one, once
+    assert all(order.index(("claimed", key)) < order.index(("measure", key)) for key in measured)
+    # The trials asked ahead were handed over from the asking thread while the one before was measured.
+    ahead = [when for what, _, thread, when in events if what == "claimed" and thread.startswith("ask")]
+    starts, ends = ([when for what, _, _, when in events if what == kind] for kind in ("measure", "measured"))
+    assert any(start < when < end for when in ahead for start, end in zip(starts, ends))
+
+
+@needs_nvcc
 def test_threads_that_need_one_module_at_once_run_one_nvcc(tmp_path, monkeypatch):
     nvcc = NvccLog(monkeypatch, delay_s=0.3)
     cfg = space()[0]
@@ -299,7 +341,7 @@ def test_the_tune_command_compiles_ahead_and_its_rows_count_the_waits(tmp_path, 
     assert rows["compile_s"].sum() == pytest.approx(bench.phases["compile"])
     by_cubin = nvcc.per_cubin()
     assert all(len(threads) == 1 for threads in by_cubin.values()), by_cubin  # one nvcc per module, a broken one too
-    pool_runs = [thread for threads in by_cubin.values() for thread in threads if thread.startswith("compile-ahead")]
+    pool_runs = [thread for threads in by_cubin.values() for thread in threads if thread.startswith("compile-")]
     if ahead:
         assert pool_runs and "compile ahead: " in out and "compile ahead: no modules" not in out
     else:

@@ -216,7 +216,7 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
     bench, _ = _bench(settings, device_json, study.timing, args.device_index)
     family = REGISTRY[study.family]
     enqueue, sampler = study_start(study, family, study.seed + args.worker)  # with its warm start, if any
-    # The space's modules compiled in background threads (the enqueued ones first) while the GPU measures.
+    # The space's modules compiled in background threads (enqueued ones first, each claimed one at once) while the GPU measures.
     ahead = study_modules(family, study.problem, study.domains(), enqueue, study.seed + args.worker) if study.compile_ahead else []  # fmt: skip
     with Precompiler(family, study.problem, ahead, arch=bench.gpu.arch, cache_dir=bench.cache_dir, jobs=settings.run.compile_jobs) as precompiler:  # fmt: skip
         _load_peaks(bench, settings.run.gpu_dir / "peaks.json")
@@ -232,7 +232,7 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
             run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
                       measure=progress.counting(stopwatch.measuring(lambda cfg: session.measure(cfg, source))), budget_trials=study.budget_trials,
                       timeout_s=study.timeout_s, sampler=sampler, seed=study.seed + args.worker, enqueue=enqueue,
-                      worker=worker)  # fmt: skip
+                      worker=worker, claimed=precompiler.hurry)  # fmt: skip
     print(f"study {args.name} {bench.phase_summary()}; {precompiler.summary()}", flush=True)
 
 

@@ -306,42 +306,61 @@ class Precompiler:
     The measuring thread compiles as before (``compile_variant``): it finds
     a module the pool has built in the cache, waits for one the pool is
     building (one nvcc per cubin), and builds one the pool has not reached
-    at once itself, never waiting behind the queue. A compile error is the
+    at once itself, never waiting behind the queue. ``hurry`` starts a
+    module ahead of the queue: a study hands it each configuration it has
+    claimed, the next one while this one is measured. A compile error is the
     measuring thread's to report (its own compile raises it). ``close`` (or
     leaving the ``with``) cancels what is queued and waits for the nvcc
     processes under way (tenths of a second each); no cubin is ever partial.
+    With no ``configs`` it does nothing, ``hurry`` included.
     """
 
     def __init__(self, family: Family, problem: Problem, configs: Iterable[Config], *, arch: str,
                  cache_dir: str | os.PathLike, jobs: int | None = None) -> None:  # fmt: skip
+        self.family, self.problem, self.arch, self.cache_dir = family, problem, arch, cache_dir
         self.modules = unique_modules(family, configs, problem)
         self.jobs = jobs or background_jobs()
         self._started = time.perf_counter()
         self._ready_s: float | None = None  # seconds until every module was built
         self._left = len(self.modules)
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="compile-ahead") if self.modules else None
-        build = functools.partial(self._build, family, problem, arch, cache_dir)
-        self.results: dict[str, Future] = {key: self._pool.submit(build, cfg) for key, cfg in self.modules.items()}
+        self._pool = self._next = None
+        if self.modules:
+            self._pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="compile-ahead")
+            self._next = ThreadPoolExecutor(1, thread_name_prefix="compile-next")  # hurried modules: one more nvcc
+        self.results: dict[str, Future] = {key: self._pool.submit(self._build, cfg) for key, cfg in self.modules.items()}
 
-    def _build(self, family, problem, arch, cache_dir, cfg: Config) -> CompiledKernel | Exception:
+    def _compile(self, cfg: Config) -> CompiledKernel | Exception:
         try:
-            return compile_variant(family, cfg, problem, arch=arch, cache_dir=cache_dir)
+            return compile_variant(self.family, cfg, self.problem, arch=self.arch, cache_dir=self.cache_dir)
         except Exception as error:  # nvcc's error, or no nvcc: the measuring thread meets it too and reports it
             return error
+
+    def _build(self, cfg: Config) -> CompiledKernel | Exception:
+        try:
+            return self._compile(cfg)
         finally:
             with self._lock:
                 self._left -= 1
                 if self._left == 0:
                     self._ready_s = time.perf_counter() - self._started
 
+    def hurry(self, cfg: Config) -> None:
+        """Start compiling ``cfg``'s module now, ahead of the queue (in a thread of its own)."""
+        if self._next is not None:
+            self._next.submit(self._compile, dict(cfg))
+
     def wait(self) -> dict[str, CompiledKernel | Exception]:
         """Module key -> result, once every module is built."""
         return {key: future.result() for key, future in self.results.items()}
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+        for pool in (self._next, self._pool):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (self._next, self._pool):
+            if pool is not None:
+                pool.shutdown(wait=True)
 
     def __enter__(self) -> "Precompiler":
         return self
