@@ -7,9 +7,8 @@ stored beside each cubin, so a cached variant still reports its resources.
 Both are written whole or not at all (renamed into place from a temporary
 folder), and one process never runs nvcc twice for one cubin: a thread that
 needs a cubin another thread is building waits for it, and a cubin nvcc
-rejected is not asked for again (``compile_source``). A study
-compiles its space ahead in background threads while the GPU measures
-(``Precompiler``).
+rejected is not asked for again (``compile_source``). A study compiles its
+space ahead in background threads while the GPU measures (``Precompiler``).
 """
 
 from __future__ import annotations
