@@ -178,6 +178,7 @@ BAD = [
     (("study_gpus",), [0, 0], r"^study_gpus: must not repeat a value, got \[0, 0\]$"),
     (("device_index",), 1.0, r"^device_index: must be an integer, got 1\.0$"),
     (("results_dir",), "", r"^results_dir: must not be empty, got ''$"),
+    (("studies", "search", "compile_ahead"), "no", r"^studies\.search\.compile_ahead: must be true or false, got 'no'$"),
 ]
 
 
@@ -326,6 +327,14 @@ def test_the_budget_fraction_counts_the_feasible_space(tmp_path):
     study = parse(config).studies["search"]
     assert study.space_size == 6  # shuffle x block 128/256 x unroll 1/2/4, one value of every other parameter
     assert study.budget_trials == 3
+
+
+def test_a_study_compiles_ahead_unless_told_not_to_with_the_runs_compile_jobs(tmp_path):
+    assert parse(base_config(tmp_path)).studies["search"].compile_ahead is True
+    off = parse(changed(base_config(tmp_path), ("studies", "search", "compile_ahead"), False))
+    assert Settings.from_stage_json(off.stage_json("study", "search")).studies["search"].compile_ahead is False
+    jobs = parse(changed(base_config(tmp_path), ("compile_jobs",), 3))
+    assert Settings.from_stage_json(jobs.stage_json("study", "search")).run.compile_jobs == 3
 
 
 def test_a_changed_problem_is_a_new_study_name(tmp_path):

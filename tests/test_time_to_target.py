@@ -209,7 +209,11 @@ class ReplayBench:
     built yet costs ``COMPILE_S`` in the compile phase, as in ``Bench``."""
 
     COMPILE_S = 0.03
+    from types import SimpleNamespace
+
     from tuner.measure.bench import Bench
+
+    gpu, cache_dir = SimpleNamespace(arch="sm_90"), None  # nothing is compiled ahead (the study's compile_ahead is off)
 
     phase = Bench.phase
     phase_summary = Bench.phase_summary
@@ -263,7 +267,7 @@ def test_the_tune_command_records_its_wall_clock_in_the_rows_and_prints_the_time
               "offset": [0], "grid_blocks_per_sm": [2], "cache_hint": ["none"], "min_blocks": [0], "finish": ["host"]}  # fmt: skip
     config = {"results_dir": str(tmp_path / "results"), "gpu": "test-gpu", "sweeps": {},
               "studies": {"search": {"family": "reduce", "dtype": "int32", "n": 1 << 20, "budget_trials": 16,
-                                     "storage": str(tmp_path / "study.log"), "params": params}}}  # fmt: skip
+                                     "storage": str(tmp_path / "study.log"), "params": params, "compile_ahead": False}}}  # fmt: skip
     settings = parse(config)
     study = settings.study("search")
     bench = ReplayBench(replay_table(REGISTRY["reduce"], study.problem, study.domains()))

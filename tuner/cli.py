@@ -33,7 +33,7 @@ from tuner import settings as config_settings
 from tuner.data import results
 from tuner.errors import EXIT_DEVICE_FAULT, FatalDeviceError
 from tuner.families import REGISTRY, Problem
-from tuner.processes import child_command, child_env, supervise, worker_commands
+from tuner.processes import child_command, child_env, gpu_list, supervise, worker_commands
 from tuner.profile import stage as profiling
 from tuner.settings import ConfigError, Settings
 
@@ -206,6 +206,7 @@ def cmd_tune(args) -> None:
 def _tune_child(args, settings: Settings, study, storage_name: str, device_json: Path) -> None:
     import socket
 
+    from tuner.measure.compile import Precompiler, study_modules
     from tuner.measure.stopwatch import Stopwatch, stage_started
     from tuner.progress import Progress
     from tuner.search.storage import finished_trials
@@ -213,23 +214,26 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
     from tuner.search.warm import study_start
 
     bench, _ = _bench(settings, device_json, study.timing, args.device_index)
-    _load_peaks(bench, settings.run.gpu_dir / "peaks.json")
     family = REGISTRY[study.family]
-    session = bench.problem(family, study.problem)
-    source = f"study:{args.name}"
-    # The GPU as its host numbers it (a --gpus child sees only its own, as device 0).
-    gpu = os.environ.get("CUDA_VISIBLE_DEVICES") or args.device_index or settings.run.device_index
-    worker = f"gpu{gpu}@{socket.gethostname()}"
-    # One tick per configuration this worker measures, towards the budget all workers share.
-    done = finished_trials(study.storage, storage_name)
     enqueue, sampler = study_start(study, family, study.seed + args.worker)  # with its warm start, if any
-    stopwatch = Stopwatch(stage_started(), lambda: bench.phases.get("compile", 0.0))  # rows carry wall and nvcc seconds
-    with bench.phase("study (all)"), Progress(f"{source} ({worker})", study.budget_trials, initial=min(done, study.budget_trials or done)) as progress:  # fmt: skip
-        run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
-                  measure=progress.counting(stopwatch.measuring(lambda cfg: session.measure(cfg, source))), budget_trials=study.budget_trials,
-                  timeout_s=study.timeout_s, sampler=sampler, seed=study.seed + args.worker, enqueue=enqueue,
-                  worker=worker)  # fmt: skip
-    print(f"study {args.name} {bench.phase_summary()}", flush=True)
+    # The space's modules compiled in background threads (enqueued ones first, each claimed one at once) while the GPU measures.
+    ahead = study_modules(family, study.problem, study.domains(), enqueue, study.seed + args.worker) if study.compile_ahead else []  # fmt: skip
+    with Precompiler(family, study.problem, ahead, arch=bench.gpu.arch, cache_dir=bench.cache_dir, jobs=settings.run.compile_jobs) as precompiler:  # fmt: skip
+        _load_peaks(bench, settings.run.gpu_dir / "peaks.json")
+        session = bench.problem(family, study.problem)
+        source = f"study:{args.name}"
+        # The GPU as its host numbers it (a --gpus child sees only its own, as device 0).
+        gpu = os.environ.get("CUDA_VISIBLE_DEVICES") or args.device_index or settings.run.device_index
+        worker = f"gpu{gpu}@{socket.gethostname()}"
+        # One tick per configuration this worker measures, towards the budget all workers share.
+        done = finished_trials(study.storage, storage_name)
+        stopwatch = Stopwatch(stage_started(), lambda: bench.phases.get("compile", 0.0))  # rows carry wall and nvcc seconds
+        with bench.phase("study (all)"), Progress(f"{source} ({worker})", study.budget_trials, initial=min(done, study.budget_trials or done)) as progress:  # fmt: skip
+            run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
+                      measure=progress.counting(stopwatch.measuring(lambda cfg: session.measure(cfg, source))), budget_trials=study.budget_trials,
+                      timeout_s=study.timeout_s, sampler=sampler, seed=study.seed + args.worker, enqueue=enqueue,
+                      worker=worker, claimed=precompiler.hurry)  # fmt: skip
+    print(f"study {args.name} {bench.phase_summary()}; {precompiler.summary()}", flush=True)
 
 
 def cmd_profile(args) -> None:
@@ -309,13 +313,6 @@ def _print_best(frame: pd.DataFrame, what: str) -> None:
           f"({best['fraction_of_copy_peak'] or float('nan'):.3f} of copy peak) {best['dtype']} n={best['n']} {best['config_key']}")  # fmt: skip
 
 
-def _gpu_list(text: str) -> list[str]:
-    gpus = [g.strip() for g in text.split(",") if g.strip()]
-    if not gpus or not all(g.isdigit() for g in gpus):
-        raise argparse.ArgumentTypeError(f"must be CUDA device indices separated by commas (e.g. 0,1), got {text!r}")
-    return gpus
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tuner", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="STAGE")
@@ -348,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="a study of the config's studies")
     needs_device(p)
     measuring_child(p)
-    p.add_argument("--gpus", type=_gpu_list, default=[], help="e.g. 0,1,2,3: one worker process per GPU, sharing one budget")
+    p.add_argument("--gpus", type=gpu_list, default=[], help="e.g. 0,1,2,3: one worker process per GPU, sharing one budget")
     p.add_argument("--worker", type=int, default=0, help="worker number (seed offset) of a --gpus child")
     p.add_argument("--device-index", type=int, default=None, help="CUDA device of a child (default: the config's device_index)")
     profiling.arguments(stage("profile", cmd_profile, out_default="profiles/<name>.parquet"), needs_device, measuring_child)

@@ -6,6 +6,7 @@ from what is stored (the sweep's rows, the study's claims)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -49,6 +50,14 @@ def child_command(args, *extra: str) -> list[str]:
         if value:
             command += [f"--{flag}", str(value)]
     return command + list(extra)
+
+
+def gpu_list(text: str) -> list[str]:
+    """``--gpus``: CUDA device indices separated by commas."""
+    gpus = [g.strip() for g in text.split(",") if g.strip()]
+    if not gpus or not all(g.isdigit() for g in gpus):
+        raise argparse.ArgumentTypeError(f"must be CUDA device indices separated by commas (e.g. 0,1), got {text!r}")
+    return gpus
 
 
 def worker_commands(args, settings) -> list[tuple[list[str], dict, str]]:

@@ -4,6 +4,11 @@ A cubin is cached under a hash of everything that changes it: the source and
 the headers it includes, the defines, the extra flags, the architecture and the
 nvcc version. The ptxas report (registers, shared memory, spills, stack) is
 stored beside each cubin, so a cached variant still reports its resources.
+Both are written whole or not at all (renamed into place from a temporary
+folder), and one process never runs nvcc twice for one cubin: a thread that
+needs a cubin another thread is building waits for it, and a cubin nvcc
+rejected is not asked for again (``compile_source``). A study compiles its
+space ahead in background threads while the GPU measures (``Precompiler``).
 """
 
 from __future__ import annotations
@@ -11,21 +16,30 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import os
+import random
 import re
 import subprocess
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from tuner.families.base import KERNELS_DIR, Config, Family, Problem
 from tuner.progress import Progress
 
 
 class CompileError(RuntimeError):
-    """nvcc rejected a variant; the message carries nvcc's output."""
+    """nvcc rejected a variant; the message carries nvcc's output. ``lasting``:
+    nvcc said no (and would again), rather than being killed."""
+
+    def __init__(self, message: str, *, lasting: bool = True) -> None:
+        super().__init__(message)
+        self.lasting = lasting
 
 
 @dataclass(frozen=True)
@@ -128,21 +142,67 @@ def compile_source(
         {"src": _sources_digest(source), "defines": sorted(defines.items()), "flags": flags,
          "arch": arch, "nvcc": nvcc_version()}, sort_keys=True)  # fmt: skip
     key = hashlib.sha256(identity.encode()).hexdigest()[:20]
-    cache_dir = Path(cache_dir)
-    cubin = cache_dir / f"{prefix}-{key}.cubin"
+    cubin = Path(cache_dir) / f"{prefix}-{key}.cubin"
+    cached = _cached(cubin, kernel)
+    if cached:
+        return cached
+    with _compiles_lock:
+        compiling = _compiles.get(cubin)
+        mine = compiling is None
+        if mine:
+            compiling = _compiles[cubin] = Future()
+    if not mine:  # another thread runs nvcc for this cubin (or nvcc rejected it): its result
+        try:
+            return replace(compiling.result(), kernel=kernel)
+        except CompileError as error:
+            raise CompileError(str(error)) from None
+    forget = True
+    try:
+        # Checked again: another thread may have finished it since the first look.
+        compiled = _cached(cubin, kernel) or _run_nvcc(source, kernel, defines, flags, arch, cubin, key)
+    except BaseException as error:
+        compiling.set_exception(error)
+        forget = not (isinstance(error, CompileError) and error.lasting)
+        raise
+    else:
+        compiling.set_result(compiled)
+    finally:
+        if forget:
+            with _compiles_lock:
+                del _compiles[cubin]
+    return compiled
+
+
+# The cubins this process is compiling, each by one thread, and those nvcc
+# rejected (it would again: this process does not ask twice).
+_compiles: dict[Path, Future] = {}
+_compiles_lock = threading.Lock()
+
+
+def _cached(cubin: Path, kernel: str) -> CompiledKernel | None:
     meta = cubin.with_suffix(".json")
     if cubin.exists() and meta.exists():
         return CompiledKernel(**{**json.loads(meta.read_text()), "kernel": kernel})
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
+    return None
+
+
+def _run_nvcc(
+    source: Path, kernel: str, defines: dict[str, str], flags: tuple[str, ...], arch: str, cubin: Path, key: str
+) -> CompiledKernel:
+    cubin.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cubin.parent) as tmp:
         out = Path(tmp) / cubin.name
         proc = subprocess.run(nvcc_command(source, defines, flags, arch, out), capture_output=True, text=True)
         log = proc.stdout + proc.stderr
-        if proc.returncode != 0:
-            raise CompileError(f"nvcc failed for {source.name}:\n{log.strip()}")
+        if proc.returncode != 0:  # a negative code: killed by that signal (out of memory, say), worth asking again
+            raise CompileError(f"nvcc failed for {source.name}:\n{log.strip()}", lasting=proc.returncode > 0)
         compiled = CompiledKernel(cubin=str(cubin), kernel=kernel, arch=arch, key=key, ptxas_log=log, **parse_ptxas_report(log))
-        # Report first, cubin last: a cubin on disk always has its report.
+        # Each file renamed into place whole (another process may read the
+        # cache meanwhile); the report first, the cubin last: a cubin on disk
+        # always has its report.
+        meta = Path(tmp) / cubin.with_suffix(".json").name
         meta.write_text(json.dumps(asdict(compiled), indent=1))
+        os.replace(meta, cubin.with_suffix(".json"))
         os.replace(out, cubin)
     return compiled
 
@@ -229,3 +289,105 @@ def compile_ahead(arch: str, cache_dir: Path, jobs: int | None):
         compile_all(family, configs, problem, arch=arch, cache_dir=cache_dir, jobs=jobs or None)
 
     return prepare
+
+
+def background_jobs() -> int:
+    """nvcc processes a study compiles ahead with by default: one per CPU but
+    one, which the measuring thread keeps (launches, its own compiles)."""
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
+class Precompiler:
+    """Compiles the modules of ``configs``, in their order, in background
+    threads while the measuring thread measures (nvcc runs in subprocesses, so
+    threads suffice).
+
+    The measuring thread compiles as before (``compile_variant``): it finds
+    a module the pool has built in the cache, waits for one the pool is
+    building (one nvcc per cubin), and builds one the pool has not reached
+    at once itself, never waiting behind the queue. ``hurry`` starts a
+    module ahead of the queue: a study hands it each configuration it has
+    claimed, the next one while this one is measured. A compile error is the
+    measuring thread's to report (its own compile raises it). ``close`` (or
+    leaving the ``with``) cancels what is queued and waits for the nvcc
+    processes under way (tenths of a second each); no cubin is ever partial.
+    With no ``configs`` it does nothing, ``hurry`` included.
+    """
+
+    def __init__(self, family: Family, problem: Problem, configs: Iterable[Config], *, arch: str,
+                 cache_dir: str | os.PathLike, jobs: int | None = None) -> None:  # fmt: skip
+        self.family, self.problem, self.arch, self.cache_dir = family, problem, arch, cache_dir
+        self.modules = unique_modules(family, configs, problem)
+        self.jobs = jobs or background_jobs()
+        self._started = time.perf_counter()
+        self._ready_s: float | None = None  # seconds until every module was built
+        self._left = len(self.modules)
+        self._lock = threading.Lock()
+        self._pool = self._next = None
+        if self.modules:
+            self._pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="compile-ahead")
+            self._next = ThreadPoolExecutor(1, thread_name_prefix="compile-next")  # hurried modules: one more nvcc
+        self.results: dict[str, Future] = {key: self._pool.submit(self._build, cfg) for key, cfg in self.modules.items()}
+
+    def _compile(self, cfg: Config) -> CompiledKernel | Exception:
+        try:
+            return compile_variant(self.family, cfg, self.problem, arch=self.arch, cache_dir=self.cache_dir)
+        except Exception as error:  # nvcc's error, or no nvcc: the measuring thread meets it too and reports it
+            return error
+
+    def _build(self, cfg: Config) -> CompiledKernel | Exception:
+        try:
+            return self._compile(cfg)
+        finally:
+            with self._lock:
+                self._left -= 1
+                if self._left == 0:
+                    self._ready_s = time.perf_counter() - self._started
+
+    def hurry(self, cfg: Config) -> None:
+        """Start compiling ``cfg``'s module now, ahead of the queue (in a thread of its own)."""
+        if self._next is not None:
+            self._next.submit(self._compile, dict(cfg))
+
+    def wait(self) -> dict[str, CompiledKernel | Exception]:
+        """Module key -> result, once every module is built."""
+        return {key: future.result() for key, future in self.results.items()}
+
+    def close(self) -> None:
+        for pool in (self._next, self._pool):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (self._next, self._pool):
+            if pool is not None:
+                pool.shutdown(wait=True)
+
+    def __enter__(self) -> "Precompiler":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def summary(self) -> str:
+        """One line: how far the pool got."""
+        if not self.modules:
+            return "compile ahead: no modules"
+        done = [f.result() for f in self.results.values() if f.done() and not f.cancelled()]
+        failed = sum(isinstance(r, Exception) for r in done)
+        when = f", all ready after {self._ready_s:.1f} s" if self._ready_s is not None else ""
+        return f"compile ahead: {len(done)}/{len(self.modules)} modules ({failed} failed) by {self.jobs} threads{when}"
+
+
+ENUMERATED_AT_MOST = 1_000_000  # a larger space is not compiled ahead (as the samplers do not list it)
+
+
+def study_modules(family: Family, problem: Problem, domains: Mapping[str, Sequence], first: Sequence[Mapping],
+                  seed: int) -> list[Config]:  # fmt: skip
+    """The configurations a study compiles ahead, in order: ``first`` (its
+    enqueued and warm-start ones, where whole and feasible), then the rest of
+    its feasible space shuffled by ``seed``: spread over the space as the
+    sampler's start is, and in another order for each worker (its own seed)
+    when several share one cubin cache."""
+    head = [dict(cfg) for cfg in first if set(cfg) == set(family.param_names) and not family.violations(dict(cfg), problem)]
+    rest = family.space(problem, domains) if math.prod(len(v) for v in domains.values()) <= ENUMERATED_AT_MOST else []
+    random.Random(seed).shuffle(rest)
+    return head + rest

@@ -114,16 +114,8 @@ WAIT_S = 0.1  # poll interval while other workers measure the last configuration
 _logger = logging.getLogger(__name__)
 
 # What callers use; samplers and storages live in their own modules.
-__all__ = [
-    "SAMPLERS",
-    "StudyOutcome",
-    "distributions",
-    "make_sampler",
-    "open_storage",
-    "run_study",
-    "storage_problem",
-    "study_rows",
-]
+__all__ = ["SAMPLERS", "StudyOutcome", "distributions", "make_sampler", "open_storage", "run_study",
+           "storage_problem", "study_rows"]  # fmt: skip
 
 
 @dataclass
@@ -185,6 +177,7 @@ def run_study(
     worker: str | None = None,
     lease_s: float = DEFAULT_LEASE_S,
     ask_ahead: bool = True,
+    claimed: Callable[[dict], None] | None = None,
 ) -> StudyOutcome:
     """Search ``family``'s space for ``problem``, maximising ``bandwidth_gbs``.
 
@@ -225,6 +218,9 @@ def run_study(
             taken as abandoned. Processes on this host are checked directly.
         ask_ahead: ask (and claim) the next trial in a thread while this one
             is measured. Off, the loop is strictly ask, measure, tell.
+        claimed: called (without raising) with each configuration this worker
+            claims, before it is measured; one asked ahead while the one
+            before is measured: time to start compiling it.
 
     Returns:
         A ``StudyOutcome``.
@@ -298,6 +294,13 @@ def run_study(
     # is ahead; it is settled before the claims are read again.
     ahead: Future | None = None
     pending: _Asked | None = None
+
+    def ask() -> _Asked:
+        asked = _ask(study, distinct, dists, claims, owner)
+        if claimed is not None and asked.trial is not None:
+            claimed(asked.cfg)
+        return asked
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ask") as pool:
         try:
             while True:
@@ -328,7 +331,7 @@ def run_study(
                         continue
                     asks += 1
                     ASKS_IN_FLIGHT.begin()
-                    pending = _ask(study, distinct, dists, claims, owner)
+                    pending = ask()
                     in_flight += 1  # its claim, taken after the snapshot
                 # Ask ahead only where a configuration would be left to claim.
                 claimable = budget_trials is None or measured + in_flight < budget_trials
@@ -342,7 +345,7 @@ def run_study(
                 if ask_ahead and claimable and (deadline is None or time.monotonic() < deadline):
                     asks += 1
                     ASKS_IN_FLIGHT.begin()
-                    ahead = pool.submit(_ask, study, distinct, dists, claims, owner)
+                    ahead = pool.submit(ask)
                 _measure_asked(run, asked, outcome, study_name)
         finally:
             # A trial asked ahead but not measured (the search stopped, or the

@@ -69,7 +69,7 @@ STAGE_RUN_FIELDS = {
     "compile": (*_PLACE, "arch", "compile_jobs"),
     "peaks": (*_PLACE, "arch", "seed", "timing"),
     "sweep": (*_PLACE, "arch", "seed", "compile_jobs"),
-    "study": (*_PLACE, "arch", "seed", "study_gpus"),
+    "study": (*_PLACE, "arch", "seed", "study_gpus", "compile_jobs"),
     "profile": (*_PLACE, "arch", "seed"),
 }
 
@@ -124,6 +124,7 @@ class StudySettings:
     timing: TimingOptions
     space_size: int = 0
     warm_start: str | None = None  # results whose best configurations are enqueued first (tuner.search.warm)
+    compile_ahead: bool = True  # compile the space's modules in background threads while the GPU measures
 
     @property
     def problem(self) -> Problem:

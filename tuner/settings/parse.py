@@ -338,4 +338,4 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
                          budget_trials=budget, timeout_s=section.get("timeout_s"), storage=storage,
                          params=_frozen_params(params), enqueue=tuple(MappingProxyType(dict(e)) for e in section.get("enqueue", [])),
                          compare_with_sweep=section.get("compare_with_sweep"), timing=_merged_timing(config, section, where),
-                         space_size=space_size or 0, warm_start=warm)  # fmt: skip
+                         space_size=space_size or 0, warm_start=warm, compile_ahead=section.get("compile_ahead", True))  # fmt: skip
