@@ -30,10 +30,10 @@ STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 STARTS = re.compile(r"^(?:local)?rule (\S+):$")
 JOBID = re.compile(r"^\s+jobid: (\d+)$")
 FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\S+)\)$")
-# Lines the stages print: a sweep's or study's measuring phases, the profile
-# stage's steps and its profiled harness's phases (keyed by the job's rule).
-PHASES = re.compile(r"^(sweep|study|profile|profiled harness) (\S+) (?:phases|steps): (.*)$")
-RULE_PREFIX = {"sweep": "sweep_", "study": "tune_", "profile": "profile_", "profiled harness": "profile_"}
+# Lines the stages print, keyed by the job's rule: a sweep's or study's
+# measuring phases, and the profile stage's steps and its harness's phases.
+PHASES = re.compile(r"^(?:(sweep|study) (\S+) phases|(profile) steps|(profile)d harness phases): (.*)$")
+RULE_PREFIX = {"sweep": "sweep_", "study": "tune_"}
 PART = re.compile(r"^(.*) ([\d.]+) s$")
 
 
@@ -57,8 +57,9 @@ def parse(log: str) -> tuple[list[dict], dict[str, dict[str, float]]]:
             rule, start = started.pop(m.group(1), (m.group(2), now))
             jobs.append({"rule": rule, "start": start.isoformat(), "seconds": (now - start).total_seconds()})
         elif m := PHASES.match(line):
-            seen = phases.setdefault(RULE_PREFIX[m.group(1)] + m.group(2), {})
-            for part in m.group(3).split(", "):
+            rule = RULE_PREFIX[m.group(1)] + m.group(2) if m.group(1) else "profile"
+            seen = phases.setdefault(rule, {})
+            for part in m.group(5).split(", "):
                 name, seconds = PART.match(part).groups()
                 seen[name] = round(seen.get(name, 0.0) + float(seconds), 2)
     return jobs, phases

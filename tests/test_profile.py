@@ -200,8 +200,8 @@ def test_dry_run_profiles_after_the_sweep_and_before_the_report(tmp_path):
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
-    assert "rule profile_layout_aos_soa:" in out
-    assert out.index("rule sweep_layout_aos_soa:") < out.index("rule profile_layout_aos_soa:") < out.index("rule plot_report:")
+    assert "rule profile:" in out
+    assert out.index("rule sweep_layout_aos_soa:") < out.index("rule profile:") < out.index("rule plot_report:")
 
 
 def test_ncu_is_found_on_path_or_beside_nvcc_or_not_at_all(tmp_path, monkeypatch):
@@ -233,3 +233,82 @@ def test_ncu_metrics_are_asked_once_per_ncu_binary(tmp_path):
     os.utime(tool, ns=(1, 1))
     assert offered_metrics(str(tool), cache) == {"dram__bytes_read"}
     assert calls.read_text().count("asked") == 2
+
+
+# An ncu that replays the stored captures: profiling writes each planned
+# sweep's captured manifest, --import prints their captured raw pages.
+REPLAYING_NCU = """#!{python}
+import csv, json, sys
+from pathlib import Path
+data, args = Path({data!r}), sys.argv[1:]
+if "--query-metrics" in args:
+    print('"Metric Name","Metric Type"')
+    print("\\n".join(f'"{{m}}","Counter"' for m in {metrics!r}))
+elif "--import" in args:
+    sweeps = json.loads(Path({work!r}, "sweeps.json").read_text())
+    pages = [list(csv.reader((data / f"{{s}}.csv").read_text().splitlines())) for s in sweeps]
+    body = [row for page in pages for row in page[2:]]
+    for number, row in enumerate(body):
+        row[0] = str(number)  # one run numbers its launches in order
+    csv.writer(sys.stdout, quoting=csv.QUOTE_ALL).writerows(pages[0][:2] + body)
+else:
+    with open({calls!r}, "a") as log:
+        log.write("profiled\\n")
+    plan = json.loads(Path(args[args.index("--plan") + 1]).read_text())
+    sweeps = list(dict.fromkeys(p["sweep"] for p in plan["problems"]))
+    Path({work!r}, "sweeps.json").write_text(json.dumps(sweeps))
+    with open(args[args.index("--manifest") + 1], "w") as out:
+        for s in sweeps:
+            for line in (data / f"{{s}}.launches.jsonl").read_text().splitlines():
+                out.write(json.dumps({{"sweep": s, **json.loads(line)}}) + "\\n")
+"""
+
+
+def test_sweeps_are_profiled_in_one_run_and_unchanged_ones_are_not_profiled_again(tmp_path, monkeypatch):
+    from tuner.profile.stage import Profiled, profile_sweeps
+
+    calls, tool = tmp_path / "calls", tmp_path / "ncu"
+    metrics = sorted({ncu.base_name(m) for m in counters.ncu_metrics()})
+    tool.write_text(
+        REPLAYING_NCU.format(python=sys.executable, data=str(DATA), metrics=metrics, work=str(tmp_path), calls=str(calls))
+    )
+    tool.chmod(0o755)
+    monkeypatch.setenv("NCU", str(tool))
+    names = ("layout_aos_soa", "offset_read_write")
+
+    def sweeps(rows: dict) -> list:
+        return [
+            Profiled(n, REGISTRY[rows[n]["family"].iloc[0]], rows[n], "all", tmp_path / "out" / f"{n}.parquet") for n in names
+        ]
+
+    rows = {n: results.read(DATA / f"{n}.sweep.parquet") for n in names}
+    work = tmp_path / "store"
+    done = profile_sweeps(sweeps(rows), work=work, child=[sys.executable, "-c", "pass"])
+    assert calls.read_text().count("profiled") == 1  # one ncu run for both sweeps
+    for name in names:
+        frame, note = done[name]
+        assert note == "" and len(frame) == len(captured(name)) > 0
+        written = pd.read_parquet(tmp_path / "out" / f"{name}.parquet")
+        pd.testing.assert_frame_equal(written.reset_index(drop=True), frame.reset_index(drop=True), check_dtype=False)
+        by_key = lambda f: f.sort_values(["dtype", "n", "config_key"]).reset_index(drop=True)  # noqa: E731
+        pd.testing.assert_frame_equal(by_key(frame), by_key(captured(name)))  # as when profiled alone
+
+    # Nothing changed: no ncu run, the same rows.
+    again = profile_sweeps(sweeps(rows), work=work, child=[sys.executable, "-c", "pass"])
+    assert calls.read_text().count("profiled") == 1
+    for name in names:
+        pd.testing.assert_frame_equal(again[name][0].reset_index(drop=True), done[name][0].reset_index(drop=True))
+
+    # One sweep re-measured: only it is profiled again, with its new timed rows beside the counters.
+    rows["offset_read_write"] = rows["offset_read_write"].assign(time_ms_median=rows["offset_read_write"]["time_ms_median"] * 2)
+    third = profile_sweeps(sweeps(rows), work=work, child=[sys.executable, "-c", "pass"])
+    assert calls.read_text().count("profiled") == 2
+    planned = json.loads((work / "plan.json").read_text())["problems"]
+    assert {p["sweep"] for p in planned} == {"offset_read_write"}
+    assert (
+        third["offset_read_write"][0]["time_ms_median"].to_numpy()
+        == 2 * done["offset_read_write"][0]["time_ms_median"].to_numpy()
+    ).all()
+    pd.testing.assert_frame_equal(
+        third["layout_aos_soa"][0].reset_index(drop=True), done["layout_aos_soa"][0].reset_index(drop=True)
+    )

@@ -54,12 +54,12 @@ sweep reduce_space phases: sweep (all) 20.5 s, time 10.2 s, verify 3.0 s
 [Sun Nov 22 06:15:40 2026]
 Finished jobid: 2 (Rule: sweep_reduce_space)
 [Sun Nov 22 06:15:40 2026]
-rule profile_reduce_space:
+rule profile:
     jobid: 3
-profiled harness reduce_space phases: verify 0.1 s, inputs 2.0 s
-profile reduce_space steps: query metrics 1.2 s, harness under ncu 5.5 s, import report 0.8 s
+profiled harness phases: verify 0.1 s, inputs 2.0 s
+profile steps: query metrics 1.2 s, harness under ncu 5.5 s, import report 0.8 s
 [Sun Nov 22 06:15:50 2026]
-Finished jobid: 3 (Rule: profile_reduce_space)
+Finished jobid: 3 (Rule: profile)
 [Sun Nov 22 06:15:40 2026]
 localrule collect:
     jobid: 1
@@ -71,10 +71,10 @@ Finished jobid: 1 (Rule: collect)
 def test_pipeline_timing_reads_jobs_and_phases_from_snakemakes_log():
     jobs, phases = pipeline_timing.parse(SNAKEMAKE_LOG)
     assert [(j["rule"], j["seconds"]) for j in jobs] == [
-        ("sweep_reduce_space", 24.0), ("profile_reduce_space", 10.0), ("collect", 3.0)]  # fmt: skip
+        ("sweep_reduce_space", 24.0), ("profile", 10.0), ("collect", 3.0)]  # fmt: skip
     assert phases == {
         "sweep_reduce_space": {"sweep (all)": 20.5, "time": 10.2, "verify": 3.0},
-        "profile_reduce_space": {
+        "profile": {
             "verify": 0.1,
             "inputs": 2.0,
             "query metrics": 1.2,

@@ -237,8 +237,8 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
 
 
 def cmd_profile(args) -> None:
-    """Hardware counters (Nsight Compute) of a sweep's verified configurations, all or the fastest per problem; never timed."""
-    profiling.run(args, load_settings(args), bench=lambda s: _bench(s, _device_json(args, s), s.sweep(args.name).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
+    """Hardware counters (Nsight Compute) of the sweeps' verified configurations, all or the fastest per problem; never timed."""
+    profiling.run(args, load_settings(args), bench=lambda s: _bench(s, _device_json(args, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
 
 
 def cmd_collect(args) -> None:

@@ -44,7 +44,8 @@ def child_env(**changes: str) -> dict:
 
 def child_command(args, *extra: str) -> list[str]:
     """The measuring child of the stage ``args`` names, with the same inputs."""
-    command = [sys.executable, "-m", "tuner", args.command, args.name, "--child"]
+    names = getattr(args, "names", None) or [args.name]
+    command = [sys.executable, "-m", "tuner", args.command, *names, "--child"]
     for flag in ("settings", "config", "device", "out"):
         value = getattr(args, flag, None)
         if value:

@@ -1,21 +1,27 @@
-"""The profile stage of one sweep: choose its configurations, run the
-measuring harness on them under ncu (one profiled launch each, never timed),
-read the counters back and join them to the sweep's rows by configuration key.
+"""The profile stage: choose each profiled sweep's configurations, run the
+measuring harness on all of them in one process under ncu (one profiled
+launch each, never timed: one ncu and one harness start for every sweep),
+read the counters back and join them to each sweep's rows by configuration key.
 
-What a run leaves in ``results/<gpu>/store/profiles/<sweep>/``: ``plan.json``
-(the configurations), ``launches.jsonl`` (one line per configuration as the
-harness handled it, in launch order), ``<sweep>.ncu-rep`` (open it in the
-Nsight Compute GUI) and ``raw.csv`` (its raw page).
+What a run leaves in ``results/<gpu>/store/profiles/``: ``plan.json`` (the
+configurations, per sweep and problem), ``launches.jsonl`` (one line per
+configuration as the harness handled it, in launch order), ``profile.ncu-rep``
+(open it in the Nsight Compute GUI), ``raw.csv`` (its raw page), and per
+sweep ``<sweep>/plan.json`` and its last profile with the key it was taken
+under (``profile.parquet``, ``profile.key``): a sweep whose choice and timed
+rows are unchanged is not profiled again when another one is.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -58,84 +64,156 @@ def write_plan(chosen, path: Path) -> Path:
 
 def arguments(parser, needs_device, measuring_child) -> None:
     """The ``profile`` subcommand's arguments (``tuner/cli.py`` makes the parser)."""
-    parser.add_argument("name", help="a sweep of the config's sweeps that sets profile:")
+    parser.add_argument("names", nargs="+", metavar="name", help="sweeps of the config that set profile: (all under one ncu)")
     needs_device(parser)
     measuring_child(parser)
-    parser.add_argument("--measurements", help="the sweep's rows (default: results/<gpu>/sweeps/<name>.parquet)")
+    parser.add_argument("--measurements", help="the sweep's rows, for one sweep (default: results/<gpu>/sweeps/<name>.parquet)")
     parser.add_argument("--plan", help=argparse.SUPPRESS)  # the child's: what to profile, where to say what it did
     parser.add_argument("--manifest", help=argparse.SUPPRESS)
 
 
+@dataclass
+class Profiled:
+    """One sweep to profile: its measured rows, what to choose, where to write."""
+
+    name: str
+    family: Family
+    rows: pd.DataFrame
+    profile: str | int
+    out: Path
+
+
 def run(args, settings, *, bench, child: list[str], env: dict) -> None:
-    """``python -m tuner profile NAME``: the stage, or (``--child``) the
+    """``python -m tuner profile NAME...``: the stage, or (``--child``) the
     profiled harness; ``bench(settings)`` makes the harness's Bench."""
-    sweep = settings.sweep(args.name)
-    family = REGISTRY[sweep.family]
     if args.child:
         from tuner.profile.child import run_plan
 
         harness = bench(settings)
-        run_plan(harness, family, Path(args.plan), Path(args.manifest), f"sweep:{args.name}")
-        print(f"profiled harness {args.name} {harness.phase_summary()}", flush=True)
+        run_plan(harness, lambda name: REGISTRY[settings.sweep(name).family], Path(args.plan), Path(args.manifest))
+        print(f"profiled harness phases: {harness.phase_summary().removeprefix('phases: ')}", flush=True)
         return
-    if sweep.profile is None:
-        raise ConfigError(f"sweeps.{args.name}.profile: must be all or {{top: N}} to profile this sweep, got nothing")
+    if len(args.names) > 1 and (args.out or args.measurements):
+        raise ConfigError(f"--out and --measurements: must name one sweep's files, got {len(args.names)} sweeps")
     gpu_dir = settings.run.gpu_dir
-    measured = Path(args.measurements) if args.measurements else gpu_dir / "sweeps" / f"{args.name}.parquet"
-    if not measured.is_file():
-        raise ConfigError(f"--measurements: must be the sweep's Parquet file, got {str(measured)!r}, which does not exist")
-    work = gpu_dir / "store" / "profiles" / args.name
-    work.mkdir(parents=True, exist_ok=True)
-    out = Path(args.out) if args.out else gpu_dir / "profiles" / f"{args.name}.parquet"
-    profile_sweep(args.name, family, read(measured), sweep.profile, out=out, work=work, child=child, env=env)
+    sweeps = []
+    for name in dict.fromkeys(args.names):
+        sweep = settings.sweep(name)
+        if sweep.profile is None:
+            raise ConfigError(f"sweeps.{name}.profile: must be all or {{top: N}} to profile this sweep, got nothing")
+        measured = Path(args.measurements) if args.measurements else gpu_dir / "sweeps" / f"{name}.parquet"
+        if not measured.is_file():
+            raise ConfigError(f"--measurements: must be the sweep's Parquet file, got {str(measured)!r}, which does not exist")
+        out = Path(args.out) if args.out else gpu_dir / "profiles" / f"{name}.parquet"
+        sweeps.append(Profiled(name, REGISTRY[sweep.family], read(measured), sweep.profile, out))
+    profile_sweeps(sweeps, work=gpu_dir / "store" / "profiles", child=child, env=env)
 
 
 def profile_sweep(name: str, family: Family, rows: pd.DataFrame, profile: str | int, *, out: Path, work: Path,
                   child: list[str], env: dict | None = None) -> tuple[pd.DataFrame, str]:  # fmt: skip
-    """Profile the chosen configurations of sweep ``name`` (its measured
-    ``rows``) by running ``child`` (the harness: ``--plan``/``--manifest`` in
-    ``work``) under ncu; write ``out`` and return (profile rows, note). When
-    ncu is missing or refuses, the profile is empty and the note says why."""
-    started = time.monotonic()
-    chosen = choose(rows, family, profile)
-    plan, manifest, report = work / "plan.json", work / "launches.jsonl", work / f"{name}.ncu-rep"
-    write_plan(chosen, plan)
-    manifest.unlink(missing_ok=True)
-    if not chosen:
-        return _written([], out, f"{TOOL_FAILURE}: the sweep has no verified configuration")
-    steps = Steps()
+    """``profile_sweeps`` of one sweep; returns its (profile rows, note)."""
+    return profile_sweeps([Profiled(name, family, rows, profile, out)], work=work, child=child, env=env)[name]
+
+
+def profile_sweeps(sweeps: list[Profiled], *, work: Path, child: list[str], env: dict | None = None) -> dict[str, tuple[pd.DataFrame, str]]:  # fmt: skip
+    """Profile the chosen configurations of every sweep in one run of
+    ``child`` (the harness: ``--plan``/``--manifest`` in ``work``) under ncu,
+    one ncu and one harness start for them all; write each sweep's ``out``
+    and return name -> (profile rows, note). A sweep whose choice, timed rows,
+    metrics and ncu are those of its last profile reuses it (``work/<name>/``).
+    When ncu is missing or refuses, every profile is empty and says why."""
+    started, steps = time.monotonic(), Steps()
+    work.mkdir(parents=True, exist_ok=True)
+    chosen = {s.name: choose(s.rows, s.family, s.profile) for s in sweeps}
+    done: dict[str, tuple[pd.DataFrame, str]] = {}
+    for s in sweeps:
+        (work / s.name).mkdir(exist_ok=True)
+        write_plan(chosen[s.name], work / s.name / "plan.json")
+        if not chosen[s.name]:
+            done[s.name] = _written([], s.out, f"{TOOL_FAILURE}: the sweep has no verified configuration")
+    pending = [s for s in sweeps if s.name not in done]
+    if not pending:
+        return done
     try:
         tool = ncu.find_ncu()
         with steps("query metrics"):
-            offered = offered_metrics(tool, work.parent / "ncu-metrics.json")
+            offered = offered_metrics(tool, work / "ncu-metrics.json")
     except (ncu.NcuUnavailable, OSError, subprocess.TimeoutExpired) as error:
-        return _written([], out, f"{TOOL_FAILURE}: {error}")
+        return done | {s.name: _written([], s.out, f"{TOOL_FAILURE}: {error}") for s in pending}
     wanted = schema.ncu_metrics()
     metrics = [m for m in wanted if ncu.base_name(m) in offered]
     missing = sorted({ncu.base_name(m) for m in wanted} - offered)
-    kernels = sorted({family.kernel_name(cfg) for _, cfg, _ in chosen})
+    note = f"metrics this ncu lacks (their counters are empty): {', '.join(missing)}" if missing else ""
+    keys = {s.name: _profile_key(chosen[s.name], s.rows, metrics, tool) for s in pending}
+    for s in pending:
+        kept = _kept(work / s.name, keys[s.name])
+        if kept is not None:
+            done[s.name] = _written(kept, s.out, note)
+            print(f"profile {s.name}: {len(kept)} configurations as profiled before (same choice, rows, metrics and ncu)")
+    pending = [s for s in pending if s.name not in done]
+    if not pending:
+        return done
+    plan, manifest, report = work / "plan.json", work / "launches.jsonl", work / "profile.ncu-rep"
+    write_text_atomic(json.dumps({"problems": [
+        {"sweep": s.name, **problem} for s in pending for problem in json.loads((work / s.name / "plan.json").read_text())["problems"]
+    ]}, indent=1), plan)  # fmt: skip
+    manifest.unlink(missing_ok=True)
+    kernels = sorted({s.family.kernel_name(cfg) for s in pending for _, cfg, _ in chosen[s.name]})
     command = ncu.profile_command(
         tool, report.with_suffix(""), metrics, kernels, [*child, "--plan", str(plan), "--manifest", str(manifest)]
     )
-    print(f"profile {name}: {len(chosen)} configurations under {tool}", flush=True)
+    count = sum(len(chosen[s.name]) for s in pending)
+    print(f"profile {', '.join(s.name for s in pending)}: {count} configurations under {tool}", flush=True)
     with steps("harness under ncu"):
-        done = subprocess.run(command, env=env, capture_output=True, text=True)
-    sys.stdout.write(done.stdout[-4000:])
-    sys.stderr.write(done.stderr[-4000:])
-    reason = ncu.failure_reason(done.stdout + done.stderr)
-    if done.returncode != 0 or reason:
-        if reason:
-            return _written([], out, f"{TOOL_FAILURE}: {reason}")
-        raise SystemExit(f"error: the profiled harness of {name} failed (exit {done.returncode}); see the log above")
+        finished = subprocess.run(command, env=env, capture_output=True, text=True)
+    sys.stdout.write(finished.stdout[-4000:])
+    sys.stderr.write(finished.stderr[-4000:])
+    reason = ncu.failure_reason(finished.stdout + finished.stderr)
+    if reason:
+        return done | {s.name: _written([], s.out, f"{TOOL_FAILURE}: {reason}") for s in pending}
+    if finished.returncode != 0:
+        raise SystemExit(f"error: the profiled harness failed (exit {finished.returncode}); see the log above")
     with steps("import report"):
         raw = subprocess.run(ncu.import_command(tool, report), capture_output=True, text=True, check=True).stdout
     write_text_atomic(raw, work / "raw.csv")
-    frame = join(ncu.parse_raw_csv(raw), read_manifest(manifest), rows, family)
-    note = f"metrics this ncu lacks (their counters are empty): {', '.join(missing)}" if missing else ""
-    frame, note = _written(frame, out, note)
-    print(f"profile {name}: {len(frame)} configurations profiled in {time.monotonic() - started:.1f} s -> {out}")
-    print(f"profile {name} steps: {steps}", flush=True)
-    return frame, note
+    launches, entries = ncu.parse_raw_csv(raw), read_manifest(manifest)
+    profiled = [e for e in entries if e.get("profiled")]
+    if len(profiled) != len(launches):
+        raise ValueError(f"ncu reported {len(launches)} profiled launches but the harness profiled {len(profiled)}")
+    for s in pending:
+        mine = [i for i, e in enumerate(profiled) if e["sweep"] == s.name]
+        frame = join(launches.iloc[mine].reset_index(drop=True), [profiled[i] for i in mine], s.rows, s.family)
+        _keep(work / s.name, keys[s.name], frame)
+        done[s.name] = _written(frame, s.out, note)
+        print(f"profile {s.name}: {len(frame)} configurations profiled -> {s.out}")
+    print(f"profile: {count} configurations of {len(pending)} sweeps in {time.monotonic() - started:.1f} s")
+    print(f"profile steps: {steps}", flush=True)
+    return done
+
+
+def _profile_key(chosen, rows: pd.DataFrame, metrics: list[str], tool: str) -> str:
+    """What a sweep's profile depends on: the configurations, their timed
+    rows (joined beside the counters), the metrics and the ncu binary."""
+    binary = Path(tool).resolve()
+    timed = [{c: str(row[c]) for c in schema.IDENTITY_COLUMNS if c in row.index} for _, _, row in chosen]
+    text = json.dumps({"configs": [cfg for _, cfg, _ in chosen], "timed": timed, "metrics": metrics,
+                       "ncu": f"{binary}:{binary.stat().st_mtime_ns}"}, sort_keys=True, default=str)  # fmt: skip
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _kept(folder: Path, key: str) -> pd.DataFrame | None:
+    try:
+        if (folder / "profile.key").read_text() == key:
+            return pd.read_parquet(folder / "profile.parquet")
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _keep(folder: Path, key: str, frame: pd.DataFrame) -> None:
+    (folder / "profile.key").unlink(missing_ok=True)  # the rows first, then the key that vouches for them
+    schema.write_profile(frame, folder / "profile.parquet", "")
+    write_text_atomic(key, folder / "profile.key")
 
 
 class Steps:

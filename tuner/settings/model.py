@@ -8,7 +8,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from tuner.families import REGISTRY, Problem, load_family_paths
 from tuner.measure.timing import TimingOptions
@@ -179,15 +179,18 @@ class Settings:
             family = REGISTRY[study.family]
             yield family, study.problem, family.space(study.problem, study.domains())
 
-    def stage_json(self, stage: str, name: str | None = None) -> str:
+    def stage_json(self, stage: str, name: str | Sequence[str] | None = None) -> str:
         """The JSON a stage receives (``from_stage_json`` reads it back): the
         run settings it needs (``STAGE_RUN_FIELDS``) and, for a sweep or a
-        study, that one section; the compile stage gets every section's grid."""
+        study, that one section; the profile stage gets the sections of the
+        sweeps ``name`` lists; the compile stage gets every section's grid."""
         data: dict[str, Any] = {"run": self.run.to_dict(STAGE_RUN_FIELDS[stage])}
-        if stage in ("sweep", "profile"):
+        if stage == "sweep":
             data["sweep"] = self.sweep(name).to_dict()
-        if stage == "profile":  # kept out of the sweep's own JSON: choosing what to profile never reruns a sweep
-            data["profile"] = self.sweep(name).profile
+        elif stage == "profile":  # every profiled sweep (one ncu run for all), each with what to profile:
+            # kept out of the sweep's own JSON, so choosing what to profile never reruns a sweep
+            names = [name] if isinstance(name, str) else list(name)
+            data["profiled"] = [{"sweep": self.sweep(n).to_dict(), "profile": self.sweep(n).profile} for n in names]
         elif stage == "study":
             data["study"] = self.study(name).to_dict()
         elif stage == "compile":
@@ -206,7 +209,8 @@ class Settings:
         sweeps = [SweepSettings.from_dict(s) for s in data.get("sweeps", [])]
         studies = [StudySettings.from_dict(s) for s in data.get("studies", [])]
         if "sweep" in data:
-            sweeps.append(replace(SweepSettings.from_dict(data["sweep"]), profile=data.get("profile")))
+            sweeps.append(SweepSettings.from_dict(data["sweep"]))
+        sweeps += [replace(SweepSettings.from_dict(p["sweep"]), profile=p["profile"]) for p in data.get("profiled", [])]
         if "study" in data:
             studies.append(StudySettings.from_dict(data["study"]))
         return cls(RunSettings.from_dict(data["run"]), MappingProxyType({s.name: s for s in sweeps}),

@@ -1,9 +1,11 @@
 # Stage 3b: hardware counters of the sweeps that ask for them (`profile: all`
-# or `profile: {top: N}`), one rule each (profile_<name>): the measuring
-# harness runs the chosen configurations once more under Nsight Compute after
-# the sweep, one profiled launch each, never timed. Without ncu, or where the
-# GPU's counters are not permitted, the profile is empty and says why; the
-# run goes on.
+# or `profile: {top: N}`), in one job: the measuring harness runs the chosen
+# configurations of every profiled sweep once more under Nsight Compute, in
+# one process (one ncu and one harness start for them all), one profiled
+# launch each, never timed. A sweep whose choice and timed rows did not change
+# keeps its last profile (results/<gpu>/store/profiles/), so editing one sweep
+# profiles that sweep again, not the others. Without ncu, or where the GPU's
+# counters are not permitted, the profiles are empty and say why; the run goes on.
 
 PROFILED = [
     name for name, sweep in SETTINGS.sweeps.items() if sweep.profile is not None
@@ -15,23 +17,23 @@ PROFILED = [
 PROFILES = [f"{GPU_DIR}/profiles/{name}.parquet" for name in PROFILED]
 
 
-for sweep_name in PROFILED:
+if PROFILED:
 
-    rule:
-        name:
-            f"profile_{sweep_name}"
+    rule profile:
         input:
             device=f"{RESULTS}/{{gpu}}/device.json",
-            sweep=f"{RESULTS}/{{gpu}}/sweeps/{sweep_name}.parquet",
+            sweeps=[f"{RESULTS}/{{gpu}}/sweeps/{name}.parquet" for name in PROFILED],
         output:
-            f"{RESULTS}/{{gpu}}/profiles/{sweep_name}.parquet",
+            [f"{RESULTS}/{{gpu}}/profiles/{name}.parquet" for name in PROFILED],
         log:
-            f"{RESULTS}/{{gpu}}/logs/profile-{sweep_name}.log",
+            f"{RESULTS}/{{gpu}}/logs/profile.log",
         conda:
             "../envs/tuner.yaml"
+        resources:
+            gpu=1,
         params:
-            name=sweep_name,
-            settings=SETTINGS.stage_json("profile", sweep_name),
+            names=" ".join(shlex.quote(name) for name in PROFILED),
+            settings=SETTINGS.stage_json("profile", PROFILED),
         shell:
-            '"$PYTHON" -m tuner profile {params.name:q} --settings {params.settings:q} --device {input.device:q}'
-            " --measurements {input.sweep:q} --out {output:q} 2>&1 | tee {log:q}"
+            '"$PYTHON" -m tuner profile {params.names} --settings {params.settings:q} --device {input.device:q}'
+            " 2>&1 | tee {log:q}"
