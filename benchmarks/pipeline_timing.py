@@ -59,7 +59,7 @@ def parse(log: str) -> tuple[list[dict], dict[str, dict[str, float]]]:
         elif m := PHASES.match(line):
             rule = RULE_PREFIX[m.group(1)] + m.group(2) if m.group(1) else "profile"
             seen = phases.setdefault(rule, {})
-            for part in m.group(5).split(", "):
+            for part in m.group(5).split(";")[0].split(", "):  # after ";": notes, not phases
                 name, seconds = PART.match(part).groups()
                 seen[name] = round(seen.get(name, 0.0) + float(seconds), 2)
     return jobs, phases

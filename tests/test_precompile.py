@@ -73,8 +73,17 @@ def break_modules(monkeypatch, broken) -> None:
         {"ELEM": "no_such_type"} if broken(cfg) else {}))  # fmt: skip
 
 
-def descendants() -> list[int]:
-    """Processes whose parent is this one (nvcc, or the shell before it)."""
+@pytest.fixture
+def children():
+    """This test's child processes (nvcc, or the shell before it): those of
+    this process that were not there when the test began (earlier tests leave
+    some, such as multiprocessing's resource tracker, which are not ours)."""
+    before = set(_children())
+    return lambda: [pid for pid in _children() if pid not in before]
+
+
+def _children() -> list[int]:
+    """Processes whose parent is this one."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -227,7 +236,7 @@ def test_compile_errors_are_results_for_the_pool_and_for_the_thread_that_waits(t
 
 
 @needs_nvcc
-def test_closing_cancels_the_queue_and_leaves_no_nvcc_running_and_no_partial_cubin(tmp_path, monkeypatch):
+def test_closing_cancels_the_queue_and_leaves_no_nvcc_running_and_no_partial_cubin(tmp_path, monkeypatch, children):
     nvcc = NvccLog(monkeypatch, delay_s=0.5)
     pool = Precompiler(REDUCE, PROBLEM, space(), arch=ARCH, cache_dir=tmp_path, jobs=2)
     nvcc.wait_for(2)
@@ -238,13 +247,13 @@ def test_closing_cancels_the_queue_and_leaves_no_nvcc_running_and_no_partial_cub
     assert len(nvcc.runs) <= 4 and len(nvcc.runs) < len(pool.modules)
     assert all(future.done() for future in pool.results.values())
     assert sum(future.cancelled() for future in pool.results.values()) >= 4
-    assert descendants() == []
+    assert children() == []
     time.sleep(0.6)
     assert len(nvcc.runs) <= 4  # and none starts later
     assert_cache_whole(tmp_path)
 
 
-def test_a_compiler_killed_mid_write_leaves_no_cubin(tmp_path, monkeypatch):
+def test_a_compiler_killed_mid_write_leaves_no_cubin(tmp_path, monkeypatch, children):
     # A stand-in for nvcc that writes half a cubin where nvcc writes it, then hangs.
     monkeypatch.setattr(compiling, "nvcc_command", lambda source, defines, flags, arch, output: [
         "sh", "-c", f"printf '\\177ELF half' > '{output}'; exec sleep 60"])  # fmt: skip
@@ -253,12 +262,12 @@ def test_a_compiler_killed_mid_write_leaves_no_cubin(tmp_path, monkeypatch):
         while not list(tmp_path.glob("*/*.cubin")) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert list(tmp_path.glob("*/*.cubin")) and not list(tmp_path.glob("*.cubin"))  # written beside, not in place
-        for pid in descendants():
+        for pid in children():
             os.kill(pid, 9)
         (result,) = pool.wait().values()
     assert isinstance(result, CompileError)
     assert list(tmp_path.iterdir()) == []
-    assert descendants() == []
+    assert children() == []
 
 
 # ---- in the tune command ---------------------------------------------------------
@@ -300,7 +309,7 @@ class CompilingBench:
 
 @needs_nvcc
 @pytest.mark.parametrize("ahead", [True, False])
-def test_the_tune_command_compiles_ahead_and_its_rows_count_the_waits(tmp_path, monkeypatch, capsys, ahead):
+def test_the_tune_command_compiles_ahead_and_its_rows_count_the_waits(tmp_path, monkeypatch, capsys, ahead, children):
     from tuner import cli
     from tuner.measure.stopwatch import STARTED_ENV
     from tuner.settings import parse
@@ -347,5 +356,5 @@ def test_the_tune_command_compiles_ahead_and_its_rows_count_the_waits(tmp_path, 
     else:
         assert not pool_runs and "compile ahead: no modules" in out
         assert rows["compile_s"].sum() >= 0.2 * len(nvcc.runs)  # each nvcc run waited for, its delay included
-    assert descendants() == []
+    assert children() == []
     assert_cache_whole(tmp_path / "cubins")

@@ -50,7 +50,7 @@ SNAKEMAKE_LOG = """\
 rule sweep_reduce_space:
     output: results/x/sweeps/reduce_space.parquet
     jobid: 2
-sweep reduce_space phases: sweep (all) 20.5 s, time 10.2 s, verify 3.0 s
+sweep reduce_space phases: sweep (all) 20.5 s, time 10.2 s, verify 3.0 s; compile ahead: 12 modules
 [Sun Nov 22 06:15:40 2026]
 Finished jobid: 2 (Rule: sweep_reduce_space)
 [Sun Nov 22 06:15:40 2026]
