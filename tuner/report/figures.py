@@ -328,10 +328,13 @@ def draw_all(ctx: FigureContext, processes: int = 1) -> list[FigureResult]:
     > 1, drawn by that many worker processes (matplotlib draws on one core,
     and the figures are independent: most of a report's time)."""
     processes = min(processes, len(FIGURE_SPECS))
-    if processes <= 1:
+    # Workers are not forked from this process (a fork copies its threads'
+    # locks: pyarrow's pools) but from a fork server that has imported the
+    # drawing code once: each starts at once instead of importing matplotlib.
+    if processes <= 1 or "forkserver" not in multiprocessing.get_all_start_methods():
         return [draw(ctx, spec) for spec in FIGURE_SPECS]
-    # Spawned, not forked: a fork copies the parent's threads' locks (pyarrow's pools).
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["tuner.report.figures"])
     with ProcessPoolExecutor(processes, mp_context=context, initializer=_take_context, initargs=(ctx,)) as pool:
         return list(pool.map(_draw_spec, range(len(FIGURE_SPECS))))
 
