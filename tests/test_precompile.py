@@ -21,6 +21,7 @@ from tuner.families import REGISTRY
 from tuner.families.base import Problem
 from tuner.measure import compile as compiling
 from tuner.measure.compile import CompiledKernel, CompileError, Precompiler, compile_variant, module_key, study_modules
+from tuner.measure.stopwatch import Phases
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
@@ -287,7 +288,7 @@ class CompilingBench:
     def __init__(self, cache_dir: Path) -> None:
         from types import SimpleNamespace
 
-        self.gpu, self.cache_dir, self.phases = SimpleNamespace(arch=ARCH), cache_dir, {}
+        self.gpu, self.cache_dir, self.phases = SimpleNamespace(arch=ARCH), cache_dir, Phases()
 
     def problem(self, family, problem):
         bench = self

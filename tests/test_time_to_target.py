@@ -14,7 +14,7 @@ import pytest
 from tuner.data import results
 from tuner.data.time_to_target import reach, seconds_text, timeline, to_final_best
 from tuner.errors import FatalDeviceError
-from tuner.measure.stopwatch import STARTED_ENV, Stopwatch, stage_started, start_stage
+from tuner.measure.stopwatch import STARTED_ENV, Phases, Stopwatch, stage_started, start_stage
 from tuner.report.document import study_items
 from tuner.report.studies import summarise_study
 
@@ -219,7 +219,7 @@ class ReplayBench:
     phase_summary = Bench.phase_summary
 
     def __init__(self, table: pd.DataFrame) -> None:
-        self.phases: dict[str, float] = {}
+        self.phases = Phases()
         self.table = table
         self.modules: set[tuple] = set()
 

@@ -21,11 +21,8 @@ CHUNK = 1 << 22  # elements per chunk and generator
 
 def _fill(rng: np.random.Generator, n: int, dtype, fill: Callable[[np.random.Generator, np.ndarray], None]) -> np.ndarray:
     out = np.empty(n, dtype=dtype)
-    starts = range(0, n, CHUNK)
-    generators = rng.spawn(len(starts))
-    workers = max(1, min(len(starts), os.cpu_count() or 1))
-    with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(lambda job: fill(job[0], out[job[1] : job[1] + CHUNK]), zip(generators, starts)))
+    generators = rng.spawn(len(range(0, n, CHUNK)))  # one per chunk, whichever thread fills it
+    by_chunks(n, lambda piece: fill(generators[piece.start // CHUNK], out[piece]))
     return out
 
 

@@ -8,11 +8,9 @@ problem's inputs once and measures any number of configurations on them.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import subprocess
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +22,7 @@ from tuner.data import results
 from tuner.errors import FatalDeviceError
 from tuner.families.base import Config, Family, Problem
 from tuner.measure.compile import CompileError, compile_variant, nvcc_version
+from tuner.measure.stopwatch import Phases
 from tuner.measure.timing import ClockMonitor, NoClocks, TimingOptions, time_kernel
 
 
@@ -74,7 +73,7 @@ class Bench:
     def __post_init__(self) -> None:
         # Seconds spent per phase of measuring (inputs, compile, load, verify,
         # time): where a sweep's or a study's time goes (``phase_summary``).
-        self.phases: dict[str, float] = {}
+        self.phases = Phases()
         if self.clocks is None:
             self.clocks = clock_monitor(self.gpu.pci_bus_id)
         self._timer = self.gpu.event_timer()
@@ -136,18 +135,13 @@ class Bench:
     def problem(self, family: Family, problem: Problem) -> "ProblemBench":
         return ProblemBench(self, family, problem)
 
-    @contextlib.contextmanager
     def phase(self, name: str):
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - start
+        """``with bench.phase("verify"):`` adds its seconds to ``phases``."""
+        return self.phases(name)
 
     def phase_summary(self) -> str:
         """One line: seconds per phase, largest first."""
-        parts = sorted(self.phases.items(), key=lambda item: -item[1])
-        return "phases: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in parts)
+        return f"phases: {self.phases}"
 
 
 class ProblemBench:

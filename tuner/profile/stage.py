@@ -15,7 +15,6 @@ rows are unchanged is not profiled again when another one is.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
 import subprocess
@@ -29,6 +28,7 @@ import pandas as pd
 from tuner.data import counters as schema
 from tuner.data.results import read, write_text_atomic
 from tuner.families import REGISTRY, Family
+from tuner.measure.stopwatch import Phases
 from tuner.profile import ncu
 from tuner.settings import ConfigError
 
@@ -54,12 +54,12 @@ def _plain(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def write_plan(chosen, path: Path) -> Path:
+def plan_problems(chosen) -> list[dict]:
+    """The chosen configurations grouped by problem, as the harness's plan lists them."""
     problems: dict[tuple[str, int], list[dict]] = {}
     for problem, cfg, _ in chosen:
         problems.setdefault(problem, []).append(cfg)
-    plan = {"problems": [{"dtype": d, "n": n, "configs": cfgs} for (d, n), cfgs in problems.items()]}
-    return write_text_atomic(json.dumps(plan, indent=1), path)
+    return [{"dtype": d, "n": n, "configs": cfgs} for (d, n), cfgs in problems.items()]
 
 
 def arguments(parser, needs_device, measuring_child) -> None:
@@ -109,12 +109,6 @@ def run(args, settings, *, bench, child: list[str], env: dict) -> None:
     profile_sweeps(sweeps, work=gpu_dir / "store" / "profiles", child=child, env=env)
 
 
-def profile_sweep(name: str, family: Family, rows: pd.DataFrame, profile: str | int, *, out: Path, work: Path,
-                  child: list[str], env: dict | None = None) -> tuple[pd.DataFrame, str]:  # fmt: skip
-    """``profile_sweeps`` of one sweep; returns its (profile rows, note)."""
-    return profile_sweeps([Profiled(name, family, rows, profile, out)], work=work, child=child, env=env)[name]
-
-
 def profile_sweeps(sweeps: list[Profiled], *, work: Path, child: list[str], env: dict | None = None) -> dict[str, tuple[pd.DataFrame, str]]:  # fmt: skip
     """Profile the chosen configurations of every sweep in one run of
     ``child`` (the harness: ``--plan``/``--manifest`` in ``work``) under ncu,
@@ -122,13 +116,14 @@ def profile_sweeps(sweeps: list[Profiled], *, work: Path, child: list[str], env:
     and return name -> (profile rows, note). A sweep whose choice, timed rows,
     metrics and ncu are those of its last profile reuses it (``work/<name>/``).
     When ncu is missing or refuses, every profile is empty and says why."""
-    started, steps = time.monotonic(), Steps()
+    started, steps = time.monotonic(), Phases()
     work.mkdir(parents=True, exist_ok=True)
     chosen = {s.name: choose(s.rows, s.family, s.profile) for s in sweeps}
+    problems = {name: plan_problems(configs) for name, configs in chosen.items()}
     done: dict[str, tuple[pd.DataFrame, str]] = {}
     for s in sweeps:
         (work / s.name).mkdir(exist_ok=True)
-        write_plan(chosen[s.name], work / s.name / "plan.json")
+        write_text_atomic(json.dumps({"problems": problems[s.name]}, indent=1), work / s.name / "plan.json")
         if not chosen[s.name]:
             done[s.name] = _written([], s.out, f"{TOOL_FAILURE}: the sweep has no verified configuration")
     pending = [s for s in sweeps if s.name not in done]
@@ -154,9 +149,10 @@ def profile_sweeps(sweeps: list[Profiled], *, work: Path, child: list[str], env:
     if not pending:
         return done
     plan, manifest, report = work / "plan.json", work / "launches.jsonl", work / "profile.ncu-rep"
-    write_text_atomic(json.dumps({"problems": [
-        {"sweep": s.name, **problem} for s in pending for problem in json.loads((work / s.name / "plan.json").read_text())["problems"]
-    ]}, indent=1), plan)  # fmt: skip
+    plan_text = json.dumps(
+        {"problems": [{"sweep": s.name, **problem} for s in pending for problem in problems[s.name]]}, indent=1
+    )
+    write_text_atomic(plan_text, plan)
     manifest.unlink(missing_ok=True)
     kernels = sorted({s.family.kernel_name(cfg) for s in pending for _, cfg, _ in chosen[s.name]})
     command = ncu.profile_command(
@@ -191,13 +187,19 @@ def profile_sweeps(sweeps: list[Profiled], *, work: Path, child: list[str], env:
     return done
 
 
+def _ncu_identity(tool: str) -> str:
+    """The ncu binary, by where it lies, its size and when it was written."""
+    binary = Path(tool).resolve()
+    stat = binary.stat()
+    return f"{binary}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
 def _profile_key(chosen, rows: pd.DataFrame, metrics: list[str], tool: str) -> str:
     """What a sweep's profile depends on: the configurations, their timed
     rows (joined beside the counters), the metrics and the ncu binary."""
-    binary = Path(tool).resolve()
     timed = [{c: str(row[c]) for c in schema.IDENTITY_COLUMNS if c in row.index} for _, _, row in chosen]
     text = json.dumps({"configs": [cfg for _, cfg, _ in chosen], "timed": timed, "metrics": metrics,
-                       "ncu": f"{binary}:{binary.stat().st_mtime_ns}"}, sort_keys=True, default=str)  # fmt: skip
+                       "ncu": _ncu_identity(tool)}, sort_keys=True, default=str)  # fmt: skip
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -216,31 +218,11 @@ def _keep(folder: Path, key: str, frame: pd.DataFrame) -> None:
     write_text_atomic(key, folder / "profile.key")
 
 
-class Steps:
-    """Seconds per step of the stage, for its log line (where the time goes)."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-
-    @contextlib.contextmanager
-    def __call__(self, name: str):
-        start = time.monotonic()
-        try:
-            yield
-        finally:
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.monotonic() - start
-
-    def __str__(self) -> str:
-        return ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.seconds.items())
-
-
 def offered_metrics(tool: str, cache: Path) -> set[str]:
     """The metrics ``tool`` offers on this GPU, asked once per ncu binary (a
     second or two each time) and remembered in ``cache`` beside the profiles
     of this GPU's folder."""
-    binary = Path(tool).resolve()
-    stat = binary.stat()
-    identity = f"{binary}:{stat.st_size}:{stat.st_mtime_ns}"
+    identity = _ncu_identity(tool)
     try:
         known = json.loads(cache.read_text())
         if known["ncu"] == identity:
