@@ -1,4 +1,4 @@
-"""Compiling a study's modules ahead (``tuner.measure.compile.Precompiler``):
+"""Compiling a study's modules ahead (``tuner.measure.precompile.Precompiler``):
 the pool builds the space, a thread that needs a module the pool is building
 waits for it instead of running nvcc again, one the pool has not reached is
 built at once by the thread that needs it, compile errors stay results, and
@@ -20,7 +20,8 @@ from tuner.data import results
 from tuner.families import REGISTRY
 from tuner.families.base import Problem
 from tuner.measure import compile as compiling
-from tuner.measure.compile import CompiledKernel, CompileError, Precompiler, compile_variant, module_key, study_modules
+from tuner.measure.compile import CompiledKernel, CompileError, compile_variant, module_key
+from tuner.measure.precompile import Precompiler, study_modules
 from tuner.measure.stopwatch import Phases
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")

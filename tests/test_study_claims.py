@@ -120,9 +120,15 @@ def test_heartbeat_refreshes_the_lease(make_store):
     store = make_store()
     store.claim("k", 0, ME, "w", budget=None)
     before = store.snapshot()["k"].updated
-    with Heartbeat(store, "k", ME, 0.01):
-        time.sleep(0.1)
-    assert store.snapshot()["k"].updated > before
+    with Heartbeat(store, ME, 0.01) as heartbeat:
+        time.sleep(0.05)
+        assert store.snapshot()["k"].updated == before  # holding nothing yet
+        with heartbeat.holding("k"):
+            time.sleep(0.1)
+        held = store.snapshot()["k"].updated
+        assert held > before
+        time.sleep(0.05)
+        assert store.snapshot()["k"].updated == held  # no longer held
 
 
 def test_a_file_store_survives_a_line_torn_by_a_crash(tmp_path):

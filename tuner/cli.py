@@ -206,7 +206,7 @@ def cmd_tune(args) -> None:
 def _tune_child(args, settings: Settings, study, storage_name: str, device_json: Path) -> None:
     import socket
 
-    from tuner.measure.compile import Precompiler, study_modules
+    from tuner.measure.precompile import Precompiler, study_modules
     from tuner.measure.stopwatch import Stopwatch, stage_started
     from tuner.progress import Progress
     from tuner.search.storage import finished_trials

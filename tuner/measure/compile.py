@@ -8,7 +8,8 @@ Both are written whole or not at all (renamed into place from a temporary
 folder), and one process never runs nvcc twice for one cubin: a thread that
 needs a cubin another thread is building waits for it, and a cubin nvcc
 rejected is not asked for again (``compile_source``). A study compiles its
-space ahead in background threads while the GPU measures (``Precompiler``).
+space ahead in background threads while the GPU measures
+(``tuner.measure.precompile``).
 """
 
 from __future__ import annotations
@@ -16,18 +17,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 import os
-import random
 import re
 import subprocess
 import tempfile
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 from tuner.families.base import KERNELS_DIR, Config, Family, Problem
 from tuner.progress import Progress
@@ -96,8 +94,12 @@ def parse_ptxas_report(log: str) -> dict[str, int]:
     return report
 
 
+@functools.lru_cache(maxsize=None)
 def _sources_digest(source: Path) -> str:
-    """Hash of the kernel source and every header beside it (they may be included)."""
+    """Hash of the kernel source and every header beside it (they may be included).
+
+    Read once per process (every trial of a study asks for it): a kernel edited
+    while a process runs is seen by the next process, and each stage is one."""
     digest = hashlib.sha256(source.read_bytes())
     for header in sorted({*source.parent.glob("*.cuh"), *KERNELS_DIR.glob("*.cuh")}):
         digest.update(header.name.encode() + header.read_bytes())
@@ -181,9 +183,17 @@ _compiles_lock = threading.Lock()
 
 def _cached(cubin: Path, kernel: str) -> CompiledKernel | None:
     meta = cubin.with_suffix(".json")
-    if cubin.exists() and meta.exists():
-        return CompiledKernel(**{**json.loads(meta.read_text()), "kernel": kernel})
-    return None
+    if not (cubin.exists() and meta.exists()):
+        return None
+    # A cubin's name is the hash of what made it, so its report never changes:
+    # read once per process (the existence check above still sees a cleared cache).
+    report = _reports.get(cubin)
+    if report is None:
+        report = _reports[cubin] = json.loads(meta.read_text())
+    return CompiledKernel(**{**report, "kernel": kernel})
+
+
+_reports: dict[Path, dict] = {}
 
 
 def _run_nvcc(
@@ -289,105 +299,3 @@ def compile_ahead(arch: str, cache_dir: Path, jobs: int | None):
         compile_all(family, configs, problem, arch=arch, cache_dir=cache_dir, jobs=jobs or None)
 
     return prepare
-
-
-def background_jobs() -> int:
-    """nvcc processes a study compiles ahead with by default: one per CPU but
-    one, which the measuring thread keeps (launches, its own compiles)."""
-    return max(1, (os.cpu_count() or 2) - 1)
-
-
-class Precompiler:
-    """Compiles the modules of ``configs``, in their order, in background
-    threads while the measuring thread measures (nvcc runs in subprocesses, so
-    threads suffice).
-
-    The measuring thread compiles as before (``compile_variant``): it finds
-    a module the pool has built in the cache, waits for one the pool is
-    building (one nvcc per cubin), and builds one the pool has not reached
-    at once itself, never waiting behind the queue. ``hurry`` starts a
-    module ahead of the queue: a study hands it each configuration it has
-    claimed, the next one while this one is measured. A compile error is the
-    measuring thread's to report (its own compile raises it). ``close`` (or
-    leaving the ``with``) cancels what is queued and waits for the nvcc
-    processes under way (tenths of a second each); no cubin is ever partial.
-    With no ``configs`` it does nothing, ``hurry`` included.
-    """
-
-    def __init__(self, family: Family, problem: Problem, configs: Iterable[Config], *, arch: str,
-                 cache_dir: str | os.PathLike, jobs: int | None = None) -> None:  # fmt: skip
-        self.family, self.problem, self.arch, self.cache_dir = family, problem, arch, cache_dir
-        self.modules = unique_modules(family, configs, problem)
-        self.jobs = jobs or background_jobs()
-        self._started = time.perf_counter()
-        self._ready_s: float | None = None  # seconds until every module was built
-        self._left = len(self.modules)
-        self._lock = threading.Lock()
-        self._pool = self._next = None
-        if self.modules:
-            self._pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="compile-ahead")
-            self._next = ThreadPoolExecutor(1, thread_name_prefix="compile-next")  # hurried modules: one more nvcc
-        self.results: dict[str, Future] = {key: self._pool.submit(self._build, cfg) for key, cfg in self.modules.items()}
-
-    def _compile(self, cfg: Config) -> CompiledKernel | Exception:
-        try:
-            return compile_variant(self.family, cfg, self.problem, arch=self.arch, cache_dir=self.cache_dir)
-        except Exception as error:  # nvcc's error, or no nvcc: the measuring thread meets it too and reports it
-            return error
-
-    def _build(self, cfg: Config) -> CompiledKernel | Exception:
-        try:
-            return self._compile(cfg)
-        finally:
-            with self._lock:
-                self._left -= 1
-                if self._left == 0:
-                    self._ready_s = time.perf_counter() - self._started
-
-    def hurry(self, cfg: Config) -> None:
-        """Start compiling ``cfg``'s module now, ahead of the queue (in a thread of its own)."""
-        if self._next is not None:
-            self._next.submit(self._compile, dict(cfg))
-
-    def wait(self) -> dict[str, CompiledKernel | Exception]:
-        """Module key -> result, once every module is built."""
-        return {key: future.result() for key, future in self.results.items()}
-
-    def close(self) -> None:
-        for pool in (self._next, self._pool):
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
-        for pool in (self._next, self._pool):
-            if pool is not None:
-                pool.shutdown(wait=True)
-
-    def __enter__(self) -> "Precompiler":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def summary(self) -> str:
-        """One line: how far the pool got."""
-        if not self.modules:
-            return "compile ahead: no modules"
-        done = [f.result() for f in self.results.values() if f.done() and not f.cancelled()]
-        failed = sum(isinstance(r, Exception) for r in done)
-        when = f", all ready after {self._ready_s:.1f} s" if self._ready_s is not None else ""
-        return f"compile ahead: {len(done)}/{len(self.modules)} modules ({failed} failed) by {self.jobs} threads{when}"
-
-
-ENUMERATED_AT_MOST = 1_000_000  # a larger space is not compiled ahead (as the samplers do not list it)
-
-
-def study_modules(family: Family, problem: Problem, domains: Mapping[str, Sequence], first: Sequence[Mapping],
-                  seed: int) -> list[Config]:  # fmt: skip
-    """The configurations a study compiles ahead, in order: ``first`` (its
-    enqueued and warm-start ones, where whole and feasible), then the rest of
-    its feasible space shuffled by ``seed``: spread over the space as the
-    sampler's start is, and in another order for each worker (its own seed)
-    when several share one cubin cache."""
-    head = [dict(cfg) for cfg in first if set(cfg) == set(family.param_names) and not family.violations(dict(cfg), problem)]
-    rest = family.space(problem, domains) if math.prod(len(v) for v in domains.values()) <= ENUMERATED_AT_MOST else []
-    random.Random(seed).shuffle(rest)
-    return head + rest

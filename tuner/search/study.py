@@ -79,7 +79,7 @@ from tuner.search.claims import (
     CLAIMED,
     open_claims,
 )
-from tuner.search.owners import this_owner
+from tuner.search.owners import Heartbeat, this_owner
 from tuner.search.samplers import (
     _HELD,
     SAMPLERS,
@@ -282,7 +282,8 @@ def run_study(
     )
     study.sampler = distinct
     feasible = distinct.feasible
-    run = _Run(study, claims, owner, label, lease_s, problem, f"study:{study_name}", measure)
+    heartbeat = Heartbeat(claims, owner, lease_s / 4 if claims.shared else None)
+    run = _Run(study, claims, owner, label, lease_s, problem, f"study:{study_name}", measure, heartbeat)
     _retire_waiting(study)
     _adopt_unclaimed(run)
 
@@ -301,7 +302,7 @@ def run_study(
             claimed(asked.cfg)
         return asked
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ask") as pool:
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ask") as pool, heartbeat:
         try:
             while True:
                 if ahead is not None:

@@ -82,6 +82,7 @@ class _Run:
     problem: Problem
     source: str
     measure: Callable[[dict], dict]
+    heartbeat: Heartbeat  # refreshes the lease of the claim being measured
 
 
 def _measure_claimed(run: _Run, trial: optuna.Trial, cfg: dict, key: str) -> dict | None:
@@ -90,9 +91,8 @@ def _measure_claimed(run: _Run, trial: optuna.Trial, cfg: dict, key: str) -> dic
     settled = False  # the claim is recorded or released
     try:
         _at("claimed")
-        interval = run.lease_s / 4 if run.claims.shared else None
         try:
-            with Heartbeat(run.claims, key, run.owner, interval):
+            with run.heartbeat.holding(key):
                 result = run.measure(dict(cfg))
         except FatalDeviceError as error:
             settled = True
