@@ -229,11 +229,11 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
         done = finished_trials(study.storage, storage_name)
         stopwatch = Stopwatch(stage_started(), lambda: bench.phases.get("compile", 0.0))  # rows carry wall and nvcc seconds
         with bench.phase("study (all)"), Progress(f"{source} ({worker})", study.budget_trials, initial=min(done, study.budget_trials or done)) as progress:  # fmt: skip
-            run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
+            outcome = run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
                       measure=progress.counting(stopwatch.measuring(lambda cfg: session.measure(cfg, source))), budget_trials=study.budget_trials,
                       timeout_s=study.timeout_s, sampler=sampler, seed=study.seed + args.worker, enqueue=enqueue,
                       worker=worker, claimed=precompiler.hurry)  # fmt: skip
-    print(f"study {args.name} {bench.phase_summary()}; {precompiler.summary()}", flush=True)
+    print(f"study {args.name} {bench.phase_summary()}; {precompiler.summary()}; {outcome.ask_summary()}", flush=True)
 
 
 def cmd_profile(args) -> None:

@@ -68,7 +68,6 @@ import os
 import time
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 import optuna
@@ -79,6 +78,7 @@ from tuner.search.claims import (
     CLAIMED,
     open_claims,
 )
+from tuner.search.outcome import StudyOutcome
 from tuner.search.owners import Heartbeat, this_owner
 from tuner.search.samplers import (
     _HELD,
@@ -116,48 +116,6 @@ _logger = logging.getLogger(__name__)
 # What callers use; samplers and storages live in their own modules.
 __all__ = ["SAMPLERS", "StudyOutcome", "distributions", "make_sampler", "open_storage", "run_study",
            "storage_problem", "study_rows"]  # fmt: skip
-
-
-@dataclass
-class StudyOutcome:
-    """What one ``run_study`` call did.
-
-    Attributes:
-        study: the Optuna study (all its trials, earlier runs included).
-        rows: results rows measured by this call, in trial order.
-        best: the best ``ok`` row of the whole study (earlier runs included),
-            or None when nothing has measured ok.
-        measured: configurations measured by this call (ok and failed).
-        infeasible: proposals of infeasible configurations passed over in
-            this call (no trial, no measurement).
-        duplicate: proposals of configurations already claimed or measured
-            passed over in this call (no trial, no measurement).
-        rescued: measured configurations this call chose itself (near the
-            sampler's proposal, or at random) because the sampler was stuck.
-        failed: measured configurations whose status was not ``ok`` (a subset
-            of ``measured``), exceptions raised by ``measure`` included.
-        lost: trials of this call that ended FAIL without a measurement
-            because nothing could be claimed (another worker took the last
-            of the budget, or no unclaimed configuration was found), or
-            that were asked ahead and released when the search stopped.
-        recovered: trials of dead workers this call finished from their
-            recorded rows, or failed as stale.
-        total_measured: distinct configurations measured in the whole study.
-        stop_reason: budget | timeout | exhausted | stalled | ask_limit.
-    """
-
-    study: optuna.Study
-    rows: list[dict] = field(default_factory=list)
-    best: dict | None = None
-    measured: int = 0
-    infeasible: int = 0
-    duplicate: int = 0
-    rescued: int = 0
-    failed: int = 0
-    lost: int = 0
-    recovered: int = 0
-    total_measured: int = 0
-    stop_reason: str = ""
 
 
 def run_study(
@@ -297,16 +255,21 @@ def run_study(
     pending: _Asked | None = None
 
     def ask() -> _Asked:
+        wall, cpu = time.perf_counter(), time.thread_time()
         asked = _ask(study, distinct, dists, claims, owner)
         if claimed is not None and asked.trial is not None:
             claimed(asked.cfg)
+        outcome.asks_s += time.perf_counter() - wall
+        outcome.asks_cpu_s += time.thread_time() - cpu
         return asked
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ask") as pool, heartbeat:
         try:
             while True:
                 if ahead is not None:
+                    waited = time.perf_counter()
                     pending, ahead = ahead.result(), None
+                    outcome.ask_waits_s += time.perf_counter() - waited
                 # The claims are the shared state between workers: read them fresh.
                 snapshot = claims.snapshot()
                 recovered = _recover(run, snapshot)
@@ -361,6 +324,7 @@ def run_study(
                     _HELD.discard((study_name, pending.key))
                     outcome.lost += 1
 
+    outcome.asks = asks
     all_rows = study_rows(study)
     outcome.total_measured = sum(c.state != CLAIMED for c in claims.snapshot().values())
     ok_rows = [r for r in all_rows if _is_ok(r)]
