@@ -339,7 +339,8 @@ def _ask_unlocked(study, distinct, dists, claims, owner) -> _Asked:
         with batched(study._storage):
             trial = study.ask(fixed_distributions=dists)
             decision = distinct.decision(trial.number) or _Decision(refused="the sampler was not asked")
-            cfg = {name: plain_value(trial.params[name]) for name in dists}
+            params = trial.params  # a deep copy each time it is read
+            cfg = {name: plain_value(params[name]) for name in dists}
             key = config_key(cfg)
             trial.set_user_attr("config_key", key)
             trial.set_user_attr("worker", distinct.worker)
