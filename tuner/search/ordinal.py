@@ -97,6 +97,10 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._feasible: Callable[[dict], bool] = lambda cfg: True
         self._enumerated: list[tuple[str, dict]] | None = None
         self._asked: dict[int, set[str]] = {}  # trial number -> keys proposed for it
+        self._taken: set[str] = set()  # claimed in the study, as DistinctSampler last read
+        self._recent: tuple | None = None  # (trial number, measured, visited) of the last history read
+        self._fitted: tuple | None = None  # (measured, (weights, mean)) of the last fit
+        self._exhausted: set[str] = set()  # measured keys whose every step was visited
         self._prior: list[tuple[str, dict, float]] = []
 
     # What DistinctSampler tells it.
@@ -125,6 +129,13 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             self._prior_gram, self._prior_moment, self._prior_ones = sums
             self._prior_mean = y.mean()
 
+    def taken(self, keys: set[str]) -> None:
+        """The study's claimed configurations (every worker's), not to be
+        proposed. Another worker's claim reaches its trial's parameters only
+        once its ask is written, and a proposal that collides with it costs a
+        whole new proposal (with four workers, more than one per trial)."""
+        self._taken = keys
+
     # Optuna's sampler interface.
 
     def reseed_rng(self) -> None:
@@ -144,7 +155,13 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         if not search_space or self._dists is None:
             return {}
         rng = random.Random(self.seed * 1_000_003 + trial.number + 7919 * len(self._asked.get(trial.number, ())))
-        measured, visited = self._history(study, trial)
+        if self._recent is not None and self._recent[0] == trial.number:
+            # Asked again for this trial (what it proposed was claimed meanwhile by
+            # another worker): the history just read, less what was proposed since.
+            measured, visited = self._recent[1], self._recent[2] | self._asked.get(trial.number, set()) | self._taken
+        else:
+            measured, visited = self._history(study, trial)
+            self._recent = (trial.number, measured, visited)
         cfg = None
         if len(visited) - len(self._asked.get(trial.number, ())) < self.n_startup or not measured:
             # A warm start's best rows stand in for the space-filling start.
@@ -165,7 +182,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         """Measured configurations (key -> (config, bandwidth)) and every key
         not to propose (measured, failed, in flight, proposed for this trial)."""
         measured: dict[str, tuple[dict, float]] = {}
-        visited = set(self._asked.get(trial.number, ()))
+        visited = set(self._asked.get(trial.number, ())) | self._taken
         for other in study.get_trials(deepcopy=False):
             if other.number == trial.number:
                 continue
@@ -219,8 +236,12 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         candidates: dict[str, dict] = {}
         searched = 0
         for key, (cfg, _) in ranked:
+            if key in self._exhausted:
+                continue
             steps = [(k, c) for k, c in self._neighbours(key, cfg) if k not in visited]
-            if steps:
+            if not steps:
+                self._exhausted.add(key)  # what is visited stays visited
+            else:
                 candidates.update(steps)
                 searched += 1
                 if searched >= self.top_k:
@@ -259,6 +280,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         """Ridge regression of log-bandwidth on one-hot parameter values: the
         weights per column and the intercept. The prior rows (shifted to the
         study's mean) join while they outnumber the study's own."""
+        if self._fitted is not None and self._fitted[0] is measured:
+            return self._fitted[1]  # asked again for one trial: the same history
         keys = list(measured)
         y = np.log([measured[k][1] for k in keys])
         gram, moment, ones = _sums(self._columns_of(keys), y, len(self._columns))
@@ -272,6 +295,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             count += len(self._prior)
         mean = total / count
         weights = np.linalg.solve(gram + RIDGE * np.eye(len(ones)), moment - mean * ones)
+        self._fitted = (measured, (weights, mean))
         return weights, mean
 
     def _columns_of(self, keys: list[str]) -> np.ndarray:

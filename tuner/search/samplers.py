@@ -248,6 +248,8 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         decision = _Decision()
         self._decisions[trial.number] = decision
         taken = set(self.claims.snapshot())
+        if hasattr(self.base, "taken"):  # a sampler that passes over claimed configurations itself (OrdinalSampler)
+            self.base.taken(taken)
         for cfg, how in self._candidates(study, trial, taken):
             key = config_key(cfg)
             proposed = how in ("enqueued", "sampler")  # rescues are draws, not proposals
