@@ -181,6 +181,24 @@ def test_scaling_over_four_gpus():
         float(g) for g in found.groups()
     ]
     assert all(r["rows"] == r["distinct"] == r["budget"] == 800 for r in runs.values())
+    repeats = claim(
+        r"Three runs of that code gave ([\d.]+)x, ([\d.]+)x and ([\d.]+)x at 4 workers and\s+([\d.]+)x, ([\d.]+)x and ([\d.]+)x at 2",
+        text,
+    )
+    tables = [
+        {r["workers"]: r for r in json.loads((H200 / f"scaling-runs/run-{n}.json").read_text())["scaling"]} for n in (18, 19, 20)
+    ]
+    assert [t[4]["steady_speedup"] for t in tables] + [t[2]["steady_speedup"] for t in tables] == [
+        float(g) for g in repeats.groups()
+    ]
+    assert tables[0] == runs  # the run the README quotes first is one of the three
+    two_gpu_host = claim(r"on a host with two H200s, three runs\s+gave ([\d.]+)x, ([\d.]+)x and ([\d.]+)x", text)
+    pairs = [
+        {r["workers"]: r for r in json.loads((H200 / f"scaling-runs-2gpus/run-{n}.json").read_text())["scaling"]}
+        for n in (1, 2, 3)
+    ]
+    assert [t[2]["steady_speedup"] for t in pairs] == [float(g) for g in two_gpu_host.groups()]
+    assert all(r["rows"] == r["distinct"] == 800 for t in tables + pairs for r in t.values())
     costs = claim(r"([\d.]+) ms against ([\d.]+) ms all-in on an H200", text)
     measured = json.loads((H200 / "costs-study-vs-sweep.json").read_text())["costs"]
     assert round(measured["study_ms_per_trial"], 1) == float(costs[1])
