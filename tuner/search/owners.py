@@ -84,14 +84,14 @@ class Heartbeat:
     def __init__(self, store: ClaimStore, owner: str, interval_s: float | None) -> None:
         self.store, self.owner, self.interval_s = store, owner, interval_s
         self._key: str | None = None
+        self._beating = threading.Lock()  # held while a beat is written: none lands after ``holding``
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     @contextlib.contextmanager
     def holding(self, key: str) -> Iterator[None]:
-        """While in this block, ``key``'s lease is refreshed (a beat that
-        lands just after the claim is settled only refreshes its time, which
-        matters only to claims not done)."""
+        """While in this block, ``key``'s lease is refreshed; once it is left,
+        no beat for ``key`` is written."""
         if self.interval_s and self._thread is None:
             self._thread = threading.Thread(target=self._run, name="claim-heartbeat", daemon=True)
             self._thread.start()
@@ -99,7 +99,8 @@ class Heartbeat:
         try:
             yield
         finally:
-            self._key = None
+            with self._beating:
+                self._key = None
 
     def close(self) -> None:
         self._stop.set()
@@ -114,10 +115,10 @@ class Heartbeat:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
-            key = self._key
-            if key is None:
-                continue
-            try:
-                self.store.beat(key, self.owner)
-            except Exception:  # noqa: BLE001 - a missed beat only shortens the lease
-                pass
+            with self._beating:
+                if self._key is None:
+                    continue
+                try:
+                    self.store.beat(self._key, self.owner)
+                except Exception:  # noqa: BLE001 - a missed beat only shortens the lease
+                    pass
