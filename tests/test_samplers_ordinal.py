@@ -3,6 +3,7 @@ study loop, on the GPU-free fake family."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -110,3 +111,70 @@ def test_a_step_can_jump_an_ordered_parameter_to_either_end():
     plain = OrdinalSampler(seed=0, ends=False)
     plain.bind(dists, lambda cfg: True, None)
     assert 1024 not in {cfg["block"] for _, cfg in plain._neighbours(config_key(here), here)}
+
+
+RIDGE_DISTS = {
+    "block": optuna.distributions.CategoricalDistribution([64, 128, 256, 512, 1024]),
+    "unroll": optuna.distributions.CategoricalDistribution([1, 2, 4, 8, 16]),
+    "vector": optuna.distributions.CategoricalDistribution([1, 2, 4]),
+}
+
+
+def ridge(cfg: dict) -> float:
+    """Fast along unroll x vector = 8 (a diagonal ridge), best at unroll 2,
+    vector 4, block 512: from (4, 2) on the ridge every one-parameter step is slower."""
+    work = math.log2(cfg["unroll"]) + math.log2(cfg["vector"])
+    return 1000.0 - 200 * (work - 3) ** 2 - 20 * (math.log2(cfg["unroll"]) - 1) ** 2 - abs(math.log2(cfg["block"] / 512))
+
+
+def first_ridge_hit(seed: int, **options) -> int:
+    sampler = OrdinalSampler(seed=seed, **options)
+    sampler.bind(RIDGE_DISTS, lambda cfg: True, None)
+    plain = optuna.create_study(sampler=sampler, direction="maximize")
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        plain.optimize(
+            lambda t: ridge({name: t.suggest_categorical(name, d.choices) for name, d in RIDGE_DISTS.items()}), n_trials=60
+        )
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+    values = [t.value for t in plain.trials]
+    assert len({config_key(t.params) for t in plain.trials}) == len(values)  # never a configuration twice
+    return next((i for i, v in enumerate(values, 1) if v == 1000.0), 61)
+
+
+def test_a_step_can_move_two_ordered_parameters_at_once():
+    sampler = OrdinalSampler(seed=0)
+    sampler.bind(RIDGE_DISTS, lambda cfg: True, None)
+    here = {"block": 512, "unroll": 4, "vector": 2}
+    near = [cfg for _, cfg in sampler._neighbours(config_key(here), here)]
+    assert {"block": 512, "unroll": 2, "vector": 4} in near  # along the ridge
+    assert {"block": 256, "unroll": 8, "vector": 2} in near  # any two ordered parameters, either way
+    assert {"block": 512, "unroll": 1, "vector": 4} not in near  # one position each, no more
+    plain = OrdinalSampler(seed=0, diagonals=False)
+    plain.bind(RIDGE_DISTS, lambda cfg: True, None)
+    assert {"block": 512, "unroll": 2, "vector": 4} not in [cfg for _, cfg in plain._neighbours(config_key(here), here)]
+
+
+def test_diagonal_steps_climb_a_diagonal_ridge_sooner():
+    with_diagonals = sorted(first_ridge_hit(seed) for seed in range(6))
+    without = sorted(first_ridge_hit(seed, diagonals=False) for seed in range(6))
+    assert with_diagonals[-1] <= 25, with_diagonals
+    assert with_diagonals[3] < without[3], (with_diagonals, without)
+
+
+def test_a_climb_restarts_after_patience_steps_without_progress():
+    sampler = OrdinalSampler(seed=0, patience=3)
+    sampler.bind(RIDGE_DISTS, lambda cfg: True, None)
+    cfgs = [{"block": b, "unroll": 1, "vector": 1} for b in (64, 128, 256, 512, 1024)]
+    values = [100.0, 100.1, 90.0, 95.0, 50.0]  # 100.1 is within the noise of 100: no progress
+    measured = {config_key(cfg): (cfg, value) for cfg, value in zip(cfgs, values)}
+    assert list(sampler._climb(dict(list(measured.items())[:3]))) == list(measured)[:3]
+    assert sampler._climb(dict(list(measured.items())[:4])) == {}  # three steps without progress: restart
+    assert list(sampler._climb(measured)) == list(measured)[4:]  # the new climb starts at the next point
+    never = OrdinalSampler(seed=0, patience=0)
+    never.bind(RIDGE_DISTS, lambda cfg: True, None)
+    assert never._climb(measured) == measured
+    with pytest.raises(ValueError, match="patience must be >= 0"):
+        OrdinalSampler(patience=-1)
