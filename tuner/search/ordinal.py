@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import random
 from typing import Any, Callable, Mapping, Sequence
 
@@ -56,6 +55,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
+from tuner.search.ordinal_grid import grid_distance, one_hot_sums, ordered_values, powers_below
 
 DEFAULT_STARTUP = 5  # space-filling configurations before the neighbourhood steps
 DEFAULT_TOP_K = 1  # neighbourhoods of this many best configurations compete
@@ -129,7 +129,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._feasible = feasible
         # Sorted by key, so that the order the values are listed in changes nothing.
         self._enumerated = None if enumerated is None else sorted((config_key(cfg), cfg) for cfg in enumerated)
-        self._order = {name: _ordered_values(dist.choices) for name, dist in self._dists.items()}
+        self._order = {name: ordered_values(dist.choices) for name, dist in self._dists.items()}
         self._columns = {(name, value): i for i, (name, value) in enumerate(
             (name, value) for name, dist in self._dists.items() for value in dist.choices)}  # fmt: skip
         self._finished, self._steps, self._column_cache = {}, {}, {}
@@ -141,7 +141,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
                 self._prior.append((config_key(cfg), cfg, value))
         if self._prior:
             y = np.log([value for _, _, value in self._prior])
-            sums = _sums(self._columns_of([key for key, _, _ in self._prior]), y, len(self._columns))
+            sums = one_hot_sums(self._columns_of([key for key, _, _ in self._prior]), y, len(self._columns))
             self._prior_gram, self._prior_moment, self._prior_ones = sums
             self._prior_mean = y.mean()
 
@@ -238,7 +238,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             if not points:
                 return cfg
             here = self._position(cfg)
-            distance = min(_distance(here, p) for p in points)
+            distance = min(grid_distance(here, p) for p in points)
             if distance > best_distance:
                 best, best_distance = cfg, distance
         return best
@@ -302,7 +302,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         for name, (ordered, values) in self._order.items():
             here = values.index(cfg[name])
             if ordered:
-                reach = [here + sign * d for d in _powers_below(len(values)) for sign in (-1, 1)]
+                reach = [here + sign * d for d in powers_below(len(values)) for sign in (-1, 1)]
                 if self.ends:
                     reach += [0, len(values) - 1]
                 others = [values[i] for i in dict.fromkeys(reach) if 0 <= i < len(values) and i != here]
@@ -334,7 +334,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             return self._fitted[1]  # asked again for one trial: the same history
         keys = list(measured)
         y = np.log([measured[k][1] for k in keys])
-        gram, moment, ones = _sums(self._columns_of(keys), y, len(self._columns))
+        gram, moment, ones = one_hot_sums(self._columns_of(keys), y, len(self._columns))
         total, count = y.sum(), len(y)
         if self._prior and len(self._prior) > len(keys):
             shift = y.mean() - self._prior_mean
@@ -382,38 +382,3 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             i = values.index(cfg[name]) if cfg.get(name) in values else 0
             position.append(i / max(1, len(values) - 1) if ordered else float(i) + 10.0)
         return position
-
-
-def _sums(columns: np.ndarray, y: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """X'X, X'y and X'1 of the one-hot design whose rows set ``columns``,
-    counted directly (no dense matrix: a BLAS product of these small
-    matrices costs more in thread start-up than in arithmetic)."""
-    pairs = (columns[:, :, None] * width + columns[:, None, :]).ravel()
-    gram = np.bincount(pairs, minlength=width * width).reshape(width, width).astype(float)
-    moment = np.bincount(columns.ravel(), weights=np.repeat(y, columns.shape[1]), minlength=width)
-    ones = np.bincount(columns.ravel(), minlength=width).astype(float)
-    return gram, moment, ones
-
-
-def _ordered_values(choices: Sequence) -> tuple[bool, list]:
-    """Whether the values are ordered (all numbers), and them sorted (by
-    text where unordered, so the listed order never matters)."""
-    values = [plain_value(v) for v in choices]
-    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-    return numeric, sorted(values) if numeric else sorted(values, key=str)
-
-
-def _powers_below(n: int) -> list[int]:
-    steps, d = [], 1
-    while d < n:
-        steps.append(d)
-        d *= 2
-    return steps
-
-
-def _distance(a: list[float], b: list[float]) -> float:
-    """Euclidean in the unit cube; an unordered parameter (label >= 10) adds 1 where the labels differ."""
-    total = 0.0
-    for x, y in zip(a, b):
-        total += (x != y) * 1.0 if x >= 10.0 else (x - y) ** 2
-    return math.sqrt(total)
