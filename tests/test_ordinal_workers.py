@@ -82,3 +82,27 @@ def test_claimed_configurations_are_not_proposed():
     chosen = [config_key({k: row[k] for k in DOMAINS}) for row in second.rows]
     assert not set(chosen) & set(proposed_alone[6:])
     assert second.duplicate == 0  # passed over by the sampler itself, not by the claims
+
+
+def test_the_farthest_candidate_is_found_with_the_same_figures_as_one_at_a_time():
+    import random
+
+    import numpy as np
+
+    from tuner.search.ordinal_grid import grid_distance, nearest_distances
+
+    rng = random.Random(0)
+    ordered = [True, True, False, True]  # an unordered parameter is a label >= 10
+
+    def point():
+        return [
+            rng.choice([0.0, 0.25, 0.5, 0.75, 1.0]),
+            rng.random(),
+            float(rng.randrange(3)) + 10.0,
+            rng.choice([0.0, 1 / 3, 2 / 3, 1.0]),
+        ]
+
+    points = [point() for _ in range(70)]
+    candidates = [point() for _ in range(100)]  # more than one chunk of 32
+    expected = [min(grid_distance(c, p) for p in points) for c in candidates]
+    assert nearest_distances(candidates, np.array(points), ordered).tolist() == expected  # bit for bit

@@ -55,7 +55,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
-from tuner.search.ordinal_grid import grid_distance, one_hot_sums, ordered_values, powers_below
+from tuner.search.ordinal_grid import nearest_distances, one_hot_sums, ordered_values, powers_below
 
 DEFAULT_STARTUP = 5  # space-filling configurations before the neighbourhood steps
 DEFAULT_TOP_K = 1  # neighbourhoods of this many best configurations compete
@@ -132,7 +132,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._order = {name: ordered_values(dist.choices) for name, dist in self._dists.items()}
         self._columns = {(name, value): i for i, (name, value) in enumerate(
             (name, value) for name, dist in self._dists.items() for value in dist.choices)}  # fmt: skip
-        self._finished, self._steps, self._column_cache = {}, {}, {}
+        self._finished, self._steps, self._column_cache, self._points = {}, {}, {}, {}
         # The prior rows within this space, best first, and their sums for the model.
         self._prior = []
         for cfg, value in self.prior:
@@ -224,8 +224,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
     def _spread(self, visited: set[str], rng: random.Random) -> dict | None:
         """The random feasible candidate farthest from every visited one; the
         grid's centre and its two extreme corners are candidates too."""
-        points = [self._position(json.loads(key)) for key in visited]
-        best, best_distance = None, -1.0
+        points = [self._point(key) for key in visited]
         landmarks = []
         if self.corners:
             for pick in ((lambda v: v[len(v) // 2]), (lambda v: v[-1]), (lambda v: v[0])):
@@ -234,14 +233,18 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
                     landmarks.append(cfg)
             if not points and landmarks:
                 return landmarks[0]
-        for cfg in landmarks + self._random_unseen(visited, rng, CANDIDATES):
-            if not points:
-                return cfg
-            here = self._position(cfg)
-            distance = min(grid_distance(here, p) for p in points)
-            if distance > best_distance:
-                best, best_distance = cfg, distance
-        return best
+        candidates = landmarks + self._random_unseen(visited, rng, CANDIDATES)
+        if not candidates or not points:
+            return candidates[0] if candidates else None
+        ordered = [is_ordered for is_ordered, _ in self._order.values()]
+        distances = nearest_distances([self._position(cfg) for cfg in candidates], np.array(points), ordered)
+        return candidates[int(np.argmax(distances))]  # the first of the farthest
+
+    def _point(self, key: str) -> list[float]:
+        point = self._points.get(key)
+        if point is None:
+            point = self._points[key] = self._position(json.loads(key))
+        return point
 
     def _best_prior(self, visited: set[str]) -> dict | None:
         """The best prior configuration of this space not yet visited."""
