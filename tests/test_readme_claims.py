@@ -267,3 +267,19 @@ def test_the_cold_pipeline_on_the_h100():
     assert round(sum(timing["phases"][f"sweep_{name}"]["verify"] for name in elementwise)) == int(found[5])
     assert round(sum(host_checks["phases"][name]["verify"] for name in elementwise)) == int(before[1])
     assert host_checks["exit"] == 0 and round(host_checks["wall_s"]) == int(before[2])
+
+
+def test_the_default_study_run_for_real_on_the_hard_space():
+    found = claim(r"\(([\d.]+) GB/s, (\d+) configurations within 1 %\) at its (\d+)th evaluation, ([\d.]+) s after\s+`tune` started "
+                  r"\(([\d.]+) s of it waiting for nvcc\)", README)  # fmt: skip
+    run = REFERENCE / "nvidia-h100-80gb-hbm3" / "reduce_hard_2e24-study-run"
+    sweep = results.read(run / "sweep.parquet")
+    study = results.read(run / "study.parquet").sort_values("trial").reset_index(drop=True)
+    ok = sweep[sweep.status == "ok"]
+    optimum = ok.bandwidth_gbs.max()
+    hits = study.index[(study.status == "ok") & (study.bandwidth_gbs >= 0.99 * optimum)]
+    first = hits[0]
+    assert len(sweep) == 7200 and len(study) == 360
+    assert [round(optimum, 1), int((ok.bandwidth_gbs >= 0.99 * optimum).sum()), first + 1,
+            round(study.stage_elapsed_s[first], 1), round(study.compile_s[: first + 1].sum(), 1)] == [
+        float(found[1]), int(found[2]), int(found[3]), float(found[4]), float(found[5])]  # fmt: skip
