@@ -657,3 +657,18 @@ def test_storage_problem_names_a_missing_driver(monkeypatch):
         "storage URL postgresql://tuner:***@db.example/tuning needs the database driver 'psycopg2', "
         "which is not installed (pip install psycopg2-binary)"
     )
+
+
+@pytest.mark.parametrize("ask_ahead", [True, False])
+def test_the_outcome_says_what_the_asks_cost_and_how_long_measuring_waited(ask_ahead):
+    def slow(cfg):
+        time.sleep(0.002)
+        return measure(cfg)
+
+    outcome = run_study(family=FAMILY, problem=PROBLEM, domains=None, storage=None, study_name="s", measure=slow,
+                        budget_trials=12, timeout_s=None, sampler="ordinal", seed=0, ask_ahead=ask_ahead)  # fmt: skip
+    assert outcome.asks == len(outcome.rows) == 12  # every ask measured one configuration
+    assert 0 < outcome.asks_cpu_s <= outcome.asks_s + 1e-3  # a thread's CPU time within its wall time
+    assert outcome.ask_waits_s >= 0 if ask_ahead else outcome.ask_waits_s == 0  # only an ask made ahead is waited for
+    line = outcome.ask_summary()
+    assert line.startswith("asks: 12, ") and "ms CPU" in line and "waited" in line
