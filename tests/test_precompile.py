@@ -40,6 +40,11 @@ def space() -> list[dict]:
     return REDUCE.space(PROBLEM, DOMAINS)
 
 
+def one_per_module() -> list[dict]:
+    """A configuration of each of the space's modules, in the space's order."""
+    return list(compiling.unique_modules(REDUCE, space(), PROBLEM).values())
+
+
 class NvccLog:
     """Every nvcc run: (cubin name, thread name, start), and each is slowed by ``delay_s``."""
 
@@ -143,7 +148,7 @@ def test_the_pool_compiles_every_module_of_the_space_once(tmp_path, monkeypatch)
 @needs_nvcc
 def test_a_module_the_pool_builds_is_waited_for_and_one_it_has_not_reached_is_built_at_once(tmp_path, monkeypatch):
     nvcc = NvccLog(monkeypatch, delay_s=1.0)
-    first, second, third = list(compiling.unique_modules(REDUCE, space(), PROBLEM).values())[:3]
+    first, second, third = one_per_module()[:3]
     with Precompiler(REDUCE, PROBLEM, [first, second, third], arch=ARCH, cache_dir=tmp_path, jobs=1) as pool:
         nvcc.wait_for(1)  # the pool's one thread runs nvcc for the first module
         waited = compile_variant(REDUCE, first, PROBLEM, arch=ARCH, cache_dir=tmp_path)
@@ -161,7 +166,7 @@ def test_a_module_the_pool_builds_is_waited_for_and_one_it_has_not_reached_is_bu
 @needs_nvcc
 def test_a_hurried_module_is_built_at_once_beside_the_pool(tmp_path, monkeypatch):
     nvcc = NvccLog(monkeypatch, delay_s=1.0)
-    first, second, third = list(compiling.unique_modules(REDUCE, space(), PROBLEM).values())[:3]
+    first, second, third = one_per_module()[:3]
     with Precompiler(REDUCE, PROBLEM, [first, second, third], arch=ARCH, cache_dir=tmp_path, jobs=1) as pool:
         nvcc.wait_for(1)  # the pool's one thread is busy with the first module
         pool.hurry(third)  # as a study does with the configuration it has asked ahead
@@ -219,7 +224,7 @@ def test_threads_that_need_one_module_at_once_run_one_nvcc(tmp_path, monkeypatch
 def test_compile_errors_are_results_for_the_pool_and_for_the_thread_that_waits(tmp_path, monkeypatch):
     nvcc = NvccLog(monkeypatch, delay_s=0.6)
     break_modules(monkeypatch, lambda cfg: cfg["unroll"] == 2)
-    modules = list(compiling.unique_modules(REDUCE, space(), PROBLEM).values())
+    modules = one_per_module()
     configs = [cfg for cfg in modules if cfg["unroll"] == 2][:2] + [cfg for cfg in modules if cfg["unroll"] == 1][:2]
     with Precompiler(REDUCE, PROBLEM, configs, arch=ARCH, cache_dir=tmp_path, jobs=2) as pool:
         nvcc.wait_for(1)

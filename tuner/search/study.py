@@ -246,7 +246,7 @@ def run_study(
     _adopt_unclaimed(run)
 
     outcome = StudyOutcome(study=study)
-    asks = idle = 0
+    idle = 0
     # The next trial is asked (sampler, storage writes, claim) in a thread
     # while this one is measured: the GPU waits and fsyncs release the GIL, so
     # the host-side cost of choosing overlaps the measurement. At most one ask
@@ -282,7 +282,7 @@ def run_study(
                 # set difference while there are fewer claims than configurations).
                 unclaimed = None if feasible is None or len(snapshot) < len(feasible) else feasible.keys() - snapshot.keys()
                 stop = _stop_reason(
-                    measured, budget_trials, deadline, asks, max_asks, idle, patience, unclaimed, snapshot, feasible
+                    measured, budget_trials, deadline, outcome.asks, max_asks, idle, patience, unclaimed, snapshot, feasible
                 )
                 if stop:
                     outcome.stop_reason = stop
@@ -293,7 +293,7 @@ def run_study(
                         # them, so that one that dies is replaced.
                         time.sleep(WAIT_S)
                         continue
-                    asks += 1
+                    outcome.asks += 1
                     ASKS_IN_FLIGHT.begin()
                     pending = ask()
                     in_flight += 1  # its claim, taken after the snapshot
@@ -307,7 +307,7 @@ def run_study(
                     continue
                 idle = 0
                 if ask_ahead and claimable and (deadline is None or time.monotonic() < deadline):
-                    asks += 1
+                    outcome.asks += 1
                     ASKS_IN_FLIGHT.begin()
                     ahead = pool.submit(ask)
                 _measure_asked(run, asked, outcome, study_name)
@@ -324,7 +324,6 @@ def run_study(
                     _HELD.discard((study_name, pending.key))
                     outcome.lost += 1
 
-    outcome.asks = asks
     all_rows = study_rows(study)
     outcome.total_measured = sum(c.state != CLAIMED for c in claims.snapshot().values())
     ok_rows = [r for r in all_rows if _is_ok(r)]
