@@ -119,6 +119,30 @@ def test_choose_takes_every_verified_configuration_or_the_fastest_per_problem():
     assert all(family.kernel_name(cfg) for _, cfg, _ in top)
 
 
+def test_report_choice_is_the_rows_the_report_shows_and_each_problems_fastest():
+    from tuner.profile.stage import shown_by_report
+    from tuner.report.comparisons import evaluate_all
+    from tuner.report.published import load_published
+    from tuner.report.selection import usable
+
+    names = ("reduce_ladder", "reduce_bank_conflicts")
+    rows = {name: results.read(DATA / f"{name}.sweep.parquet") for name in names}
+    shown = shown_by_report(list(rows.values()))
+    comparisons = evaluate_all(usable(pd.concat(rows.values(), ignore_index=True)), load_published())
+    steps = {(r["source"], r["dtype"], int(r["n"]), r["config_key"]) for c in comparisons for r in c.chosen if r is not None}
+    assert steps and shown == steps
+    for name in names:
+        family = REGISTRY[rows[name]["family"].iloc[0]]
+        picked = choose(rows[name], family, "report", shown)
+        keys = {(r["source"], r["dtype"], int(r["n"]), r["config_key"]) for _, _, r in picked}
+        fastest = {(r.source, r.dtype, int(r.n), r.config_key)
+                   for r in rows[name][rows[name].status == "ok"].sort_values("bandwidth_gbs").groupby(["dtype", "n"]).tail(1).itertuples()}  # fmt: skip
+        mine = {key for key in steps if key[0] == f"sweep:{name}"}
+        assert keys == mine | fastest, name
+    ladder = choose(rows["reduce_ladder"], REGISTRY["reduce"], "report", shown)
+    assert 0 < len(ladder) < int((rows["reduce_ladder"].status == "ok").sum())  # fewer than all of them
+
+
 def config(tmp_path: Path, profile) -> dict:
     sweep = {
         "family": "layout",
@@ -131,7 +155,7 @@ def config(tmp_path: Path, profile) -> dict:
     return {"results_dir": str(tmp_path / "results"), "gpu": "test-gpu", "sweeps": {"layout_aos_soa": sweep}}
 
 
-@pytest.mark.parametrize("profile, parsed", [("all", "all"), ({"top": 3}, 3), (None, None)])
+@pytest.mark.parametrize("profile, parsed", [("all", "all"), ("report", "report"), ({"top": 3}, 3), (None, None)])
 def test_profile_setting_and_the_sweep_never_reruns_for_it(tmp_path, profile, parsed):
     settings = tuner_settings.parse(config(tmp_path, profile))
     assert settings.sweeps["layout_aos_soa"].profile == parsed
@@ -142,7 +166,7 @@ def test_profile_setting_and_the_sweep_never_reruns_for_it(tmp_path, profile, pa
 
 @pytest.mark.parametrize("bad", ["some", {"top": 0}, {"top": 2, "bottom": 1}, 3])
 def test_bad_profile_setting_is_one_line(tmp_path, bad):
-    with pytest.raises(tuner_settings.ConfigError, match=r"^sweeps\.layout_aos_soa\.profile: must be all or \{top: N\}"):
+    with pytest.raises(tuner_settings.ConfigError, match=r"^sweeps\.layout_aos_soa\.profile: must be all, report or \{top: N\}"):
         tuner_settings.parse(config(tmp_path, bad))
 
 

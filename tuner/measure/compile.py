@@ -234,21 +234,24 @@ def compile_all(
     unique = unique_modules(family, configs, problem)
     own = progress is None
     progress = Progress(f"compile {problem.key}", len(unique), unit="module") if own else progress
-
-    def build(cfg: Config) -> CompiledKernel | CompileError:
-        try:
-            return compile_variant(family, cfg, problem, arch=arch, cache_dir=cache_dir)
-        except CompileError as error:
-            return error
-        finally:
-            progress.update()
-
     try:
         with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-            return dict(zip(unique, pool.map(build, unique.values())))
+            futures = {key: pool.submit(_built, family, cfg, problem, arch, cache_dir, progress) for key, cfg in unique.items()}
+            return {key: future.result() for key, future in futures.items()}
     finally:
         if own:
             progress.close()
+
+
+def _built(
+    family: Family, cfg: Config, problem: Problem, arch: str, cache_dir, progress: Progress
+) -> CompiledKernel | CompileError:
+    try:
+        return compile_variant(family, cfg, problem, arch=arch, cache_dir=cache_dir)
+    except CompileError as error:
+        return error
+    finally:
+        progress.update()
 
 
 def unique_modules(family: Family, configs: Iterable[Config], problem: Problem) -> dict[str, Config]:
@@ -275,9 +278,15 @@ def compile_table(settings, arch: str):
     variants = [(family, problem, list(configs)) for family, problem, configs in settings.variants()]
     total = sum(len(unique_modules(family, configs, problem)) for family, problem, configs in variants)
     jobs = settings.run.compile_jobs or None
-    with Progress(f"compile for {arch}", total, unit="module") as progress:
-        built = [(family, problem, compile_all(family, configs, problem, arch=arch, cache_dir=cache, jobs=jobs, progress=progress))
-                 for family, problem, configs in variants]  # fmt: skip
+    # One pool for every problem's modules, so no core idles while a problem's last nvcc finishes.
+    with (
+        Progress(f"compile for {arch}", total, unit="module") as progress,
+        ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool,
+    ):
+        pending = [(family, problem, {key: pool.submit(_built, family, cfg, problem, arch, cache, progress)
+                                      for key, cfg in unique_modules(family, configs, problem).items()})
+                   for family, problem, configs in variants]  # fmt: skip
+        built = [(family, problem, {key: f.result() for key, f in futures.items()}) for family, problem, futures in pending]
     for family, problem, compiled_modules in built:
         for key, compiled in compiled_modules.items():
             row = {"family": family.name, "dtype": problem.dtype, "module": key, "arch": arch}

@@ -35,19 +35,39 @@ from tuner.settings import ConfigError
 TOOL_FAILURE = "not profiled"
 
 
-def choose(rows: pd.DataFrame, family: Family, profile: str | int) -> list[tuple[tuple[str, int], dict, pd.Series]]:
+def choose(
+    rows: pd.DataFrame, family: Family, profile: str | int, shown: frozenset = frozenset()
+) -> list[tuple[tuple[str, int], dict, pd.Series]]:
     """The verified configurations to profile, per problem (dtype, n): all of
-    them, or the ``profile`` fastest (by bandwidth)."""
+    them, the ``profile`` fastest (by bandwidth), or (``"report"``) the
+    fastest and those whose (source, dtype, n, config_key) is in ``shown``."""
     ok = rows[(rows["status"] == "ok").fillna(False).to_numpy(dtype=bool)]
     chosen = []
     for (dtype, n), group in ok.groupby(["dtype", "n"], sort=True):
         group = group.sort_values("bandwidth_gbs", ascending=False, kind="stable")
-        if profile != "all":
+        if profile == "report":
+            keys = zip(group["source"], group["dtype"], group["n"].astype(int), group["config_key"])
+            group = group[[i == 0 or key in shown for i, key in enumerate(keys)]]
+        elif profile != "all":
             group = group.head(int(profile))
         for _, row in group.iterrows():
             cfg = {name: _plain(row[name]) for name in family.param_names}
             chosen.append(((str(dtype), int(n)), cfg, row))
     return chosen
+
+
+def shown_by_report(rows: list[pd.DataFrame]) -> frozenset:
+    """(source, dtype, n, config_key) of every row the report's blog
+    comparisons would show, chosen among ``rows`` as the report chooses."""
+    from tuner.report.comparisons import evaluate_all  # the report's own choice, so counters sit beside its rows
+    from tuner.report.published import load_published
+    from tuner.report.selection import usable
+
+    ok = usable(pd.concat(rows, ignore_index=True)) if rows else pd.DataFrame()
+    if ok.empty:
+        return frozenset()
+    picked = (row for comparison in evaluate_all(ok, load_published()) for row in comparison.chosen if row is not None)
+    return frozenset((r["source"], r["dtype"], int(r["n"]), r["config_key"]) for r in picked)
 
 
 def _plain(value):
@@ -100,7 +120,7 @@ def run(args, settings, *, bench, child: list[str], env: dict) -> None:
     for name in dict.fromkeys(args.names):
         sweep = settings.sweep(name)
         if sweep.profile is None:
-            raise ConfigError(f"sweeps.{name}.profile: must be all or {{top: N}} to profile this sweep, got nothing")
+            raise ConfigError(f"sweeps.{name}.profile: must be all, report or {{top: N}} to profile this sweep, got nothing")
         measured = Path(args.measurements) if args.measurements else gpu_dir / "sweeps" / f"{name}.parquet"
         if not measured.is_file():
             raise ConfigError(f"--measurements: must be the sweep's Parquet file, got {str(measured)!r}, which does not exist")
@@ -118,7 +138,8 @@ def profile_sweeps(sweeps: list[Profiled], *, work: Path, child: list[str], env:
     When ncu is missing or refuses, every profile is empty and says why."""
     started, steps = time.monotonic(), Phases()
     work.mkdir(parents=True, exist_ok=True)
-    chosen = {s.name: choose(s.rows, s.family, s.profile) for s in sweeps}
+    shown = shown_by_report([s.rows for s in sweeps]) if any(s.profile == "report" for s in sweeps) else frozenset()
+    chosen = {s.name: choose(s.rows, s.family, s.profile, shown) for s in sweeps}
     problems = {name: plan_problems(configs) for name, configs in chosen.items()}
     done: dict[str, tuple[pd.DataFrame, str]] = {}
     for s in sweeps:

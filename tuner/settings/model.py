@@ -85,7 +85,9 @@ class SweepSettings:
     sizes: tuple[int, ...]
     params: Mapping[str, tuple]
     timing: TimingOptions
-    profile: str | int | None = None  # None, "all", or N: profile the N fastest configurations per problem
+    # None; "all"; "report": the configurations the report's blog comparisons show,
+    # and each problem's fastest; or N: the N fastest configurations per problem
+    profile: str | int | None = None
 
     def problems(self) -> list[Problem]:
         return [Problem(self.family, dtype, n) for dtype in self.dtypes for n in self.sizes]

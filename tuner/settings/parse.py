@@ -288,7 +288,7 @@ def _sweep(name: str, section: Mapping, config: Mapping, memory: int | None) -> 
     _check_params(family, params, f"{where}.params")
     profile = section.get("profile")
     sweep = SweepSettings(name, family.name, tuple(section["dtypes"]), tuple(section["sizes"]), _frozen_params(params),
-                          _merged_timing(config, section, where), profile if profile in (None, "all") else profile["top"])  # fmt: skip
+                          _merged_timing(config, section, where), profile if profile in (None, "all", "report") else profile["top"])  # fmt: skip
     if not any(family.space(p, sweep.domains()) for p in sweep.problems()):
         raise ConfigError(f"{where}.params: the grid must hold at least one feasible configuration, got none")
     return sweep
