@@ -27,15 +27,15 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pandas as pd
-
+from tuner import profile as profiling
 from tuner import settings as config_settings
-from tuner.data import results
 from tuner.errors import EXIT_DEVICE_FAULT, FatalDeviceError
 from tuner.families import REGISTRY, Problem
-from tuner.processes import child_command, child_env, gpu_list, supervise, worker_commands
-from tuner.profile import stage as profiling
+from tuner.processes import child_command, child_env, gpu_list, importing, supervise, worker_commands
 from tuner.settings import ConfigError, Settings
+
+# pandas and pyarrow (0.5 s to import on a GPU host) are imported where tables are
+# written: a measuring child never needs them; its parent imports them meanwhile.
 
 # ---- settings and paths ------------------------------------------------------
 
@@ -98,6 +98,7 @@ def _load_peaks(bench, peaks_json: Path) -> None:
 
 def cmd_describe(args) -> None:
     """Describe the GPU (device.json): the first stage; stops with one line when there is no GPU."""
+    from tuner.data import results
     from tuner.device.gpu import require_gpu
 
     settings = load_settings(args)
@@ -110,6 +111,7 @@ def cmd_describe(args) -> None:
 
 def cmd_compile(args) -> None:
     """Compile every kernel variant the sweeps and studies need, in parallel; exit 1 if any fails."""
+    from tuner.data import results
     from tuner.measure.compile import compile_table
 
     settings = load_settings(args)
@@ -128,6 +130,7 @@ def cmd_compile(args) -> None:
 
 def cmd_peaks(args) -> None:
     """Measure the bandwidth peaks (device copy, read stream, theoretical, CUB) every result is judged against."""
+    from tuner.data import results
     from tuner.measure.peaks import measure_peaks
 
     settings = load_settings(args)
@@ -143,8 +146,7 @@ def cmd_peaks(args) -> None:
 
 def cmd_sweep(args) -> None:
     """Measure every feasible configuration of one sweep (resumable: only what the store lacks)."""
-    from tuner.measure.compile import compile_ahead
-    from tuner.search.sweep import run_sweep, store_dir, sweep_rows
+    from tuner.search.sweep import store_dir
 
     settings = load_settings(args)
     sweep = settings.sweep(args.name)
@@ -152,24 +154,30 @@ def cmd_sweep(args) -> None:
     device_json = _device_json(args, settings)
     family = REGISTRY[sweep.family]
     if args.child:
+        from tuner.measure.compile import compile_ahead
+        from tuner.search.sweep import measure_sweep
+
         bench, _ = _bench(settings, device_json, sweep.timing)
         _load_peaks(bench, gpu_dir / "peaks.json")
         with bench.phase("sweep (all)"):
-            run_sweep(args.name, family, sweep.problems(), sweep.domains(), store=store_dir(gpu_dir, args.name),
+            measure_sweep(args.name, family, sweep.problems(), sweep.domains(), store=store_dir(gpu_dir, args.name),
                       open_problem=bench.problem, prepare=compile_ahead(bench.gpu.arch, bench.cache_dir, settings.run.compile_jobs))  # fmt: skip
         print(f"sweep {args.name} {bench.phase_summary()}", flush=True)
         return
-    supervise(child_command(args), child_env(), f"sweep {args.name}")
+    with importing("tuner.data.results"):
+        supervise(child_command(args), child_env(), f"sweep {args.name}")
+    from tuner.data import results
+    from tuner.search.sweep import sweep_rows
+
     # Every configuration is in the store now: read it back, no GPU needed.
     frame = sweep_rows(store_dir(gpu_dir, args.name), family, sweep.problems(), sweep.domains())
     out = _out(args, settings, f"sweeps/{args.name}.parquet")
     results.write_atomic(frame, out)
-    _print_best(frame, f"sweep {args.name}")
+    print(results.best_line(frame, f"sweep {args.name}"))
 
 
 def cmd_tune(args) -> None:
     """Run one Optuna study; with --gpus (or study_gpus in the config), one worker process per GPU shares its budget."""
-    from tuner.data.time_to_target import to_final_best
     from tuner.measure.stopwatch import start_stage
     from tuner.search.study import open_storage, study_rows
 
@@ -182,7 +190,7 @@ def cmd_tune(args) -> None:
         _tune_child(args, settings, study, storage_name, device_json)
         return
     commands = worker_commands(args, settings)
-    with ThreadPoolExecutor(len(commands)) as pool:
+    with importing("tuner.data.results"), ThreadPoolExecutor(len(commands)) as pool:
         futures = [
             pool.submit(supervise, command, env, f"study {args.name} worker on GPU {gpu}") for command, env, gpu in commands
         ]
@@ -190,6 +198,9 @@ def cmd_tune(args) -> None:
     if failed:
         raise SystemExit(f"error: the study workers on GPUs {failed} failed; finished trials are kept in the study storage")
     import optuna
+
+    from tuner.data import results
+    from tuner.data.time_to_target import to_final_best
 
     optuna_study = optuna.load_study(study_name=storage_name, storage=open_storage(study.storage))
     frame = results.to_frame(study_rows(optuna_study))
@@ -199,7 +210,7 @@ def cmd_tune(args) -> None:
         )
     out = _out(args, settings, f"studies/{args.name}.parquet")
     results.write_atomic(frame, out)
-    _print_best(frame, f"study {args.name} ({study.sampler}, budget {study.budget_trials})")
+    print(results.best_line(frame, f"study {args.name} ({study.sampler}, budget {study.budget_trials})"))
     print(f"study {args.name}: {to_final_best(frame).sentence('its final best')}")
 
 
@@ -238,7 +249,9 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
 
 def cmd_profile(args) -> None:
     """Hardware counters (Nsight Compute) of the sweeps' verified configurations, all or the fastest per problem; never timed."""
-    profiling.run(args, load_settings(args), bench=lambda s: _bench(s, _device_json(args, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
+    from tuner.profile import stage
+
+    stage.run(args, load_settings(args), bench=lambda s: _bench(s, _device_json(args, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
 
 
 def cmd_collect(args) -> None:
@@ -246,6 +259,10 @@ def cmd_collect(args) -> None:
     missing = [p for p in args.inputs if not Path(p).is_file()]
     if missing:
         raise ConfigError(f"inputs: must be existing Parquet files, got {missing[0]!r}, which does not exist")
+    import pandas as pd
+
+    from tuner.data import results
+
     frames = [results.read(p) for p in args.inputs]
     frame = results.to_frame(pd.concat(frames, ignore_index=True), keep_unknown=True) if frames else results.to_frame([])
     results.write_atomic(frame, args.out)
@@ -300,17 +317,6 @@ def cmd_verify(args) -> None:
     print(f"verified {total - failures}/{total} configurations")
     if failures:
         raise SystemExit(1)
-
-
-def _print_best(frame: pd.DataFrame, what: str) -> None:
-    ok = frame[frame.status == "ok"]
-    counts = frame.status.value_counts().to_dict()
-    if ok.empty:
-        print(f"{what}: no verified configuration; statuses {counts}")
-        return
-    best = ok.loc[ok.bandwidth_gbs.idxmax()]
-    print(f"{what}: {len(frame)} rows {counts}; best {best.bandwidth_gbs:.0f} GB/s "
-          f"({best['fraction_of_copy_peak'] or float('nan'):.3f} of copy peak) {best['dtype']} n={best['n']} {best['config_key']}")  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,9 +7,12 @@ from what is stored (the sweep's rows, the study's claims)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import os
 import subprocess
 import sys
+import threading
 
 from tuner.errors import EXIT_DEVICE_FAULT
 
@@ -70,3 +73,15 @@ def worker_commands(args, settings) -> list[tuple[list[str], dict, str]]:
         return [(child_command(args, "--device-index", gpu), child_env(), gpu)]
     return [(child_command(args, "--worker", str(i), "--device-index", "0"), child_env(CUDA_VISIBLE_DEVICES=gpu), gpu)
             for i, gpu in enumerate(gpus)]  # fmt: skip
+
+
+@contextlib.contextmanager
+def importing(*modules: str):
+    """Import ``modules`` in a background thread while the block runs (a parent
+    waiting on its measuring child); the block's end waits for them."""
+    thread = threading.Thread(target=lambda: [importlib.import_module(m) for m in modules], daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()

@@ -247,3 +247,14 @@ def plain_value(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def best_line(frame: pd.DataFrame, what: str) -> str:
+    """``what``: its row count by status and its fastest verified row, on one line."""
+    ok = frame[frame.status == "ok"]
+    counts = frame.status.value_counts().to_dict()
+    if ok.empty:
+        return f"{what}: no verified configuration; statuses {counts}"
+    best = ok.loc[ok.bandwidth_gbs.idxmax()]
+    return (f"{what}: {len(frame)} rows {counts}; best {best.bandwidth_gbs:.0f} GB/s "
+            f"({best['fraction_of_copy_peak'] or float('nan'):.3f} of copy peak) {best['dtype']} n={best['n']} {best['config_key']}")  # fmt: skip

@@ -18,9 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from tuner.data import results
 from tuner.errors import FatalDeviceError
-from tuner.families.base import Config, Family, Problem
+from tuner.families.base import Config, Family, Problem, config_key
 from tuner.measure.compile import CompileError, compile_variant, nvcc_version
 from tuner.measure.stopwatch import Phases
 from tuner.measure.timing import ClockMonitor, NoClocks, TimingOptions, time_kernel
@@ -175,7 +174,7 @@ class ProblemBench:
     def base_row(self, cfg: Config, source: str) -> dict:
         row = {**self.bench.environment, "timestamp": now_iso(), "source": source,
                "family": self.family.name, "dtype": self.problem.dtype, "n": self.problem.n,
-               "config_key": results.config_key(cfg)}  # fmt: skip
+               "config_key": config_key(cfg)}  # fmt: skip
         for name in self.family.param_names:
             row[name] = cfg[name]
         return row

@@ -14,7 +14,6 @@ rows are unchanged is not profiled again when another one is.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import subprocess
@@ -80,16 +79,6 @@ def plan_problems(chosen) -> list[dict]:
     for problem, cfg, _ in chosen:
         problems.setdefault(problem, []).append(cfg)
     return [{"dtype": d, "n": n, "configs": cfgs} for (d, n), cfgs in problems.items()]
-
-
-def arguments(parser, needs_device, measuring_child) -> None:
-    """The ``profile`` subcommand's arguments (``tuner/cli.py`` makes the parser)."""
-    parser.add_argument("names", nargs="+", metavar="name", help="sweeps of the config that set profile: (all under one ncu)")
-    needs_device(parser)
-    measuring_child(parser)
-    parser.add_argument("--measurements", help="the sweep's rows, for one sweep (default: results/<gpu>/sweeps/<name>.parquet)")
-    parser.add_argument("--plan", help=argparse.SUPPRESS)  # the child's: what to profile, where to say what it did
-    parser.add_argument("--manifest", help=argparse.SUPPRESS)
 
 
 @dataclass

@@ -8,6 +8,7 @@ folder and calls it. ``report.html`` is self-contained (figures embedded);
 
 from __future__ import annotations
 
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -17,7 +18,7 @@ import pandas as pd
 from tuner.report.comparisons import BLOG_TABLES, Comparison, evaluate_all
 from tuner.report.document import build_content, write_documents
 from tuner.report.figure_kit import FigureContext, FigureResult
-from tuner.report.figures import EXPECTED_FIGURES, FIGURE_SPECS, draw_all
+from tuner.report.figures import EXPECTED_FIGURES, FIGURE_SPECS, drawing, figure_pool
 from tuner.report.profile_section import profile_content
 from tuner.report.published import load_published
 from tuner.report.selection import best_per_family, study_frames, usable
@@ -90,15 +91,19 @@ def figure_context(
     peaks: Mapping[str, Any],
     out_dir: Path,
     studies: dict[str, pd.DataFrame] | None = None,
+    pool: ProcessPoolExecutor | None = None,
 ) -> FigureContext:
     """What the figures and the document are drawn from: the usable rows, the
     device (filled from the rows), the peaks, the blogs' numbers, every blog
-    table evaluated on our rows and the study summaries (see ``build_report``)."""
+    table evaluated on our rows and the study summaries (see ``build_report``;
+    with a ``pool``, the summaries are made there while the tables are evaluated here)."""
     device = with_run_environment(device, dataset)
     published = load_published()
     ok = usable(dataset)
-    summaries = summarise_studies(study_frames(dataset) if studies is None else studies, dataset)
+    studies = study_frames(dataset) if studies is None else studies
+    summarising = pool.submit(summarise_studies, studies, dataset) if pool else None
     comparisons = evaluate_all(ok, published)
+    summaries = summarising.result() if summarising else summarise_studies(studies, dataset)
     return FigureContext(
         ok=ok,
         device=device,
@@ -139,9 +144,16 @@ def build_report(
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=out_dir, studies=studies)
-    comparisons = list(ctx.comparisons.values())
-    figures = draw_all(ctx, processes)
+    # One pool for the whole report: it starts while the blog tables are evaluated,
+    # and the counters section (the roofline) is made here while it draws the figures.
+    with figure_pool(processes) as pool:
+        ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=out_dir, studies=studies, pool=pool)
+        comparisons = list(ctx.comparisons.values())
+        drawn = drawing(ctx, pool)
+        if profiles is not None:
+            counters = profile_content(comparisons, profiles[0], profiles[1], published=ctx.published, peaks=ctx.peaks,
+                                       gpu=ctx.device.get("name") or "unknown GPU", out_dir=out_dir)  # fmt: skip
+        figures = drawn()
     content = build_content(
         dataset=dataset,
         device=ctx.device,
@@ -152,8 +164,7 @@ def build_report(
         studies=ctx.studies,
     )
     if profiles is not None:
-        content["profile"] = profile_content(comparisons, profiles[0], profiles[1], published=ctx.published, peaks=ctx.peaks,
-                                             gpu=ctx.device.get("name") or "unknown GPU", out_dir=out_dir)  # fmt: skip
+        content["profile"] = counters
     documents = write_documents(content, out_dir)
     return ReportOutputs(
         out_dir=out_dir,

@@ -11,8 +11,10 @@ measured; ``EXPECTED_FIGURES`` lists the stems the workflow expects.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
+from typing import Callable, Iterator
 
 import pandas as pd
 
@@ -325,27 +327,37 @@ FIGURE_TITLES: dict[str, str] = {spec.stem: spec.title for spec in FIGURE_SPECS}
 
 def draw_all(ctx: FigureContext, processes: int = 1) -> list[FigureResult]:
     """Every figure of ``EXPECTED_FIGURES``, in that order; with ``processes``
-    > 1, drawn by that many worker processes (matplotlib draws on one core,
-    and the figures are independent: most of a report's time)."""
+    > 1, drawn by that many worker processes."""
+    with figure_pool(processes) as pool:
+        return drawing(ctx, pool)()
+
+
+@contextlib.contextmanager
+def figure_pool(processes: int) -> Iterator[ProcessPoolExecutor | None]:
+    """Worker processes for the report's independent work (matplotlib draws on
+    one core): at most one per figure; None for ``processes`` <= 1."""
     processes = min(processes, len(FIGURE_SPECS))
     # Workers are not forked from this process (a fork copies its threads'
     # locks: pyarrow's pools) but from a fork server that has imported the
     # drawing code once: each starts at once instead of importing matplotlib.
     if processes <= 1 or "forkserver" not in multiprocessing.get_all_start_methods():
-        return [draw(ctx, spec) for spec in FIGURE_SPECS]
+        yield None
+        return
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["tuner.report.figures"])
-    with ProcessPoolExecutor(processes, mp_context=context, initializer=_take_context, initargs=(ctx,)) as pool:
-        return list(pool.map(_draw_spec, range(len(FIGURE_SPECS))))
+    with ProcessPoolExecutor(processes, mp_context=context) as pool:
+        yield pool
 
 
-_WORKER_CONTEXT: FigureContext | None = None
+def drawing(ctx: FigureContext, pool: ProcessPoolExecutor | None) -> Callable[[], list[FigureResult]]:
+    """Start drawing every figure in ``pool`` (without one, draw them here);
+    the returned call waits for them, in ``EXPECTED_FIGURES`` order."""
+    if pool is None:
+        drawn = [draw(ctx, spec) for spec in FIGURE_SPECS]
+        return lambda: drawn
+    futures = [pool.submit(_draw_spec, ctx, index) for index in range(len(FIGURE_SPECS))]
+    return lambda: [future.result() for future in futures]
 
 
-def _take_context(ctx: FigureContext) -> None:
-    global _WORKER_CONTEXT
-    _WORKER_CONTEXT = ctx
-
-
-def _draw_spec(index: int) -> FigureResult:
-    return draw(_WORKER_CONTEXT, FIGURE_SPECS[index])
+def _draw_spec(ctx: FigureContext, index: int) -> FigureResult:
+    return draw(ctx, FIGURE_SPECS[index])

@@ -18,14 +18,14 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-import pandas as pd
-
-from tuner.data import results
 from tuner.errors import FatalDeviceError
-from tuner.families.base import Family, Problem
+from tuner.families.base import Family, Problem, config_key
 from tuner.progress import Progress
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 STORE_FILE = "rows.jsonl"
 
@@ -45,6 +45,10 @@ class RowStore:
         self.log = log
 
     def rows(self) -> pd.DataFrame:
+        import pandas as pd  # here, not at the top: the measuring process never needs it
+
+        from tuner.data import results
+
         frames = [results.to_frame(self._jsonl_rows())]
         for part in sorted(self.folder.glob("part-*.parquet")):
             try:
@@ -53,6 +57,12 @@ class RowStore:
                 self._quarantine(part, f"{type(error).__name__}: {error}")
         frames = [f for f in frames if not f.empty]
         return results.to_frame(pd.concat(frames, ignore_index=True)) if frames else results.to_frame([])
+
+    def identities(self) -> set[tuple]:
+        """(family, dtype, n, config_key) of every stored row."""
+        if any(self.folder.glob("part-*.parquet")):
+            return {identity(r) for r in self.rows().to_dict("records")}
+        return {identity(r) for r in self._jsonl_rows()}
 
     def append(self, row: dict) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -113,8 +123,24 @@ def run_sweep(
     log: Callable[[str], None] = print,
     prepare: Callable[[Family, Problem, list[dict]], None] | None = None,
 ) -> pd.DataFrame:
-    """Measure every feasible configuration not yet in ``store``; return the
-    store's rows for this grid.
+    """``measure_sweep``, then the store's rows for this grid."""
+    problems = list(problems)
+    measure_sweep(name, family, problems, params, store=store, open_problem=open_problem, log=log, prepare=prepare)
+    return sweep_rows(store, family, problems, params, RowStore(store, log))
+
+
+def measure_sweep(
+    name: str,
+    family: Family,
+    problems: Iterable[Problem],
+    params: dict,
+    *,
+    store: Path,
+    open_problem: Callable[[Family, Problem], object],
+    log: Callable[[str], None] = print,
+    prepare: Callable[[Family, Problem, list[dict]], None] | None = None,
+) -> None:
+    """Measure every feasible configuration not yet in ``store``.
 
     ``open_problem`` uploads a problem's inputs and returns an object with
     ``measure(cfg, source) -> row``; ``prepare`` (e.g. compile ahead in
@@ -123,12 +149,12 @@ def run_sweep(
     row, then propagates: the process must end (see ``tuner.errors``).
     """
     rows = RowStore(store, log)
-    done = {identity(r) for r in rows.rows().to_dict("records")}
+    done = rows.identities()
     source = f"sweep:{name}"
     problems = list(problems)
     for problem in problems:
         configs = family.space(problem, params)
-        keys = [(family.name, problem.dtype, problem.n, results.config_key(c)) for c in configs]
+        keys = [(family.name, problem.dtype, problem.n, config_key(c)) for c in configs]
         todo = [c for c, k in zip(configs, keys) if k not in done]
         log(f"{source} {problem.key}: {len(configs)} feasible configurations, {len(configs) - len(todo)} already measured")
         if not todo:
@@ -149,7 +175,6 @@ def run_sweep(
                 if row["status"] != "ok":
                     progress.message(f"  {row['status']}: {row['config_key']}: {str(row.get('error'))[:200]}", log)
         del session  # frees the problem's device buffers before the next problem
-    return sweep_rows(store, family, problems, params, rows)
 
 
 def sweep_rows(
@@ -157,7 +182,7 @@ def sweep_rows(
 ) -> pd.DataFrame:
     """The store's rows for the grid (``params`` over ``problems``), one per
     configuration: what the sweep's output file holds."""
-    wanted = {(family.name, p.dtype, p.n, results.config_key(c)) for p in problems for c in family.space(p, params)}
+    wanted = {(family.name, p.dtype, p.n, config_key(c)) for p in problems for c in family.space(p, params)}
     frame = (rows or RowStore(store)).rows()
     if frame.empty:
         return frame
