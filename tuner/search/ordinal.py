@@ -56,6 +56,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
 from tuner.search.ordinal_grid import nearest_distances, one_hot_sums, ordered_values, powers_below
+from tuner.search.ordinal_history import FinishedPrefix, climb_read, sums_read
 
 DEFAULT_STARTUP = 5  # space-filling configurations before the neighbourhood steps
 DEFAULT_TOP_K = 1  # neighbourhoods of this many best configurations compete
@@ -133,6 +134,10 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._columns = {(name, value): i for i, (name, value) in enumerate(
             (name, value) for name, dist in self._dists.items() for value in dist.choices)}  # fmt: skip
         self._finished, self._steps, self._column_cache, self._points = {}, {}, {}, {}
+        self._base = FinishedPrefix()
+        # The climb and the model's sums, each folded over the history one new measurement at a time.
+        self._climbs = climb_read(self.patience, PROGRESS)
+        self._sums = sums_read(len(self._columns), lambda key: self._columns_of([key])[0])
         # The prior rows within this space, best first, and their sums for the model.
         self._prior = []
         for cfg, value in self.prior:
@@ -201,25 +206,35 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
     def _history(self, study: optuna.Study, trial: FrozenTrial) -> tuple[dict[str, tuple[dict, float]], set[str]]:
         """Measured configurations (key -> (config, bandwidth)) and every key
         not to propose (measured, failed, in flight, proposed for this trial)."""
-        measured: dict[str, tuple[dict, float]] = {}
-        visited = set(self._asked.get(trial.number, ())) | self._taken
-        for other in study.get_trials(deepcopy=False):
+        trials = study.get_trials(deepcopy=False)
+        base = self._base.advance(study, trials, self._seen)
+        measured = dict(base.measured)
+        visited = base.visited | self._asked.get(trial.number, set()) | self._taken
+        for other in trials[base.length :]:
             if other.number == trial.number:
                 continue
-            seen = self._finished.get(other.number)
+            seen = self._seen(other)
             if seen is None:
-                if not other.params.keys() >= self._dists.keys():
-                    continue
-                cfg = {name: plain_value(other.params[name]) for name in self._dists}
-                good = other.state == TrialState.COMPLETE and other.value is not None and other.value > 0
-                seen = (config_key(cfg), cfg, float(other.value) if good else None)
-                if other.state.is_finished():  # read once; a running trial is read again
-                    self._finished[other.number] = seen
+                continue
             key, cfg, value = seen
             visited.add(key)
             if value is not None:
                 measured[key] = (cfg, value)
         return measured, visited
+
+    def _seen(self, trial: FrozenTrial) -> tuple[str, dict, float | None] | None:
+        """(key, configuration, bandwidth or None) of a trial with this
+        space's parameters; a finished trial is read once."""
+        seen = self._finished.get(trial.number)
+        if seen is None:
+            if not trial.params.keys() >= self._dists.keys():
+                return None
+            cfg = {name: plain_value(trial.params[name]) for name in self._dists}
+            good = trial.state == TrialState.COMPLETE and trial.value is not None and trial.value > 0
+            seen = (config_key(cfg), cfg, float(trial.value) if good else None)
+            if trial.state.is_finished():  # a running trial is read again
+                self._finished[trial.number] = seen
+        return seen
 
     def _spread(self, visited: set[str], rng: random.Random) -> dict | None:
         """The random feasible candidate farthest from every visited one; the
@@ -256,18 +271,10 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
     def _climb(self, measured: dict[str, tuple[dict, float]]) -> dict[str, tuple[dict, float]]:
         """The measured configurations of the current climb: those since the
         last restart. A climb restarts once ``patience`` measurements in a row
-        failed to beat its best by ``PROGRESS``; worked out again from the
-        history each time, so a resumed study or another worker agrees."""
-        items = list(measured.items())  # in trial order
-        start, best, since = 0, 0.0, 0
-        for i, (_, (_, value)) in enumerate(items):
-            if value > best * (1 + PROGRESS):
-                best, since = value, 0
-            else:
-                since += 1
-            if self.patience and since >= self.patience:
-                start, best, since = i + 1, 0.0, 0
-        return dict(items[start:])
+        failed to beat its best by ``PROGRESS``; the fold over the whole history
+        (carried between asks), so a resumed study or another worker agrees."""
+        start = self._climbs.read(measured)["start"]
+        return dict(itertools.islice(measured.items(), start, None))  # in trial order
 
     def _step(self, climb: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]], visited: set[str],
               rng: random.Random) -> dict | None:  # fmt: skip
@@ -335,11 +342,10 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         study's mean) join while they outnumber the study's own."""
         if self._fitted is not None and self._fitted[0] is measured:
             return self._fitted[1]  # asked again for one trial: the same history
-        keys = list(measured)
-        y = np.log([measured[k][1] for k in keys])
-        gram, moment, ones = one_hot_sums(self._columns_of(keys), y, len(self._columns))
+        gram, moment, ones = self._sums.read(measured)  # read-only below
+        y = np.log(self._sums.values)
         total, count = y.sum(), len(y)
-        if self._prior and len(self._prior) > len(keys):
+        if self._prior and len(self._prior) > count:
             shift = y.mean() - self._prior_mean
             gram = gram + self._prior_gram
             moment = moment + self._prior_moment + shift * self._prior_ones

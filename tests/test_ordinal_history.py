@@ -1,0 +1,99 @@
+"""The default sampler reads a study's history incrementally between asks
+(the finished prefix, the climb, the model's sums): each read must equal
+reading the whole history again, also when trials finish out of order, as
+they do when several workers share a study."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import optuna
+from optuna.distributions import CategoricalDistribution
+from optuna.trial import TrialState
+
+from tuner.data.results import config_key
+from tuner.search.ordinal import PROGRESS, OrdinalSampler
+from tuner.search.ordinal_grid import one_hot_sums
+from tuner.search.ordinal_history import climb_read, sums_read
+
+DISTS = {
+    "a": CategoricalDistribution([1, 2, 4, 8]),
+    "b": CategoricalDistribution([16, 32, 64]),
+    "c": CategoricalDistribution(["x", "y"]),
+}
+
+
+def whole_history(study: optuna.Study, number: int) -> tuple[dict, set]:
+    """What the sampler's history is: every trial but ``number`` read afresh."""
+    measured, visited = {}, set()
+    for trial in study.get_trials(deepcopy=False):
+        if trial.number == number or not trial.params:
+            continue
+        cfg = dict(trial.params)
+        visited.add(config_key(cfg))
+        if trial.state == TrialState.COMPLETE and trial.value > 0:
+            measured[config_key(cfg)] = (cfg, float(trial.value))
+    return measured, visited
+
+
+def whole_climb(measured: dict, patience: int) -> int:
+    start, best, since = 0, 0.0, 0
+    for i, (_, value) in enumerate(measured.values()):
+        best, since = (value, 0) if value > best * (1 + PROGRESS) else (best, since + 1)
+        if since >= patience:
+            start, best, since = i + 1, 0.0, 0
+    return start
+
+
+def test_history_read_between_asks_equals_a_whole_read_with_trials_finishing_out_of_order():
+    rng = random.Random(3)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=1))
+    sampler = OrdinalSampler(seed=0)
+    sampler.bind(DISTS, lambda cfg: True, None)
+    running = []
+    for _ in range(40):
+        # A few trials run at once (several workers); one of them, not always the oldest, finishes.
+        running.append(study.ask(fixed_distributions=DISTS))
+        if len(running) >= 3:
+            done = running.pop(rng.randrange(len(running)))
+            state = TrialState.FAIL if rng.random() < 0.15 else TrialState.COMPLETE
+            study.tell(done, rng.uniform(10, 100) if state == TrialState.COMPLETE else None, state=state)
+        asking = study.ask(fixed_distributions=DISTS)
+        frozen = study._storage.get_trial(asking._trial_id)
+        got = sampler._history(study, frozen)
+        assert got == whole_history(study, asking.number)
+        assert list(got[0]) == list(whole_history(study, asking.number)[0])  # in trial order
+        study.tell(asking, state=TrialState.FAIL)
+    assert sampler._base.length > 0  # the prefix was used, not only the whole read
+
+
+def test_climb_and_model_sums_folded_between_reads_equal_whole_reads_bit_for_bit():
+    rng = random.Random(5)
+    columns = {(name, value): i for i, (name, value) in enumerate((n, v) for n, d in DISTS.items() for v in d.choices)}
+
+    def columns_of(key):
+        cfg = json.loads(key)
+        return np.array([columns[(name, cfg[name])] for name in DISTS])
+
+    keys = [
+        config_key({"a": a, "b": b, "c": c}) for a in DISTS["a"].choices for b in DISTS["b"].choices for c in DISTS["c"].choices
+    ]
+    climbs, sums = climb_read(4, PROGRESS), sums_read(len(columns), columns_of)
+    history: list[tuple[str, float]] = []
+    restarted = 0
+    for key in rng.sample(keys, len(keys)):
+        value = rng.uniform(10, 100)
+        if history and rng.random() < 0.2:
+            history.insert(rng.randrange(len(history)), (key, value))  # a trial that finished out of order
+            restarted += 1
+        else:
+            history.append((key, value))
+        measured = {k: ({}, v) for k, v in history}
+        assert climbs.read(measured)["start"] == whole_climb(measured, 4)
+        gram, moment, ones = sums.read(measured)
+        want = one_hot_sums(np.array([columns_of(k) for k, _ in history]), np.log([v for _, v in history]), len(columns))
+        for got, expected in zip((gram, moment, ones), want):
+            assert np.array_equal(got, expected)
+    assert restarted > 0 and whole_climb({k: ({}, v) for k, v in history}, 4) > 0
