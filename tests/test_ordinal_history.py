@@ -10,13 +10,14 @@ import random
 
 import numpy as np
 import optuna
+import pytest
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState
 
 from tuner.data.results import config_key
 from tuner.search.ordinal import PROGRESS, OrdinalSampler
 from tuner.search.ordinal_grid import one_hot_sums
-from tuner.search.ordinal_history import climb_read, sums_read
+from tuner.search.ordinal_history import RunningRead, climb_read, sums_read
 
 DISTS = {
     "a": CategoricalDistribution([1, 2, 4, 8]),
@@ -69,7 +70,9 @@ def test_history_read_between_asks_equals_a_whole_read_with_trials_finishing_out
     assert sampler._base.length > 0  # the prefix was used, not only the whole read
 
 
-def test_climb_and_model_sums_folded_between_reads_equal_whole_reads_bit_for_bit():
+@pytest.mark.parametrize("kept", [3, RunningRead.KEPT])  # 3: trials finish out of order beyond the kept states too
+def test_climb_and_model_sums_folded_between_reads_equal_whole_reads_bit_for_bit(monkeypatch, kept):
+    monkeypatch.setattr(RunningRead, "KEPT", kept)
     rng = random.Random(5)
     columns = {(name, value): i for i, (name, value) in enumerate((n, v) for n, d in DISTS.items() for v in d.choices)}
 

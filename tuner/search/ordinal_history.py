@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import optuna
@@ -41,27 +41,56 @@ class FinishedPrefix:
 
 class RunningRead:
     """A fold over the measured configurations in trial order, carried from
-    one ask to the next: when this ask's history extends the last one's
-    (the same keys and values first), only the new ones are folded in; when
-    it does not (a trial of another worker finished out of order), the fold
-    starts again. Either way the result is that of folding the whole history."""
+    one ask to the next: only what differs from the last ask's history is
+    folded in. A trial of another worker that finished out of order lands
+    among the last few positions: the fold rewinds to the state it had kept
+    there (``KEPT`` positions back at most), else starts again. Either way
+    the result is that of folding the whole history."""
 
-    def __init__(self, start: Callable[[], object], fold: Callable[[object, str, dict, float], None]) -> None:
-        self.start, self.fold = start, fold
+    KEPT = 64
+
+    def __init__(
+        self, start: Callable[[], Any], fold: Callable[[Any, str, dict, float], None], copy: Callable[[Any], Any]
+    ) -> None:
+        self.start, self.fold, self.copy = start, fold, copy
         self.keys: list[str] = []
         self.values: list[float] = []
         self.state = start()
+        self.kept: dict[int, Any] = {0: self.copy(self.state)}  # position -> the state after that many folds
 
     def read(self, measured: dict[str, tuple[dict, float]]):
         keys = list(measured)
         values = [value for _, value in measured.values()]
-        done = len(self.keys)
-        if keys[:done] != self.keys or values[:done] != self.values:
-            self.state, done = self.start(), 0
-        for key, value in zip(keys[done:], values[done:]):
-            self.fold(self.state, key, measured[key][0], value)
+        done = self._agreed(keys, values)
+        if done < len(self.keys):  # rewind
+            back = max((p for p in self.kept if p <= done), default=None)
+            if back is None:
+                self.state, self.kept, back = self.start(), {}, 0
+                self.kept[0] = self.copy(self.state)
+            else:
+                self.state = self.copy(self.kept[back])
+            self.kept = {p: state for p, state in self.kept.items() if p <= back}
+            done = back
+        for position in range(done, len(keys)):
+            self.fold(self.state, keys[position], measured[keys[position]][0], values[position])
+            self.kept[position + 1] = self.copy(self.state)
+        for old in [p for p in self.kept if p < len(keys) - self.KEPT]:
+            del self.kept[old]
         self.keys, self.values = keys, values
         return self.state
+
+    def _agreed(self, keys: list[str], values: list[float]) -> int:
+        """How many first positions this history shares with the last one."""
+        done = min(len(self.keys), len(keys))
+        if keys[:done] == self.keys[:done] and values[:done] == self.values[:done]:
+            return done
+        sure = max(0, done - self.KEPT)
+        if keys[:sure] != self.keys[:sure] or values[:sure] != self.values[:sure]:
+            return 0
+        for position in range(sure, done):
+            if keys[position] != self.keys[position] or values[position] != self.values[position]:
+                return position
+        return done
 
 
 def climb_read(patience: int, progress: float) -> RunningRead:
@@ -78,7 +107,7 @@ def climb_read(patience: int, progress: float) -> RunningRead:
         if patience and state["since"] >= patience:
             state.update(start=state["seen"], best=0.0, since=0)
 
-    return RunningRead(lambda: {"start": 0, "best": 0.0, "since": 0, "seen": 0}, fold)
+    return RunningRead(lambda: {"start": 0, "best": 0.0, "since": 0, "seen": 0}, fold, dict)
 
 
 def sums_read(width: int, columns_of: Callable[[str], np.ndarray]) -> RunningRead:
@@ -92,4 +121,6 @@ def sums_read(width: int, columns_of: Callable[[str], np.ndarray]) -> RunningRea
         moment[columns] += np.log(np.array([value]))[0]
         ones[columns] += 1.0
 
-    return RunningRead(lambda: (np.zeros((width, width)), np.zeros(width), np.zeros(width)), fold)
+    return RunningRead(
+        lambda: (np.zeros((width, width)), np.zeros(width), np.zeros(width)), fold, lambda sums: tuple(a.copy() for a in sums)
+    )
