@@ -198,6 +198,15 @@ def test_scaling_over_four_gpus():
         for n in (1, 2, 3)
     ]
     assert [t[2]["steady_speedup"] for t in pairs] == [float(g) for g in two_gpu_host.groups()]
+    latest = claim(r"two workers gave ([\d.]+)x, ([\d.]+)x and ([\d.]+)x with 800\s+trials, and ([\d.]+)x, ([\d.]+)x and "
+                   r"([\d.]+)x with the whole space as the budget \(runs 10 to 15 there\)", text)  # fmt: skip
+    runs_10_to_15 = [
+        {r["workers"]: r for r in json.loads((H200 / f"scaling-runs-2gpus/run-{n}.json").read_text())["scaling"]}
+        for n in range(10, 16)
+    ]
+    assert [f"{t[2]['steady_speedup']:.2f}" for t in runs_10_to_15] == list(latest.groups())
+    assert [t[2]["rows"] == t[2]["distinct"] == t[2]["budget"] for t in runs_10_to_15] == [True] * 6
+    assert [t[2]["budget"] for t in runs_10_to_15] == [800] * 3 + [1536] * 3
     assert all(r["rows"] == r["distinct"] == 800 for t in tables + pairs for r in t.values())
     costs = claim(r"([\d.]+) ms against ([\d.]+) ms all-in on an H200", text)
     measured = json.loads((H200 / "costs-study-vs-sweep.json").read_text())["costs"]
