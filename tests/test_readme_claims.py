@@ -266,6 +266,9 @@ def test_the_cold_pipeline_on_the_h100():
     assert int(found[1]) < 180  # the goal: under 3 minutes
     assert [round(job["seconds"]) for job in timing["jobs"] if job["rule"].startswith("profile")] == [int(found[3])]
     assert f"profile: {found[4]} configurations of 11 sweeps" in (folder / "pipeline-timing-final.txt").read_text()
+    second = claim(r"A second run, at a later commit on a machine\s+that had just run the GPU tests, took (\d+) s", text)
+    later = json.loads((folder / "pipeline-timing-baaacd0.json").read_text())
+    assert later["exit"] == 0 and round(later["wall_s"]) == int(second[1])
     all_profiled = json.loads((folder / "pipeline-timing-all-profiled.json").read_text())
     assert [round(job["seconds"]) for job in all_profiled["jobs"] if job["rule"] == "profile"] == [int(everything[1])]
     assert round(all_profiled["wall_s"]) == int(everything[2])
