@@ -113,19 +113,12 @@ def identity(row) -> tuple:
 
 
 def run_sweep(
-    name: str,
-    family: Family,
-    problems: Iterable[Problem],
-    params: dict,
-    *,
-    store: Path,
-    open_problem: Callable[[Family, Problem], object],
-    log: Callable[[str], None] = print,
-    prepare: Callable[[Family, Problem, list[dict]], None] | None = None,
+    name: str, family: Family, problems: Iterable[Problem], params: dict, *, store: Path, log=print, **measuring
 ) -> pd.DataFrame:
-    """``measure_sweep``, then the store's rows for this grid."""
+    """``measure_sweep`` (``measuring``: its ``open_problem`` and ``prepare``),
+    then the store's rows for this grid."""
     problems = list(problems)
-    measure_sweep(name, family, problems, params, store=store, open_problem=open_problem, log=log, prepare=prepare)
+    measure_sweep(name, family, problems, params, store=store, log=log, **measuring)
     return sweep_rows(store, family, problems, params, RowStore(store, log))
 
 
