@@ -85,18 +85,22 @@ def test_climb_and_model_sums_folded_between_reads_equal_whole_reads_bit_for_bit
     ]
     climbs, sums = climb_read(4, PROGRESS), sums_read(len(columns), columns_of)
     history: list[tuple[str, float]] = []
-    restarted = 0
+    restarted = remeasured = 0
     for key in rng.sample(keys, len(keys)):
         value = rng.uniform(10, 100)
         if history and rng.random() < 0.2:
             history.insert(rng.randrange(len(history)), (key, value))  # a trial that finished out of order
             restarted += 1
+        elif history and rng.random() < 0.1:
+            history.append((rng.choice(history)[0], value))  # a configuration measured again: its first place, this value
+            remeasured += 1
         else:
             history.append((key, value))
-        measured = {k: ({}, v) for k, v in history}
+        measured = {k: ({}, v) for k, v in history}  # as the sampler's history holds them
         assert climbs.read(measured)["start"] == whole_climb(measured, 4)
         gram, moment, ones = sums.read(measured)
-        want = one_hot_sums(np.array([columns_of(k) for k, _ in history]), np.log([v for _, v in history]), len(columns))
+        rows = [(k, v) for k, (_, v) in measured.items()]
+        want = one_hot_sums(np.array([columns_of(k) for k, _ in rows]), np.log([v for _, v in rows]), len(columns))
         for got, expected in zip((gram, moment, ones), want):
             assert np.array_equal(got, expected)
-    assert restarted > 0 and whole_climb({k: ({}, v) for k, v in history}, 4) > 0
+    assert restarted > 0 and remeasured > 0 and whole_climb({k: ({}, v) for k, v in history}, 4) > 0

@@ -35,7 +35,8 @@ from tuner.processes import child_command, child_env, gpu_list, importing, super
 from tuner.settings import ConfigError, Settings
 
 # pandas and pyarrow (0.5 s to import on a GPU host) are imported where tables are
-# written: a measuring child never needs them; its parent imports them meanwhile.
+# written: a sweep's measuring child never needs them; a parent imports them while
+# its children measure.
 
 # ---- settings and paths ------------------------------------------------------
 
@@ -248,7 +249,7 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
 
 
 def cmd_profile(args) -> None:
-    """Hardware counters (Nsight Compute) of the sweeps' verified configurations, all or the fastest per problem; never timed."""
+    """Hardware counters (Nsight Compute) of the sweeps' verified configurations (all, those the report shows, or the fastest per problem); never timed."""
     from tuner.profile import stage
 
     stage.run(args, load_settings(args), bench=lambda s: _bench(s, _device_json(args, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip

@@ -283,10 +283,14 @@ def compile_table(settings, arch: str):
         Progress(f"compile for {arch}", total, unit="module") as progress,
         ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool,
     ):
-        pending = [(family, problem, {key: pool.submit(_built, family, cfg, problem, arch, cache, progress)
-                                      for key, cfg in unique_modules(family, configs, problem).items()})
-                   for family, problem, configs in variants]  # fmt: skip
-        built = [(family, problem, {key: f.result() for key, f in futures.items()}) for family, problem, futures in pending]
+        try:
+            pending = [(family, problem, {key: pool.submit(_built, family, cfg, problem, arch, cache, progress)
+                                          for key, cfg in unique_modules(family, configs, problem).items()})
+                       for family, problem, configs in variants]  # fmt: skip
+            built = [(family, problem, {key: f.result() for key, f in futures.items()}) for family, problem, futures in pending]
+        except BaseException:  # Ctrl-C: stop at the nvcc runs under way, not after the whole table
+            pool.shutdown(cancel_futures=True)
+            raise
     for family, problem, compiled_modules in built:
         for key, compiled in compiled_modules.items():
             row = {"family": family.name, "dtype": problem.dtype, "module": key, "arch": arch}

@@ -325,13 +325,6 @@ EXPECTED_FIGURES: tuple[str, ...] = tuple(spec.stem for spec in FIGURE_SPECS)
 FIGURE_TITLES: dict[str, str] = {spec.stem: spec.title for spec in FIGURE_SPECS}
 
 
-def draw_all(ctx: FigureContext, processes: int = 1) -> list[FigureResult]:
-    """Every figure of ``EXPECTED_FIGURES``, in that order; with ``processes``
-    > 1, drawn by that many worker processes."""
-    with figure_pool(processes) as pool:
-        return drawing(ctx, pool)()
-
-
 @contextlib.contextmanager
 def figure_pool(processes: int) -> Iterator[ProcessPoolExecutor | None]:
     """Worker processes for the report's independent work (matplotlib draws on

@@ -25,7 +25,7 @@ class FinishedPrefix:
         """Take in the finished trials that now follow the prefix (``trials``
         in number order; ``seen(trial)`` is (key, configuration, bandwidth or
         None), or None for a trial without this space's parameters)."""
-        if study.study_name != self.study:
+        if study.study_name != self.study or len(trials) < self.length:
             self.__init__()
             self.study = study.study_name
         while self.length < len(trials) and trials[self.length].state.is_finished():
@@ -73,7 +73,8 @@ class RunningRead:
             done = back
         for position in range(done, len(keys)):
             self.fold(self.state, keys[position], measured[keys[position]][0], values[position])
-            self.kept[position + 1] = self.copy(self.state)
+            if position + 1 >= len(keys) - self.KEPT:  # only the states a rewind may want
+                self.kept[position + 1] = self.copy(self.state)
         for old in [p for p in self.kept if p < len(keys) - self.KEPT]:
             del self.kept[old]
         self.keys, self.values = keys, values

@@ -1,5 +1,5 @@
-# Stage 3b: hardware counters of the sweeps that ask for them (`profile: all`
-# or `profile: {top: N}`), in one job: the measuring harness runs the chosen
+# Stage 3b: hardware counters of the sweeps that ask for them (`profile: all`,
+# `report` or `{top: N}`), in one job: the measuring harness runs the chosen
 # configurations of every profiled sweep once more under Nsight Compute, in
 # one process (one ncu and one harness start for them all), one profiled
 # launch each, never timed. A sweep whose choice and timed rows did not change
