@@ -250,9 +250,9 @@ def _tune_child(args, settings: Settings, study, storage_name: str, device_json:
 
 def cmd_profile(args) -> None:
     """Hardware counters (Nsight Compute) of the sweeps' verified configurations (all, those the report shows, or the fastest per problem); never timed."""
-    from tuner.profile import stage
+    from tuner.profile import stage as profile_stage
 
-    stage.run(args, load_settings(args), bench=lambda s: _bench(s, _device_json(args, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
+    profile_stage.run(args, load_settings(args), bench=lambda s: _bench(s, _device_json(args, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
 
 
 def cmd_collect(args) -> None:

@@ -14,6 +14,7 @@ space ahead in background threads while the GPU measures
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -25,7 +26,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from tuner.families.base import KERNELS_DIR, Config, Family, Problem
 from tuner.progress import Progress
@@ -235,23 +236,40 @@ def compile_all(
     own = progress is None
     progress = Progress(f"compile {problem.key}", len(unique), unit="module") if own else progress
     try:
-        with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-            futures = {key: pool.submit(_built, family, cfg, problem, arch, cache_dir, progress) for key, cfg in unique.items()}
+        with _nvcc_pool(jobs) as pool:
+            futures = _submit_modules(pool, family, unique, problem, arch, cache_dir, progress)
             return {key: future.result() for key, future in futures.items()}
     finally:
         if own:
             progress.close()
 
 
-def _built(
-    family: Family, cfg: Config, problem: Problem, arch: str, cache_dir, progress: Progress
-) -> CompiledKernel | CompileError:
-    try:
-        return compile_variant(family, cfg, problem, arch=arch, cache_dir=cache_dir)
-    except CompileError as error:
-        return error
-    finally:
-        progress.update()
+@contextlib.contextmanager
+def _nvcc_pool(jobs: int | None) -> Iterator[ThreadPoolExecutor]:
+    """Threads that run nvcc (one per CPU by default); on an error or Ctrl-C
+    the queued modules are dropped and only the nvcc runs under way finish."""
+    with ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool:
+        try:
+            yield pool
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+
+
+def _submit_modules(pool, family: Family, unique: dict[str, Config], problem: Problem, arch: str, cache_dir,
+                    progress: Progress) -> dict[str, Future]:  # fmt: skip
+    """Module key -> the future of its compile (``unique``: ``unique_modules``'s
+    answer; a ``CompileError`` is the future's result, not raised)."""
+
+    def build(cfg: Config) -> CompiledKernel | CompileError:
+        try:
+            return compile_variant(family, cfg, problem, arch=arch, cache_dir=cache_dir)
+        except CompileError as error:
+            return error
+        finally:
+            progress.update()
+
+    return {key: pool.submit(build, cfg) for key, cfg in unique.items()}
 
 
 def unique_modules(family: Family, configs: Iterable[Config], problem: Problem) -> dict[str, Config]:
@@ -275,22 +293,14 @@ def compile_table(settings, arch: str):
 
     cache = Path(settings.run.results_dir) / ".cubin-cache"
     rows, failed = [], []
-    variants = [(family, problem, list(configs)) for family, problem, configs in settings.variants()]
-    total = sum(len(unique_modules(family, configs, problem)) for family, problem, configs in variants)
+    variants = [(family, problem, unique_modules(family, configs, problem)) for family, problem, configs in settings.variants()]
+    total = sum(len(unique) for _, _, unique in variants)
     jobs = settings.run.compile_jobs or None
     # One pool for every problem's modules, so no core idles while a problem's last nvcc finishes.
-    with (
-        Progress(f"compile for {arch}", total, unit="module") as progress,
-        ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool,
-    ):
-        try:
-            pending = [(family, problem, {key: pool.submit(_built, family, cfg, problem, arch, cache, progress)
-                                          for key, cfg in unique_modules(family, configs, problem).items()})
-                       for family, problem, configs in variants]  # fmt: skip
-            built = [(family, problem, {key: f.result() for key, f in futures.items()}) for family, problem, futures in pending]
-        except BaseException:  # Ctrl-C: stop at the nvcc runs under way, not after the whole table
-            pool.shutdown(cancel_futures=True)
-            raise
+    with Progress(f"compile for {arch}", total, unit="module") as progress, _nvcc_pool(jobs) as pool:
+        pending = [(family, problem, _submit_modules(pool, family, unique, problem, arch, cache, progress))
+                   for family, problem, unique in variants]  # fmt: skip
+        built = [(family, problem, {key: f.result() for key, f in futures.items()}) for family, problem, futures in pending]
     for family, problem, compiled_modules in built:
         for key, compiled in compiled_modules.items():
             row = {"family": family.name, "dtype": problem.dtype, "module": key, "arch": arch}

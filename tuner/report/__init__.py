@@ -150,9 +150,9 @@ def build_report(
         ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=out_dir, studies=studies, pool=pool)
         comparisons = list(ctx.comparisons.values())
         drawn = drawing(ctx, pool)
-        if profiles is not None:
-            counters = profile_content(comparisons, profiles[0], profiles[1], published=ctx.published, peaks=ctx.peaks,
-                                       gpu=ctx.device.get("name") or "unknown GPU", out_dir=out_dir)  # fmt: skip
+        counters = None if profiles is None else profile_content(
+            comparisons, profiles[0], profiles[1], published=ctx.published, peaks=ctx.peaks,
+            gpu=ctx.device.get("name") or "unknown GPU", out_dir=out_dir)  # fmt: skip
         figures = drawn()
     content = build_content(
         dataset=dataset,
@@ -163,7 +163,7 @@ def build_report(
         figures=figures,
         studies=ctx.studies,
     )
-    if profiles is not None:
+    if counters is not None:
         content["profile"] = counters
     documents = write_documents(content, out_dir)
     return ReportOutputs(
