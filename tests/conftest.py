@@ -49,3 +49,21 @@ def bench(gpu, tmp_path_factory):
         cache_dir=tmp_path_factory.mktemp("cubins"),
         timing=TimingOptions(max_time_s=0.2),
     )
+
+
+@pytest.fixture
+def measure_in_thread(monkeypatch):
+    """``use(bench)``: the tune command's measuring side runs in a thread of
+    the test's process (not a fresh process), on ``bench`` instead of a GPU."""
+    from tuner import harness
+    from tuner.measure import remote
+
+    class InThread(remote.MeasuringProcess):
+        def __init__(self, open_side, *args, in_thread=True):
+            super().__init__(open_side, *args, in_thread=True)
+
+    def use(bench) -> None:
+        monkeypatch.setattr(harness, "open_bench", lambda *args, **kwargs: (bench, {}))
+        monkeypatch.setattr(remote, "MeasuringProcess", InThread)
+
+    return use

@@ -23,7 +23,23 @@ ALLOWED = {
     "report": {"data", "families"},
     # it runs the measuring harness (and settings imports measure); `profile: report` asks the report what it shows
     "profile": {"data", "families", "measure", "report", "settings"},
-    "cli": {"data", "device", "errors", "families", "measure", "processes", "profile", "progress", "search", "settings"},
+    "harness": {"device", "measure", "settings"},
+    # a tune worker: the search in its process, the GPU work in a measuring process of its own
+    "study_worker": {"families", "harness", "measure", "progress", "search", "settings"},
+    "cli": {
+        "data",
+        "device",
+        "errors",
+        "families",
+        "harness",
+        "measure",
+        "processes",
+        "profile",
+        "progress",
+        "search",
+        "settings",
+        "study_worker",
+    },
     "__main__": {"cli"},
     "__init__": set(),
 }

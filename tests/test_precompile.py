@@ -316,7 +316,9 @@ class CompilingBench:
 
 @needs_nvcc
 @pytest.mark.parametrize("ahead", [True, False])
-def test_the_tune_command_compiles_ahead_and_its_rows_count_the_waits(tmp_path, monkeypatch, capsys, ahead, children):
+def test_the_tune_command_compiles_ahead_and_its_rows_count_the_waits(
+    tmp_path, monkeypatch, capsys, ahead, children, measure_in_thread
+):
     from tuner import cli
     from tuner.measure.stopwatch import STARTED_ENV
     from tuner.settings import parse
@@ -337,7 +339,7 @@ def test_the_tune_command_compiles_ahead_and_its_rows_count_the_waits(tmp_path, 
         }
     )
     bench = CompilingBench(tmp_path / "cubins")
-    monkeypatch.setattr(cli, "_bench", lambda *args, **kwargs: (bench, {}))
+    measure_in_thread(bench)
 
     def supervise(command, env, what):  # the measuring child, in this process
         assert cli.main(command[command.index("tune") :]) == 0

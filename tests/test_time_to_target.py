@@ -256,7 +256,9 @@ def replay_table(family, problem, domains) -> pd.DataFrame:
     return results.to_frame(rows)
 
 
-def test_the_tune_command_records_its_wall_clock_in_the_rows_and_prints_the_time_to_target(tmp_path, monkeypatch, capsys):
+def test_the_tune_command_records_its_wall_clock_in_the_rows_and_prints_the_time_to_target(
+    tmp_path, monkeypatch, capsys, measure_in_thread
+):
     from tuner import cli
     from tuner.families import REGISTRY
     from tuner.settings import parse
@@ -271,7 +273,7 @@ def test_the_tune_command_records_its_wall_clock_in_the_rows_and_prints_the_time
     settings = parse(config)
     study = settings.study("search")
     bench = ReplayBench(replay_table(REGISTRY["reduce"], study.problem, study.domains()))
-    monkeypatch.setattr(cli, "_bench", lambda *args, **kwargs: (bench, {}))
+    measure_in_thread(bench)
     children = []
 
     def supervise(command, env, what):  # the measuring child, in this process

@@ -27,6 +27,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from tuner import harness
 from tuner import profile as profiling
 from tuner import settings as config_settings
 from tuner.errors import EXIT_DEVICE_FAULT, FatalDeviceError
@@ -58,42 +59,6 @@ def _out(args, settings: Settings, default: str) -> Path:
     return Path(args.out) if args.out else settings.run.gpu_dir / default
 
 
-def _device_json(args, settings: Settings) -> Path:
-    path = Path(args.device) if getattr(args, "device", None) else settings.run.gpu_dir / "device.json"
-    if not path.exists():
-        raise ConfigError(f"--device: must name the device.json the describe stage wrote, got {str(path)!r}, which does not exist"
-                          f" (run `python -m tuner describe` first)")  # fmt: skip
-    return path
-
-
-def _bench(settings: Settings, device_json: Path | None, timing, device_index: int | None = None):
-    from tuner.device.gpu import require_gpu
-    from tuner.measure.bench import Bench, environment_columns
-
-    run = settings.run
-    gpu = require_gpu(run.device_index if device_index is None else device_index)
-    device = json.loads(Path(device_json).read_text()) if device_json else _describe(gpu)
-    if device["name"] != gpu.name:
-        raise SystemExit(f"error: {device_json} describes {device['name']!r} but this process sees {gpu.name!r}")
-    device = {**device, "pci_bus_id": gpu.pci_bus_id}  # the card this process measures on
-    if run.arch != "auto":
-        gpu.arch = run.arch
-    bench = Bench(gpu=gpu, environment=environment_columns(device, run.gpu), cache_dir=Path(run.results_dir) / ".cubin-cache",
-                  timing=timing, seed=run.seed)  # fmt: skip
-    return bench, device
-
-
-def _describe(gpu) -> dict:
-    from tuner.device.describe import describe
-
-    return describe(gpu)
-
-
-def _load_peaks(bench, peaks_json: Path) -> None:
-    if peaks_json.exists():
-        bench.peaks = json.loads(peaks_json.read_text())
-
-
 # ---- stages -----------------------------------------------------------------
 
 
@@ -104,7 +69,7 @@ def cmd_describe(args) -> None:
 
     settings = load_settings(args)
     out = _out(args, settings, "device.json")
-    device = _describe(require_gpu(settings.run.device_index))
+    device = harness.describe(require_gpu(settings.run.device_index))
     results.write_json_atomic(device, out)
     print(f"{device['name']} (sm {device['compute_capability']}, {device['sm_count']} SMs, L2 {device['l2_bytes'] >> 20} MiB,"
           f" {device['bus_width_bits']}-bit at {device['memory_clock_mhz']:.0f} MHz) -> {out}")  # fmt: skip
@@ -118,7 +83,7 @@ def cmd_compile(args) -> None:
     settings = load_settings(args)
     arch = args.arch or settings.run.arch
     if arch == "auto":
-        arch = json.loads(_device_json(args, settings).read_text())["arch"]
+        arch = json.loads(harness.device_json(args, settings).read_text())["arch"]
     frame, failed = compile_table(settings, arch)
     if failed:
         for line in failed[:10]:
@@ -136,7 +101,7 @@ def cmd_peaks(args) -> None:
 
     settings = load_settings(args)
     out = _out(args, settings, "peaks.json")
-    bench, _ = _bench(settings, _device_json(args, settings), settings.run.timing)
+    bench, _ = harness.open_bench(settings, harness.device_json(args, settings), settings.run.timing)
     peaks, rows = measure_peaks(bench)
     results.write_atomic(results.to_frame(rows), out.with_suffix(".parquet"))
     results.write_json_atomic(peaks, out)
@@ -152,14 +117,14 @@ def cmd_sweep(args) -> None:
     settings = load_settings(args)
     sweep = settings.sweep(args.name)
     gpu_dir = settings.run.gpu_dir
-    device_json = _device_json(args, settings)
+    device_json = harness.device_json(args, settings)
     family = REGISTRY[sweep.family]
     if args.child:
         from tuner.measure.compile import compile_ahead
         from tuner.search.sweep import measure_sweep
 
-        bench, _ = _bench(settings, device_json, sweep.timing)
-        _load_peaks(bench, gpu_dir / "peaks.json")
+        bench, _ = harness.open_bench(settings, device_json, sweep.timing)
+        harness.load_peaks(bench, gpu_dir / "peaks.json")
         with bench.phase("sweep (all)"):
             measure_sweep(args.name, family, sweep.problems(), sweep.domains(), store=store_dir(gpu_dir, args.name),
                       open_problem=bench.problem, prepare=compile_ahead(bench.gpu.arch, bench.cache_dir, settings.run.compile_jobs))  # fmt: skip
@@ -186,9 +151,11 @@ def cmd_tune(args) -> None:
     settings = load_settings(args)
     study = settings.study(args.name)
     storage_name = study.storage_name(settings.run.gpu)
-    device_json = _device_json(args, settings)
+    device_json = harness.device_json(args, settings)
     if args.child:
-        _tune_child(args, settings, study, storage_name, device_json)
+        from tuner import study_worker
+
+        study_worker.run(args, settings, study, storage_name, device_json)
         return
     commands = worker_commands(args, settings)
     with importing("tuner.data.results"), ThreadPoolExecutor(len(commands)) as pool:
@@ -215,44 +182,11 @@ def cmd_tune(args) -> None:
     print(f"study {args.name}: {to_final_best(frame).sentence('its final best')}")
 
 
-def _tune_child(args, settings: Settings, study, storage_name: str, device_json: Path) -> None:
-    import socket
-
-    from tuner.measure.precompile import Precompiler, study_modules
-    from tuner.measure.stopwatch import Stopwatch, stage_started
-    from tuner.progress import Progress
-    from tuner.search.storage import finished_trials
-    from tuner.search.study import run_study
-    from tuner.search.warm import study_start
-
-    bench, _ = _bench(settings, device_json, study.timing, args.device_index)
-    family = REGISTRY[study.family]
-    enqueue, sampler = study_start(study, family, study.seed + args.worker)  # with its warm start, if any
-    # The space's modules compiled in background threads (enqueued ones first, each claimed one at once) while the GPU measures.
-    ahead = study_modules(family, study.problem, study.domains(), enqueue, study.seed + args.worker) if study.compile_ahead else []  # fmt: skip
-    with Precompiler(family, study.problem, ahead, arch=bench.gpu.arch, cache_dir=bench.cache_dir, jobs=settings.run.compile_jobs) as precompiler:  # fmt: skip
-        _load_peaks(bench, settings.run.gpu_dir / "peaks.json")
-        session = bench.problem(family, study.problem)
-        source = f"study:{args.name}"
-        # The GPU as its host numbers it (a --gpus child sees only its own, as device 0).
-        gpu = os.environ.get("CUDA_VISIBLE_DEVICES") or args.device_index or settings.run.device_index
-        worker = f"gpu{gpu}@{socket.gethostname()}"
-        # One tick per configuration this worker measures, towards the budget all workers share.
-        done = finished_trials(study.storage, storage_name)
-        stopwatch = Stopwatch(stage_started(), lambda: bench.phases.get("compile", 0.0))  # rows carry wall and nvcc seconds
-        with bench.phase("study (all)"), Progress(f"{source} ({worker})", study.budget_trials, initial=min(done, study.budget_trials or done)) as progress:  # fmt: skip
-            outcome = run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
-                      measure=progress.counting(stopwatch.measuring(lambda cfg: session.measure(cfg, source))), budget_trials=study.budget_trials,
-                      timeout_s=study.timeout_s, sampler=sampler, seed=study.seed + args.worker, enqueue=enqueue,
-                      worker=worker, claimed=precompiler.hurry)  # fmt: skip
-    print(f"study {args.name} {bench.phase_summary()}; {precompiler.summary()}; {outcome.ask_summary()}", flush=True)
-
-
 def cmd_profile(args) -> None:
     """Hardware counters (Nsight Compute) of the sweeps' verified configurations (all, those the report shows, or the fastest per problem); never timed."""
     from tuner.profile import stage as profile_stage
 
-    profile_stage.run(args, load_settings(args), bench=lambda s: _bench(s, _device_json(args, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
+    profile_stage.run(args, load_settings(args), bench=lambda s: harness.open_bench(s, harness.device_json(args, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
 
 
 def cmd_collect(args) -> None:
@@ -309,7 +243,7 @@ def cmd_verify(args) -> None:
     if unknown:
         raise ConfigError(f"--families: must be among {REGISTRY.names()}, got {unknown}")
     gpu = require_gpu()
-    device = _describe(gpu)
+    device = harness.describe(gpu)
     bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=Path(args.cache),
                   timing=TimingOptions(), seed=args.seed)  # fmt: skip
     total, failures = verify_families(

@@ -22,3 +22,9 @@ class FatalDeviceError(RuntimeError):
 # Exit status of a measuring process that stopped on a FatalDeviceError: its
 # supervisor starts a fresh process (fresh context) and carries on.
 EXIT_DEVICE_FAULT = 3
+
+
+def measure_raised(error: Exception) -> dict:
+    """The row of a configuration whose measurement raised ``error``: data
+    (``launch_error`` with the reason), not the end of the search."""
+    return {"status": "launch_error", "error": f"measure raised {type(error).__name__}: {error}"}

@@ -19,7 +19,7 @@ from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState
 
 from tuner.data.results import columns, config_key, plain_value
-from tuner.errors import FatalDeviceError
+from tuner.errors import FatalDeviceError, measure_raised
 from tuner.families.base import Problem
 from tuner.search.claims import (
     CLAIMED,
@@ -104,7 +104,7 @@ def _measure_claimed(run: _Run, trial: optuna.Trial, cfg: dict, key: str) -> dic
                 _commit(run, trial._trial_id, trial.number, key, row)
             raise
         except Exception as exc:  # noqa: BLE001 - any failure of one config is data
-            result = {"status": "launch_error", "error": f"measure raised {type(exc).__name__}: {exc}"}
+            result = measure_raised(exc)
         _at("measured")
         problem_text = _row_problem(result)
         if problem_text is not None:

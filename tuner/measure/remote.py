@@ -1,0 +1,204 @@
+"""A study worker's measurements in a process of their own.
+
+A study worker chooses trials (the sampler, the study's storage, the claims)
+and measures them. In one process the two share the GIL: every time the
+measuring thread returns from a GPU wait it queues behind the asking
+thread's Python, so a trial took about as long as its measurement plus the
+next ask, and longer the more workers share the study (more of the history
+to read per ask). Here the GPU work runs in a measuring process, and the
+worker's process only chooses and records:
+
+* ``prefetch(cfg)``: the worker claimed ``cfg`` (asked ahead while the one
+  before is measured); the measuring process starts compiling its module at
+  once and measures it as soon as the one before is done, while the worker
+  records that one;
+* ``measure(cfg)``: its row (prefetching it first if it was not);
+* ``close()``: queued configurations are dropped, the process ends, and its
+  summary line comes back.
+
+A ``FatalDeviceError`` in the measuring process (the context is poisoned)
+ends it and is raised again in the worker, with the faulting row, as if it
+had been raised there; so is a measuring process that dies. The rows are
+the same as measuring in the worker's process would give, stamped by the
+measuring process (``tuner.measure.stopwatch``).
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import os
+import queue
+import sys
+import threading
+from contextlib import AbstractContextManager
+from multiprocessing.connection import Connection
+from typing import Any, Callable
+
+from tuner.errors import FatalDeviceError, measure_raised
+
+# What the measuring side provides: measure(cfg) -> row, hurry(cfg) (start
+# compiling cfg's module now), summary() -> what ``close`` returns (picklable);
+# entered before the first measurement and left after the last.
+Side = AbstractContextManager[tuple[Callable[[dict], dict], Callable[[dict], None], Callable[[], Any]]]
+
+
+def serve(conn: Connection, open_side: Callable[..., Side], *args: Any) -> bool:
+    """The measuring process's loop: measure what ``conn`` sends, in order,
+    and send back each row. Returns False after a device fault (the context
+    is unusable: the process should end without tearing it down)."""
+    requests: queue.Queue = queue.Queue()
+    stopping = threading.Event()
+
+    def read() -> None:  # a thread, so a prefetched module compiles while the one before is measured
+        try:
+            while (message := conn.recv())[0] == "measure":
+                hurry(message[1])
+                requests.put(message[1])
+        except (EOFError, OSError):
+            pass
+        stopping.set()
+        requests.put(None)
+
+    try:
+        side = open_side(*args)
+        measure, hurry, summary = side.__enter__()
+    except BaseException as error:  # noqa: BLE001 - told to the worker, which stops with it
+        conn.send(("failed", *_failure(error)))
+        return True
+    conn.send(("ready",))
+    healthy = True
+    try:
+        threading.Thread(target=read, name="measure-requests", daemon=True).start()
+        while (cfg := requests.get()) is not None and not stopping.is_set():
+            try:
+                conn.send(("row", measure(cfg)))
+            except FatalDeviceError as error:
+                conn.send(("fault", str(error), error.row))
+                healthy = False
+                break
+            except Exception as error:  # noqa: BLE001 - a failure of one configuration is data
+                conn.send(("row", measure_raised(error)))
+    finally:
+        side.__exit__(*sys.exc_info())
+    if healthy:
+        conn.send(("summary", summary()))
+    return healthy
+
+
+def _failure(error: BaseException) -> tuple[str, int]:
+    """The line and exit status a worker stops with when the measuring side
+    could not start: a ``SystemExit``'s own, else status 2 (no GPU, a
+    device.json of another GPU: the environment, not the search)."""
+    if isinstance(error, SystemExit):
+        code = error.code
+        return (str(code).removeprefix("error: "), 1) if isinstance(code, str) else (f"exit status {code}", int(code or 0))
+    return str(error), 2
+
+
+def _serve_process(conn: Connection, open_side: Callable[..., Side], *args: Any) -> None:
+    try:
+        healthy = serve(conn, open_side, *args)
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the worker reports it
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if not healthy:
+        os._exit(0)  # releasing a poisoned context can abort the process
+
+
+class MeasuringProcess:
+    """The worker's end: ``measure``, ``prefetch`` and ``close`` (see the module).
+
+    ``open_side(*args)`` runs in a fresh process (``spawn``: no CUDA state is
+    inherited), so it and its arguments must be importable and picklable;
+    ``in_thread`` runs it in a thread of this process instead (tests)."""
+
+    def __init__(self, open_side: Callable[..., Side], *args: Any, in_thread: bool = False) -> None:
+        self._conn, theirs = multiprocessing.Pipe()
+        if in_thread:
+            self._process = threading.Thread(target=serve, args=(theirs, open_side, *args), name="measuring", daemon=True)
+        else:
+            self._process = multiprocessing.get_context("spawn").Process(
+                target=_serve_process, args=(theirs, open_side, *args), name="measuring", daemon=True
+            )
+        self._process.start()
+        if not in_thread:
+            theirs.close()  # so that its death reads as end of file here
+        self._sent: collections.deque = collections.deque()  # configurations sent, rows not yet read, in order
+        self._send_lock = threading.Lock()  # prefetch runs in the asking thread
+        self._ended = ""
+        self._ready = False
+
+    def wait_ready(self) -> None:
+        """Wait until the measuring side has started (its GPU, harness and
+        peaks); raise ``SystemExit`` with its line where it could not."""
+        if not self._ready:
+            self._ready = self._receive()[0] == "ready"  # the side's first word
+
+    def prefetch(self, cfg: dict) -> None:
+        with self._send_lock:
+            if not self._ended:
+                self._conn.send(("measure", dict(cfg)))
+                self._sent.append(dict(cfg))
+
+    def measure(self, cfg: dict) -> dict:
+        with self._send_lock:
+            sent = cfg in self._sent
+        if not sent:
+            self.prefetch(cfg)
+        while True:
+            kind, *rest = self._reply()
+            with self._send_lock:
+                measured = self._sent.popleft()
+            if kind == "row" and measured == cfg:
+                return rest[0]
+            if kind == "fault":
+                raise FatalDeviceError(rest[0], rest[1])
+            # a row of a configuration prefetched and then dropped by the worker: not its to keep
+
+    def _reply(self) -> tuple:
+        """The next row or fault."""
+        while (reply := self._receive())[0] == "ready":
+            self._ready = True
+        return reply
+
+    def _receive(self) -> tuple:
+        """The next word of the measuring process; where it could not start
+        or is gone, raise what the worker stops with."""
+        if not self._ended:
+            try:
+                reply = self._conn.recv()
+            except (EOFError, OSError):
+                self._ended = "it ended without a word"
+            else:
+                if reply[0] != "failed":
+                    return reply
+                self._ended = reply[1]
+                print(f"error: {reply[1]}", file=sys.stderr, flush=True)
+                raise SystemExit(reply[2])
+        raise FatalDeviceError(f"the measuring process is gone ({self._ended})")
+
+    def close(self) -> Any:
+        """Drop what is queued, end the process; its summary (None if it
+        had none: it failed, faulted or died)."""
+        summary = None
+        with self._send_lock:
+            ended, self._ended = self._ended, self._ended or "closed"
+        if not ended:
+            try:
+                self._conn.send(("stop",))
+                while (reply := self._conn.recv())[0] != "summary" and reply[0] not in ("fault", "failed"):
+                    pass
+                summary = reply[1] if reply[0] == "summary" else None
+            except (EOFError, OSError):
+                pass
+        self._process.join(timeout=30)
+        self._conn.close()
+        return summary
+
+    def __enter__(self) -> "MeasuringProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
