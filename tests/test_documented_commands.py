@@ -49,7 +49,7 @@ SKIPPED = {
     "the README's form runs on the shipped measurements",
     "python -m tuner describe --config mine.yaml && python -m tuner tune reduce_int32 --config mine.yaml": f"{GPU}: a worker "
     "on another host (tests/test_postgres_study.py runs four workers against a real PostgreSQL server)",
-    "python benchmarks/scaling.py --work /tmp/scaling --gpus 0,1,2,3 --budget 800": f"{GPU}: four of them",
+    "python benchmarks/scaling.py --work /tmp/scaling --gpus 0,1,2,3 --budget 1536": f"{GPU}: four of them",
     "pip install -e '.[cuda,postgresql]'": "installs from the package index (CI installs the test extra, which holds the driver)",
     "pip install -e '.[cuda,postgresql,slurm]'": "installs from the package index (the slurm extra is the executor plugin)",
     "python -m tuner.search.replay_study": "names the module; tests/test_postgres_study.py runs its worker and rows commands",

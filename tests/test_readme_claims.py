@@ -171,47 +171,58 @@ def test_scaling_over_two_gpus():
         assert (two["budget"], two["rows"], two["distinct"]) == tuple(int(g) for g in found.groups())
 
 
+def scaling_runs(folder: str, numbers) -> list[dict]:
+    """Each run's table, by worker count."""
+    return [{r["workers"]: r for r in json.loads((H200 / folder / f"run-{n}.json").read_text())["scaling"]} for n in numbers]
+
+
 def test_scaling_over_four_gpus():
-    text = section("Spreading a search over several GPUs")
-    found = claim(
-        r"2 workers run ([\d.]+)x and 4 workers ([\d.]+)x one worker's trials per second \(([\d.]+)x and ([\d.]+)x counting", text
+    text = " ".join(section("Spreading a search over several GPUs").split())
+    exact = lambda runs: all(r["rows"] == r["distinct"] == r["budget"] for t in runs for r in t.values())  # noqa: E731
+    four = scaling_runs("scaling-runs-4gpus", range(1, 7))
+    found = claim(r"4 workers ran ([\d.]+)x, ([\d.]+)x and ([\d.]+)x one worker's trials per second and 2 workers "
+                  r"([\d.]+)x, ([\d.]+)x and ([\d.]+)x, in three runs with the whole space", text)  # fmt: skip
+    assert [f"{t[4]['steady_speedup']:.2f}" for t in four[:3]] + [f"{t[2]['steady_speedup']:.2f}" for t in four[:3]] == list(
+        found.groups()
     )
-    runs = {r["workers"]: r for r in json.loads((H200 / "scaling-4-gpus-journal.json").read_text())["scaling"]}
-    assert [runs[2]["steady_speedup"], runs[4]["steady_speedup"], runs[2]["wall_speedup"], runs[4]["wall_speedup"]] == [
-        float(g) for g in found.groups()
-    ]
-    assert all(r["rows"] == r["distinct"] == r["budget"] == 800 for r in runs.values())
-    repeats = claim(
-        r"Three runs of that code gave ([\d.]+)x, ([\d.]+)x and ([\d.]+)x at 4 workers and\s+([\d.]+)x, ([\d.]+)x and ([\d.]+)x at 2",
-        text,
+    assert [t[1]["budget"] for t in four] == [1536] * 3 + [800] * 3 and exact(four)
+    found = claim(r"four workers gave ([\d.]+)x, ([\d.]+)x and ([\d.]+)x \(runs 4 to 6 there\)", text)
+    assert [f"{t[4]['steady_speedup']:.2f}" for t in four[3:]] == list(found.groups())
+    assert all(t[4]["steady_s"] < 2 for t in four[3:])  # "lasted under 2 s"
+
+    two = scaling_runs("scaling-runs-2gpus", range(16, 25))
+    found = claim(r"six such runs gave ([\d.]+)x, ([\d.]+)x, ([\d.]+)x, ([\d.]+)x, ([\d.]+)x and ([\d.]+)x", text)
+    whole = two[:3] + two[6:]
+    assert [f"{t[2]['steady_speedup']:.2f}" for t in whole] == list(found.groups())
+    assert [t[1]["budget"] for t in two] == [1536] * 3 + [800] * 3 + [1536] * 3 and exact(two)
+    found = claim(r"worker ran (\d+) to (\d+) trials per second, up from (\d+) to (\d+)", text)
+    rates = [t[1]["steady_trials_per_s"] for t in whole]
+    assert [round(min(rates)), round(max(rates))] == [int(found[1]), int(found[2])]
+    found = claim(r"two workers gave ([\d.]+)x, ([\d.]+)x and ([\d.]+)x on two H200s \(runs 19 to 21; one worker's steady rate "
+                  r"was (\d+) trials per second in the [\d.]+x run, (\d+) to (\d+) in the others\)", text)  # fmt: skip
+    assert [f"{t[2]['steady_speedup']:.2f}" for t in two[3:6]] == list(found.groups()[:3])
+    assert [round(two[4][1]["steady_trials_per_s"]), round(two[3][1]["steady_trials_per_s"])] == [int(found[4]), int(found[6])]
+    assert round(two[5][1]["steady_trials_per_s"]) == int(found[5])
+
+    before = scaling_runs("scaling-runs-2gpus", range(10, 16))
+    found = claim(r"That code gave ([\d.]+)x, ([\d.]+)x and ([\d.]+)x with 800 trials and ([\d.]+)x, ([\d.]+)x and ([\d.]+)x "
+                  r"with the whole space on two H200s \(runs 10 to 15 there\), and ([\d.]+)x, ([\d.]+)x and ([\d.]+)x at 4 workers", text)  # fmt: skip
+    older = scaling_runs("scaling-runs", (18, 19, 20))
+    assert [f"{t[2]['steady_speedup']:.2f}" for t in before] + [f"{t[4]['steady_speedup']:.2f}" for t in older] == list(
+        found.groups()
     )
-    tables = [
-        {r["workers"]: r for r in json.loads((H200 / f"scaling-runs/run-{n}.json").read_text())["scaling"]} for n in (18, 19, 20)
+    assert [round(before[n][1]["steady_trials_per_s"]) for n in (3, 4)] == [75, 75]  # "up from 74 to 75"
+    assert round(before[5][1]["steady_trials_per_s"]) == 74 and exact(before) and exact(older)
+    first = {r["workers"]: r for r in json.loads((H200 / "scaling-4-gpus-journal.json").read_text())["scaling"]}
+    assert older[0] == first  # "its first run is scaling-4-gpus-journal.txt"
+
+    costs = claim(r"([\d.]+) ms against ([\d.]+) ms all-in on an H200 at that code", text)
+    measured = json.loads((H200 / "costs-study-vs-sweep-232ac5e.json").read_text())["costs"]
+    assert [round(measured["study_ms_per_trial"], 1), round(measured["sweep_ms_per_point"], 1)] == [
+        float(g) for g in costs.groups()
     ]
-    assert [t[4]["steady_speedup"] for t in tables] + [t[2]["steady_speedup"] for t in tables] == [
-        float(g) for g in repeats.groups()
-    ]
-    assert tables[0] == runs  # the run the README quotes first is one of the three
-    two_gpu_host = claim(r"on a host with two H200s, three runs\s+gave ([\d.]+)x, ([\d.]+)x and ([\d.]+)x", text)
-    pairs = [
-        {r["workers"]: r for r in json.loads((H200 / f"scaling-runs-2gpus/run-{n}.json").read_text())["scaling"]}
-        for n in (1, 2, 3)
-    ]
-    assert [t[2]["steady_speedup"] for t in pairs] == [float(g) for g in two_gpu_host.groups()]
-    latest = claim(r"two workers gave ([\d.]+)x, ([\d.]+)x and ([\d.]+)x with 800\s+trials, and ([\d.]+)x, ([\d.]+)x and "
-                   r"([\d.]+)x with the whole space as the budget \(runs 10 to 15 there\)", text)  # fmt: skip
-    runs_10_to_15 = [
-        {r["workers"]: r for r in json.loads((H200 / f"scaling-runs-2gpus/run-{n}.json").read_text())["scaling"]}
-        for n in range(10, 16)
-    ]
-    assert [f"{t[2]['steady_speedup']:.2f}" for t in runs_10_to_15] == list(latest.groups())
-    assert [t[2]["rows"] == t[2]["distinct"] == t[2]["budget"] for t in runs_10_to_15] == [True] * 6
-    assert [t[2]["budget"] for t in runs_10_to_15] == [800] * 3 + [1536] * 3
-    assert all(r["rows"] == r["distinct"] == 800 for t in tables + pairs for r in t.values())
-    costs = claim(r"([\d.]+) ms against ([\d.]+) ms all-in on an H200", text)
-    measured = json.loads((H200 / "costs-study-vs-sweep.json").read_text())["costs"]
-    assert round(measured["study_ms_per_trial"], 1) == float(costs[1])
-    assert round(measured["sweep_ms_per_point"], 1) == float(costs[2])
+    assert list(measured["study_walls_s"]) == ["200", "800"] and measured["sweep_points"] == {"quarter": 384, "full": 1536}
+    assert "600 more trials, and of 1152 more sweep points" in text
 
 
 def yardstick(gpu: str, label: str) -> float:

@@ -50,10 +50,10 @@ class StudyOutcome:
     asks: int = 0  # trials asked for (by this worker)
     asks_s: float = 0.0  # wall seconds in asks (sampler, storage, claim), in the ask thread
     asks_cpu_s: float = 0.0  # of which CPU time of that thread
-    ask_waits_s: float = 0.0  # seconds the measuring thread waited for an ask ahead
+    ask_waits_s: float = 0.0  # seconds the search loop waited for an ask ahead
 
     def ask_summary(self) -> str:
         """Where the host-side cost of choosing went: one line."""
         each = 1e3 / max(self.asks, 1)
         return (f"asks: {self.asks}, {self.asks_s * each:.2f} ms each ({self.asks_cpu_s * each:.2f} ms CPU), "
-                f"the measuring thread waited {self.ask_waits_s:.2f} s for them")  # fmt: skip
+                f"the search loop waited {self.ask_waits_s:.2f} s for them")  # fmt: skip
