@@ -25,7 +25,7 @@ ALLOWED = {
     "profile": {"data", "families", "measure", "report", "settings"},
     "harness": {"device", "measure", "settings"},
     # a tune worker: the search in its process, the GPU work in a measuring process of its own
-    "study_worker": {"families", "harness", "measure", "progress", "search", "settings"},
+    "study_worker": {"device", "families", "harness", "measure", "progress", "search", "settings"},
     "cli": {
         "data",
         "device",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -27,12 +28,17 @@ def measuring_side(stage_json: str, name: str, device_json: str, device_index: i
     the Bench on this process's GPU, the study's modules compiled ahead in
     background threads (enqueued ones first, each prefetched one at once),
     rows stamped with the stage's clock."""
+    from tuner.device.gpu import GpuUnavailable
     from tuner.measure.precompile import Precompiler, study_modules
     from tuner.measure.stopwatch import Stopwatch, stage_started
 
     settings = Settings.from_stage_json(stage_json)
     study = settings.study(name)
-    bench, _ = harness.open_bench(settings, Path(device_json), study.timing, device_index)
+    try:
+        bench, _ = harness.open_bench(settings, Path(device_json), study.timing, device_index)
+    except GpuUnavailable as error:  # the line and status the command gives without a GPU
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
     family = REGISTRY[study.family]
     ahead = study_modules(family, study.problem, study.domains(), enqueue, seed) if study.compile_ahead else []
     with Precompiler(family, study.problem, ahead, arch=bench.gpu.arch, cache_dir=bench.cache_dir, jobs=settings.run.compile_jobs) as precompiler:  # fmt: skip
@@ -61,13 +67,13 @@ def run(args, settings: Settings, study: StudySettings, storage_name: str, devic
     enqueue, sampler = study_start(study, family, seed)  # with its warm start, if any
     side = (settings.stage_json("study", args.name), args.name, str(device_json), args.device_index, enqueue, seed)
     with MeasuringProcess(measuring_side, *side) as measuring:
+        measuring.wait_ready()  # the GPU first: without one, the study's storage is not touched
         source = f"study:{args.name}"
         # The GPU as its host numbers it (a --gpus child sees only its own, as device 0).
         gpu = os.environ.get("CUDA_VISIBLE_DEVICES") or args.device_index or settings.run.device_index
         worker = f"gpu{gpu}@{socket.gethostname()}"
         # One tick per configuration this worker measures, towards the budget all workers share.
         done = finished_trials(study.storage, storage_name)
-        measuring.wait_ready()
         phases = Phases()
         with phases("study (all)"), Progress(f"{source} ({worker})", study.budget_trials, initial=min(done, study.budget_trials or done)) as progress:  # fmt: skip
             outcome = run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,

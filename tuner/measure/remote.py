@@ -31,11 +31,14 @@ import os
 import queue
 import sys
 import threading
+import traceback
 from contextlib import AbstractContextManager
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 from tuner.errors import FatalDeviceError, measure_raised
+
+CLOSE_WAIT_S = 60.0  # for the measurement under way when the worker closes (one takes at most timing.max_time_s)
 
 # What the measuring side provides: measure(cfg) -> row, hurry(cfg) (start
 # compiling cfg's module now), summary() -> what ``close`` returns (picklable);
@@ -53,12 +56,13 @@ def serve(conn: Connection, open_side: Callable[..., Side], *args: Any) -> bool:
     def read() -> None:  # a thread, so a prefetched module compiles while the one before is measured
         try:
             while (message := conn.recv())[0] == "measure":
-                hurry(message[1])
                 requests.put(message[1])
+                hurry(message[1])
         except (EOFError, OSError):
-            pass
-        stopping.set()
-        requests.put(None)
+            pass  # the worker is gone
+        finally:
+            stopping.set()
+            requests.put(None)
 
     try:
         side = open_side(*args)
@@ -87,13 +91,13 @@ def serve(conn: Connection, open_side: Callable[..., Side], *args: Any) -> bool:
 
 
 def _failure(error: BaseException) -> tuple[str, int]:
-    """The line and exit status a worker stops with when the measuring side
-    could not start: a ``SystemExit``'s own, else status 2 (no GPU, a
-    device.json of another GPU: the environment, not the search)."""
+    """What a worker stops with when the measuring side could not start:
+    a ``SystemExit``'s own line and status (the side prints its own lines,
+    e.g. ``error: no CUDA device``, and exits 2), else the traceback and 1."""
     if isinstance(error, SystemExit):
         code = error.code
-        return (str(code).removeprefix("error: "), 1) if isinstance(code, str) else (f"exit status {code}", int(code or 0))
-    return str(error), 2
+        return (str(code).removeprefix("error: "), 1) if isinstance(code, str) else ("", int(code or 0))
+    return "".join(traceback.format_exception(error)).rstrip(), 1
 
 
 def _serve_process(conn: Connection, open_side: Callable[..., Side], *args: Any) -> None:
@@ -137,10 +141,15 @@ class MeasuringProcess:
             self._ready = self._receive()[0] == "ready"  # the side's first word
 
     def prefetch(self, cfg: dict) -> None:
+        """Queue ``cfg``; never raises (a gone process is ``measure``'s to report)."""
         with self._send_lock:
-            if not self._ended:
+            if self._ended:
+                return
+            try:
                 self._conn.send(("measure", dict(cfg)))
-                self._sent.append(dict(cfg))
+            except OSError:
+                return  # it is gone: its last words (a fault?) are still to be read, by ``measure``
+            self._sent.append(dict(cfg))
 
     def measure(self, cfg: dict) -> dict:
         with self._send_lock:
@@ -151,10 +160,11 @@ class MeasuringProcess:
             kind, *rest = self._reply()
             with self._send_lock:
                 measured = self._sent.popleft()
-            if kind == "row" and measured == cfg:
-                return rest[0]
             if kind == "fault":
-                raise FatalDeviceError(rest[0], rest[1])
+                self._ended = "a device fault"
+                raise FatalDeviceError(rest[0], rest[1] if measured == cfg else None)
+            if measured == cfg:
+                return rest[0]
             # a row of a configuration prefetched and then dropped by the worker: not its to keep
 
     def _reply(self) -> tuple:
@@ -171,29 +181,42 @@ class MeasuringProcess:
                 reply = self._conn.recv()
             except (EOFError, OSError):
                 self._ended = "it ended without a word"
+                if not self._ready:
+                    print("error: the measuring process ended before it started measuring", file=sys.stderr, flush=True)
+                    raise SystemExit(1) from None
             else:
                 if reply[0] != "failed":
                     return reply
-                self._ended = reply[1]
-                print(f"error: {reply[1]}", file=sys.stderr, flush=True)
+                self._ended = "it could not start"
+                if reply[1]:
+                    print(f"error: {reply[1]}", file=sys.stderr, flush=True)
                 raise SystemExit(reply[2])
         raise FatalDeviceError(f"the measuring process is gone ({self._ended})")
 
     def close(self) -> Any:
-        """Drop what is queued, end the process; its summary (None if it
-        had none: it failed, faulted or died)."""
+        """Drop what is queued, end the process (after the measurement under
+        way, if any); its summary (None if it had none: it failed, faulted or
+        died)."""
         summary = None
         with self._send_lock:
             ended, self._ended = self._ended, self._ended or "closed"
-        if not ended:
-            try:
+        try:
+            if not ended:
                 self._conn.send(("stop",))
-                while (reply := self._conn.recv())[0] != "summary" and reply[0] not in ("fault", "failed"):
-                    pass
-                summary = reply[1] if reply[0] == "summary" else None
-            except (EOFError, OSError):
-                pass
-        self._process.join(timeout=30)
+                while self._conn.poll(CLOSE_WAIT_S):
+                    kind, *rest = self._conn.recv()
+                    if kind == "summary":
+                        summary = rest[0]
+                        break
+                    if kind == "fault":  # in a configuration the worker had dropped: nothing to record it on
+                        print(f"error: device fault in a configuration no longer wanted: {rest[0]}", file=sys.stderr, flush=True)
+                        break
+        except (EOFError, OSError):
+            pass  # it is gone
+        self._process.join(timeout=CLOSE_WAIT_S)
+        if not isinstance(self._process, threading.Thread) and self._process.is_alive():
+            self._process.terminate()  # hung: not worth waiting for
+            self._process.join()
         self._conn.close()
         return summary
 
