@@ -3,11 +3,15 @@ with fresh storage each time, and the bookkeeping checked: every configuration
 measured once, the budget exact, no row lost. With ``--costs``, also what one
 configuration costs all-in in a study and in a sweep on the same space.
 
-    python benchmarks/scaling.py --work /tmp/scaling [--gpus 0,1,2,3] [--budget 800]
+    python benchmarks/scaling.py --work /tmp/scaling [--gpus 0,1,2,3] [--budget N]
         [--storage journal|sqlite|URL] [--costs]
 
 The study is the shipped config's ``reduce_int32`` (the 1536-point reduction
-space at 2^28 int32) with ``budget_trials`` set to ``--budget``. Needs the GPUs.
+space at 2^28 int32) with ``budget_trials`` set to ``--budget``, by default
+the whole space: then every worker count measures the same configurations.
+With a smaller budget each run's sampler measures a different set, and the
+rates follow that set (one worker's steady rate varied by up to 15 % between
+800-trial runs on one H200). Needs the GPUs.
 
 Two rates per worker count:
 
@@ -80,6 +84,15 @@ def tuner(path: Path, *args: str) -> float:
     if proc.returncode != 0:
         raise SystemExit(f"tuner {' '.join(args)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return wall
+
+
+def whole_space() -> int:
+    """Feasible configurations of the study's space."""
+    from tuner.families import REGISTRY
+    from tuner.settings import parse
+
+    study = parse(shipped()).study("reduce_int32")
+    return len(REGISTRY[study.family].space(study.problem, study.domains()))
 
 
 def study_settings(budget: int, storage: str) -> dict:
@@ -174,11 +187,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, required=True, help="empty folder for the runs")
     parser.add_argument("--gpus", default="0,1", help="GPUs to spread over; 1, 2, 4, ... of them are tried (default: 0,1)")
-    parser.add_argument("--budget", type=int, default=800, help="distinct configurations to measure (default: 800)")
+    parser.add_argument("--budget", type=int, help="distinct configurations to measure (default: the whole space)")
     parser.add_argument("--storage", default="journal", help="journal, sqlite, or a database URL (default: journal)")
     parser.add_argument("--costs", action="store_true", help="also measure a trial's and a sweep point's marginal cost")
     args = parser.parse_args()
     gpus = args.gpus.split(",")
+    args.budget = args.budget or whole_space()
     counts = sorted({1, *[2**k for k in range(1, 8) if 2**k <= len(gpus)], len(gpus)})
     table = [run_study(args.work, gpus[:count], args.budget, args.storage, f"{count}-gpus") for count in counts]
     for row in table:
