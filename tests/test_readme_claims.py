@@ -223,6 +223,12 @@ def test_scaling_over_four_gpus():
     ]
     assert list(measured["study_walls_s"]) == ["200", "800"] and measured["sweep_points"] == {"quarter": 384, "full": 1536}
     assert "600 more trials, and of 1152 more sweep points" in text
+    hard = claim(r"a trial took ([\d.]+) ms and a sweep point ([\d.]+) ms: the study's (\d+) trials took ([\d.]+) s of searching "
+                 r"and the sweep's (\d+) points ([\d.]+) s", text)  # fmt: skip
+    phases = (REFERENCE / "nvidia-h100-80gb-hbm3" / "reduce_hard_2e24-costs" / "run.txt").read_text()
+    assert f"study (all) {hard[4]} s" in phases and f"sweep (all) {hard[6]} s" in phases
+    assert round(float(hard[4]) / int(hard[3]) * 1e3, 1) == float(hard[1])
+    assert round(float(hard[6]) / int(hard[5]) * 1e3, 1) == float(hard[2])
 
 
 def yardstick(gpu: str, label: str) -> float:
