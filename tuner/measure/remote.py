@@ -14,7 +14,7 @@ worker's process only chooses and records:
   records that one;
 * ``measure(cfg)``: its row (prefetching it first if it was not);
 * ``close()``: queued configurations are dropped, the process ends, and its
-  summary line comes back.
+  summary comes back.
 
 A ``FatalDeviceError`` in the measuring process (the context is poisoned)
 ends it and is raised again in the worker, with the faulting row, as if it
@@ -26,13 +26,13 @@ measuring process (``tuner.measure.stopwatch``).
 from __future__ import annotations
 
 import collections
+import contextlib
 import multiprocessing
 import os
 import queue
 import sys
 import threading
 import traceback
-from contextlib import AbstractContextManager
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
@@ -43,7 +43,7 @@ CLOSE_WAIT_S = 60.0  # for the measurement under way when the worker closes (one
 # What the measuring side provides: measure(cfg) -> row, hurry(cfg) (start
 # compiling cfg's module now), summary() -> what ``close`` returns (picklable);
 # entered before the first measurement and left after the last.
-Side = AbstractContextManager[tuple[Callable[[dict], dict], Callable[[dict], None], Callable[[], Any]]]
+Side = contextlib.AbstractContextManager[tuple[Callable[[dict], dict], Callable[[dict], None], Callable[[], Any]]]
 
 
 def serve(conn: Connection, open_side: Callable[..., Side], *args: Any) -> bool:
@@ -64,30 +64,24 @@ def serve(conn: Connection, open_side: Callable[..., Side], *args: Any) -> bool:
             stopping.set()
             requests.put(None)
 
-    try:
-        side = open_side(*args)
-        measure, hurry, summary = side.__enter__()
-    except BaseException as error:  # noqa: BLE001 - told to the worker, which stops with it
-        conn.send(("failed", *_failure(error)))
-        return True
-    conn.send(("ready",))
-    healthy = True
-    try:
+    with contextlib.ExitStack() as stack:
+        try:
+            measure, hurry, summary = stack.enter_context(open_side(*args))
+        except BaseException as error:  # noqa: BLE001 - told to the worker, which stops with it
+            conn.send(("failed", *_failure(error)))
+            return True
+        conn.send(("ready",))
         threading.Thread(target=read, name="measure-requests", daemon=True).start()
         while (cfg := requests.get()) is not None and not stopping.is_set():
             try:
                 conn.send(("row", measure(cfg)))
             except FatalDeviceError as error:
                 conn.send(("fault", str(error), error.row))
-                healthy = False
-                break
+                return False
             except Exception as error:  # noqa: BLE001 - a failure of one configuration is data
                 conn.send(("row", measure_raised(error)))
-    finally:
-        side.__exit__(*sys.exc_info())
-    if healthy:
-        conn.send(("summary", summary()))
-    return healthy
+    conn.send(("summary", summary()))
+    return True
 
 
 def _failure(error: BaseException) -> tuple[str, int]:

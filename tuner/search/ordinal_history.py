@@ -119,7 +119,9 @@ def sums_read(width: int, columns_of: Callable[[str], np.ndarray]) -> RunningRea
         gram, moment, ones = sums
         columns = columns_of(key)
         gram[np.ix_(columns, columns)] += 1.0
-        moment[columns] += np.log(np.array([value]))[0]
+        moment[columns] += np.log(np.array([value]))[
+            0
+        ]  # numpy's array log, as one_hot_sums takes it: its scalar log may differ in the last bit
         ones[columns] += 1.0
 
     return RunningRead(

@@ -249,7 +249,8 @@ def run_study(
     idle = 0
     # The next trial is asked (sampler, storage writes, claim) in a thread
     # while this one is measured: the GPU waits and fsyncs release the GIL, so
-    # the host-side cost of choosing overlaps the measurement. At most one ask
+    # the host-side cost of choosing overlaps the measurement (the tune command
+    # measures in a process of its own: tuner.measure.remote). At most one ask
     # is ahead; it is settled before the claims are read again.
     ahead: Future | None = None
     pending: _Asked | None = None
