@@ -64,7 +64,7 @@ def test_a_reduction_is_exported_by_its_best_complete_configuration():
         return {"status": "ok", "source": "sweep:x", "family": "reduce", "dtype": "int32", "n": 1024,
                 "variant": "shuffle", "finish": finish, "bandwidth_gbs": gbs, "gflops": None, "grid": "8,1,1",
                 "block": "256,1,1", "fraction_of_copy_peak": None, "fraction_of_theoretical_peak": None,
-                "time_ms_median": 1.0, "run_id": "r", "config_key": f"{finish}-{gbs}"}  # fmt: skip
+                "time_ms_median": 1.0, "run_id": "r", "config_key": json.dumps({"finish": finish, "variant": "shuffle"})}  # fmt: skip
 
     partial_wins = pd.DataFrame([row("host", 3000.0), row("atomic", 2950.0), row("last_block", 2900.0)])
     (entry,) = best_entries(partial_wins)

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from tuner.data.results import plain_value
+from tuner.data.results import config_params, plain_value
 from tuner.families import REGISTRY
 
 
@@ -34,11 +34,9 @@ def best_entries(dataset: pd.DataFrame) -> list[dict]:
         rows = _complete_if_any(rows)
         by = "gflops" if rows["gflops"].notna().any() else "bandwidth_gbs"
         best = rows.loc[rows[by].idxmax()]
-        family = REGISTRY.families.get(family_name)
-        names = family.param_names if family else [c for c in best.index if c in _known_params(rows)]
         entries.append({
             "family": family_name, "dtype": dtype, "n": int(n),
-            "params": {name: plain_value(best[name]) for name in names if name in best and plain_value(best[name]) is not None},
+            "params": _params(best, REGISTRY.families.get(family_name)),
             "grid": _dims(best["grid"]), "block": _dims(best["block"]),
             "bandwidth_gbs": plain_value(best["bandwidth_gbs"]), "gflops": plain_value(best["gflops"]), "ranked_by": by,
             "fraction_of_copy_peak": plain_value(best["fraction_of_copy_peak"]),
@@ -60,8 +58,14 @@ def _complete_if_any(rows: pd.DataFrame) -> pd.DataFrame:
     return complete if len(complete) else rows
 
 
-def _known_params(rows: pd.DataFrame) -> set[str]:
-    return {p.name for family in REGISTRY for p in family.params} & set(rows.columns)
+def _params(row: pd.Series, family) -> dict[str, Any]:
+    """Every parameter of the winning row, from its configuration key (the
+    dataset's own record: a plug-in family's parameters need no registry), in
+    the family's order where this process knows the family."""
+    params = config_params(row["config_key"])
+    order = [name for name in (family.param_names if family else ()) if name in params]
+    names = order + [name for name in params if name not in order]
+    return {name: plain_value(params[name]) for name in names if plain_value(params[name]) is not None}
 
 
 def _dims(text: Any) -> list[int] | None:

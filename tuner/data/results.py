@@ -232,6 +232,27 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     return to_frame(pd.read_parquet(path), keep_unknown=True)
 
 
+def config_params(key: str) -> dict[str, Any]:
+    """The parameters of a row, read back from its ``config_key`` (every
+    parameter of its family, whatever the package knows of that family)."""
+    try:
+        params = json.loads(key) if isinstance(key, str) else {}
+    except json.JSONDecodeError:
+        return {}
+    return params if isinstance(params, dict) else {}
+
+
+def param_columns(frame: pd.DataFrame) -> list[str]:
+    """The parameter columns of ``frame``, read from its rows' configuration
+    keys (not from the families this process has loaded), in column order:
+    a plug-in family's own parameters are found wherever its rows are read."""
+    names: set[str] = set()
+    if "config_key" in frame:
+        for key in frame["config_key"].dropna().unique():
+            names.update(config_params(key))
+    return [c for c in frame.columns if c in names]
+
+
 def plain_value(value: Any) -> Any:
     """Plain Python for JSON and Optuna: numpy scalars unwrapped, missing and
     non-finite numbers to None."""

@@ -13,11 +13,10 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from tuner.data.results import PARAM_COLUMNS
+from tuner.data.results import config_params
 
 STUDY_PREFIX = "study:"
 SWEEP_PREFIX = "sweep:"
-PARAMS = tuple(PARAM_COLUMNS)  # includes "variant"
 # Families whose work is arithmetic, not bytes: their best is the highest
 # GFLOP/s, and a share of a bandwidth peak says nothing about them.
 COMPUTE_BOUND = ("matmul",)
@@ -132,8 +131,9 @@ def nearest_problem(rows: pd.DataFrame, dtype: str | None, n: int | None) -> tup
 def config_text(row: pd.Series, skip: Iterable[str] = ("variant",)) -> str:
     """The parameters of a row that are set, as ``block_size=256, unroll=4``."""
     parts = []
-    for column in PARAMS:
-        if column in skip or column not in row.index:
+    params = config_params(row.get("config_key"))
+    for column in row.index:
+        if column in skip or column not in params:
             continue
         value = row[column]
         if value is None or (not isinstance(value, str) and pd.isna(value)):

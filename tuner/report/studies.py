@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tuner.data.results import PARAM_COLUMNS
+from tuner.data.results import param_columns
 from tuner.data.time_to_target import Reach, Timeline, reach, timeline
-from tuner.report.selection import PARAMS, best, is_study, usable
+from tuner.report.selection import best, is_study, usable
 
 MIN_TRIALS_FOR_IMPORTANCE = 5
 
@@ -120,7 +120,7 @@ def param_importances(ok_rows: pd.DataFrame) -> tuple[dict[str, float] | None, s
     from optuna.distributions import CategoricalDistribution
     from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
-    values = {c: [_plain(v) for v in ok_rows[c]] for c in PARAMS if c in ok_rows}
+    values = {c: [_plain(v) for v in ok_rows[c]] for c in param_columns(ok_rows)}
     varying = {c: v for c, v in values.items() if len(set(v)) > 1}
     if not varying:
         return None, "no parameter varies among the ok trials"
@@ -171,7 +171,7 @@ def summarise_study(name: str, rows: pd.DataFrame, dataset: pd.DataFrame) -> Stu
     # within the values the study searched); other sweeps of the same problem
     # may hold configurations the study could never propose.
     in_space = sweeps
-    for column in PARAM_COLUMNS:
+    for column in param_columns(mine):
         searched = set(mine[column].dropna()) if column in mine else set()
         if searched:
             in_space = in_space[in_space[column].isin(searched).fillna(False).to_numpy(dtype=bool)]
