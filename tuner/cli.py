@@ -208,7 +208,10 @@ def cmd_best(args) -> None:
     """Export the best configuration per family and problem: best.json and the C++ header best_configs.h."""
     from tuner.data.export import export
 
-    folder = Path(args.results) if args.results else load_settings(args).run.gpu_dir
+    # The settings, where given, load the run's plug-in families: the header's
+    # fallback for other GPUs is each family's defaults.
+    settings = load_settings(args) if args.settings or not args.results else None
+    folder = Path(args.results) if args.results else settings.run.gpu_dir
     try:
         print("\n".join(export(folder, Path(args.out_dir) if args.out_dir else folder)))
     except FileNotFoundError as error:
