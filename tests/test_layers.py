@@ -27,6 +27,7 @@ ALLOWED = {
     # a tune worker: the search in its process, the GPU work in a measuring process of its own
     "study_worker": {"device", "families", "harness", "measure", "progress", "search", "settings"},
     "cli": {
+        "check_family",
         "data",
         "device",
         "errors",
@@ -42,6 +43,8 @@ ALLOWED = {
     },
     # tuning from Python: the stages' measuring, in one process
     "api": {"data", "device", "families", "measure", "search"},
+    # a family of one's own checked step by step: load, space, compile, reference, the stages on made-up rows
+    "check_family": {"data", "device", "families", "measure", "progress", "report", "search"},
     "__main__": {"cli"},
     "__init__": {"api"},
 }

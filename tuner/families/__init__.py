@@ -97,6 +97,9 @@ def load_family_paths(paths) -> list[str]:
             sys.modules[module_name] = module
             try:
                 spec.loader.exec_module(module)
+            except ValueError as error:  # a declaration's own one line (a KernelSpec's SpecError)
+                del sys.modules[module_name]
+                raise ValueError(f"family_paths: {path}: {error}") from None
             except Exception as error:
                 del sys.modules[module_name]
                 raise ValueError(f"family_paths: {path} failed to import: {type(error).__name__}: {error}") from None
