@@ -338,7 +338,7 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
     ):
         raise ConfigError(f"{where}.warm_start: must name a .parquet file or a folder holding Parquet results, got {warm!r}")
     return StudySettings(name=name, family=family.name, dtype=section["dtype"], n=section["n"],
-                         sampler=section.get("sampler", "tpe"), seed=section.get("seed", config.get("seed", 0)),
+                         sampler=section.get("sampler", "ordinal"), seed=section.get("seed", config.get("seed", 0)),
                          budget_trials=budget, timeout_s=section.get("timeout_s"), storage=storage,
                          params=_frozen_params(params), enqueue=tuple(MappingProxyType(dict(e)) for e in section.get("enqueue", [])),
                          compare_with_sweep=section.get("compare_with_sweep"), timing=_merged_timing(config, section, where),
