@@ -30,7 +30,7 @@ from pathlib import Path
 from tuner import harness
 from tuner import profile as profiling
 from tuner import settings as config_settings
-from tuner.errors import EXIT_DEVICE_FAULT, FatalDeviceError
+from tuner.errors import EXIT_DAMAGED_FILE, EXIT_DEVICE_FAULT, DamagedFile, FatalDeviceError
 from tuner.families import REGISTRY, Problem
 from tuner.processes import child_command, child_env, gpu_list, importing, supervise, worker_commands
 from tuner.settings import ConfigError, Settings
@@ -318,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"config error: {error}", file=sys.stderr)
         return 2
+    except DamagedFile as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_DAMAGED_FILE
     except FatalDeviceError as error:
         print(f"error: {error}; the faulting configuration is recorded, a fresh process carries on", file=sys.stderr)
         sys.stdout.flush()

@@ -39,6 +39,7 @@ from __future__ import annotations
 import abc
 import json
 import os
+import sys
 import threading
 import time
 import weakref
@@ -128,6 +129,62 @@ class ClaimStore(abc.ABC):
     def adopt(self, entries: Iterable[tuple[str, int, str]], owner: str, worker: str) -> int:
         """Add (key, trial, row) as done where ``key`` has no claim: for
         measurements made before claims existed. Ignores the budget."""
+
+
+# The fields each operation record carries (besides "s", "k", "op" and "t"), and their types.
+_OP_FIELDS: dict[str, dict[str, type]] = {
+    "claim": {"trial": int, "owner": str, "worker": str},
+    "adopt": {"trial": int, "owner": str, "worker": str, "row": str},
+    "measured": {"row": str},
+    "done": {},
+    "release": {},
+    "owner": {"owner": str, "worker": str},
+    "beat": {},
+}
+
+
+def record_problem(record: Any) -> str | None:
+    """Why a decoded line of a claims file is not an operation record, or None."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not a claims record (an object)"
+    if record.get("op") not in _OP_FIELDS:
+        return f"a record whose op is {record.get('op')!r}, not one of {list(_OP_FIELDS)}"
+    wanted = {"s": str, "k": str, "t": (int, float), **_OP_FIELDS[record["op"]]}
+    missing = [name for name in wanted if name not in record]
+    if missing:
+        return f"a {record['op']} record without {missing}"
+    for name, kind in wanted.items():
+        if not isinstance(record[name], kind) or isinstance(record[name], bool):
+            return f"a {record['op']} record whose {name} is {str(record[name])[:80]!r}"
+    return None  # a row is the caller's text; ``claim_row`` reads it
+
+
+def row_problem(text: str) -> str | None:
+    """Why a claim's row (JSON text) is not a results row, or None."""
+    try:
+        row = json.loads(text)
+    except ValueError as error:
+        return f"a row that is not JSON ({error})"
+    if not isinstance(row, dict):
+        return f"a row that is not a results row (an object): {text[:80]!r}"
+    return None
+
+
+def claim_row(store: "ClaimStore", claim: Claim) -> dict | None:
+    """The results row ``claim`` carries, or None, with one warning line,
+    where its text is not a results row (a database edited by hand, say):
+    that configuration is left out of the study's rows."""
+    if claim.row is None:
+        return None
+    problem = row_problem(claim.row)
+    if problem:
+        _warn_on_stderr(f"warning: claims of study {store.study!r}: the claim of {claim.key} holds {problem}; skipped")
+        return None
+    return json.loads(claim.row)
+
+
+def _warn_on_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _fold(claims: dict[str, Claim], record: dict) -> None:
@@ -246,11 +303,13 @@ class FileClaims(_FoldedClaims):
     appended under an exclusive ``flock`` of the file and read under a shared
     one. Several studies may share the file (each line names its study)."""
 
-    def __init__(self, path: str, study: str) -> None:
+    def __init__(self, path: str, study: str, log: Callable[[str], None] | None = None) -> None:
         super().__init__(study)
         self.path = path
+        self.log = log or _warn_on_stderr
         self._claims: dict[str, Claim] = {}
         self._offset = 0
+        self._lines = 0  # lines read up to _offset
         self._mutex = threading.Lock()  # this object's fold, between threads
 
     @contextmanager
@@ -286,7 +345,7 @@ class FileClaims(_FoldedClaims):
                         self._offset += len(data)  # nobody else writes while we hold the lock
                 except BaseException:
                     # The fold may hold records that were never written: read afresh next time.
-                    self._claims, self._offset = {}, 0
+                    self._claims, self._offset, self._lines = {}, 0, 0
                     raise
                 # Only a measured row must outlive a crash of the machine (a
                 # killed process loses nothing written): it is fsynced before
@@ -301,21 +360,40 @@ class FileClaims(_FoldedClaims):
     def _read(self, fd: int, exclusive: bool) -> None:
         size = os.fstat(fd).st_size
         if size < self._offset:  # replaced or truncated under us: read it afresh
-            self._claims, self._offset = {}, 0
+            self._claims, self._offset, self._lines = {}, 0, 0
         data = os.pread(fd, size - self._offset, self._offset) if size > self._offset else b""
         end = data.rfind(b"\n") + 1
-        for line in data[:end].splitlines():
+        for line in data[:end].split(b"\n")[:-1]:
+            self._lines += 1
+            if not line.strip():
+                continue
             try:
                 record = json.loads(line)
-            except ValueError:
-                continue  # a line torn by a crash, completed by a later writer's newline
-            if record.get("s") == self.study:
+            except ValueError as error:
+                # A line torn by a crash before torn tails were cut, or bytes
+                # that are not ours: the claims of the other lines still hold.
+                self._warn(f"not JSON ({error})")
+                continue
+            problem = record_problem(record)
+            if problem:
+                self._warn(problem)
+            elif record["s"] == self.study:
                 _fold(self._claims, record)
         self._offset += end
         if exclusive and end < len(data):
             # A writer died mid-line (no one writes while we hold the lock):
             # cut the torn tail so the next record starts on a line of its own.
+            aside = self.path + ".corrupt"
+            with open(aside, "ab") as handle:
+                handle.write(data[end:] + b"\n")
+                handle.flush()
+                os.fsync(handle.fileno())
             os.ftruncate(fd, self._offset)
+            self.log(f"warning: {self.path}:{self._lines + 1}: no end of line (cut short by a crash); "
+                     f"moved to {os.path.basename(aside)}, the operation it began did not happen")  # fmt: skip
+
+    def _warn(self, problem: str) -> None:
+        self.log(f"warning: {self.path}:{self._lines}: {problem}; line skipped, the other claims stand")
 
 
 # ---- which store -------------------------------------------------------------------

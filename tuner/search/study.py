@@ -76,6 +76,7 @@ from optuna.storages import BaseStorage
 from tuner.families.base import Family, Problem
 from tuner.search.claims import (
     CLAIMED,
+    claim_row,
     open_claims,
 )
 from tuner.search.outcome import StudyOutcome
@@ -357,7 +358,8 @@ def study_rows(study: optuna.Study) -> list[dict]:
     if claims is not None:
         for key, claim in claims.snapshot(rows=True).items():
             if claim.row is not None and key not in rows:
-                row = json.loads(claim.row)
-                row["trial"] = claim.trial
-                rows[key] = row
+                row = claim_row(claims, claim)
+                if row is not None:
+                    row["trial"] = claim.trial
+                    rows[key] = row
     return sorted(rows.values(), key=lambda r: r["trial"])

@@ -26,6 +26,7 @@ from tuner.search.claims import (
     DONE,
     Claim,
     ClaimStore,
+    claim_row,
 )
 from tuner.search.owners import Heartbeat, owner_alive
 from tuner.search.samplers import (
@@ -214,8 +215,9 @@ def _recover(run: _Run, snapshot: Mapping[str, Claim]) -> int:
                 trial_id = run.study._storage.get_trial_id_from_study_id_trial_number(run.study._study_id, claim.trial)
             except KeyError:
                 trial_id = None
-            if trial_id is not None:
-                _finish_trial(run.study, trial_id, claim.trial, json.loads(claim.row))
+            row = claim_row(run.claims, claim)
+            if trial_id is not None and row is not None:
+                _finish_trial(run.study, trial_id, claim.trial, row)
         run.claims.finish(claim.key, run.owner)
     return len(released) + len(taken)
 
