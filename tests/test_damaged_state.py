@@ -23,7 +23,8 @@ from tuner.data.counters import read_profiles
 from tuner.data.readback import read_json
 from tuner.errors import DamagedFile
 from tuner.families import REGISTRY, Problem
-from tuner.search.claims import CLAIMED, FileClaims, claim_row, open_claims
+from tuner.search.claim_records import claim_row
+from tuner.search.claims import CLAIMED, FileClaims, open_claims
 from tuner.search.study import open_storage, run_study, study_rows
 from tuner.search.sweep import STORE_FILE, RowStore, run_sweep
 
@@ -350,3 +351,20 @@ def test_a_missing_or_damaged_device_json_of_a_measuring_stage_is_one_line(tmp_p
     (tmp_path / "peaks.json").write_text('{"read_gbs": [1]}')
     with pytest.raises(DamagedFile, match=r"peaks\.json: read_gbs is '\[1\]', not a number; .*`python -m tuner peaks`$"):
         read_json(tmp_path / "peaks.json", numbers=("_gbs",))
+
+
+def test_replay_study_rows_names_a_damaged_journal_in_one_line(tmp_path):
+    journal = str(tmp_path / "optuna.log")
+    study(journal, 4, Recorder())
+    lines = Path(journal).read_bytes().split(b"\n")
+    lines[2] = b"[1, 2, 3]"
+    Path(journal).write_bytes(b"\n".join(lines))
+    before = files_under(tmp_path)
+    proc = tuner("rows", "--storage", journal, "--study", "s", "--budget", "4", "--out", str(tmp_path / "rows.parquet"),
+                 cwd=tmp_path, module="tuner.search.replay_study")  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [f"error: {journal}:3: a JSON list, not a journal record (an object), so the study cannot be read "
+                                        f"past it; keep lines 1 to 2 with `truncate -s {len(lines[0]) + len(lines[1]) + 2} "
+                                        f"{journal}` (the measured rows of later trials are kept in optuna.log.claims and are "
+                                        f"not measured again), then run the stage again"]  # fmt: skip
+    assert files_under(tmp_path) == before

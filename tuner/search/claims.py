@@ -39,12 +39,13 @@ from __future__ import annotations
 import abc
 import json
 import os
-import sys
 import threading
 import time
 import weakref
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
+
+from tuner.search.claim_records import record_problem, warn_on_stderr
 
 CLAIMED, MEASURED, DONE = "claimed", "measured", "done"
 
@@ -129,62 +130,6 @@ class ClaimStore(abc.ABC):
     def adopt(self, entries: Iterable[tuple[str, int, str]], owner: str, worker: str) -> int:
         """Add (key, trial, row) as done where ``key`` has no claim: for
         measurements made before claims existed. Ignores the budget."""
-
-
-# The fields each operation record carries (besides "s", "k", "op" and "t"), and their types.
-_OP_FIELDS: dict[str, dict[str, type]] = {
-    "claim": {"trial": int, "owner": str, "worker": str},
-    "adopt": {"trial": int, "owner": str, "worker": str, "row": str},
-    "measured": {"row": str},
-    "done": {},
-    "release": {},
-    "owner": {"owner": str, "worker": str},
-    "beat": {},
-}
-
-
-def record_problem(record: Any) -> str | None:
-    """Why a decoded line of a claims file is not an operation record, or None."""
-    if not isinstance(record, dict):
-        return f"a JSON {type(record).__name__}, not a claims record (an object)"
-    if record.get("op") not in _OP_FIELDS:
-        return f"a record whose op is {record.get('op')!r}, not one of {list(_OP_FIELDS)}"
-    wanted = {"s": str, "k": str, "t": (int, float), **_OP_FIELDS[record["op"]]}
-    missing = [name for name in wanted if name not in record]
-    if missing:
-        return f"a {record['op']} record without {missing}"
-    for name, kind in wanted.items():
-        if not isinstance(record[name], kind) or isinstance(record[name], bool):
-            return f"a {record['op']} record whose {name} is {str(record[name])[:80]!r}"
-    return None  # a row is the caller's text; ``claim_row`` reads it
-
-
-def row_problem(text: str) -> str | None:
-    """Why a claim's row (JSON text) is not a results row, or None."""
-    try:
-        row = json.loads(text)
-    except ValueError as error:
-        return f"a row that is not JSON ({error})"
-    if not isinstance(row, dict):
-        return f"a row that is not a results row (an object): {text[:80]!r}"
-    return None
-
-
-def claim_row(store: "ClaimStore", claim: Claim) -> dict | None:
-    """The results row ``claim`` carries, or None, with one warning line,
-    where its text is not a results row (a database edited by hand, say):
-    that configuration is left out of the study's rows."""
-    if claim.row is None:
-        return None
-    problem = row_problem(claim.row)
-    if problem:
-        _warn_on_stderr(f"warning: claims of study {store.study!r}: the claim of {claim.key} holds {problem}; skipped")
-        return None
-    return json.loads(claim.row)
-
-
-def _warn_on_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def _fold(claims: dict[str, Claim], record: dict) -> None:
@@ -306,7 +251,7 @@ class FileClaims(_FoldedClaims):
     def __init__(self, path: str, study: str, log: Callable[[str], None] | None = None) -> None:
         super().__init__(study)
         self.path = path
-        self.log = log or _warn_on_stderr
+        self.log = log or warn_on_stderr
         self._claims: dict[str, Claim] = {}
         self._offset = 0
         self._lines = 0  # lines read up to _offset

@@ -74,9 +74,9 @@ import optuna
 from optuna.storages import BaseStorage
 
 from tuner.families.base import Family, Problem
+from tuner.search.claim_records import claim_row
 from tuner.search.claims import (
     CLAIMED,
-    claim_row,
     open_claims,
 )
 from tuner.search.outcome import StudyOutcome

@@ -21,12 +21,12 @@ from optuna.trial import TrialState
 from tuner.data.results import columns, config_key, plain_value
 from tuner.errors import FatalDeviceError, measure_raised
 from tuner.families.base import Problem
+from tuner.search.claim_records import claim_row
 from tuner.search.claims import (
     CLAIMED,
     DONE,
     Claim,
     ClaimStore,
-    claim_row,
 )
 from tuner.search.owners import Heartbeat, owner_alive
 from tuner.search.samplers import (
