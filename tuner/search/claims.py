@@ -338,7 +338,13 @@ class FileClaims(_FoldedClaims):
                      f"moved to {os.path.basename(aside)}, the operation it began did not happen")  # fmt: skip
 
     def _warn(self, problem: str) -> None:
-        self.log(f"warning: {self.path}:{self._lines}: {problem}; line skipped, the other claims stand")
+        # Once per process and line: a study opens its claims several times.
+        if (self.path, self._lines, self.log) not in _WARNED:
+            _WARNED.add((self.path, self._lines, self.log))
+            self.log(f"warning: {self.path}:{self._lines}: {problem}; line skipped, the other claims stand")
+
+
+_WARNED: set[tuple[str, int, Callable]] = set()
 
 
 # ---- which store -------------------------------------------------------------------
