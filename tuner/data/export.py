@@ -13,7 +13,6 @@ Yardstick rows (``source == "peaks"``) are not candidates.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -143,7 +142,9 @@ def export(folder: Path, out: Path) -> list[str]:
 
     Raises:
         FileNotFoundError: ``folder`` lacks measurements.parquet or device.json.
+        DamagedFile: one of them cannot be read (one line: which, why, the remedy).
     """
+    from tuner.data.readback import read_json
     from tuner.data.results import read, write_json_atomic, write_text_atomic
 
     missing = [name for name in ("measurements.parquet", "device.json") if not (folder / name).is_file()]
@@ -151,7 +152,7 @@ def export(folder: Path, out: Path) -> list[str]:
         raise FileNotFoundError(
             f"must be a results folder with measurements.parquet and device.json, got {str(folder)!r}, which lacks {missing}"
         )
-    device = json.loads((folder / "device.json").read_text())
+    device = read_json(folder / "device.json")
     entries = best_entries(read(folder / "measurements.parquet"))
     write_json_atomic(best_json(entries, device), out / "best.json")
     write_text_atomic(header_text(entries, device), out / "best_configs.h")
