@@ -38,7 +38,7 @@ from tuner.data.intervals import NONE, row_intervals
 
 PROBLEM = ["family", "dtype", "n"]
 
-# A tie set of more configurations than this is called large in the report.
+# A tie set of this many configurations or more is called large in the report.
 LARGE = 5
 
 
