@@ -7,6 +7,7 @@ under ``results/<gpu>/`` unless given ``--out``, e.g.::
     python -m tuner sweep reduce_ladder
     python -m tuner tune reduce_int32 --gpus 0,1
     python -m tuner best --results results/reference/nvidia-h200 --out-dir /tmp/h200-best
+    python -m tuner compare results/reference/nvidia-h100-80gb-hbm3 results/reference/nvidia-h200
     python -m tuner space
 
 (``describe`` first: the others read its ``results/<gpu>/device.json``.)
@@ -215,6 +216,46 @@ def cmd_best(args) -> None:
         raise ConfigError(f"--results: {error}") from None
 
 
+def cmd_compare(args) -> int:
+    """Compare two runs configuration by configuration: B / A of each median time with its 95 % interval and a verdict (SAME, FASTER, SLOWER, AMBIGUOUS); exit status 1 on a regression beyond --threshold."""
+    from tuner.data import compare
+
+    if not 0 < args.margin < 0.5:
+        raise ConfigError(f"--margin: must be a fraction above 0 and below 0.5, got {args.margin}")
+    if not 0 < args.threshold < 1:
+        raise ConfigError(f"--threshold: must be a fraction above 0 and below 1, got {args.threshold}")
+    if args.figure and Path(args.figure).suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise ConfigError(f"--figure: must name a .png, .svg or .pdf file, got {args.figure!r}")
+    if args.table and Path(args.table).suffix.lower() not in (".csv", ".parquet"):
+        raise ConfigError(f"--table: must name a .csv or .parquet file, got {args.table!r}")
+    sides = []
+    for name, path in (("A", args.a), ("B", args.b)):
+        try:
+            sides.append(compare.load(path))
+        except FileNotFoundError as error:
+            raise ConfigError(f"{name}: {error}") from None
+    a, b = sides
+    table = compare.compare(a, b, margin=args.margin)
+    if table.empty:
+        raise ConfigError(f"A, B: must share a verified configuration (family, dtype, n, config_key), got none in common "
+                          f"between {args.a!r} and {args.b!r}")  # fmt: skip
+    print("\n".join(compare.summary_lines(table, a, b, names=(args.a, args.b), margin=args.margin, threshold=args.threshold)))
+    if args.table:
+        from tuner.data import results
+
+        out = Path(args.table)
+        if out.suffix.lower() == ".csv":
+            results.write_text_atomic(table.to_csv(index=False), out)
+        else:
+            results.write_atomic(table, out)
+        print(f"table -> {out}")
+    if args.figure:
+        from tuner.report.compare_figure import draw
+
+        print(f"figure -> {draw(table, Path(args.figure), names=(args.a, args.b), margin=args.margin, threshold=args.threshold)}")
+    return 1 if len(compare.regressions(table, args.threshold)) else 0
+
+
 def cmd_space(args) -> None:
     """How many variants, compiled modules and feasible configurations each family has."""
     from tuner.measure.compile import module_key
@@ -301,6 +342,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = stage("best", cmd_best, out_default="best.json")
     p.add_argument("--results", help="a results folder (default: the config's results/<gpu>)")
     p.add_argument("--out-dir", help="where best.json and best_configs.h go (default: the results folder)")
+    p = stage("compare", cmd_compare, settings=False)
+    p.add_argument("a", metavar="A", help="the baseline: a results folder (its measurements.parquet) or a Parquet file of results rows")
+    p.add_argument("b", metavar="B", help="the run compared with it, the same way")
+    p.add_argument("--margin", type=float, default=0.005, help="differences within it are SAME, beyond it (95 %% sure) FASTER or SLOWER (default 0.005)")
+    p.add_argument("--threshold", type=float, default=0.02, help="exit status 1 when a configuration is SLOWER by this much or more (default 0.02)")
+    p.add_argument("--figure", help="draw every ratio with its interval to this .png, .svg or .pdf")
+    p.add_argument("--table", help="write the per-configuration table to this .csv or .parquet")
     p = stage("space", cmd_space, settings=False)
     p.add_argument("--n", type=int, default=1 << 28, help="problem size the spaces are counted for (default: 2^28)")
     return parser
@@ -311,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     from tuner.device.gpu import GpuUnavailable
 
     try:
-        args.func(args)
+        status = args.func(args)
     except GpuUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -325,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         # No interpreter teardown: releasing a poisoned context can abort the
         # process, and the supervisor must see this exit status.
         os._exit(EXIT_DEVICE_FAULT)
-    return 0
+    return status or 0  # a stage's own exit status (compare: 1 on a regression), else 0
 
 
 if __name__ == "__main__":
