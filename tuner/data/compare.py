@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tuner.data.intervals import ratio_interval, row_intervals
+from tuner.data.intervals import ratio_intervals, row_intervals
 
 KEYS = ["family", "dtype", "n", "config_key"]
 PROBLEM = ["family", "dtype", "n"]
@@ -130,12 +130,10 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, *, margin: float = MARGIN) -> pd.D
     table = pair(measured(a), measured(b))
     if table.empty:
         return table.assign(ratio=[], ratio_low=[], ratio_high=[], verdict=[], clock_ratio=[])
-    ratios = [
-        ratio_interval(*(float(r[c]) for c in ("time_ms_median_a", "low_a", "high_a", "time_ms_median_b", "low_b", "high_b")))
-        for _, r in table.iterrows()
-    ]
-    table["ratio"], table["ratio_low"], table["ratio_high"] = (list(x) for x in zip(*ratios))
-    table["verdict"] = [verdict(r, lo, hi, margin) for r, lo, hi in ratios]
+    ratio, low, high = ratio_intervals(*(table[c].to_numpy(dtype="float64") for c in
+                                         ("time_ms_median_a", "low_a", "high_a", "time_ms_median_b", "low_b", "high_b")))  # fmt: skip
+    table["ratio"], table["ratio_low"], table["ratio_high"] = ratio, low, high
+    table["verdict"] = [verdict(r, lo, hi, margin) for r, lo, hi in zip(ratio, low, high)]
     clock_a = pd.to_numeric(table["sm_clock_mhz_a"], errors="coerce")
     clock_b = pd.to_numeric(table["sm_clock_mhz_b"], errors="coerce")
     table["clock_ratio"] = (clock_b / clock_a).astype("float64")

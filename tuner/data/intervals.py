@@ -89,15 +89,26 @@ def fallback(n: int, minimum: float, p10: float, median: float, p90: float, maxi
     level is read off a straight line to min or max. A straight line from p10
     to the median instead would be about 40 % too wide at a few hundred
     samples (a normal's density peaks at its median)."""
-    values = (minimum, p10, median, p90, maximum)
-    if n < 2 or not all(math.isfinite(v) for v in values):
-        return float("nan"), float("nan")
-    k, _ = median_ranks(n)
-    low, high = (k - 1) / (n - 1), (n - k) / (n - 1)
-    if low < 0.1:
-        return float(np.interp(low, (0.0, 0.1), (minimum, p10))), float(np.interp(high, (0.9, 1.0), (p90, maximum)))
-    scale = _NORMAL.inv_cdf(high) / _NORMAL.inv_cdf(0.9)
-    return median - (median - p10) * scale, median + (p90 - median) * scale
+    low, high = fallbacks(np.array([n], dtype="float64"), *(np.array([v], dtype="float64") for v in (minimum, p10, median, p90, maximum)))
+    return float(low[0]), float(high[0])
+
+
+def fallbacks(n, minimum, p10, median, p90, maximum) -> tuple[np.ndarray, np.ndarray]:
+    """``fallback`` over arrays (nan where a value is missing or n < 2)."""
+    n = np.asarray(n, dtype="float64")
+    usable = np.isfinite(n) & (n >= 2)
+    for v in (minimum, p10, median, p90, maximum):
+        usable &= np.isfinite(v)
+    ranks = {int(m): median_ranks(int(m))[0] for m in np.unique(n[usable])}
+    k = np.array([ranks.get(int(m), 1) if ok else 1 for m, ok in zip(n, usable)], dtype="float64")
+    span = np.where(usable, n - 1, 1.0)
+    low_level, high_level = (k - 1) / span, (n - k) / span
+    edge = low_level < 0.1
+    scale = np.array([_NORMAL.inv_cdf(min(max(q, 0.5), 1 - 1e-12)) for q in np.where(usable & ~edge, high_level, 0.9)])
+    scale = scale / _NORMAL.inv_cdf(0.9)
+    low = np.where(edge, minimum + (p10 - minimum) * low_level / 0.1, median - (median - p10) * scale)
+    high = np.where(edge, p90 + (maximum - p90) * (high_level - 0.9) / 0.1, median + (p90 - median) * scale)
+    return np.where(usable, low, np.nan), np.where(usable, high, np.nan)
 
 
 def row_intervals(frame: pd.DataFrame) -> pd.DataFrame:
@@ -117,18 +128,12 @@ def row_intervals(frame: pd.DataFrame) -> pd.DataFrame:
             return pd.Series(np.nan, index=frame.index, dtype="float64")
         return pd.to_numeric(frame[name], errors="coerce").astype("float64")
 
-    stored = column("time_ms_ci_low").notna() & column("time_ms_ci_high").notna()
-    out.loc[stored, "low"] = column("time_ms_ci_low")[stored]
-    out.loc[stored, "high"] = column("time_ms_ci_high")[stored]
-    out.loc[stored, "how"] = EXACT
-    quantiles = [column(c) for c in ("samples", "time_ms_min", "time_ms_p10", "time_ms_median", "time_ms_p90", "time_ms_max")]
-    for index in frame.index[~stored.to_numpy()]:
-        n, *values = (q[index] for q in quantiles)
-        if not math.isfinite(n):
-            continue
-        low, high = fallback(int(n), *values)
-        if math.isfinite(low) and math.isfinite(high):
-            out.loc[index, ["low", "high", "how"]] = [low, high, FALLBACK]
+    stored = (column("time_ms_ci_low").notna() & column("time_ms_ci_high").notna()).to_numpy()
+    low, high = fallbacks(*(column(c).to_numpy() for c in ("samples", "time_ms_min", "time_ms_p10", "time_ms_median", "time_ms_p90", "time_ms_max")))
+    derived = ~stored & np.isfinite(low) & np.isfinite(high)
+    out["low"] = np.where(stored, column("time_ms_ci_low"), np.where(derived, low, np.nan))
+    out["high"] = np.where(stored, column("time_ms_ci_high"), np.where(derived, high, np.nan))
+    out["how"] = np.where(stored, EXACT, np.where(derived, FALLBACK, NONE))
     return out
 
 
@@ -136,16 +141,21 @@ def ratio_interval(a: float, a_low: float, a_high: float, b: float, b_low: float
     """(ratio, low, high): ``b / a`` and its 95 % interval from the two
     medians' intervals (log half-widths in quadrature); nan where a median is
     missing, and the point itself where an interval is."""
-    if not (a > 0 and b > 0):
-        return float("nan"), float("nan"), float("nan")
+    ratio, low, high = ratio_intervals(*(np.array([x], dtype="float64") for x in (a, a_low, a_high, b, b_low, b_high)))
+    return float(ratio[0]), float(low[0]), float(high[0])
 
-    def logs(low: float, centre: float, high: float) -> tuple[float, float]:
-        down = math.log(centre / low) if low > 0 else 0.0
-        up = math.log(high / centre) if high > 0 else 0.0
-        return (down if math.isfinite(down) else 0.0), (up if math.isfinite(up) else 0.0)
 
-    a_down, a_up = logs(a_low, a, a_high)
-    b_down, b_up = logs(b_low, b, b_high)
-    ratio = b / a
+def ratio_intervals(a, a_low, a_high, b, b_low, b_high) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``ratio_interval`` over arrays."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        valid = (a > 0) & (b > 0)
+
+        def half(top, bottom):  # a log half-width; 0 where the interval is unknown
+            width = np.log(top / bottom)
+            return np.where(np.isfinite(width) & (width > 0), width, 0.0)
+
+        a_down, a_up = half(a, a_low), half(a_high, a)
+        b_down, b_up = half(b, b_low), half(b_high, b)
+        ratio = np.where(valid, b / a, np.nan)
     # B / A is smallest when B sits low and A high, largest the other way round.
-    return ratio, ratio * math.exp(-math.hypot(b_down, a_up)), ratio * math.exp(math.hypot(b_up, a_down))
+    return ratio, ratio * np.exp(-np.hypot(b_down, a_up)), ratio * np.exp(np.hypot(b_up, a_down))
