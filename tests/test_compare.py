@@ -154,3 +154,18 @@ def test_a_missing_side_or_nothing_in_common_stops_with_one_line(runs, tmp_path,
     other = write_run(tmp_path / "other", [timed_row([1.0] * 10, n=1 << 10)])
     assert cli.main(["compare", str(a), str(other)]) == 2
     assert "config error: A, B: must share a verified configuration" in capsys.readouterr().err
+
+
+REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference"
+
+
+def test_the_readme_numbers_of_the_shipped_runs():
+    h100, h200 = compare.load(REFERENCE / "nvidia-h100-80gb-hbm3"), compare.load(REFERENCE / "nvidia-h200")
+    table = compare.compare(h100, h200)
+    assert len(table) == 290 and table["verdict"].value_counts().to_dict() == {"FASTER": 174, "SLOWER": 88, "AMBIGUOUS": 16, "SAME": 12}
+    assert "reduce: A's keys name finish (the other side's do not)" in compare.key_differences(h100, h200)
+    hard = "nvidia-h100-80gb-hbm3/sweeps/reduce_hard_2e24.parquet", "nvidia-h100-80gb-hbm3/reduce_hard_2e24-study-run/sweep.parquet"
+    table = compare.compare(*(compare.load(REFERENCE / path) for path in hard))
+    counts = table["verdict"].value_counts().to_dict()
+    assert counts == {"SAME": 5370, "AMBIGUOUS": 1722, "SLOWER": 90, "FASTER": 18}
+    assert len(compare.regressions(table)) == 1

@@ -121,3 +121,18 @@ def test_tuner_best_prints_the_interval_and_the_tie_count(tmp_path, capsys):
     assert "  2 tied" in out[0] and "header exports {'vector_width': 2" in out[1].replace("'variant': 'add', ", "")
     best = json.loads((folder / "best.json").read_text())
     assert [e["tie_count"] for e in best["problems"]] == [2, 1]
+
+
+def test_two_h100_sweeps_of_the_hard_space_name_winners_in_each_others_tie_sets():
+    """The README's claim, on the two shipped sweeps of one space at two commits."""
+    from pathlib import Path
+
+    from tuner.data import results, ties
+
+    folder = Path(__file__).resolve().parents[1] / "results" / "reference" / "nvidia-h100-80gb-hbm3"
+    one, two = (ties.rank(results.read(folder / path), "bandwidth_gbs")
+                for path in ("sweeps/reduce_hard_2e24.parquet", "reduce_hard_2e24-study-run/sweep.parquet"))  # fmt: skip
+    winners = one.iloc[0]["config_key"], two.iloc[0]["config_key"]
+    assert winners[0] != winners[1] and (int(one["tie"].sum()), int(two["tie"].sum())) == (27, 24)
+    assert winners[1] in set(one[one["tie"]]["config_key"]) and winners[0] in set(two[two["tie"]]["config_key"])
+    assert one.set_index("config_key").loc[winners[1], "behind"] == pytest.approx(0.0006, abs=0.0001)

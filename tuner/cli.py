@@ -217,7 +217,7 @@ def cmd_best(args) -> None:
 
 
 def cmd_compare(args) -> int:
-    """Compare two runs configuration by configuration: B / A of each median time with its 95 % interval and a verdict (SAME, FASTER, SLOWER, AMBIGUOUS); exit status 1 on a regression beyond --threshold."""
+    """Compare two runs configuration by configuration: B / A of each median time with its confidence interval and a verdict (SAME, FASTER, SLOWER, AMBIGUOUS); exit status 1 on a regression beyond --threshold."""
     from tuner.data import compare
 
     if not 0 < args.margin < 0.5:
