@@ -39,6 +39,10 @@ SKIPPED = {
     "python benchmarks/scaling.py --work /tmp/scaling --gpus 0,1 --budget 400": f"{GPU}: two of them",
     "snakemake --cores 1 --configfile mine.yaml": f"{GPU}: a pipeline of one's own config",
     "python benchmarks/timing_quality.py": f"{GPU}: times kernels",
+    "python benchmarks/vs_nvbench.py --results results/reference/nvidia-h100-80gb-hbm3 --out /tmp/vs-nvbench.txt": f"{GPU}: "
+    "times kernels with nvbench and with ours (tests/test_vs_benchmarks.py runs its help and arithmetic)",
+    "python benchmarks/vs_kernel_tuner.py --dtype float32 --out /tmp/vs-kernel-tuner.txt": f"{GPU}: tunes with Kernel Tuner "
+    "and with ours (tests/test_vs_benchmarks.py runs its help and arithmetic)",
     "python benchmarks/pipeline_timing.py --results /tmp/cold": f"{GPU}: the whole pipeline, timed",
     "python -m tuner describe": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
     "python -m tuner sweep reduce_ladder": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
