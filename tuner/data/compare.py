@@ -80,7 +80,7 @@ def load(path: str | Path) -> pd.DataFrame:
 
 def measured(frame: pd.DataFrame) -> pd.DataFrame:
     """The verified rows with a median time, their interval (``low``, ``high``, ``how``) joined."""
-    ok = frame[(frame["status"] == "ok") & frame["time_ms_median"].notna()]
+    ok = frame[(frame["status"] == "ok") & frame["time_ms_median"].notna()].reset_index(drop=True)  # a unique index to join on
     return ok.join(row_intervals(ok))
 
 

@@ -34,9 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tuner.data.intervals import NONE, row_intervals
-
-PROBLEM = ["family", "dtype", "n"]
+from tuner.data.intervals import row_intervals
 
 # A tie set of this many configurations or more is called large in the report.
 LARGE = 5
@@ -75,7 +73,7 @@ def rank(rows: pd.DataFrame, by: str) -> pd.DataFrame:
     """``rows`` (ok rows of one problem) as distinct configurations, best first,
     with the interval columns and ``tie`` of the module docstring."""
     rows = rows[rows[by].notna()]
-    rows = rows.sort_values(by, ascending=False, kind="stable").drop_duplicates("config_key")
+    rows = rows.sort_values(by, ascending=False, kind="stable").drop_duplicates("config_key").reset_index(drop=True)
     table = rows.join(row_intervals(rows))
     metric, median = table[by].astype("float64"), table["time_ms_median"].astype("float64")
     # Unknown interval: the figure itself, a point (no tie is claimed from noise never measured).
@@ -130,13 +128,3 @@ def choose(problem: Problem, every: dict[tuple[str, str, int], Problem]) -> Choi
     what = "the winner, which" if position == 0 else f"of its {len(ties)} tied configurations the one that"
     return Choice(key, f"{what} ties at the most sizes of {problem.family} {problem.dtype} ({-count} of {len(sizes)}; "
                        f"{slowdown - 1:.2%} behind each size's best, geometric mean)")  # fmt: skip
-
-
-def interval_text(low: float, high: float, unit: str = "ms") -> str:
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return "no interval"
-    return f"[{low:.5g}, {high:.5g}] {unit}"
-
-
-def how_of(problem: Problem) -> str:
-    return str(problem.winner["how"]) if len(problem.table) else NONE
