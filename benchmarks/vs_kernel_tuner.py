@@ -140,7 +140,7 @@ def run_kernel_tuner(dtype: str, n: int, configs: list[dict]):
     results, _env = kernel_tuner.tune_kernel(
         "vector_add", str(KERNELS_DIR / "vector_add.cu"), n, [a, b, c, np.uint64(n)], kt_params(configs),
         grid_div_x=["BLOCK", "VEC", "UNROLL"], block_size_names=["BLOCK"], restrictions=[f"VEC*{itemsize}<=16"],
-        answer=[None, None, (a + b).astype(dtype), None], atol=1e-3 if dtype == "float16" else 1e-6,
+        answer=[None, None, (a + b).astype(dtype), None], atol=4e-3 if dtype == "float16" else 1e-6,  # float16: a rounding of sums up to 2
         compiler_options=[f"-I{KERNELS_DIR}", f"-DELEM={C_TYPE[dtype]}"], lang="CUDA", strategy="brute_force", quiet=True,
     )  # fmt: skip
     return results, time.perf_counter() - started
