@@ -220,35 +220,11 @@ def cmd_compare(args) -> int:
     """Compare two runs configuration by configuration: B / A of each median time with its confidence interval and a verdict (SAME, FASTER, SLOWER, AMBIGUOUS); exit status 1 on a regression beyond --threshold."""
     from tuner.data import compare
 
-    if not 0 < args.margin < 0.5:
-        raise ConfigError(f"--margin: must be a fraction above 0 and below 0.5, got {args.margin}")
-    if not 0 < args.threshold < 1:
-        raise ConfigError(f"--threshold: must be a fraction above 0 and below 1, got {args.threshold}")
-    if args.figure and Path(args.figure).suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise ConfigError(f"--figure: must name a .png, .svg or .pdf file, got {args.figure!r}")
-    if args.table and Path(args.table).suffix.lower() not in (".csv", ".parquet"):
-        raise ConfigError(f"--table: must name a .csv or .parquet file, got {args.table!r}")
-    sides = []
-    for name, path in (("A", args.a), ("B", args.b)):
-        try:
-            sides.append(compare.load(path))
-        except FileNotFoundError as error:
-            raise ConfigError(f"{name}: {error}") from None
-    a, b = sides
-    table = compare.compare(a, b, margin=args.margin)
-    if table.empty:
-        raise ConfigError(f"A, B: must share a verified configuration (family, dtype, n, config_key), got none in common "
-                          f"between {args.a!r} and {args.b!r}")  # fmt: skip
-    print("\n".join(compare.summary_lines(table, a, b, names=(args.a, args.b), margin=args.margin, threshold=args.threshold)))
-    if args.table:
-        from tuner.data import results
-
-        out = Path(args.table)
-        if out.suffix.lower() == ".csv":
-            results.write_text_atomic(table.to_csv(index=False), out)
-        else:
-            results.write_atomic(table, out)
-        print(f"table -> {out}")
+    try:
+        table, lines = compare.run(args.a, args.b, margin=args.margin, threshold=args.threshold, figure=args.figure, out=args.table)
+    except ValueError as error:  # one line naming the argument, the rule and the value
+        raise ConfigError(str(error)) from None
+    print("\n".join(lines))
     if args.figure:
         from tuner.report.compare_figure import draw
 
@@ -343,10 +319,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", help="a results folder (default: the config's results/<gpu>)")
     p.add_argument("--out-dir", help="where best.json and best_configs.h go (default: the results folder)")
     p = stage("compare", cmd_compare, settings=False)
-    p.add_argument("a", metavar="A", help="the baseline: a results folder (its measurements.parquet) or a Parquet file of results rows")
+    p.add_argument("a", metavar="A", help="the baseline: a results folder (its measurements.parquet) or a Parquet file of rows")
     p.add_argument("b", metavar="B", help="the run compared with it, the same way")
-    p.add_argument("--margin", type=float, default=0.005, help="differences within it are SAME, beyond it (95 %% sure) FASTER or SLOWER (default 0.005)")
-    p.add_argument("--threshold", type=float, default=0.02, help="exit status 1 when a configuration is SLOWER by this much or more (default 0.02)")
+    p.add_argument("--margin", type=float, default=0.005, help="within it SAME, beyond it (95 %% sure) FASTER or SLOWER (default 0.005)")
+    p.add_argument("--threshold", type=float, default=0.02, help="exit status 1 when one is SLOWER by this or more (default 0.02)")
     p.add_argument("--figure", help="draw every ratio with its interval to this .png, .svg or .pdf")
     p.add_argument("--table", help="write the per-configuration table to this .csv or .parquet")
     p = stage("space", cmd_space, settings=False)

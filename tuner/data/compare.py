@@ -228,3 +228,41 @@ def summary_lines(table: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, *, name
     if len(worse) > top:
         lines.append(f"  ... and {len(worse) - top} more")
     return lines
+
+
+def run(a: str, b: str, *, margin: float = MARGIN, threshold: float = THRESHOLD, figure: str | None = None,
+        out: str | None = None) -> tuple[pd.DataFrame, list[str]]:  # fmt: skip
+    """``tuner compare``: the arguments checked, both sides read and compared,
+    the per-configuration table written to ``out`` (.csv or .parquet) if given.
+    Returns (the table, the lines to print); the figure is the caller's.
+
+    Raises:
+        ValueError: one line naming the bad argument, its rule and its value.
+    """
+    if not 0 < margin < 0.5:
+        raise ValueError(f"--margin: must be a fraction above 0 and below 0.5, got {margin}")
+    if not 0 < threshold < 1:
+        raise ValueError(f"--threshold: must be a fraction above 0 and below 1, got {threshold}")
+    if figure and Path(figure).suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise ValueError(f"--figure: must name a .png, .svg or .pdf file, got {figure!r}")
+    if out and Path(out).suffix.lower() not in (".csv", ".parquet"):
+        raise ValueError(f"--table: must name a .csv or .parquet file, got {out!r}")
+    sides = []
+    for name, path in (("A", a), ("B", b)):
+        try:
+            sides.append(load(path))
+        except FileNotFoundError as error:
+            raise ValueError(f"{name}: {error}") from None
+    table = compare(*sides, margin=margin)
+    if table.empty:
+        raise ValueError(f"A, B: must share a verified configuration (family, dtype, n, config_key), got none in common between {a!r} and {b!r}")
+    lines = summary_lines(table, *sides, names=(a, b), margin=margin, threshold=threshold)
+    if out:
+        from tuner.data import results
+
+        if Path(out).suffix.lower() == ".csv":
+            results.write_text_atomic(table.to_csv(index=False), out)
+        else:
+            results.write_atomic(table, out)
+        lines.append(f"table -> {out}")
+    return table, lines
