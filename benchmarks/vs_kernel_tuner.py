@@ -146,7 +146,9 @@ def run_kernel_tuner(dtype: str, n: int, configs: list[dict]):
     return results, time.perf_counter() - started
 
 
-def report(dtype: str, n: int, rows, hot: dict, ours_wall: float, kt_results: list[dict], kt_wall: float, device: dict) -> list[str]:
+def report(
+    dtype: str, n: int, rows, hot: dict, ours_wall: float, kt_results: list[dict], kt_wall: float, device: dict
+) -> list[str]:
     from tuner.data.results import config_key
     from tuner.families import REGISTRY
 
@@ -157,11 +159,19 @@ def report(dtype: str, n: int, rows, hot: dict, ours_wall: float, kt_results: li
     lines.append(f"wall per configuration, all in: ours {1e3 * ours_wall / max(len(ok), 1):.1f} ms (sweep: nvcc ahead, verify on the "
                  f"device, L2 flushed per sample, stop on the median's interval); Kernel Tuner {1e3 * kt_wall / max(len(kt_ok), 1):.1f} ms")  # fmt: skip
     if kt_ok:
-        split = {k: np.mean([r.get(k, 0.0) for r in kt_ok]) for k in ("compile_time", "verification_time", "benchmark_time", "framework_time")}
-        lines.append("Kernel Tuner per configuration: " + ", ".join(f"{k.removesuffix('_time')} {v:.1f} ms" for k, v in split.items()))
+        split = {
+            k: np.mean([r.get(k, 0.0) for r in kt_ok])
+            for k in ("compile_time", "verification_time", "benchmark_time", "framework_time")
+        }
+        lines.append(
+            "Kernel Tuner per configuration: " + ", ".join(f"{k.removesuffix('_time')} {v:.1f} ms" for k, v in split.items())
+        )
     ours_cold = {r["config_key"]: (r["time_ms_median"], r["time_ms_ci_low"], r["time_ms_ci_high"]) for _, r in ok.iterrows()}
     theirs = {config_key(defaults | ours_of(r)): interval(r.get("times") or [r["time"]]) for r in kt_ok}
-    lines += ["", f"{'configuration':22s} {'ours cold':>10s} {'ours hot':>10s} {'KT':>10s} {'KT/hot':>8s} {'KT/cold':>8s}   (ms, medians)"]
+    lines += [
+        "",
+        f"{'configuration':22s} {'ours cold':>10s} {'ours hot':>10s} {'KT':>10s} {'KT/hot':>8s} {'KT/cold':>8s}   (ms, medians)",
+    ]
     for key in sorted(theirs, key=lambda k: theirs[k][0]):
         cfg = json.loads(key)
         cold, warm, kt = ours_cold.get(key, (np.nan,) * 3)[0], hot.get(key, (np.nan,) * 3)[0], theirs[key][0]

@@ -33,7 +33,6 @@ CUDA 12 or 13 build matching the driver); CuPy for the CUB rows.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -82,7 +81,11 @@ def table(times: dict[str, dict[str, float]], works: list[Work]) -> list[str]:
     for work in works:
         t = times.get(work.name, {})
         cells = "".join(f"{t[m]:12.5f}" if t.get(m) else f"{'n/a':>12s}" for m in MODES)
-        cold = (t.get("ours cold", 0) + t.get("ours cold 2", 0)) / 2 if t.get("ours cold") and t.get("ours cold 2") else t.get("ours cold")
+        cold = (
+            (t.get("ours cold", 0) + t.get("ours cold 2", 0)) / 2
+            if t.get("ours cold") and t.get("ours cold 2")
+            else t.get("ours cold")
+        )
         lines.append(f"{work.name[:44]:44s}{cells}{ratio(t.get('nvb cold'), t.get('ours memset')):>10s}"
                      f"{ratio(t.get('nvb batch'), t.get('ours hot')):>11s}{ratio(t.get('nvb cold'), cold):>10s}"
                      f"{ratio(t.get('ours cold 2'), t.get('ours cold')):>8s}")  # fmt: skip
@@ -108,7 +111,9 @@ def best_works(bench, results: Path, all_sizes: bool) -> list[Work]:
         cfg = {p.name: p.default for p in family.params} | entry["exported"]["params"]
         session = bench.problem(family, problem)
         compiled = compile_variant(family, cfg, problem, arch=bench.gpu.arch, cache_dir=bench.cache_dir)
-        launch = family.bind(cfg, problem, session.buffers, bench.gpu.function(compiled.cubin, compiled.kernel, family.arg_types), bench.gpu)
+        launch = family.bind(
+            cfg, problem, session.buffers, bench.gpu.function(compiled.cubin, compiled.kernel, family.arg_types), bench.gpu
+        )
         if launch.restore:
             launch.restore()
         launch.run()
@@ -128,8 +133,14 @@ def yardstick_works(bench) -> list[Work]:
     nbytes = peak_buffer_bytes(gpu.l2_bytes)
     src, dst = gpu.alloc(nbytes), gpu.alloc(nbytes)
     gpu.fill_bytes(src.ptr(), 0x3C, nbytes)
-    works = [Work(f"yardstick: device copy {nbytes >> 20} MiB", lambda: gpu.copy(dst.ptr(), src.ptr(), nbytes), 2 * nbytes,
-                  keep=(src, dst))]
+    works = [
+        Work(
+            f"yardstick: device copy {nbytes >> 20} MiB",
+            lambda: gpu.copy(dst.ptr(), src.ptr(), nbytes),
+            2 * nbytes,
+            keep=(src, dst),
+        )
+    ]
     try:
         import cupy
         from cupy.cuda import cub
@@ -139,7 +150,10 @@ def yardstick_works(bench) -> list[Work]:
     for dtype in ("int32", "float32"):
         x = cupy.ones(n, dtype=dtype)
         out = cupy.zeros((), dtype=dtype)
-        run = (lambda x=x, out=out, dtype=dtype: cub.cub_reduction(x, cub.CUPY_CUB_SUM, None, getattr(cupy, dtype), out, False))
+
+        def run(x=x, out=out, dtype=dtype) -> None:
+            cub.cub_reduction(x, cub.CUPY_CUB_SUM, None, getattr(cupy, dtype), out, False)
+
         run()
         assert float(out.get()) == n, f"CUB sum of {n} ones gave {out.get()}"
         works.append(Work(f"yardstick: CUB sum {dtype} 2^28", run, n * 4, keep=(x, out)))
@@ -194,20 +208,21 @@ def time_nvbench(works: list[Work], device_index: int, extra: list[str]) -> tupl
         path = Path(tmp) / "nvbench.json"
         nvbench.run_all_benchmarks([sys.argv[0], "--devices", str(device_index), "--json", str(path), *extra])
         result = BenchmarkResult.from_json(path)
+
+    def value(state, *tags: str) -> float | None:
+        """The first of ``tags`` the state has, in ms (nvbench's summaries are in seconds)."""
+        for tag in tags:
+            summary = state.summaries.get(tag)
+            if summary is not None and summary.value is not None:
+                return float(summary.value) * 1e3
+        return None
+
     times: dict[str, dict[str, float]] = {}
     for name, sub in result.items():
         state = sub.states[0]
-
-        def value(*tags: str) -> float | None:
-            for tag in tags:
-                summary = state.summaries.get(tag)
-                if summary is not None and summary.value is not None:
-                    return float(summary.value) * 1e3  # seconds to ms
-            return None
-
-        times[name] = {"nvb cold": value("nv/cold/time/gpu/median", "nv/cold/time/gpu/mean"),
-                       "nvb batch": value("nv/batch/time/gpu/median", "nv/batch/time/gpu/mean")}  # fmt: skip
-        if value("nv/cold/time/gpu/median") is None:
+        times[name] = {"nvb cold": value(state, "nv/cold/time/gpu/median", "nv/cold/time/gpu/mean"),
+                       "nvb batch": value(state, "nv/batch/time/gpu/median", "nv/batch/time/gpu/mean")}  # fmt: skip
+        if value(state, "nv/cold/time/gpu/median") is None:
             notes.append(f"{name}: nvbench gave no cold median; its mean stands in")
     return times, notes
 

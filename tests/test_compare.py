@@ -85,7 +85,9 @@ def test_the_verdict_rule(ratio, low, high, expected):
 
 def test_a_configuration_measured_twice_pairs_with_the_same_source():
     rng = np.random.default_rng(6)
-    a = pd.DataFrame([timed_row(draw(rng, 1.0, 0.001, 10), source="sweep:s"), timed_row(draw(rng, 1.2, 0.001, 30), source="study:t")])
+    a = pd.DataFrame(
+        [timed_row(draw(rng, 1.0, 0.001, 10), source="sweep:s"), timed_row(draw(rng, 1.2, 0.001, 30), source="study:t")]
+    )
     b = pd.DataFrame([timed_row(draw(rng, 1.0, 0.001, 10), source="sweep:s")])
     (row,) = compare.compare(a, b).itertuples()
     assert row.source_a == row.source_b == "sweep:s" and row.verdict == "SAME"
@@ -150,7 +152,9 @@ def test_bad_arguments_stop_with_one_line(runs, capsys, argv, message):
 def test_a_missing_side_or_nothing_in_common_stops_with_one_line(runs, tmp_path, capsys):
     a, _ = runs
     assert cli.main(["compare", str(a), str(tmp_path / "none")]) == 2
-    assert capsys.readouterr().err.startswith("config error: B: must be a results folder with measurements.parquet or a Parquet file")
+    assert capsys.readouterr().err.startswith(
+        "config error: B: must be a results folder with measurements.parquet or a Parquet file"
+    )
     other = write_run(tmp_path / "other", [timed_row([1.0] * 10, n=1 << 10)])
     assert cli.main(["compare", str(a), str(other)]) == 2
     assert "config error: A, B: must share a verified configuration" in capsys.readouterr().err
@@ -162,9 +166,17 @@ REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference"
 def test_the_readme_numbers_of_the_shipped_runs():
     h100, h200 = compare.load(REFERENCE / "nvidia-h100-80gb-hbm3"), compare.load(REFERENCE / "nvidia-h200")
     table = compare.compare(h100, h200)
-    assert len(table) == 290 and table["verdict"].value_counts().to_dict() == {"FASTER": 174, "SLOWER": 88, "AMBIGUOUS": 16, "SAME": 12}
+    assert len(table) == 290 and table["verdict"].value_counts().to_dict() == {
+        "FASTER": 174,
+        "SLOWER": 88,
+        "AMBIGUOUS": 16,
+        "SAME": 12,
+    }
     assert "reduce: A's keys name finish (the other side's do not)" in compare.key_differences(h100, h200)
-    hard = "nvidia-h100-80gb-hbm3/sweeps/reduce_hard_2e24.parquet", "nvidia-h100-80gb-hbm3/reduce_hard_2e24-study-run/sweep.parquet"
+    hard = (
+        "nvidia-h100-80gb-hbm3/sweeps/reduce_hard_2e24.parquet",
+        "nvidia-h100-80gb-hbm3/reduce_hard_2e24-study-run/sweep.parquet",
+    )
     table = compare.compare(*(compare.load(REFERENCE / path) for path in hard))
     counts = table["verdict"].value_counts().to_dict()
     assert counts == {"SAME": 5370, "AMBIGUOUS": 1722, "SLOWER": 90, "FASTER": 18}

@@ -22,9 +22,13 @@ def load(name: str):
     return module
 
 
-@pytest.mark.parametrize("name, words", [("vs_nvbench", ("--results", "memset")), ("vs_kernel_tuner", ("--dtype", "brute_force"))])
+@pytest.mark.parametrize(
+    "name, words", [("vs_nvbench", ("--results", "memset")), ("vs_kernel_tuner", ("--dtype", "brute_force"))]
+)
 def test_help_runs_without_a_gpu(name, words):
-    out = subprocess.run([sys.executable, str(BENCHMARKS / f"{name}.py"), "--help"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(BENCHMARKS / f"{name}.py"), "--help"], capture_output=True, text=True, check=True
+    ).stdout
     assert all(word in out for word in words)
 
 
@@ -50,7 +54,9 @@ def test_nvbench_table_takes_the_ratios_of_like_states():
     assert [e["n"] for e in nv.choose(entries, all_sizes=False)] == [1 << 28]
     assert len(nv.choose(entries, all_sizes=True)) == 2
     work = nv.Work("w", lambda: None, 1)
-    times = {"w": {"ours cold": 1.0, "ours memset": 1.02, "ours hot": 0.9, "nvb cold": 1.03, "nvb batch": 0.909, "ours cold 2": 1.0}}
+    times = {
+        "w": {"ours cold": 1.0, "ours memset": 1.02, "ours hot": 0.9, "nvb cold": 1.03, "nvb batch": 0.909, "ours cold 2": 1.0}
+    }
     line = nv.table(times, [work])[-1]
     assert line.split()[-4:] == ["1.0098", "1.0100", "1.0300", "1.0000"]
     assert "n/a" in nv.table({"w": {"ours cold": 1.0}}, [work])[-1]

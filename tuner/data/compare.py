@@ -191,7 +191,10 @@ def key_differences(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     for family in sorted(set(in_a) & set(in_b)):
         only_a, only_b = sorted(in_a[family] - in_b[family]), sorted(in_b[family] - in_a[family])
         if only_a or only_b:
-            parts = [f"A's keys name {', '.join(only_a)}" if only_a else "", f"B's keys name {', '.join(only_b)}" if only_b else ""]
+            parts = [
+                f"A's keys name {', '.join(only_a)}" if only_a else "",
+                f"B's keys name {', '.join(only_b)}" if only_b else "",
+            ]
             lines.append(f"{family}: {'; '.join(p for p in parts if p)} (the other side's do not)")
     return lines
 
@@ -207,7 +210,8 @@ def summary_lines(table: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, *, name
         f"B: {names[1]} ({describe(b)}), {len(ok_b)} verified configurations",
         f"{len(table)} configurations in both (A only {len(ok_a) - len(table)}, B only {len(ok_b) - len(table)}); "
         f"B / A of the median time, 95 % interval; margin {margin:.2%}, regression threshold {threshold:.2%}",
-        "verdicts: " + ", ".join(f"{v} {int(counts.get(v, 0))}" for v in VERDICTS)
+        "verdicts: "
+        + ", ".join(f"{v} {int(counts.get(v, 0))}" for v in VERDICTS)
         + f"; B / A geometric mean {_geomean(table['ratio']):.4f}",
     ]
     lines += [f"  unpaired: {line}" for line in key_differences(ok_a, ok_b)]
@@ -255,7 +259,9 @@ def run(a: str, b: str, *, margin: float = MARGIN, threshold: float = THRESHOLD,
             raise ValueError(f"{name}: {error}") from None
     table = compare(*sides, margin=margin)
     if table.empty:
-        raise ValueError(f"A, B: must share a verified configuration (family, dtype, n, config_key), got none in common between {a!r} and {b!r}")
+        raise ValueError(
+            f"A, B: must share a verified configuration (family, dtype, n, config_key), got none in common between {a!r} and {b!r}"
+        )
     lines = summary_lines(table, *sides, names=(a, b), margin=margin, threshold=threshold)
     if out:
         from tuner.data import results

@@ -29,7 +29,6 @@ added in quadrature: the two measurements are independent.
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 from statistics import NormalDist
 from typing import TYPE_CHECKING
@@ -89,7 +88,9 @@ def fallback(n: int, minimum: float, p10: float, median: float, p90: float, maxi
     level is read off a straight line to min or max. A straight line from p10
     to the median instead would be about 40 % too wide at a few hundred
     samples (a normal's density peaks at its median)."""
-    low, high = fallbacks(np.array([n], dtype="float64"), *(np.array([v], dtype="float64") for v in (minimum, p10, median, p90, maximum)))
+    low, high = fallbacks(
+        np.array([n], dtype="float64"), *(np.array([v], dtype="float64") for v in (minimum, p10, median, p90, maximum))
+    )
     return float(low[0]), float(high[0])
 
 
@@ -129,7 +130,9 @@ def row_intervals(frame: pd.DataFrame) -> pd.DataFrame:
         return pd.to_numeric(frame[name], errors="coerce").astype("float64")
 
     stored = (column("time_ms_ci_low").notna() & column("time_ms_ci_high").notna()).to_numpy()
-    low, high = fallbacks(*(column(c).to_numpy() for c in ("samples", "time_ms_min", "time_ms_p10", "time_ms_median", "time_ms_p90", "time_ms_max")))
+    low, high = fallbacks(
+        *(column(c).to_numpy() for c in ("samples", "time_ms_min", "time_ms_p10", "time_ms_median", "time_ms_p90", "time_ms_max"))
+    )
     derived = ~stored & np.isfinite(low) & np.isfinite(high)
     out["low"] = np.where(stored, column("time_ms_ci_low"), np.where(derived, low, np.nan))
     out["high"] = np.where(stored, column("time_ms_ci_high"), np.where(derived, high, np.nan))

@@ -92,9 +92,7 @@ def rank(rows: pd.DataFrame, by: str) -> pd.DataFrame:
 def problems(candidates: dict[tuple[str, str, int], tuple[pd.DataFrame, str]]) -> dict[tuple[str, str, int], Problem]:
     """Per problem key, its ``Problem``: ``candidates`` maps a key to (the rows
     that may win it, the ranking column)."""
-    return {
-        key: Problem(*key, by=by, table=rank(rows, by)) for key, (rows, by) in candidates.items()
-    }
+    return {key: Problem(*key, by=by, table=rank(rows, by)) for key, (rows, by) in candidates.items()}
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import numpy as np
 
 from tuner.data.intervals import median_interval
 
+
 @dataclass(frozen=True)
 class TimingOptions:
     """Knobs of ``time_kernel``; every stage reads them from the config's ``timing``."""
