@@ -209,7 +209,10 @@ def cmd_best(args) -> None:
     """Export the best configuration per family and problem: best.json and the C++ header best_configs.h."""
     from tuner.data.export import export
 
-    folder = Path(args.results) if args.results else load_settings(args).run.gpu_dir
+    # The settings, where given, load the run's plug-in families: the header's
+    # fallback for other GPUs is each family's defaults.
+    settings = load_settings(args) if args.settings or not args.results else None
+    folder = Path(args.results) if args.results else settings.run.gpu_dir
     try:
         print("\n".join(export(folder, Path(args.out_dir) if args.out_dir else folder)))
     except FileNotFoundError as error:
@@ -232,17 +235,28 @@ def cmd_compare(args) -> int:
     return 1 if len(compare.regressions(table, args.threshold)) else 0
 
 
+def _load_plugins(args) -> list[str]:
+    """The families of ``--family-path`` files, registered; their names."""
+    from tuner.families import load_family_paths
+
+    try:
+        return load_family_paths(args.family_path or [])
+    except ValueError as error:
+        raise ConfigError(f"--family-path: {error}") from None
+
+
 def cmd_space(args) -> None:
     """How many variants, compiled modules and feasible configurations each family has."""
     from tuner.measure.compile import module_key
 
-    for family in REGISTRY:
+    if args.n < 1:
+        raise ConfigError(f"--n: must be a problem size of at least 1, got {args.n}")
+    plugins = _load_plugins(args)
+    for family in [REGISTRY[name] for name in plugins] if plugins else REGISTRY:
         for dtype in family.dtypes:
             problem = Problem(family.name, dtype, args.n)
             space = family.space(problem)
-            variants = sorted(
-                {c.get("variant", family.name) for c in family.configs({"variant": list(family.param("variant").values)})}
-            )
+            variants = {c.get("variant", family.name) for c in space} or {family.name}
             modules = {module_key(family, c, problem) for c in space}
             print(
                 f"{family.name:12s} {dtype:8s} variants={len(variants):3d} default space={len(space):6d} configurations, {len(modules):4d} modules"
@@ -256,6 +270,7 @@ def cmd_verify(args) -> None:
     from tuner.measure.timing import TimingOptions
     from tuner.measure.verify import verify_families
 
+    _load_plugins(args)
     unknown = sorted(set(args.families or []) - set(REGISTRY.names()))
     if unknown:
         raise ConfigError(f"--families: must be among {REGISTRY.names()}, got {unknown}")
@@ -269,6 +284,17 @@ def cmd_verify(args) -> None:
     print(f"verified {total - failures}/{total} configurations")
     if failures:
         raise SystemExit(1)
+
+
+def cmd_check_family(args) -> None:
+    """Check a family of one's own, one line per step: load, space, compile, arguments, reference, the stages on made-up rows (and with --gpu, verify every module)."""
+    from tuner.check_family import FamilyDefect, check
+
+    try:
+        check(Path(args.path), arch=args.arch, gpu=args.gpu, list_space=args.list)
+    except FamilyDefect as defect:
+        print(f"check-family: {defect}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -311,7 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="*", help="Parquet files of sweeps, studies and peaks")
     p.add_argument("--out", required=True, help="the measurements.parquet to write")
     p = stage("verify", cmd_verify, settings=False)
-    p.add_argument("--families", nargs="*", help=f"families to verify (default: all of {REGISTRY.names()})")
+    p.add_argument("--family-path", action="append", help="a Python file declaring families of one's own (repeatable)")
+    p.add_argument("--families", nargs="*", help=f"families to verify (default: all of {REGISTRY.names()} and the --family-path ones)")
     p.add_argument("--sizes", type=int, nargs="+", help="problem sizes (default: each family's check_sizes)")
     p.add_argument("--cache", default="results/.cubin-cache", help="cubin cache folder")
     p.add_argument("--seed", type=int, default=1, help="seed of the random inputs")
@@ -327,6 +354,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--table", help="write the per-configuration table to this .csv or .parquet")
     p = stage("space", cmd_space, settings=False)
     p.add_argument("--n", type=int, default=1 << 28, help="problem size the spaces are counted for (default: 2^28)")
+    p.add_argument("--family-path", action="append", help="a Python file declaring families of one's own: count those (repeatable)")
+    p = stage("check-family", cmd_check_family, settings=False)
+    p.add_argument("path", help="the Python file declaring the family (a KernelSpec or a Family subclass)")
+    p.add_argument("--arch", default="sm_90", help="nvcc architecture to compile for (default: sm_90)")
+    p.add_argument("--gpu", action="store_true", help="also verify every module on this machine's GPU")
+    p.add_argument("--list", action="store_true", help="print every configuration of the space, with why it is infeasible")
     return parser
 
 

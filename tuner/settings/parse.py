@@ -79,12 +79,13 @@ def read_yaml(path: str | Path) -> dict:
 
 
 def load(path: str | Path, **checks) -> Settings:
-    """``parse`` of a YAML file (``checks``: parse's keyword arguments)."""
-    return parse(read_yaml(path), **checks)
+    """``parse`` of a YAML file (``checks``: parse's keyword arguments); its
+    ``family_paths`` are relative to the file's folder."""
+    return parse(read_yaml(path), base_dir=Path(path).resolve().parent, **checks)
 
 
 def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tuple[str, ...] | None = None,
-          storage_check=None) -> Settings:  # fmt: skip
+          storage_check=None, base_dir: str | Path | None = None) -> Settings:  # fmt: skip
     """Check ``config`` and return its settings. Raises ConfigError (one line).
 
     Args:
@@ -94,13 +95,16 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
         nvcc_archs: the architectures nvcc can build (None: not checked).
         storage_check: ``(spec, workers) -> problem text or None`` for study
             storages (None: only the form is checked).
+        base_dir: the folder relative ``family_paths`` are taken from: the
+            config file's (None: the working directory).
     """
     check_schema(config)
-    family_paths = tuple(str(Path(p).resolve()) for p in config.get("family_paths", []))
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    family_paths = tuple(str((base / p).resolve()) for p in config.get("family_paths", []))
     try:
         load_family_paths(family_paths)
-    except Exception as error:  # a plug-in that does not import is the user's config error
-        raise ConfigError(f"family_paths: must hold importable family modules, got {type(error).__name__}: {error}") from None
+    except ValueError as error:  # a plug-in that does not import, or breaks a family's rules, is the user's config error
+        raise ConfigError(str(error)) from None
     device = device or DeviceFacts()
     index = config.get("device_index", 0)
     if device.count is not None and not index < device.count:
