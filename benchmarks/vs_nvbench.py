@@ -26,8 +26,8 @@ memset leaves dirty, which lands in its next sample and never in ours).
 
     python benchmarks/vs_nvbench.py --results results/reference/nvidia-h100-80gb-hbm3 [--out vs-nvbench.txt]
 
-Needs a GPU, nvcc, PyCUDA and ``cuda-bench`` (``pip install cuda-bench``: the
-CUDA 12 or 13 build matching the driver); CuPy for the CUB rows.
+Needs a GPU, nvcc, PyCUDA and ``cuda-bench`` (``pip install 'cuda-bench[cu12]'``,
+or ``[cu13]`` to match the driver's CUDA); CuPy (``cupy-cuda12x``) for the CUB rows.
 """
 
 from __future__ import annotations
