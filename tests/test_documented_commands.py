@@ -56,6 +56,7 @@ SKIPPED = {
     "python benchmarks/scaling.py --work /tmp/scaling --gpus 0,1,2,3 --budget 1536": f"{GPU}: four of them",
     "pip install -e '.[cuda,postgresql]'": "installs from the package index (CI installs the test extra, which holds the driver)",
     "pip install -e '.[cuda,postgresql,slurm]'": "installs from the package index (the slurm extra is the executor plugin)",
+    "pip install 'cuda-bench[cu12]'": "installs from the package index (nvbench, for benchmarks/vs_nvbench.py on a GPU)",
     "python -m tuner.search.replay_study": "names the module; tests/test_postgres_study.py runs its worker and rows commands",
     "python benchmarks/search.py": "50 seeds of every strategy on every shipped table, tens of minutes on a CPU "
     "(tests/test_search_bench.py runs it on a few seeds)",
