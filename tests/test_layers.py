@@ -37,6 +37,7 @@ ALLOWED = {
         "processes",
         "profile",
         "progress",
+        "report",  # `compare --figure` draws with the report's figure code
         "search",
         "settings",
         "study_worker",

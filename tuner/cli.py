@@ -7,6 +7,7 @@ under ``results/<gpu>/`` unless given ``--out``, e.g.::
     python -m tuner sweep reduce_ladder
     python -m tuner tune reduce_int32 --gpus 0,1
     python -m tuner best --results results/reference/nvidia-h200 --out-dir /tmp/h200-best
+    python -m tuner compare results/reference/nvidia-h100-80gb-hbm3 results/reference/nvidia-h200
     python -m tuner space
 
 (``describe`` first: the others read its ``results/<gpu>/device.json``.)
@@ -234,6 +235,22 @@ def cmd_best(args) -> None:
         raise ConfigError(f"--results: {error}") from None
 
 
+def cmd_compare(args) -> int:
+    """Compare two runs configuration by configuration: B / A of each median time with its confidence interval and a verdict (SAME, FASTER, SLOWER, AMBIGUOUS); exit status 1 on a regression beyond --threshold."""
+    from tuner.data import compare
+
+    try:
+        table, lines = compare.run(args.a, args.b, margin=args.margin, threshold=args.threshold, figure=args.figure, out=args.table)
+    except ValueError as error:  # one line naming the argument, the rule and the value
+        raise ConfigError(str(error)) from None
+    print("\n".join(lines))
+    if args.figure:
+        from tuner.report.compare_figure import draw
+
+        print(f"figure -> {draw(table, Path(args.figure), names=(args.a, args.b), margin=args.margin, threshold=args.threshold)}")
+    return 1 if len(compare.regressions(table, args.threshold)) else 0
+
+
 def _load_plugins(args) -> list[str]:
     """The families of ``--family-path`` files, registered; their names."""
     from tuner.families import load_family_paths
@@ -360,6 +377,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = stage("best", cmd_best, out_default="best.json")
     p.add_argument("--results", help="a results folder (default: the config's results/<gpu>)")
     p.add_argument("--out-dir", help="where best.json and best_configs.h go (default: the results folder)")
+    p = stage("compare", cmd_compare, settings=False)
+    p.add_argument("a", metavar="A", help="the baseline: a results folder (its measurements.parquet) or a Parquet file of rows")
+    p.add_argument("b", metavar="B", help="the run compared with it, the same way")
+    p.add_argument("--margin", type=float, default=0.005, help="within it SAME, beyond it (95 %% sure) FASTER or SLOWER (default 0.005)")
+    p.add_argument("--threshold", type=float, default=0.02, help="exit status 1 when one is SLOWER by this or more (default 0.02)")
+    p.add_argument("--figure", help="draw every ratio with its interval to this .png, .svg or .pdf")
+    p.add_argument("--table", help="write the per-configuration table to this .csv or .parquet")
     p = stage("space", cmd_space, settings=False)
     p.add_argument("--n", type=_positive_int, default=1 << 28, help="problem size the spaces are counted for (default: 2^28)")
     p.add_argument("--family-path", action="append", help="a Python file declaring families of one's own: count those (repeatable)")
@@ -376,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     from tuner.device.gpu import GpuUnavailable
 
     try:
-        args.func(args)
+        status = args.func(args)
     except GpuUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -399,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         # No interpreter teardown: releasing a poisoned context can abort the
         # process, and the supervisor must see this exit status.
         os._exit(EXIT_DEVICE_FAULT)
-    return 0
+    return status or 0  # a stage's own exit status (compare: 1 on a regression), else 0
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ Columns:
     error                        the reason when status is not ok (null when ok)
     verify_error                 largest relative error against the host reference (0: exact), for verified rows
     time_ms_median, time_ms_min, time_ms_max, time_ms_p10, time_ms_p90
+    time_ms_ci_low, time_ms_ci_high   95 % confidence interval of the median, from order statistics of the kept
+                                 samples (``tuner.data.intervals``; null in older files, which it derives from the quantiles)
     rel_spread                   standard deviation / mean of the kept samples
     samples, throttled_samples, converged, measure_wall_s, l2_flushed
     sm_clock_mhz, mem_clock_mhz, temperature_c, power_w   NVML readings (median over the samples)
@@ -101,6 +103,8 @@ COLUMNS = {
     "time_ms_max": "float64",
     "time_ms_p10": "float64",
     "time_ms_p90": "float64",
+    "time_ms_ci_low": "float64",
+    "time_ms_ci_high": "float64",
     "rel_spread": "float64",
     "samples": "Int64",
     "throttled_samples": "Int64",
