@@ -135,16 +135,18 @@ def nearest_problem(rows: pd.DataFrame, dtype: str | None, n: int | None) -> tup
 
 
 def config_text(row: pd.Series, skip: Iterable[str] = ("variant",)) -> str:
-    """The parameters of a row that are set, as ``block_size=256, unroll=4``."""
+    """The parameters of a row that are set, as ``block_size=256, unroll=4``:
+    every parameter of its configuration key, in the row's column order, then
+    those the row has no column for (a profile row keeps only the built-in
+    parameters' columns; the key holds them all)."""
     parts = []
     params = config_params(row.get("config_key"))
-    for column in row.index:
-        if column in skip or column not in params:
+    names = [c for c in row.index if c in params] + [p for p in params if p not in row.index]
+    for name in names:
+        value = row[name] if name in row.index else params[name]
+        if name in skip or value is None or (not isinstance(value, str) and pd.isna(value)):
             continue
-        value = row[column]
-        if value is None or (not isinstance(value, str) and pd.isna(value)):
-            continue
-        parts.append(f"{column}={value}")
+        parts.append(f"{name}={value}")
     return ", ".join(parts)
 
 
