@@ -16,6 +16,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from tuner.report.comparisons import BLOG_TABLES, Comparison, evaluate_all
+from tuner.report import family_sections
 from tuner.report.document import build_content, write_documents
 from tuner.report.figure_kit import FigureContext, FigureResult
 from tuner.report.figures import EXPECTED_FIGURES, FIGURE_SPECS, drawing, figure_pool
@@ -48,6 +49,8 @@ class ReportOutputs:
         figures: every drawn figure's files (``<stem>.png`` and ``<stem>.svg``).
         results: per figure of ``EXPECTED_FIGURES``, what was drawn (its files,
             note and the published numbers it shows).
+        family_figures: the figure of each family's section (``family_<name>``,
+            named after the family, so not among ``EXPECTED_FIGURES``).
         documents: ``report.md`` and ``report.html``.
         skipped: figure stem -> why it was not drawn (missing data).
         placeholders: the files written for skipped stems (an image saying why),
@@ -64,6 +67,7 @@ class ReportOutputs:
     notes: tuple[str, ...] = ()
     comparisons: tuple[Comparison, ...] = ()
     results: tuple[FigureResult, ...] = ()
+    family_figures: tuple[FigureResult, ...] = ()
 
     @property
     def markdown(self) -> Path:
@@ -126,7 +130,8 @@ def build_report(
     profiles: tuple[pd.DataFrame, list[str]] | None = None,
     processes: int = 1,
 ) -> ReportOutputs:
-    """Draw every figure of ``EXPECTED_FIGURES`` that has data and write
+    """Draw every figure of ``EXPECTED_FIGURES`` that has data (a placeholder
+    for each other), the figure of each family's section, and write
     ``report.md`` and ``report.html`` into ``out_dir``.
 
     Args:
@@ -151,10 +156,14 @@ def build_report(
         ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=out_dir, studies=studies, pool=pool)
         comparisons = list(ctx.comparisons.values())
         drawn = drawing(ctx, pool)
+        families_drawn = family_sections.drawing(ctx, pool)
+        # Counters of the blog tables only where the table has rows of ours: a lesson not measured is left out.
         counters = None if profiles is None else profile_content(
-            comparisons, profiles[0], profiles[1], published=ctx.published, peaks=ctx.peaks,
+            [c for c in comparisons if c.has_data], profiles[0], profiles[1], published=ctx.published, peaks=ctx.peaks,
             gpu=ctx.device.get("name") or "unknown GPU", out_dir=out_dir)  # fmt: skip
         figures = drawn()
+        family_figures = families_drawn()
+    families = family_sections.family_sections(ctx, dataset, family_figures, None if profiles is None else profiles[0])
     content = build_content(
         dataset=dataset,
         device=ctx.device,
@@ -163,6 +172,7 @@ def build_report(
         bests=best_per_family(dataset, ctx.peaks),
         figures=figures,
         studies=ctx.studies,
+        families=families,
     )
     if counters is not None:
         content["profile"] = counters
@@ -177,4 +187,5 @@ def build_report(
         notes=tuple(content["notes"]),
         comparisons=tuple(comparisons),
         results=tuple(figures),
+        family_figures=tuple(f for f in family_figures.values() if f.drawn),
     )

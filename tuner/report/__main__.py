@@ -53,7 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     outputs = build_report(dataset, device=device, peaks=peaks, out_dir=args.out or args.results / "report",
                            profiles=read_profiles(args.results, log=_warn), processes=max(1, args.processes))  # fmt: skip
     drawn = len(outputs.figures) // 2
-    print(f"report: {outputs.markdown} and {outputs.html}; {drawn} figures, {len(outputs.skipped)} skipped")
+    print(f"report: {outputs.markdown} and {outputs.html}; {drawn} figures, {len(outputs.skipped)} skipped, "
+          f"{len(outputs.family_figures)} family figures")  # fmt: skip
     for stem, why in outputs.skipped.items():
         print(f"  skipped {stem}: {why}")
     return 0
