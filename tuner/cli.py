@@ -215,6 +215,16 @@ def cmd_best(args) -> None:
         raise ConfigError(f"--results: {error}") from None
 
 
+def cmd_t4(args) -> None:
+    """Export one problem's rows of a results folder or Parquet file as T4 (the community's results format)."""
+    from tuner.data.t4 import export_t4
+
+    try:
+        print(export_t4(args.results, args.out, args.problem, args.source))
+    except (ValueError, FileNotFoundError) as error:
+        raise ConfigError(f"t4: {error}") from None
+
+
 def cmd_space(args) -> None:
     """How many variants, compiled modules and feasible configurations each family has."""
     from tuner.measure.compile import module_key
@@ -301,6 +311,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = stage("best", cmd_best, out_default="best.json")
     p.add_argument("--results", help="a results folder (default: the config's results/<gpu>)")
     p.add_argument("--out-dir", help="where best.json and best_configs.h go (default: the results folder)")
+    p = stage("t4", cmd_t4, settings=False)
+    p.add_argument("results", help="a results folder or Parquet file")
+    p.add_argument("--out", required=True, help="the T4 file to write (.json, or .json.gz gzipped)")
+    p.add_argument("--problem", help="family-dtype-nN, where the results hold several problems")
+    p.add_argument("--source", help="the rows' source, e.g. sweep:reduce_space (default: the problem's largest)")
     p = stage("space", cmd_space, settings=False)
     p.add_argument("--n", type=int, default=1 << 28, help="problem size the spaces are counted for (default: 2^28)")
     return parser

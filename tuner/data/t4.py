@@ -274,3 +274,57 @@ def validate(document: Mapping) -> list[Path]:
     for file in files:
         jsonschema.validate(instance=document, schema=json.loads(file.read_text()))
     return files
+
+
+def problem_rows(frame: pd.DataFrame, problem: str | None = None, source: str | None = None) -> pd.DataFrame:
+    """The rows of one problem (``family-dtype-nN``) and one source of a
+    results table: where the table holds several, ``problem`` must say which;
+    of its sources, ``source`` or the one with the most rows (the exhaustive
+    sweep; sweeps and studies of other grids mixed make no one run).
+
+    Raises:
+        ValueError: no such problem or source, or several problems and none named.
+    """
+    frame = frame[frame["status"].notna()]
+    keys = frame["family"].astype(str) + "-" + frame["dtype"].astype(str) + "-n" + frame["n"].astype(str)
+    present = sorted(keys.unique())
+    if problem is None and len(present) != 1:
+        raise ValueError(f"--problem must name one of the table's problems {present}, got none")
+    problem = problem or present[0]
+    rows = frame[keys == problem]
+    if rows.empty:
+        raise ValueError(f"--problem must be one of {present}, got {problem!r}")
+    sources = rows["source"].value_counts()
+    source = source or (str(sources.index[0]) if len(sources) else None)
+    if source is not None:
+        if source not in sources:
+            raise ValueError(f"--source must be one of {sorted(sources.index)} for {problem}, got {source!r}")
+        rows = rows[rows["source"] == source]
+    return rows
+
+
+def export_t4(results: str | os.PathLike, out: str | os.PathLike, problem: str | None = None, source: str | None = None) -> str:
+    """Write one problem's rows of a results folder or Parquet file as a T4
+    file (validated where a published schema is installed); returns a line
+    saying what was written.
+
+    Raises:
+        ValueError: see ``problem_rows``; FileNotFoundError: no results there.
+    """
+    from tuner.data.results import param_columns, read
+    from tuner.families import REGISTRY
+
+    if not Path(results).exists():
+        raise FileNotFoundError(f"{results} does not exist")
+    rows = problem_rows(read(results), problem, source)
+    family = REGISTRY.families.get(str(rows["family"].iloc[0]))
+    params = [p.name for p in family.params] if family else param_columns(rows)
+    document = to_t4(rows, [p for p in params if p in rows and rows[p].notna().any()])
+    try:
+        checked = f", valid against {len(validate(document))} published schema files"
+    except ImportError:
+        checked = ", not validated (no kernel_tuner or autotuning-methodology installed)"
+    write_t4(document, out)
+    ok = sum(r["invalidity"] == "correct" for r in document["results"])
+    meta = document["metadata"]["tuner"]
+    return f"{len(document['results'])} results ({ok} correct) of {meta['family']}-{meta['dtype']}-n{meta['n']} from {meta['sources']}{checked} -> {out}"
