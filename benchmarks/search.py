@@ -33,8 +33,9 @@ aggregate table gives each strategy's mean over the tables per budget.
     pip install -e '.[bench]'
     python benchmarks/search.py                       # every shipped table, 50 seeds
     python benchmarks/search.py --seeds 5 --tables reduce_space_offset11 --out /tmp/b
-    python benchmarks/search.py --tables --hub ../shared/benchmark_hub/* --fixed 50 100 200 --orders ascending \
-        --out benchmarks/results --name search-hub
+    python benchmarks/search.py --tables --hub ../shared/benchmark_hub/convolution_milo \
+        ../shared/benchmark_hub/dedispersion_milo --seeds 10 --jobs 1 --fixed 50 100 200 --orders ascending \
+        --out benchmarks/results --name search-hub      # the community's spaces only
 
 Writes ``search-benchmark.txt`` and ``search-benchmark.json`` under ``--out``.
 """
@@ -272,8 +273,10 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
                         tasks.append((name, order, strategy, seed, budget, cache if strategy in KT_STRATEGIES else None))
     runs: dict[tuple, list[list[float]]] = {}
     with ProcessPoolExecutor(jobs, initializer=_init, initargs=(list(_CASES), dict(HUB))) as pool:
-        for (name, order, strategy, _seed, budget), found in pool.map(_run, tasks, chunksize=4):
+        for done, ((name, order, strategy, _seed, budget), found) in enumerate(pool.map(_run, tasks, chunksize=4), 1):
             runs.setdefault((name, order, strategy, budget), []).append(found)
+            if done % 50 == 0 or done == len(tasks):  # a long run says how far it is
+                print(f"{done}/{len(tasks)} runs ({name}, {strategy})", file=sys.stderr, flush=True)
     rows = []
     for name in names:
         case = _CASES[name]
