@@ -37,7 +37,8 @@ aggregate table gives each strategy's mean over the tables per budget.
         ../shared/benchmark_hub/dedispersion_milo --seeds 10 --jobs 1 --fixed 50 100 200 --orders ascending \
         --out benchmarks/results --name search-hub      # the community's spaces only
 
-Writes ``search-benchmark.txt`` and ``search-benchmark.json`` under ``--out``.
+Writes ``NAME.txt`` (the command, its wall time and the tables) and ``NAME.json`` under
+``--out`` (``--name``, default ``search-benchmark``).
 """
 
 from __future__ import annotations
