@@ -60,6 +60,9 @@ SKIPPED = {
     "python -m tuner.search.replay_study": "names the module; tests/test_postgres_study.py runs its worker and rows commands",
     "python benchmarks/search.py": "50 seeds of every strategy on every shipped table, tens of minutes on a CPU "
     "(tests/test_search_bench.py runs it on a few seeds)",
+    "python benchmarks/search.py --tables --hub ../shared/benchmark_hub/convolution_milo ../shared/benchmark_hub/dedispersion_milo "
+    "--seeds 10 --jobs 1 --fixed 50 100 200 --orders ascending --out benchmarks/results --name search-hub": "the benchmark hub's "
+    "files lie outside the repository, and the run takes an hour on one core (tests/test_search_bench.py runs one of its tables)",
     "snakemake --profile workflow/profiles/slurm --default-resources slurm_partition=YOURS": "needs a SLURM cluster "
     "(benchmarks/slurm_cluster.sh starts one as root; results/reference/slurm-run.txt is its log)",
 }

@@ -261,6 +261,16 @@ def _load_plugins(args) -> list[str]:
         raise ConfigError(f"--family-path: {error}") from None
 
 
+def cmd_t4(args) -> None:
+    """Export one problem's rows of a results folder or Parquet file as T4 (the community's results format)."""
+    from tuner.data.t4 import export_t4
+
+    try:
+        print(export_t4(args.results, args.out, args.problem, args.source))
+    except (ValueError, FileNotFoundError) as error:
+        raise ConfigError(f"t4: {error}") from None
+
+
 def cmd_space(args) -> None:
     """How many variants, compiled modules and feasible configurations each family has."""
     from tuner.measure.compile import module_key
@@ -384,6 +394,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold", type=float, default=0.02, help="exit status 1 when one is SLOWER by this or more (default 0.02)")
     p.add_argument("--figure", help="draw every ratio with its interval to this .png, .svg or .pdf")
     p.add_argument("--table", help="write the per-configuration table to this .csv or .parquet")
+
+    p = stage("t4", cmd_t4, settings=False)
+    p.add_argument("results", help="a results folder or Parquet file")
+    p.add_argument("--out", required=True, help="the T4 file to write (.json, or .json.gz gzipped)")
+    p.add_argument("--problem", help="family-dtype-nN, where the results hold several problems")
+    p.add_argument("--source", help="the rows' source, e.g. sweep:reduce_space (default: the problem's largest)")
     p = stage("space", cmd_space, settings=False)
     p.add_argument("--n", type=_positive_int, default=1 << 28, help="problem size the spaces are counted for (default: 2^28)")
     p.add_argument("--family-path", action="append", help="a Python file declaring families of one's own: count those (repeatable)")
