@@ -126,7 +126,8 @@ def test_counters_of_a_plugin_family_name_each_parameter(plugin, tmp_path):
     profiles = to_profile_frame(top.assign(**counters))
     assert "block_rows" not in profiles  # the trap: the profile schema drops a plug-in's own columns
     markdown = build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path, profiles=(profiles, [])).markdown.read_text()
-    assert re.search(rf"^- \*\*{FAMILY}\*\* \(float32, n = 2\^26; tile=32, block_rows=8, pad=1\): DRAM 50 %", section(markdown), re.M)
+    line = rf"^- \*\*{FAMILY}\*\* \(float32, n = 2\^26; tile=32, block_rows=8, pad=1\): DRAM 50 %"
+    assert re.search(line, section(markdown), re.M)
     assert "## Why it is fast: hardware counters" in markdown and "Counters of the blog tables" not in markdown
 
 
