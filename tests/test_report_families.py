@@ -138,3 +138,12 @@ def test_the_report_rebuilt_from_the_same_rows_is_the_same_bytes(plugin, report,
     assert files == sorted(p.name for p in tmp_path.iterdir())
     for name in files:
         assert (again.out_dir / name).read_bytes() == (report.out_dir / name).read_bytes(), name
+
+
+def test_parameter_values_keep_their_order():
+    """Numbers in numeric order (8 before 16, not as text); other values as the
+    sweep listed them, not alphabetically."""
+    from tuner.report.family_sections import ordered_values
+
+    assert ordered_values(pd.Series([64, 8, None, 16, 8], dtype="Int64")) == [8, 16, 64]
+    assert ordered_values(pd.Series(["none", "ldg", "stream", "ldg", None])) == ["none", "ldg", "stream"]

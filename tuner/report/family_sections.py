@@ -69,11 +69,13 @@ def _is_number(value: Any) -> bool:
 
 
 def ordered_values(values: pd.Series) -> list[Any]:
-    """The distinct values set in ``values``: numbers in numeric order, anything else as text."""
+    """The distinct values set in ``values``: numbers in numeric order, anything
+    else in the order the rows first hold them (a sweep's rows follow the order
+    its family and config list the values: ``none, ldg, stream``, not alphabetical)."""
     distinct = list(dict.fromkeys(v for v in values.dropna()))
     if all(_is_number(v) for v in distinct):
         return sorted(distinct, key=float)
-    return sorted(distinct, key=str)
+    return distinct
 
 
 def varying(rows: pd.DataFrame) -> list[str]:
@@ -86,7 +88,7 @@ def best_at_each_value(rows: pd.DataFrame, param: str, metric: str) -> pd.DataFr
     (best over every other parameter), in value order then problem order."""
     part = rows[rows[param].notna().to_numpy(dtype=bool)]  # a parameter only some variants have
     top = part.sort_values(metric, ascending=False, kind="stable").drop_duplicates(["dtype", "n", param])
-    value_rank = {v: i for i, v in enumerate(ordered_values(top[param]))}
+    value_rank = {v: i for i, v in enumerate(ordered_values(part[param]))}
     problem_rank = {p: i for i, p in enumerate(problems(top))}
     order = sorted(range(len(top)), key=lambda i: (value_rank[top[param].iloc[i]],
                                                    problem_rank[(str(top["dtype"].iloc[i]), int(top["n"].iloc[i]))]))  # fmt: skip
