@@ -1,7 +1,7 @@
 """Kill -9 the pipeline mid-sweep and mid-study, rerun it as the README says,
 and check that nothing measured was lost and nothing was measured twice.
 
-    python benchmarks/kill_resume.py --work /tmp/kill-test [--sweep-kill-at 600] [--study-kill-at 40]
+    python benchmarks/kill_resume.py --work /tmp/kill-test [--sweep-kill-at 600] [--study-kill-at 40] [--tear-journal]
 
 Runs `snakemake --cores 1` on a config holding the shipped config's
 ``reduce_space`` sweep (1536 configurations) and ``reduce_int32`` study; kills
@@ -9,7 +9,10 @@ the whole process group with SIGKILL once the sweep's store holds
 ``--sweep-kill-at`` rows, reruns (`snakemake --unlock`, then `snakemake
 --cores 1`), kills again once the study has ``--study-kill-at`` measured
 trials, reruns to the end, then prints what the store, the study and the
-outputs hold. Needs a GPU.
+outputs hold. With ``--tear-journal``, the study's journal is also torn by
+hand after the study's kill, as an OS crash or a full disk leaves it: half of
+its last record appended without an end of line, which the rerun must set
+aside rather than glue to its next append. Needs a GPU.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ def main() -> int:
     parser.add_argument("--work", type=Path, required=True, help="empty folder for the run")
     parser.add_argument("--sweep-kill-at", type=int, default=600, help="rows in the sweep's store when the first kill comes")
     parser.add_argument("--study-kill-at", type=int, default=40, help="measured trials when the second kill comes")
+    parser.add_argument("--tear-journal", action="store_true", help="after the study's kill, append half a record to its journal")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     config, log = config_for(args.work), args.work / "snakemake.log"
@@ -92,6 +96,12 @@ def main() -> int:
     subprocess.run([sys.executable, "-m", "snakemake", "--unlock", "--configfile", str(config)], cwd=ROOT, capture_output=True)
     run = snakemake(config, log)
     events.append(kill_when(run, lambda: (n := measured_trials(gpu_dir)) >= args.study_kill_at and n or None, "study"))
+    if args.tear_journal:
+        journal = gpu_dir / "optuna.log"
+        last = journal.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        with open(journal, "ab") as handle:  # half a record, no end of line: a write cut short
+            handle.write(last[: len(last) // 2])
+        events.append({"torn_journal": journal.name, "bytes_appended": len(last) // 2})
     subprocess.run([sys.executable, "-m", "snakemake", "--unlock", "--configfile", str(config)], cwd=ROOT, capture_output=True)
     run = snakemake(config, log)
     status = run.wait()
