@@ -59,6 +59,9 @@ ENERGY_COLUMNS = ("energy_j", "energy_j_err", "energy_rel_spread", "energy_windo
                   "energy_launch_ms", "energy_wall_s", "power_w_energy", "energy_j_per_byte", "energy_j_per_flop")  # fmt: skip
 
 
+HOST_CLOCK: Callable[[], float] = time.perf_counter
+
+
 @dataclass(frozen=True)
 class EnergyOptions:
     """Knobs of ``measure_energy``."""
@@ -157,7 +160,7 @@ def measure_energy(
     options: EnergyOptions = EnergyOptions(),
     marker: Callable[[], Callable[[], None]] | None = None,
     restore: Callable[[], None] | None = None,
-    wall_clock: Callable[[], float] = time.perf_counter,
+    wall_clock: Callable[[], float] | None = None,
 ) -> EnergyResult:
     """Joules per launch of ``run`` (see the module for the procedure).
 
@@ -170,11 +173,14 @@ def measure_energy(
             followed by ``synchronize`` and the GPU idles while the host reads
             the counter (a few tens of µs a batch).
         restore: run once after the last launch (inputs a kernel overwrites).
+        wall_clock: host seconds (default: ``HOST_CLOCK``, which a test may
+            replace with its simulated clock).
 
     Raises:
         EnergyUnavailable: no counter, or not enough changes of it within
             ``options.max_time_s``.
     """
+    wall_clock = wall_clock or HOST_CLOCK
     started = wall_clock()
     if counter() is None:
         raise EnergyUnavailable("the device has no energy counter (NVML's total energy consumption)")
