@@ -1,0 +1,220 @@
+"""The time-energy trade-off searched: a study with two objectives, the
+median time and the joules per launch of a configuration (both minimised),
+through Optuna's public multi-objective API (``optuna.create_study(directions=
+[...])``, NSGA-II, TPE or random sampling). Its trials are stored like any
+study's, so ``optuna-dashboard`` draws their Pareto front, both axes named
+(``set_metric_names``).
+
+``measure(cfg) -> row`` is the only link to a GPU: on the GPU, a bench
+session's ``measure(cfg, source, energy=True)``; without one, ``table_measure``
+of a table of measured rows (a sweep with ``energy: true``), which is how the
+study runs under test and how a front is found again from a finished sweep.
+
+A configuration is measured once per study, however often a sampler asks for
+it (samplers of two objectives repeat themselves on small spaces). Optionally
+one objective is held within a bound: ``time_bound`` (say 1.1) marks trials
+slower than that many times the fastest seen so far as infeasible
+(``Trial.set_constraint``), so the search spends its budget near the fast end.
+
+The front's knee (``knee``): the point farthest inside the straight line from
+the fastest point to the most frugal, in the front's own normalised units;
+there the ratio of energy saved to time lost (both relative to the fastest)
+says whether the trade-off is worth it.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import optuna
+import pandas as pd
+from optuna.trial import TrialState
+
+from tuner.data.results import config_key, plain_value
+from tuner.families.base import Family, Problem
+from tuner.search.storage import open_storage
+
+METRICS = ("time_ms", "energy_j")  # the objectives as the dashboard names them
+SAMPLERS = ("nsga2", "tpe", "random")
+TIME, ENERGY = "time_ms_median", "energy_j"  # the row columns behind them
+ATTRS = ("config_key", "status", "energy_j_err", "power_w_energy", "bandwidth_gbs")  # shown per trial by the dashboard
+
+
+def make_sampler(name: str, seed: int, trials: int = 0) -> optuna.samplers.BaseSampler:
+    """A multi-objective sampler by name (``SAMPLERS``); both read a trial's
+    constraints from ``Trial.set_constraint``."""
+    if name == "nsga2":
+        # A population of a fifth of the budget (at least 4): on a budget of tens
+        # of trials, a few generations evolve instead of one random one.
+        size = max(4, min(50, trials // 5)) if trials else 50
+        return optuna.samplers.NSGAIISampler(population_size=size, seed=seed)
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(4, min(10, trials // 4)))
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    raise ValueError(f"sampler must be one of {list(SAMPLERS)}, got {name!r}")
+
+
+@dataclass
+class ParetoOutcome:
+    study: optuna.Study
+    rows: pd.DataFrame  # one per configuration measured, with ``pareto`` (on the front) and ``trial``
+
+    @property
+    def front(self) -> pd.DataFrame:
+        return self.rows[self.rows["pareto"]].sort_values(TIME)
+
+
+def run_pareto_study(
+    *,
+    family: Family,
+    problem: Problem,
+    domains: Mapping[str, Sequence],
+    measure: Callable[[dict], dict],
+    storage,
+    study_name: str,
+    budget_trials: int,
+    sampler: str = "nsga2",
+    seed: int = 0,
+    time_bound: float | None = None,
+) -> ParetoOutcome:
+    """Search time and energy together until ``budget_trials`` trials of the
+    study (this run's and earlier ones') have finished.
+
+    Args:
+        domains: each parameter's searched values (a parameter with one value
+            is fixed).
+        measure: ``cfg -> row``; rows that are not ``ok`` or lack ``energy_j``
+            are failed trials (with the reason in the trial's attributes).
+        storage: an Optuna storage, URL or journal path (``open_storage``).
+        time_bound: trials slower than this many times the fastest so far are
+            infeasible (None: no bound).
+    """
+    if time_bound is not None and not time_bound >= 1:
+        raise ValueError(f"time_bound must be >= 1 (a multiple of the fastest time), got {time_bound!r}")
+    storage = open_storage(storage)
+    # A resumed study reseeds past its history, else the sampler would propose its first trials again.
+    study = optuna.create_study(storage=storage, study_name=study_name, directions=["minimize", "minimize"], load_if_exists=True)
+    study.sampler = make_sampler(sampler, seed + len(study.get_trials(deepcopy=False)), budget_trials)
+    if study.metric_names != list(METRICS):  # the dashboard's axes read time_ms and energy_j, not "Objective 0"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(list(METRICS))
+    measured: dict[str, dict] = {}
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        # a resumed study: measured already (its objectives and attributes kept, not its whole row)
+        measured[trial.user_attrs["config_key"]] = {**trial.user_attrs, **trial.params, TIME: trial.values[0], ENERGY: trial.values[1]}
+    fastest = [min((r[TIME] for r in measured.values()), default=math.inf)]
+    searched = {name: list(values) for name, values in domains.items()}
+    while _finished(study) < budget_trials:
+        trial = study.ask()
+        cfg = {name: trial.suggest_categorical(name, values) if len(values) > 1 else values[0] for name, values in searched.items()}
+        key = config_key(cfg)
+        trial.set_user_attr("config_key", key)
+        reasons = family.violations(cfg, problem)
+        if reasons:
+            _fail(study, trial, "infeasible", "; ".join(reasons))
+            continue
+        if key not in measured:
+            measured[key] = {**measure(cfg), **cfg, "config_key": key}
+        row = measured[key]
+        if row.get("status") != "ok" or plain_value(row.get(ENERGY)) is None or plain_value(row.get(TIME)) is None:
+            _fail(study, trial, row.get("status") or "unknown", row.get("error") or "no energy measured")
+            continue
+        for name in ATTRS:
+            if plain_value(row.get(name)) is not None:
+                trial.set_user_attr(name, plain_value(row.get(name)))
+        fastest[0] = min(fastest[0], float(row[TIME]))
+        trial.set_user_attr("time_over_fastest", float(row[TIME]) / fastest[0])
+        if time_bound is not None:  # <= 0 is feasible: within the bound of the fastest seen when it was told
+            trial.set_constraint("time_over_fastest", float(row[TIME]) / fastest[0] - time_bound)
+        study.tell(trial, [float(row[TIME]), float(row[ENERGY])])
+    return ParetoOutcome(study, _rows(study, measured))
+
+
+def _fail(study: optuna.Study, trial: optuna.Trial, status: str, reason: str) -> None:
+    trial.set_user_attr("status", status)
+    trial.set_user_attr("reason", str(reason)[:500])
+    study.tell(trial, state=TrialState.FAIL)
+
+
+def _finished(study: optuna.Study) -> int:
+    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
+
+
+def _rows(study: optuna.Study, measured: dict[str, dict]) -> pd.DataFrame:
+    """One row per configuration measured (its first trial's number), with its
+    place on the front."""
+    first: dict[str, int] = {}
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        first.setdefault(trial.user_attrs["config_key"], trial.number)
+    rows = [{**measured[key], "trial": number} for key, number in first.items() if key in measured]
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame.assign(pareto=pd.Series(dtype=bool))
+    frame["pareto"] = pareto_mask(frame[TIME].to_numpy(float), frame[ENERGY].to_numpy(float))
+    return frame.sort_values("trial").reset_index(drop=True)
+
+
+def pareto_mask(times: Sequence[float], energies: Sequence[float]) -> np.ndarray:
+    """True where no other point is at least as good in both and better in
+    one (both minimised); points with a missing value are never on it."""
+    t, e = np.asarray(times, dtype=float), np.asarray(energies, dtype=float)
+    valid = np.isfinite(t) & np.isfinite(e)
+    mask = np.zeros(t.size, dtype=bool)
+    for i in np.flatnonzero(valid):
+        others = valid & (t <= t[i]) & (e <= e[i]) & ((t < t[i]) | (e < e[i]))
+        mask[i] = not others.any()
+    return mask
+
+
+@dataclass(frozen=True)
+class Knee:
+    """The front's fastest, most frugal and knee points (rows), and at the
+    knee, energy saved and time lost as fractions of the fastest's."""
+
+    fastest: Mapping
+    frugal: Mapping
+    knee: Mapping
+    energy_saved: float
+    time_lost: float
+    points: int  # on the front
+
+    @property
+    def ratio(self) -> float | None:
+        """Energy saved per time lost at the knee (None: no trade-off, the
+        fastest is also the most frugal)."""
+        return self.energy_saved / self.time_lost if self.time_lost > 0 else None
+
+    def sentence(self) -> str:
+        if self.points == 1:
+            return "no trade-off: the fastest configuration is also the most frugal"
+        ratio = f"{self.ratio:.2f}" if self.ratio is not None else "n/a"
+        return (f"{self.points} configurations on the front; at its knee {self.energy_saved:.1%} less energy "
+                f"for {self.time_lost:.1%} more time (ratio {ratio}); the most frugal saves "
+                f"{1 - self.frugal[ENERGY] / self.fastest[ENERGY]:.1%} for {self.frugal[TIME] / self.fastest[TIME] - 1:.1%}")  # fmt: skip
+
+
+def knee(rows: pd.DataFrame, time: str = TIME, energy: str = ENERGY) -> Knee | None:
+    """The knee of the Pareto front of ``rows`` (None: no row has both)."""
+    rows = rows[rows[time].notna() & rows[energy].notna()]
+    if rows.empty:
+        return None
+    front = rows[pareto_mask(rows[time].to_numpy(float), rows[energy].to_numpy(float))].sort_values([time, energy])
+    fastest, frugal = front.iloc[0], front.iloc[-1]
+    if len(front) == 1:
+        chosen = fastest
+    else:
+        # Normalised so that fastest -> (0, 1) and most frugal -> (1, 0); the knee
+        # lies farthest below the line between them (t + e = 1).
+        t = (front[time] - fastest[time]) / (frugal[time] - fastest[time])
+        e = (front[energy] - frugal[energy]) / (fastest[energy] - frugal[energy])
+        inside = 1 - t - e
+        chosen = front.loc[inside.idxmax()] if len(front) > 2 and inside.max() > 0 else frugal
+    return Knee(fastest=fastest.to_dict(), frugal=frugal.to_dict(), knee=chosen.to_dict(),
+                energy_saved=float(1 - chosen[energy] / fastest[energy]), time_lost=float(chosen[time] / fastest[time] - 1),
+                points=len(front))  # fmt: skip
