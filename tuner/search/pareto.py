@@ -13,8 +13,8 @@ study runs under test and how a front is found again from a finished sweep.
 A configuration is measured once per study, however often a sampler asks for
 it (samplers of two objectives repeat themselves on small spaces). Optionally
 one objective is held within a bound: ``time_bound`` (say 1.1) marks trials
-slower than that many times the fastest seen so far as infeasible
-(``Trial.set_constraint``), so the search spends its budget near the fast end.
+slower than that many times the fastest known (``fastest_ms``, else the
+fastest seen so far) as infeasible (``Trial.set_constraint``), so the search spends its budget near the fast end.
 
 The front's knee (``knee``): the point farthest inside the straight line from
 the fastest point to the most frugal, in the front's own normalised units;
@@ -81,6 +81,7 @@ def run_pareto_study(
     sampler: str = "nsga2",
     seed: int = 0,
     time_bound: float | None = None,
+    fastest_ms: float | None = None,
 ) -> ParetoOutcome:
     """Search time and energy together until ``budget_trials`` trials of the
     study (this run's and earlier ones') have finished.
@@ -91,8 +92,11 @@ def run_pareto_study(
         measure: ``cfg -> row``; rows that are not ``ok`` or lack ``energy_j``
             are failed trials (with the reason in the trial's attributes).
         storage: an Optuna storage, URL or journal path (``open_storage``).
-        time_bound: trials slower than this many times the fastest so far are
+        time_bound: trials slower than this many times ``fastest_ms`` are
             infeasible (None: no bound).
+        fastest_ms: the fastest time known (a sweep's, a time-only study's);
+            None: the fastest this study has seen when each trial is told (an
+            early trial may then be told feasible against a slower reference).
     """
     if time_bound is not None and not time_bound >= 1:
         raise ValueError(f"time_bound must be >= 1 (a multiple of the fastest time), got {time_bound!r}")
@@ -108,7 +112,7 @@ def run_pareto_study(
     for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         # a resumed study: measured already (its objectives and attributes kept, not its whole row)
         measured[trial.user_attrs["config_key"]] = {**trial.user_attrs, **trial.params, TIME: trial.values[0], ENERGY: trial.values[1]}
-    fastest = [min((r[TIME] for r in measured.values()), default=math.inf)]
+    fastest = [min([r[TIME] for r in measured.values()] + [fastest_ms or math.inf])]
     searched = {name: list(values) for name, values in domains.items()}
     while _finished(study) < budget_trials:
         trial = study.ask()
