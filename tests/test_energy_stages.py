@@ -161,3 +161,25 @@ def test_no_counter_no_energy_columns(monkeypatch):
 def test_rows_without_energy_keep_it_null():
     frame = results.to_frame([{"family": "reduce", "status": "ok", "bandwidth_gbs": 1.0}])
     assert frame[list(ENERGY_COLUMNS)].isna().all().all()
+
+
+# ---- best.json ------------------------------------------------------------------------
+
+
+def test_best_json_carries_the_energy_optimal_configuration_beside_the_fastest():
+    from tuner.data.export import best_entries
+
+    def row(block, gbs, joules):
+        cfg = {"variant": "shuffle", "block_size": block}
+        return {"status": "ok", "source": "sweep:x", "family": "reduce", "dtype": "int32", "n": 1024, **cfg, "bandwidth_gbs": gbs,
+                "time_ms_median": 1000.0 / gbs, "grid": "8,1,1", "block": f"{block},1,1", "run_id": "r",
+                "config_key": results.config_key(cfg), "energy_j": joules, "energy_j_err": 0.01}  # fmt: skip
+
+    frame = results.to_frame([row(256, 3000.0, 2.0), row(128, 2900.0, 1.5), row(64, 2000.0, None)])
+    (entry,) = best_entries(frame)
+    assert entry["params"]["block_size"] == 256
+    frugal = entry["energy_optimal"]
+    assert frugal["params"]["block_size"] == 128 and frugal["energy_j"] == 1.5 and frugal["fastest_energy_j"] == 2.0
+    assert frugal["time_ms_median"] == pytest.approx(1000.0 / 2900.0)
+    (without,) = best_entries(results.to_frame([row(256, 3000.0, None)]))
+    assert without["energy_optimal"] is None
