@@ -82,7 +82,9 @@ def test_the_fastest_configuration_of_each_problem_gets_its_energy_once(tmp_path
     frame = energy_sweep(tmp_path, energy_best=True)
     # FakeSession's bandwidth is block_size x unroll: the fastest has 1024 and 8
     assert sorted(n for n, _ in EnergySession.measured) == sorted(p.n for p in PROBLEMS)
-    assert all(results.config_params(key).items() >= {"block_size": 1024, "unroll": 8}.items() for _, key in EnergySession.measured)
+    assert all(
+        results.config_params(key).items() >= {"block_size": 1024, "unroll": 8}.items() for _, key in EnergySession.measured
+    )
     with_energy = frame[frame.energy_j.notna()]
     assert len(frame) == 2 * 24 and len(with_energy) == len(PROBLEMS)  # one row per configuration still
     assert (with_energy.block_size == 1024).all() and list(with_energy.energy_j) == pytest.approx([1.024] * len(PROBLEMS))
@@ -100,7 +102,7 @@ def test_a_finished_sweep_gets_the_energy_of_its_fastest_on_a_rerun(tmp_path):
     assert len(EnergySession.measured) == len(PROBLEMS) and frame.energy_j.notna().sum() == len(PROBLEMS)
     lines = RowStore(tmp_path).path.read_text().splitlines()
     assert len(lines) == 2 * 24 + len(PROBLEMS)  # each energy is one more line: the row again, with its energy
-    assert all("energy_j" in json.loads(line) for line in lines[-len(PROBLEMS):])
+    assert all("energy_j" in json.loads(line) for line in lines[-len(PROBLEMS) :])
 
 
 def test_without_energy_best_nothing_is_measured(tmp_path):

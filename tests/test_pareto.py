@@ -73,7 +73,9 @@ def test_the_knee_and_its_ratio():
     rows = pd.DataFrame({"time_ms_median": [1.0, 1.1, 1.5, 3.0, 1.2], "energy_j": [10.0, 6.0, 5.0, 4.9, 7.0]})
     found = knee(rows)
     assert found.points == 4 and found.knee["time_ms_median"] == 1.1
-    assert found.energy_saved == pytest.approx(0.4) and found.time_lost == pytest.approx(0.1) and found.ratio == pytest.approx(4.0)
+    assert (
+        found.energy_saved == pytest.approx(0.4) and found.time_lost == pytest.approx(0.1) and found.ratio == pytest.approx(4.0)
+    )
     assert "at its knee 40.0% less energy for 10.0% more time (ratio 4.00)" in found.sentence()
     alone = knee(pd.DataFrame({"time_ms_median": [1.0, 2.0], "energy_j": [1.0, 3.0]}))
     assert alone.points == 1 and alone.ratio is None and alone.sentence().startswith("no trade-off")
@@ -131,7 +133,9 @@ def test_the_dashboard_serves_both_objectives_and_the_front(tmp_path):
     url = str(tmp_path / "optuna.log")
     port = free_port()
     log = (tmp_path / "dashboard.log").open("w")
-    process = subprocess.Popen([executable, url, "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [executable, url, "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT
+    )
     try:
         deadline, body = time.monotonic() + STARTUP_S, None
         while time.monotonic() < deadline and process.poll() is None:
@@ -142,7 +146,9 @@ def test_the_dashboard_serves_both_objectives_and_the_front(tmp_path):
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 time.sleep(0.2)
         log.flush()
-        assert body is not None, f"no answer from optuna-dashboard within {STARTUP_S} s:\n{(tmp_path / 'dashboard.log').read_text()}"
+        assert body is not None, (
+            f"no answer from optuna-dashboard within {STARTUP_S} s:\n{(tmp_path / 'dashboard.log').read_text()}"
+        )
         studies = body.get("studies", body.get("study_summaries"))
         assert [s["study_name"] for s in studies] == ["pareto-check"]
         assert studies[0]["directions"] == ["minimize", "minimize"]

@@ -215,7 +215,9 @@ def _batch_size(run, synchronize, options: EnergyOptions, wall_clock) -> int:
     return batch
 
 
-def _boundaries(run, synchronize, counter, marker, batch: int, options: EnergyOptions, wall_clock, started: float) -> list[Boundary]:
+def _boundaries(
+    run, synchronize, counter, marker, batch: int, options: EnergyOptions, wall_clock, started: float
+) -> list[Boundary]:
     """Run batches back to back; the counter's changes after the warm-up, as
     many as the windows need."""
     needed = 1 + options.windows * options.updates

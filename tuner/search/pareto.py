@@ -16,10 +16,7 @@ one objective is held within a bound: ``time_bound`` (say 1.1) marks trials
 slower than that many times the fastest known (``fastest_ms``, else the
 fastest seen so far) as infeasible (``Trial.set_constraint``), so the search spends its budget near the fast end.
 
-The front's knee (``knee``): the point farthest inside the straight line from
-the fastest point to the most frugal, in the front's own normalised units;
-there the ratio of energy saved to time lost (both relative to the fastest)
-says whether the trade-off is worth it.
+The front and its knee: ``tuner.data.front`` (the report draws them too).
 """
 
 from __future__ import annotations
@@ -29,18 +26,17 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-import numpy as np
 import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
+from tuner.data.front import ENERGY, TIME, Knee, knee, pareto_mask  # noqa: F401 - the front's arithmetic, re-exported
 from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
 from tuner.search.storage import open_storage
 
 METRICS = ("time_ms", "energy_j")  # the objectives as the dashboard names them
 SAMPLERS = ("nsga2", "tpe", "random")
-TIME, ENERGY = "time_ms_median", "energy_j"  # the row columns behind them
 ATTRS = ("config_key", "status", "energy_j_err", "power_w_energy", "bandwidth_gbs")  # shown per trial by the dashboard
 
 
@@ -111,12 +107,19 @@ def run_pareto_study(
     measured: dict[str, dict] = {}
     for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         # a resumed study: measured already (its objectives and attributes kept, not its whole row)
-        measured[trial.user_attrs["config_key"]] = {**trial.user_attrs, **trial.params, TIME: trial.values[0], ENERGY: trial.values[1]}
+        measured[trial.user_attrs["config_key"]] = {
+            **trial.user_attrs,
+            **trial.params,
+            TIME: trial.values[0],
+            ENERGY: trial.values[1],
+        }
     fastest = [min([r[TIME] for r in measured.values()] + [fastest_ms or math.inf])]
     searched = {name: list(values) for name, values in domains.items()}
     while _finished(study) < budget_trials:
         trial = study.ask()
-        cfg = {name: trial.suggest_categorical(name, values) if len(values) > 1 else values[0] for name, values in searched.items()}
+        cfg = {
+            name: trial.suggest_categorical(name, values) if len(values) > 1 else values[0] for name, values in searched.items()
+        }
         key = config_key(cfg)
         trial.set_user_attr("config_key", key)
         reasons = family.violations(cfg, problem)
@@ -162,63 +165,3 @@ def _rows(study: optuna.Study, measured: dict[str, dict]) -> pd.DataFrame:
         return frame.assign(pareto=pd.Series(dtype=bool))
     frame["pareto"] = pareto_mask(frame[TIME].to_numpy(float), frame[ENERGY].to_numpy(float))
     return frame.sort_values("trial").reset_index(drop=True)
-
-
-def pareto_mask(times: Sequence[float], energies: Sequence[float]) -> np.ndarray:
-    """True where no other point is at least as good in both and better in
-    one (both minimised); points with a missing value are never on it."""
-    t, e = np.asarray(times, dtype=float), np.asarray(energies, dtype=float)
-    valid = np.isfinite(t) & np.isfinite(e)
-    mask = np.zeros(t.size, dtype=bool)
-    for i in np.flatnonzero(valid):
-        others = valid & (t <= t[i]) & (e <= e[i]) & ((t < t[i]) | (e < e[i]))
-        mask[i] = not others.any()
-    return mask
-
-
-@dataclass(frozen=True)
-class Knee:
-    """The front's fastest, most frugal and knee points (rows), and at the
-    knee, energy saved and time lost as fractions of the fastest's."""
-
-    fastest: Mapping
-    frugal: Mapping
-    knee: Mapping
-    energy_saved: float
-    time_lost: float
-    points: int  # on the front
-
-    @property
-    def ratio(self) -> float | None:
-        """Energy saved per time lost at the knee (None: no trade-off, the
-        fastest is also the most frugal)."""
-        return self.energy_saved / self.time_lost if self.time_lost > 0 else None
-
-    def sentence(self) -> str:
-        if self.points == 1:
-            return "no trade-off: the fastest configuration is also the most frugal"
-        ratio = f"{self.ratio:.2f}" if self.ratio is not None else "n/a"
-        return (f"{self.points} configurations on the front; at its knee {self.energy_saved:.1%} less energy "
-                f"for {self.time_lost:.1%} more time (ratio {ratio}); the most frugal saves "
-                f"{1 - self.frugal[ENERGY] / self.fastest[ENERGY]:.1%} for {self.frugal[TIME] / self.fastest[TIME] - 1:.1%}")  # fmt: skip
-
-
-def knee(rows: pd.DataFrame, time: str = TIME, energy: str = ENERGY) -> Knee | None:
-    """The knee of the Pareto front of ``rows`` (None: no row has both)."""
-    rows = rows[rows[time].notna() & rows[energy].notna()]
-    if rows.empty:
-        return None
-    front = rows[pareto_mask(rows[time].to_numpy(float), rows[energy].to_numpy(float))].sort_values([time, energy])
-    fastest, frugal = front.iloc[0], front.iloc[-1]
-    if len(front) == 1:
-        chosen = fastest
-    else:
-        # Normalised so that fastest -> (0, 1) and most frugal -> (1, 0); the knee
-        # lies farthest below the line between them (t + e = 1).
-        t = (front[time] - fastest[time]) / (frugal[time] - fastest[time])
-        e = (front[energy] - frugal[energy]) / (fastest[energy] - frugal[energy])
-        inside = 1 - t - e
-        chosen = front.loc[inside.idxmax()] if len(front) > 2 and inside.max() > 0 else frugal
-    return Knee(fastest=fastest.to_dict(), frugal=frugal.to_dict(), knee=chosen.to_dict(),
-                energy_saved=float(1 - chosen[energy] / fastest[energy]), time_lost=float(chosen[time] / fastest[time] - 1),
-                points=len(front))  # fmt: skip

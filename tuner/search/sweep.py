@@ -188,7 +188,8 @@ def fastest_without_energy(rows: RowStore, problem: Problem, keys: set[str]) -> 
     ``best.json`` ranks them), if it has no energy yet; else None."""
     latest = {}
     for row in rows._jsonl_rows():  # plain rows: the measuring process never imports pandas
-        if (row.get("family"), row.get("dtype"), row.get("n")) == (problem.family, problem.dtype, problem.n) and row.get("config_key") in keys:
+        same_problem = (row.get("family"), row.get("dtype"), row.get("n")) == (problem.family, problem.dtype, problem.n)
+        if same_problem and row.get("config_key") in keys:
             latest[row["config_key"]] = row
     ok = [r for r in latest.values() if r.get("status") == "ok" and r.get("bandwidth_gbs") is not None]
     if not ok:
@@ -208,8 +209,10 @@ def _store_energy(session, rows: RowStore, family: Family, problem: Problem, bes
     if not columns:
         return  # no energy counter on this GPU
     rows.append({**best, **columns})
-    log(f"{source} {problem.key}: the fastest {best['config_key']} takes {columns['energy_j']:.4g} J per launch "
-        f"(± {columns['energy_j_err']:.2g}, {columns['power_w_energy']:.0f} W; measured in {columns['energy_wall_s']:.2f} s)")
+    log(
+        f"{source} {problem.key}: the fastest {best['config_key']} takes {columns['energy_j']:.4g} J per launch "
+        f"(± {columns['energy_j_err']:.2g}, {columns['power_w_energy']:.0f} W; measured in {columns['energy_wall_s']:.2f} s)"
+    )
 
 
 def sweep_rows(
