@@ -60,5 +60,5 @@ def test_the_report_carries_the_energy_section(tmp_path):
     outputs = build_report(data, device=device, peaks=peaks, out_dir=tmp_path)
     markdown = outputs.markdown.read_text()
     assert "## Energy beside time" in markdown and "ratio 4.00" in markdown and (tmp_path / f"{STEM}.png").exists()
-    assert markdown.index("## Energy beside time") < markdown.index("## Studies")
+    assert "\n## Studies\n" in markdown[markdown.index("## Energy beside time") :]  # just before the studies
     assert '<section id="energy">' in outputs.html.read_text()
