@@ -166,3 +166,18 @@ def test_the_dashboard_serves_both_objectives_and_the_front(tmp_path):
             process.kill()
             process.wait()
         log.close()
+
+
+def test_enqueueing_the_whole_space_finds_the_exhaustive_front(tmp_path):
+    rows = problem_rows(energy_table(), PROBLEM)
+    domains = table_domains(rows, FakeFamily())
+    space = FakeFamily().space(PROBLEM, domains)
+    calls = []
+    outcome = replayed(tmp_path, budget=len(space), calls=calls, enqueue=space)
+    assert sorted(calls) == sorted(config_key(c) for c in space)  # each once, nothing else
+    table = energy_table()
+    table = table[table.status == "ok"]
+    exhaustive = table[pareto_mask(table.time_ms_median, table.energy_j)]
+    assert {tuple(v) for v in outcome.front[["time_ms_median", "energy_j"]].to_numpy()} == {
+        tuple(v) for v in exhaustive[["time_ms_median", "energy_j"]].to_numpy()
+    }

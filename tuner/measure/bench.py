@@ -284,13 +284,19 @@ class ProblemBench:
         """The energy columns of ``cfg``, measured alone (a configuration a
         sweep verified and timed already: its module is in the cache); empty
         where the GPU has no energy counter."""
+        return self._energy_columns(cfg, self.launch(cfg))
+
+    def launch(self, cfg: Config):
+        """``cfg`` compiled (from the cache where it was before), loaded and
+        bound to this problem's buffers, inputs restored: a ``Launch`` ready
+        to run (no verification: for configurations verified already)."""
         bench, family, problem = self.bench, self.family, self.problem
         compiled = compile_variant(family, cfg, problem, arch=bench.gpu.arch, cache_dir=bench.cache_dir)
         function = bench.gpu.function(compiled.cubin, compiled.kernel, family.arg_types)
         launch = family.bind(cfg, problem, self.buffers, function, bench.gpu)
         if launch.restore:
             launch.restore()
-        return self._energy_columns(cfg, launch)
+        return launch
 
     def _check_context(self, error: Exception, failed: dict) -> None:
         """A launch that failed may have poisoned the context (an illegal

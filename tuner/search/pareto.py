@@ -78,6 +78,7 @@ def run_pareto_study(
     seed: int = 0,
     time_bound: float | None = None,
     fastest_ms: float | None = None,
+    enqueue: Sequence[Mapping] = (),
 ) -> ParetoOutcome:
     """Search time and energy together until ``budget_trials`` trials of the
     study (this run's and earlier ones') have finished.
@@ -93,6 +94,9 @@ def run_pareto_study(
         fastest_ms: the fastest time known (a sweep's, a time-only study's);
             None: the fastest this study has seen when each trial is told (an
             early trial may then be told feasible against a slower reference).
+        enqueue: configurations tried first, in order (not again where the
+            study has tried them); all of a space with a budget of its size
+            measures it exhaustively.
     """
     if time_bound is not None and not time_bound >= 1:
         raise ValueError(f"time_bound must be >= 1 (a multiple of the fastest time), got {time_bound!r}")
@@ -115,6 +119,8 @@ def run_pareto_study(
         }
     fastest = [min([r[TIME] for r in measured.values()] + [fastest_ms or math.inf])]
     searched = {name: list(values) for name, values in domains.items()}
+    for cfg in enqueue:
+        study.enqueue_trial({name: cfg[name] for name, values in searched.items() if len(values) > 1}, skip_if_exists=True)
     while _finished(study) < budget_trials:
         trial = study.ask()
         cfg = {
