@@ -16,7 +16,9 @@ counter's changes:
 2. After each batch the counter is read. A change is a boundary: the sensor
    updated while the batch last waited for was running, so the launches done
    at the boundary are counted as those before that batch plus half of it
-   (the error: at most half a batch, uniform).
+   (the error: at most half a batch, uniform). A constant delay between the
+   sensor's sample and its value reaching NVML shifts both ends of a window
+   alike, which cancels at a steady launch rate.
 3. The first boundary after ``warmup_s`` is the aligned start; each window
    spans ``updates`` further boundaries (about ``updates`` x 100 ms), and
    ``windows`` windows follow back to back.
