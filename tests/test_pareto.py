@@ -181,3 +181,25 @@ def test_enqueueing_the_whole_space_finds_the_exhaustive_front(tmp_path):
     assert {tuple(v) for v in outcome.front[["time_ms_median", "energy_j"]].to_numpy()} == {
         tuple(v) for v in exhaustive[["time_ms_median", "energy_j"]].to_numpy()
     }
+
+
+def test_the_command_line_replays_a_table_into_a_storage(tmp_path, monkeypatch, capsys):
+    from tuner.families import REGISTRY
+    from tuner.search.pareto import main
+
+    monkeypatch.setitem(REGISTRY.families, "fake", FakeFamily())  # a table of the test family, for this test only
+    table = tmp_path / "sweep.parquet"
+    energy_table().to_parquet(table)
+    storage = tmp_path / "pareto.log"
+    args = [str(table), "--family", "fake", "--dtype", "int32", "--n", str(PROBLEM.n), "--storage", str(storage)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{PROBLEM.key}: 140 configurations with energy of ") and "on the front; at its knee" in out
+    study = optuna.load_study(study_name=f"pareto/{PROBLEM.key}", storage=optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(storage))))  # fmt: skip
+    assert study.metric_names == list(METRICS) and len(study.best_trials) == out.count(" mJ  ")
+    no_energy = tmp_path / "plain.parquet"
+    pd.read_parquet(TABLE).to_parquet(no_energy)
+    with pytest.raises(SystemExit):
+        main([str(no_energy), *args[1:]])
+    assert "table must hold rows with energy_j for fake-int32-n1048576" in capsys.readouterr().err

@@ -171,3 +171,54 @@ def _rows(study: optuna.Study, measured: dict[str, dict]) -> pd.DataFrame:
         return frame.assign(pareto=pd.Series(dtype=bool))
     frame["pareto"] = pareto_mask(frame[TIME].to_numpy(float), frame[ENERGY].to_numpy(float))
     return frame.sort_values("trial").reset_index(drop=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m tuner.search.pareto TABLE --family F --dtype D --n N``: the
+    time-energy study replayed on a table of rows with energy (a sweep with
+    ``energy: true``), stored in ``--storage`` for ``optuna-dashboard``; prints
+    its front and knee."""
+    import argparse
+
+    from tuner.data.results import read
+    from tuner.families import REGISTRY, Problem
+    from tuner.search.replay import problem_rows, table_domains, table_measure
+
+    parser = argparse.ArgumentParser(prog="python -m tuner.search.pareto", description=main.__doc__)
+    parser.add_argument("table", help="a Parquet file (or folder) of rows with energy_j")
+    parser.add_argument("--family", required=True)
+    parser.add_argument("--dtype", required=True)
+    parser.add_argument("--n", type=int, required=True)
+    parser.add_argument("--source", help="the rows' source (default: the problem's largest)")
+    parser.add_argument("--storage", default="pareto.log", help="Optuna storage: a journal file or URL (default: pareto.log)")
+    parser.add_argument("--budget", type=int, help="trials (default: the table's feasible configurations, all of them enqueued)")
+    parser.add_argument("--sampler", default="nsga2", choices=SAMPLERS)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--time-bound", type=float, help="trials slower than this many times the table's fastest are infeasible")
+    args = parser.parse_args(argv)
+    if args.family not in REGISTRY.names():
+        parser.error(f"--family must be one of {REGISTRY.names()}, got {args.family!r}")
+    family, problem = REGISTRY[args.family], Problem(args.family, args.dtype, args.n)
+    try:
+        rows = problem_rows(read(args.table), problem, args.source)
+    except ValueError as error:
+        parser.error(str(error))
+    if ENERGY not in rows or rows[ENERGY].isna().all():
+        parser.error(f"table must hold rows with energy_j for {problem.key} (a sweep with energy: true), got none")
+    domains = table_domains(rows, family)
+    space = family.space(problem, domains)
+    ok = rows[rows["status"] == "ok"]
+    outcome = run_pareto_study(family=family, problem=problem, domains=domains, measure=table_measure(rows, family),
+                               storage=args.storage, study_name=f"pareto/{problem.key}", budget_trials=args.budget or len(space),
+                               sampler=args.sampler, seed=args.seed, time_bound=args.time_bound,
+                               fastest_ms=float(ok[TIME].min()) if len(ok) else None, enqueue=() if args.budget else space)  # fmt: skip
+    found = knee(outcome.rows) if len(outcome.rows) else None
+    print(f"{problem.key}: {len(outcome.rows)} configurations with energy of {len(space)}; "
+          f"{found.sentence() if found else 'none with energy'}; study pareto/{problem.key} in {args.storage}")  # fmt: skip
+    for _, row in outcome.front.iterrows():
+        print(f"  {row[TIME]:.4f} ms  {row[ENERGY] * 1e3:.3f} mJ  {row['config_key']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
