@@ -109,3 +109,17 @@ def test_without_counter_or_with_a_frozen_one_there_is_no_energy():
 def test_options_are_checked_with_one_line(name, value, rule):
     with pytest.raises(ValueError, match=rf"^energy\.{name} must be {rule}"):
         EnergyOptions(**{name: value})
+
+
+def test_a_counter_that_goes_back_gives_no_energy():
+    gpu = SimulatedGpu()
+    real = gpu.counter
+    reads = []
+
+    def resetting():
+        value = real()
+        reads.append(value)
+        return value if len(reads) < 100 else value - 10**6  # the driver reloaded: the count starts again lower
+
+    with pytest.raises(EnergyUnavailable, match=r"went back from \d+ to -?\d+ mJ"):
+        measure_energy(gpu.run, synchronize=gpu.synchronize, counter=resetting, marker=gpu.marker, wall_clock=gpu.wall_clock)

@@ -247,6 +247,9 @@ def _boundaries(
         wait()  # with a marker, the batch enqueued after this one runs while the counter is read
         began, returned = max(enqueued_at, returned), wall_clock()
         value = counter()
+        if value is not None and last is not None and value < last:
+            # a counter that went back (the driver reloaded) would make a window's energy negative
+            raise EnergyUnavailable(f"the energy counter went back from {last} to {value} mJ")
         if value is not None and value != last:
             last = value
             if returned >= warm_until:
