@@ -265,5 +265,6 @@ def test_space_and_verify_see_a_family_of_ones_own(tmp_path, capsys):
     assert cli.main(["space", "--family-path", str(write_family(tmp_path)), "--n", "4096"]) == 0
     (line,) = capsys.readouterr().out.strip().splitlines()
     assert line.split()[:2] == ["scale", "float32"] and "space=     4" in line
-    assert cli.main(["space", "--n", "0"]) == 2
-    assert "config error: --n: must be a problem size of at least 1, got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["space", "--n", "0"])
+    assert stop.value.code == 2 and "argument --n: must be an integer >= 1, got 0" in capsys.readouterr().err

@@ -15,15 +15,15 @@ ALLOWED = {
     "device": set(),
     "errors": set(),
     "progress": set(),
-    "data": {"families"},
+    "data": {"errors", "families"},
     "processes": {"errors"},
     "measure": {"data", "device", "errors", "families", "progress"},
     "search": {"data", "errors", "families", "progress"},
     "settings": {"device", "families", "measure"},
-    "report": {"data", "families"},
+    "report": {"data", "errors", "families"},
     # it runs the measuring harness (and settings imports measure); `profile: report` asks the report what it shows
     "profile": {"data", "families", "measure", "report", "settings"},
-    "harness": {"device", "measure", "settings"},
+    "harness": {"data", "device", "measure", "settings"},
     # a tune worker: the search in its process, the GPU work in a measuring process of its own
     "study_worker": {"device", "families", "harness", "measure", "progress", "search", "settings"},
     "cli": {
@@ -37,6 +37,7 @@ ALLOWED = {
         "processes",
         "profile",
         "progress",
+        "report",  # `compare --figure` draws with the report's figure code
         "search",
         "settings",
         "study_worker",

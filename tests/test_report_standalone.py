@@ -82,8 +82,9 @@ def test_html_embeds_every_figure_and_works_alone(report, tmp_path):
     sources = re.findall(r'<img src="([^"]*)"', html)
     assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
     assert not re.search(r'(src|href)="(?!data:|#)', html), "the HTML points at another file"
-    drawn = [r for r in report.results if r.drawn]
-    assert len(sources) == len(drawn) == len(EXPECTED_FIGURES)
+    drawn = [r for r in report.results if r.drawn] + list(report.family_figures)  # in the document's order
+    assert len(report.family_figures) == 6  # one per family of the synthetic GPU
+    assert len(sources) == len(drawn) == len(EXPECTED_FIGURES) + len(report.family_figures)
     for source, result in zip(sources, drawn):
         image = base64.b64decode(source.split(",", 1)[1])
         assert image[:8] == PNG and image == result.png.read_bytes(), result.stem

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from tuner.report.comparisons import BLOG_TABLES, Comparison, evaluate_all
+from tuner.report import family_sections
 from tuner.report.document import build_content, write_documents
 from tuner.report.energy import energy_content
 from tuner.report.figure_kit import FigureContext, FigureResult
@@ -25,6 +26,7 @@ from tuner.report.published import load_published
 from tuner.report.selection import best_per_family, study_frames, usable
 from tuner.report.studies import summarise_studies
 from tuner.report.style import report_style
+from tuner.report.ties import ties_section
 
 __all__ = [
     "BLOG_TABLES",
@@ -48,6 +50,8 @@ class ReportOutputs:
         figures: every drawn figure's files (``<stem>.png`` and ``<stem>.svg``).
         results: per figure of ``EXPECTED_FIGURES``, what was drawn (its files,
             note and the published numbers it shows).
+        family_figures: the figure of each family's section (``family_<name>``,
+            named after the family, so not among ``EXPECTED_FIGURES``).
         documents: ``report.md`` and ``report.html``.
         skipped: figure stem -> why it was not drawn (missing data).
         placeholders: the files written for skipped stems (an image saying why),
@@ -64,6 +68,7 @@ class ReportOutputs:
     notes: tuple[str, ...] = ()
     comparisons: tuple[Comparison, ...] = ()
     results: tuple[FigureResult, ...] = ()
+    family_figures: tuple[FigureResult, ...] = ()
 
     @property
     def markdown(self) -> Path:
@@ -126,7 +131,8 @@ def build_report(
     profiles: tuple[pd.DataFrame, list[str]] | None = None,
     processes: int = 1,
 ) -> ReportOutputs:
-    """Draw every figure of ``EXPECTED_FIGURES`` that has data and write
+    """Draw every figure of ``EXPECTED_FIGURES`` that has data (a placeholder
+    for each other), the figure of each family's section, and write
     ``report.md`` and ``report.html`` into ``out_dir``.
 
     Args:
@@ -151,10 +157,14 @@ def build_report(
         ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=out_dir, studies=studies, pool=pool)
         comparisons = list(ctx.comparisons.values())
         drawn = drawing(ctx, pool)
+        families_drawn = family_sections.drawing(ctx, pool)
+        # Counters of the blog tables only where the table has rows of ours: a lesson not measured is left out.
         counters = None if profiles is None else profile_content(
-            comparisons, profiles[0], profiles[1], published=ctx.published, peaks=ctx.peaks,
+            [c for c in comparisons if c.has_data], profiles[0], profiles[1], published=ctx.published, peaks=ctx.peaks,
             gpu=ctx.device.get("name") or "unknown GPU", out_dir=out_dir)  # fmt: skip
         figures = drawn()
+        family_figures = families_drawn()
+    families = family_sections.family_sections(ctx, dataset, family_figures, None if profiles is None else profiles[0])
     content = build_content(
         dataset=dataset,
         device=ctx.device,
@@ -163,9 +173,11 @@ def build_report(
         bests=best_per_family(dataset, ctx.peaks),
         figures=figures,
         studies=ctx.studies,
+        families=families,
     )
     if counters is not None:
         content["profile"] = counters
+    content["ties"] = ties_section(dataset)  # its own module and templates: tuner/report/ties.py
     content["energy"] = energy_content(dataset, gpu=ctx.device.get("name") or "unknown GPU", out_dir=out_dir)
     documents = write_documents(content, out_dir)
     return ReportOutputs(
@@ -177,4 +189,5 @@ def build_report(
         notes=tuple(content["notes"]),
         comparisons=tuple(comparisons),
         results=tuple(figures),
+        family_figures=tuple(f for f in family_figures.values() if f.drawn),
     )

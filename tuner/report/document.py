@@ -33,11 +33,12 @@ from tuner.report.comparisons import (
     table_verdict,
 )
 from tuner.report.figure_kit import FigureResult
-from tuner.report.selection import COMPUTE_BOUND, config_text, problem_label, source_counts
+from tuner.report.figures import OVERVIEW
+from tuner.report.lessons import LESSON_FAMILIES, lesson_scope
+from tuner.report.selection import config_text, problem_label, source_counts
 from tuner.report.studies import StudySummary
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-FAMILIES = ("reduce", "copy", "vector_add", "offset", "layout", "matmul")
 
 _CODE = re.compile(r"`([^`]+)`")
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")
@@ -88,7 +89,7 @@ def environment() -> Environment:
 
 
 def _text(value: Any) -> str:
-    if value is None:
+    if value is None or value is pd.NA:
         return "—"
     if isinstance(value, float):
         return "—" if np.isnan(value) else f"{value:.4g}"
@@ -170,8 +171,8 @@ def reductions_table(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.Data
 
 
 def bests_table(bests: pd.DataFrame) -> pd.DataFrame:
-    def share(value: float, family: str) -> str:
-        if family in COMPUTE_BOUND:
+    def share(value: float, compute_bound: bool) -> str:
+        if compute_bound:
             return "— (compute-bound)"
         return f"{value:.1%}" if pd.notna(value) else "—"
 
@@ -182,8 +183,8 @@ def bests_table(bests: pd.DataFrame) -> pd.DataFrame:
             problem_label(r["family"], r["dtype"], r["n"]),
             r["config"],
             f"{r['bandwidth_gbs']:.1f}",
-            share(r["fraction_of_copy_peak"], r["family"]),
-            share(r["fraction_of_theoretical_peak"], r["family"]),
+            share(r["fraction_of_copy_peak"], r["compute_bound"]),
+            share(r["fraction_of_theoretical_peak"], r["compute_bound"]),
             f"{r['gflops']:.0f}" if pd.notna(r["gflops"]) else "—",
             f"`{r['source']}`",
         )
@@ -234,7 +235,8 @@ def study_items(study: StudySummary) -> list[str]:
     ]
     if study.best is not None:
         trial = int(study.best["trial"]) if pd.notna(study.best["trial"]) else "?"
-        items.append(f"best: {study.best_gbs:.1f} GB/s at trial {trial} (`{study.best['variant']}`; {config_text(study.best)})")
+        variant = f"`{study.best['variant']}`; " if pd.notna(study.best["variant"]) else ""  # a plug-in may have none
+        items.append(f"best: {study.best_gbs:.1f} GB/s at trial {trial} ({variant}{config_text(study.best)})")
     if not np.isnan(study.exhaustive_gbs):
         reach = study.trials_to_reach(0.98)
         items.append(
@@ -287,6 +289,15 @@ def intro(dataset: pd.DataFrame) -> str:
     )
 
 
+def compute_bound_text(bests: pd.DataFrame) -> str:
+    """The sentence on the families judged by GFLOP/s ("" without any)."""
+    names = [f"`{f}`" for f in bests["family"][bests["compute_bound"].astype(bool)]] if len(bests) else []
+    if not names:
+        return ""
+    return (f"{', '.join(names)} {'counts' if len(names) == 1 else 'count'} floating-point work and {'is' if len(names) == 1 else 'are'} "
+            "compute-bound: the best is the highest GFLOP/s, and a share of a bandwidth peak says nothing about it.")  # fmt: skip
+
+
 def build_content(
     *,
     dataset: pd.DataFrame,
@@ -296,31 +307,35 @@ def build_content(
     bests: pd.DataFrame,
     figures: list[FigureResult],
     studies: list[StudySummary],
+    families: list[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """Everything the templates show; ``notes`` lists every missing-data line."""
+    """Everything the templates show; ``notes`` lists every missing-data line.
+    ``families``: the sections of ``tuner.report.family_sections``."""
+    present = set(bests["family"]) if len(bests) else set()
+    left_out, lesson_notes = lesson_scope(present, comparisons, figures)
+    shown = [c for c in comparisons if c.has_data]
     notes: list[str] = []
     if bests.empty:
         notes.append("no rows with status ok: no best configurations")
-    missing_families = sorted(set(FAMILIES) - set(bests["family"] if len(bests) else []))
-    if missing_families:
-        notes.append(f"no ok rows for families: {', '.join(missing_families)}")
-    notes += [
-        f"table `{c.spec.key}`: no ok rows of family {c.spec.family} for its variants" for c in comparisons if not c.has_data
-    ]
-    notes += [f"figure `{r.stem}`: {'partly drawn, ' if r.drawn else 'skipped, '}{r.note}" for r in figures if r.note]
+    notes += lesson_notes
+    notes += [f"figure `{r.stem}`: {'partly drawn, ' if r.drawn else 'skipped, '}{r.note}"
+              for r in figures if r.note and r.stem not in left_out]  # fmt: skip
     if not studies:
         notes.append("no study rows (source study:<name>)")
 
-    head = summary(comparisons)
+    head = summary(shown)
     items = [figure_item(r) for r in figures]
     return {
         "title": f"Kernel autotuning report — {device.get('name') or 'unknown GPU'}",
         "intro": intro(dataset),
-        "overview": next((f for f in items if f["stem"] == "overview"), None),
-        "figures": [f for f in items if f["stem"] != "overview"],
+        "scope": "" if present & set(LESSON_FAMILIES) or not present else (
+            f"None of the lessons' families ({', '.join(LESSON_FAMILIES)}) has ok rows here, so the blogs' conclusions "
+            "are not tested: the report shows each family measured, its parameters read from its own rows."),  # fmt: skip
+        "overview": next((f for f in items if f["stem"] == OVERVIEW and f["drawn"]), None),
+        "figures": [f for f in items if f["stem"] != OVERVIEW and f["drawn"]],
         "tolerance": f"{TOLERANCE:.0%}",
         "margin": f"{MARGIN:.0%}",
-        "summary": frame(
+        "summary": None if not shown else frame(
             ("blog table", "row", "blog number", "ours", "ratio", "holds"),
             [
                 (r["blog table"], r["claim"].split(" — ")[-1], r["blog number"], r["ours"], r["ratio"], r["holds"])
@@ -328,13 +343,15 @@ def build_content(
             ],
         ),
         "verdicts": frame(
-            ("blog table", "conclusion", "holds on our data"), [(c.spec.key, c.spec.rule, table_verdict(c)) for c in comparisons]
+            ("blog table", "conclusion", "holds on our data"), [(c.spec.key, c.spec.rule, table_verdict(c)) for c in shown]
         ),
         "bests": None if bests.empty else bests_table(bests),
+        "compute_bound": compute_bound_text(bests),
+        "families": [{**f, "figure": figure_item(f["figure"]) if f["figure"] else None} for f in families],
         "environment": environment_table(device),
         "peaks": peaks_table(peaks),
         "reductions": reductions_table(dataset, peaks),
-        "comparisons": [comparison_section(c) for c in comparisons],
+        "comparisons": [comparison_section(c) for c in shown],
         "studies": [{"name": s.name, "items": study_items(s)} for s in studies],
         "notes": notes,
     }

@@ -13,14 +13,14 @@ import pandas as pd
 
 from tuner.report.comparisons import ROW_COLUMNS, Comparison
 from tuner.report.counters import profile_row
-from tuner.report.selection import COMPUTE_BOUND, config_text, problem_label
+from tuner.report.selection import config_text, counts_flops, problem_label
 
 
 def best_profiled(profiles: pd.DataFrame) -> pd.DataFrame:
     """Per family, its fastest profiled configuration (GFLOP/s for compute-bound families)."""
     rows = []
     for family, group in profiles.groupby("family", sort=True):
-        score = group["gflops"] if family in COMPUTE_BOUND and group["gflops"].notna().any() else group["bandwidth_gbs"]
+        score = group["gflops"] if counts_flops(group) else group["bandwidth_gbs"]
         if score.notna().any():
             rows.append(group.loc[score.idxmax()])
     return pd.DataFrame(rows)
@@ -33,7 +33,8 @@ def _pct(value) -> str:
 def family_line(row: pd.Series) -> str:
     """``reduce best (...): 92 % of the DRAM peak, ...: memory-bound.``"""
     family = row["family"]
-    head = f"**{family}** ({row['variant']}, {problem_label(family, row['dtype'], int(row['n']))}; {config_text(row)}): "
+    variant = f"{row['variant']}, " if pd.notna(row.get("variant")) else ""
+    head = f"**{family}** ({variant}{problem_label(family, row['dtype'], int(row['n']))}; {config_text(row)}): "
     dram_gbs = (row["dram_read_bytes"] + row["dram_write_bytes"]) / (row["time_ms_median"] / 1e3) / 1e9
     parts = [f"DRAM {_pct(row['dram_throughput_pct'])} of its peak under the profiler ({dram_gbs:.0f} GB/s at the timed median)"]
     parts.append(
@@ -44,7 +45,7 @@ def family_line(row: pd.Series) -> str:
     )
     waits = {"memory (long scoreboard)": row["long_scoreboard_stall_pct"], "barriers": row["barrier_stall_pct"]}
     reason, share = max(waits.items(), key=lambda kv: -1 if pd.isna(kv[1]) else kv[1])
-    if family in COMPUTE_BOUND and pd.notna(row["gflops"]) and row["fp32_peak_gflops"]:
+    if pd.notna(row["gflops"]) and row["fp32_peak_gflops"]:  # a family that counts its FLOPs is compute-bound
         verdict = f"{row['gflops']:.0f} GFLOP/s, {row['gflops'] / row['fp32_peak_gflops']:.0%} of the FP32 peak: judged by arithmetic, not bandwidth"
     elif pd.notna(row["dram_throughput_pct"]) and row["dram_throughput_pct"] >= 60:
         verdict = "memory-bound: the time is the bytes over the DRAM bandwidth"
@@ -90,9 +91,9 @@ def changed_line(comparison: Comparison, index: int, profiles: pd.DataFrame) -> 
     return f"`{comparison.spec.key}`, {label}: {', '.join(facts)}, and {time:.2f}× the time of {ref_label}{tail}."
 
 
-def explanations(comparisons: list[Comparison], profiles: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """(one line per family's best profiled configuration, one per conclusion that changed here)."""
-    families = [family_line(row) for _, row in best_profiled(profiles).iterrows()]
+def explanations(comparisons: list[Comparison], profiles: pd.DataFrame) -> list[str]:
+    """One line per blog conclusion that changed here (each family's section
+    says what the counters show of its best profiled configuration: ``family_line``)."""
     changed = []
     for comparison in comparisons:
         for index, holds in enumerate(comparison.rows[ROW_COLUMNS[4]] if comparison.has_data else []):
@@ -100,4 +101,4 @@ def explanations(comparisons: list[Comparison], profiles: pd.DataFrame) -> tuple
                 line = changed_line(comparison, index, profiles)
                 if line:
                     changed.append(line)
-    return families, changed
+    return changed

@@ -100,10 +100,11 @@ def _matmul(rows: pd.DataFrame) -> pd.DataFrame:
 # ---- the figures -----------------------------------------------------------------------------
 
 BANDWIDTH_ROWS = dict(ys=("bandwidth_gbs",), peaks=("copy_gbs",))
+OVERVIEW = "overview"  # the figure of every blog table: the report shows it first, as the lessons' summary
 
 FIGURE_SPECS: tuple[FigureSpec, ...] = (
     FigureSpec(
-        "overview",
+        OVERVIEW,
         "The blogs' conclusions on this GPU",
         "Every blog conclusion the report tests, one row per table: the published speed-up of the table's headline row "
         "over its reference row (orange diamond, on the blog's GPU) beside ours (blue dot), on a log axis where 1× is no "
@@ -300,7 +301,7 @@ FIGURE_SPECS: tuple[FigureSpec, ...] = (
         "peak_fractions",
         "Best of each family against the peaks",
         "Each bandwidth-bound family's best configuration as a fraction of the measured copy peak and of the theoretical "
-        "peak (1 = the peak). Matrix multiply is compute-bound and left out (see its GFLOP/s figure).",
+        "peak (1 = the peak). Compute-bound families (their rows count GFLOP/s: matrix multiply) are left out; see their GFLOP/s.",
         data=peak_panels,
         columns=1,
         size=(8.5, 4.2),

@@ -39,7 +39,7 @@ def profile_content(
         why = "; ".join(notes) if notes else "this results folder has no profiles (no sweep sets `profile:`)"
         return {"available": False, "why": why, "notes": notes}
     tables = counter_tables(comparisons, profiles, published)
-    families, changed = explanations(comparisons, profiles)
+    changed = explanations(comparisons, profiles)
     files, roof_note = draw_roofline(profiles, peaks, gpu, out_dir)
     return {
         "available": True,
@@ -52,7 +52,6 @@ def profile_content(
         "tables": [
             {"key": t.key, "title": t.title, "table": t.table, "verdicts": t.verdicts, "profiled": t.profiled} for t in tables
         ],
-        "families": families,
         "changed": changed,
         "roofline": {"file": f"{STEM}.png", "path": files[0], "note": roof_note} if files else None,
         "roofline_note": roof_note,

@@ -17,9 +17,15 @@ from tuner.data.results import config_params
 
 STUDY_PREFIX = "study:"
 SWEEP_PREFIX = "sweep:"
-# Families whose work is arithmetic, not bytes: their best is the highest
-# GFLOP/s, and a share of a bandwidth peak says nothing about them.
-COMPUTE_BOUND = ("matmul",)
+
+
+def counts_flops(rows: pd.DataFrame) -> bool:
+    """Whether ``rows`` carry GFLOP/s: their family counts its floating-point
+    work (``Family.flops``, which the family contract keeps for compute-bound
+    families). Such a family is judged by GFLOP/s, and a share of a bandwidth
+    peak says nothing about it. Read from the rows, so a plug-in family that
+    this process has not loaded is judged as it was measured."""
+    return "gflops" in rows and bool(pd.to_numeric(rows["gflops"], errors="coerce").notna().any())
 
 
 def usable(dataset: pd.DataFrame) -> pd.DataFrame:
@@ -129,16 +135,18 @@ def nearest_problem(rows: pd.DataFrame, dtype: str | None, n: int | None) -> tup
 
 
 def config_text(row: pd.Series, skip: Iterable[str] = ("variant",)) -> str:
-    """The parameters of a row that are set, as ``block_size=256, unroll=4``."""
+    """The parameters of a row that are set, as ``block_size=256, unroll=4``:
+    every parameter of its configuration key, in the row's column order, then
+    those the row has no column for (a profile row keeps only the built-in
+    parameters' columns; the key holds them all)."""
     parts = []
     params = config_params(row.get("config_key"))
-    for column in row.index:
-        if column in skip or column not in params:
+    names = [c for c in row.index if c in params] + [p for p in params if p not in row.index]
+    for name in names:
+        value = row[name] if name in row.index else params[name]
+        if name in skip or value is None or (not isinstance(value, str) and pd.isna(value)):
             continue
-        value = row[column]
-        if value is None or (not isinstance(value, str) and pd.isna(value)):
-            continue
-        parts.append(f"{column}={value}")
+        parts.append(f"{name}={value}")
     return ", ".join(parts)
 
 
@@ -190,12 +198,13 @@ def peak_fractions(bandwidth_gbs: float, row: pd.Series | None, peaks: Mapping[s
 def best_per_family(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.DataFrame:
     """One row per family: its highest-bandwidth ok configuration (sweeps and
     studies alike), with the fractions of the copy and theoretical peaks; for a
-    compute-bound family the highest GFLOP/s, without peak fractions."""
+    compute-bound family (its rows count GFLOP/s) the highest GFLOP/s, without
+    peak fractions."""
     ok = usable(dataset)
     records = []
     for family in sorted(ok["family"].dropna().unique()):
         rows = ok[(ok["family"] == family).to_numpy(dtype=bool)]
-        compute_bound = family in COMPUTE_BOUND and pd.to_numeric(rows["gflops"]).notna().any()
+        compute_bound = counts_flops(rows)
         row = rows.loc[pd.to_numeric(rows["gflops"]).idxmax()] if compute_bound else best(rows)
         if row is None:
             continue
@@ -216,6 +225,7 @@ def best_per_family(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.DataF
                 "gflops": float(row["gflops"]) if pd.notna(row["gflops"]) else np.nan,
                 "fraction_of_copy_peak": copy_fraction,
                 "fraction_of_theoretical_peak": theoretical_fraction,
+                "compute_bound": compute_bound,
             }
         )
     return pd.DataFrame.from_records(
@@ -233,5 +243,6 @@ def best_per_family(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.DataF
             "gflops",
             "fraction_of_copy_peak",
             "fraction_of_theoretical_peak",
+            "compute_bound",
         ],
     )

@@ -15,7 +15,7 @@ import pandas as pd
 from tuner.report.comparisons import ROW_COLUMNS, Comparison, table_verdict
 from tuner.report.figure_kit import FigureContext, FigureSpec
 from tuner.report.panels import HLine, Panel
-from tuner.report.selection import COMPUTE_BOUND, best, peak_fractions, problem_label
+from tuner.report.selection import best, counts_flops, peak_fractions, problem_label
 from tuner.report.style import PEAK_STYLES
 
 FAMILY_ORDER = ("copy", "reduce", "vector_add", "offset", "layout", "matmul")
@@ -31,9 +31,11 @@ def _verdict(comparison: Comparison) -> tuple[bool | None, str]:
 
 
 def overview(ctx: FigureContext, spec: FigureSpec) -> tuple[list[Panel], str]:
-    """Per blog table, its headline row: published and our speed-up, and the verdict."""
+    """Per blog table with rows of ours, its headline row: published and our speed-up, and the verdict."""
     records = []
     for comparison in ctx.comparisons.values():
+        if not comparison.has_data:  # a lesson this dataset did not measure is left out, not drawn empty
+            continue
         label = comparison.spec.headline[0]
         rows = comparison.rows[comparison.rows[ROW_COLUMNS[0]] == label]
         if rows.empty:
@@ -50,7 +52,7 @@ def overview(ctx: FigureContext, spec: FigureSpec) -> tuple[list[Panel], str]:
             }
         )
     if not records:
-        return [], "no blog table to compare with"
+        return [], "no blog table has rows of ours to compare with"
     data = pd.DataFrame.from_records(records)
     panel = Panel(
         "dumbbell", "speed-up of each table's headline row over its reference row", data, xlabel="speed-up (×, log scale)"
@@ -60,8 +62,8 @@ def overview(ctx: FigureContext, spec: FigureSpec) -> tuple[list[Panel], str]:
 
 def family_bests(ctx: FigureContext) -> pd.DataFrame:
     """The best usable row of each bandwidth-bound family (sweeps and studies)."""
-    families = [f for f in ctx.ok["family"].dropna().unique() if f not in COMPUTE_BOUND]
-    bests = [best(ctx.ok[(ctx.ok["family"] == f).to_numpy(dtype=bool)]) for f in families]
+    rows = {f: ctx.ok[(ctx.ok["family"] == f).to_numpy(dtype=bool)] for f in ctx.ok["family"].dropna().unique()}
+    bests = [best(mine) for mine in rows.values() if not counts_flops(mine)]
     frame = pd.DataFrame([b for b in bests if b is not None])
     if frame.empty:
         return frame
@@ -78,7 +80,8 @@ def peak_panels(ctx: FigureContext, spec: FigureSpec) -> tuple[list[Panel], str]
         return [], "peaks.json has neither copy_gbs nor theoretical_gbs"
     records = []
     for _, row in bests.iterrows():
-        label = f"{row['family']}\n{row['variant']}\n" + problem_label(
+        variant = f"{row['variant']}\n" if pd.notna(row["variant"]) else ""  # a plug-in family may have none
+        label = f"{row['family']}\n{variant}" + problem_label(
             row["family"], row["dtype"], int(row["n"]), tex=True
         ).replace(", ", "\n")
         for series, value in zip(("of copy peak", "of theoretical peak"), peak_fractions(row["bandwidth_gbs"], row, ctx.peaks)):

@@ -1,0 +1,34 @@
+"""Which of the lessons a dataset can show.
+
+A lesson is a figure of ``FIGURE_SPECS`` or a blog table of ``BLOG_TABLES``
+about one of the built-in families. It is shown only where the dataset has ok
+rows of its family: a lesson whose family was not measured is left out of the
+report, not drawn or tabled empty, and one note names them all.
+"""
+
+from __future__ import annotations
+
+from tuner.report.comparisons import BLOG_TABLES, Comparison
+from tuner.report.figure_kit import FigureResult
+from tuner.report.figures import FIGURE_SPECS, OVERVIEW
+
+# The families the lessons are about, in the order the report draws them.
+LESSON_FAMILIES = tuple(dict.fromkeys([s.family for s in FIGURE_SPECS if s.family] + [t.family for t in BLOG_TABLES]))
+FIGURE_FAMILY = {spec.stem: spec.family for spec in FIGURE_SPECS}
+
+
+def lesson_scope(present: set[str], comparisons: list[Comparison], figures: list[FigureResult]) -> tuple[set[str], list[str]]:
+    """(the figures left out, the notes on lessons) for a dataset whose ok rows
+    cover the families ``present``. A lesson whose family has no ok rows is
+    left out, not drawn or tabled empty: one note names them all, and a
+    dataset with none of the lessons' families (a plug-in's own) gets none."""
+    absent = [f for f in LESSON_FAMILIES if f not in present]
+    shown = [c for c in comparisons if c.has_data]
+    left_out = {r.stem for r in figures if FIGURE_FAMILY.get(r.stem) in absent or (r.stem == OVERVIEW and not shown)}
+    notes = [f"table `{c.spec.key}`: no ok rows of family {c.spec.family} for its variants"
+             for c in comparisons if not c.has_data and c.spec.family in present]  # fmt: skip
+    if absent and len(absent) < len(LESSON_FAMILIES):
+        parts = [f"figure `{r.stem}`" for r in figures if r.stem in left_out]
+        parts += [f"blog table `{c.spec.key}`" for c in comparisons if c.spec.family in absent]
+        notes.insert(0, f"no ok rows for families: {', '.join(absent)}; their lessons are left out ({', '.join(parts)})")
+    return left_out, notes
