@@ -185,3 +185,21 @@ def test_best_json_carries_the_energy_optimal_configuration_beside_the_fastest()
     assert frugal["time_ms_median"] == pytest.approx(1000.0 / 2900.0)
     (without,) = best_entries(results.to_frame([row(256, 3000.0, None)]))
     assert without["energy_optimal"] is None
+
+
+def test_t4_output_carries_energy_as_a_second_objective():
+    from tuner.data.t4 import to_t4
+
+    def row(block, ms, joules):
+        cfg = {"variant": "shuffle", "block_size": block}
+        return {"status": "ok", "family": "reduce", "dtype": "int32", "n": 1024, **cfg, "config_key": results.config_key(cfg),
+                "time_ms_median": ms, "bandwidth_gbs": 4.096e-3 / ms, "energy_j": joules, "energy_j_err": None if joules is None else 0.01}  # fmt: skip
+
+    document = to_t4(results.to_frame([row(256, 1.0, 2.0), row(128, 1.1, None)]), ["variant", "block_size"])
+    assert document["metadata"]["tuner"]["objectives"]["energy"] == "min"
+    first, second = document["results"]
+    assert "energy" in first["objectives"]
+    assert {"name": "energy", "value": 2.0, "unit": "J"} in first["measurements"]
+    assert not any(m["name"].startswith("energy") for m in second["measurements"])  # not measured: absent, not zero
+    plain = to_t4(results.to_frame([row(256, 1.0, None)]), ["variant", "block_size"])
+    assert "energy" not in plain["metadata"]["tuner"]["objectives"]
