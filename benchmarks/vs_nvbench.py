@@ -155,7 +155,8 @@ def yardstick_works(bench) -> list[Work]:
             cub.cub_reduction(x, cub.CUPY_CUB_SUM, None, getattr(cupy, dtype), out, False)
 
         run()
-        assert float(out.get()) == n, f"CUB sum of {n} ones gave {out.get()}"
+        # float32 partial sums past 2^24 may round: within a part per million, not exact.
+        assert abs(float(out.get()) - n) <= 1e-6 * n, f"CUB sum of {n} ones gave {out.get()}"
         works.append(Work(f"yardstick: CUB sum {dtype} 2^28", run, n * 4, keep=(x, out)))
     return works
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
 from fixtures_report import DEVICE, FLOAT_NAN, PEAKS
+
 from tuner.data.results import config_key, to_frame
 
 FAMILY = "transpose_tiled"

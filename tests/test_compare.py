@@ -108,6 +108,20 @@ def test_rows_whose_keys_name_other_parameters_do_not_pair_and_the_summary_says_
     assert "  unpaired: copy: B's keys name finish (the other side's do not)" in lines
 
 
+def test_the_summary_says_whether_each_winner_of_b_lies_in_as_tie_set():
+    rng = np.random.default_rng(9)
+    base = {"bytes_moved": 1 << 22, "grid": "1,1,1", "block": "256,1,1", "run_id": "r"}
+
+    def run(medians: dict[int, float], n: int = 1 << 20) -> list[dict]:
+        return [timed_row(draw(rng, m, 0.001, 30), block=b, n=n) | base | {"bandwidth_gbs": 4.0 / m} for b, m in medians.items()]
+
+    a = pd.DataFrame(run({128: 1.0, 256: 1.0002, 512: 1.05}) + run({128: 1.0, 256: 1.05}, n=1 << 24))
+    b = pd.DataFrame(run({128: 1.0003, 256: 1.0, 512: 1.05}) + run({128: 1.05, 256: 1.0}, n=1 << 24))
+    first, second = compare.winners(a, b)[:2]
+    assert first == "winners: the same in 0 of 2 problems; B's winner lies in A's tie set in 1 of 2"
+    assert second.startswith("  not in copy float32 n=16777216: B's winner") and second.endswith("(A's tie set: 1)")
+
+
 def write_run(folder: Path, rows: list[dict]) -> Path:
     results.write_atomic(results.to_frame(rows), folder / "measurements.parquet")
     return folder
@@ -173,6 +187,7 @@ def test_the_readme_numbers_of_the_shipped_runs():
         "SAME": 12,
     }
     assert "reduce: A's keys name finish (the other side's do not)" in compare.key_differences(h100, h200)
+    assert compare.winners(h100, h200)[0] == "winners: the same in 10 of 20 problems; B's winner lies in A's tie set in 14 of 20"
     hard = (
         "nvidia-h100-80gb-hbm3/sweeps/reduce_hard_2e24.parquet",
         "nvidia-h100-80gb-hbm3/reduce_hard_2e24-study-run/sweep.parquet",

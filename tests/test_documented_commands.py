@@ -58,6 +58,13 @@ SKIPPED = {
     "pip install -e '.[cuda,postgresql,slurm]'": "installs from the package index (the slurm extra is the executor plugin)",
     "pip install 'cuda-bench[cu12]'": "installs from the package index (nvbench, for benchmarks/vs_nvbench.py on a GPU)",
     "python -m tuner.search.replay_study": "names the module; tests/test_postgres_study.py runs its worker and rows commands",
+    "python -m pytest -q": "the test suite itself (.ci/run runs it on a fresh clone)",
+    "python -m tuner compare A B": "A and B are placeholders; the README's forms run on the shipped results",
+    "snakemake --cores 1 --configfile examples/<name>/config.yaml": f"{GPU}: an example's pipeline (tests/test_examples.py runs "
+    "each on CPU)",
+    "python -m tuner check-family examples/<name>/<name>.py --gpu": f"{GPU}: verifies every module on the device",
+    "python -m tuner check-family examples/transpose/transpose.py": "compiles the example's 32 modules, half a minute of CI "
+    "on two cores; tests/test_kernel_spec.py runs check-family on a good family and on each kind of broken one",
     "python benchmarks/search.py": "50 seeds of every strategy on every shipped table, tens of minutes on a CPU "
     "(tests/test_search_bench.py runs it on a few seeds)",
     "python benchmarks/search.py --tables --hub ../shared/benchmark_hub/convolution_milo ../shared/benchmark_hub/dedispersion_milo "
@@ -75,7 +82,7 @@ def readme_commands(text: str) -> list[str]:
         lines += block.splitlines()
     lines += [line.strip() for line in text.splitlines() if line.startswith("    ") and not line.lstrip().startswith(("|", "-"))]
     lines += re.findall(r"`([^`\n]+)`", text)
-    return unique(line.strip() for line in lines if line.strip().startswith(PROGRAMS))
+    return unique(line.strip() for line in lines if line.strip().startswith(tuple(f"{p} " for p in PROGRAMS)))
 
 
 def help_commands() -> list[str]:
@@ -92,7 +99,8 @@ def unique(items) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-README_COMMANDS = readme_commands((ROOT / "README.md").read_text())
+DOCS = [ROOT / "README.md", ROOT / "examples" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+README_COMMANDS = readme_commands("\n".join(path.read_text() for path in DOCS))
 HELP_COMMANDS = help_commands()
 DOCUMENTED = unique(README_COMMANDS + HELP_COMMANDS)
 RUN = [c for c in DOCUMENTED if c not in SKIPPED]

@@ -126,7 +126,8 @@ def test_counters_of_a_plugin_family_name_each_parameter(plugin, tmp_path):
     profiles = to_profile_frame(top.assign(**counters))
     assert "block_rows" not in profiles  # the trap: the profile schema drops a plug-in's own columns
     markdown = build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path, profiles=(profiles, [])).markdown.read_text()
-    assert re.search(rf"^- \*\*{FAMILY}\*\* \(float32, n = 2\^26; tile=32, block_rows=8, pad=1\): DRAM 50 %", section(markdown), re.M)
+    line = rf"^- \*\*{FAMILY}\*\* \(float32, n = 2\^26; tile=32, block_rows=8, pad=1\): DRAM 50 %"
+    assert re.search(line, section(markdown), re.M)
     assert "## Why it is fast: hardware counters" in markdown and "Counters of the blog tables" not in markdown
 
 
@@ -137,3 +138,12 @@ def test_the_report_rebuilt_from_the_same_rows_is_the_same_bytes(plugin, report,
     assert files == sorted(p.name for p in tmp_path.iterdir())
     for name in files:
         assert (again.out_dir / name).read_bytes() == (report.out_dir / name).read_bytes(), name
+
+
+def test_parameter_values_keep_their_order():
+    """Numbers in numeric order (8 before 16, not as text); other values as the
+    sweep listed them, not alphabetically."""
+    from tuner.report.family_sections import ordered_values
+
+    assert ordered_values(pd.Series([64, 8, None, 16, 8], dtype="Int64")) == [8, 16, 64]
+    assert ordered_values(pd.Series(["none", "ldg", "stream", "ldg", None])) == ["none", "ldg", "stream"]

@@ -199,6 +199,32 @@ def key_differences(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     return lines
 
 
+def winners(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
+    """Is the answer stable across the two runs? Per problem in both, whether
+    B's winner lies in A's tie set (``tuner.data.ties``, as ``best.json``
+    gives them): a line of counts, then a line per problem where it does not."""
+    from tuner.data.export import best_entries
+    from tuner.data.results import to_frame
+
+    first, second = (
+        {(e["family"], e["dtype"], e["n"]): e for e in best_entries(to_frame(side, keep_unknown=True))} for side in (a, b)
+    )
+    common = sorted(first.keys() & second.keys())
+    if not common:
+        return []
+    same = sum(first[k]["config_key"] == second[k]["config_key"] for k in common)
+    outside = [k for k in common if second[k]["config_key"] not in {m["config_key"] for m in first[k]["tie_set"]}]
+    lines = [
+        f"winners: the same in {same} of {len(common)} problems; B's winner lies in A's tie set in {len(common) - len(outside)} "
+        f"of {len(common)}"
+    ]
+    for key in outside:
+        lines.append(
+            f"  not in {key[0]} {key[1]} n={key[2]}: B's winner {second[key]['config_key']} (A's tie set: {first[key]['tie_count']})"
+        )
+    return lines
+
+
 def summary_lines(table: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, *, names: tuple[str, str],
                   margin: float = MARGIN, threshold: float = THRESHOLD, top: int = 10) -> list[str]:  # fmt: skip
     """What ``tuner compare`` prints: the two sides, the verdict counts, the
@@ -215,6 +241,7 @@ def summary_lines(table: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, *, name
         + f"; B / A geometric mean {_geomean(table['ratio']):.4f}",
     ]
     lines += [f"  unpaired: {line}" for line in key_differences(ok_a, ok_b)]
+    lines += winners(a, b)
     clocks = table["clock_ratio"].dropna()
     if len(clocks):
         lines.append(f"SM clock B / A: median {clocks.median():.3f} (shown, not used in the verdicts)")

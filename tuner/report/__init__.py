@@ -15,8 +15,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from tuner.report.comparisons import BLOG_TABLES, Comparison, evaluate_all
 from tuner.report import family_sections
+from tuner.report.comparisons import BLOG_TABLES, Comparison, evaluate_all
 from tuner.report.document import build_content, write_documents
 from tuner.report.energy import energy_content
 from tuner.report.figure_kit import FigureContext, FigureResult

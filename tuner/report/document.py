@@ -34,7 +34,7 @@ from tuner.report.comparisons import (
 )
 from tuner.report.figure_kit import FigureResult
 from tuner.report.figures import OVERVIEW
-from tuner.report.lessons import LESSON_FAMILIES, lesson_scope
+from tuner.report.lessons import lesson_scope, scope_text
 from tuner.report.selection import config_text, problem_label, source_counts
 from tuner.report.studies import StudySummary
 
@@ -289,6 +289,13 @@ def intro(dataset: pd.DataFrame) -> str:
     )
 
 
+def headline_table(head: pd.DataFrame) -> pd.DataFrame:
+    """The headline row of each blog table (``comparisons.summary``), as the report shows it."""
+    rows = [(r["blog table"], r["claim"].split(" — ")[-1], r["blog number"], r["ours"], r["ratio"], r["holds"])
+            for _, r in head.iterrows()]  # fmt: skip
+    return frame(("blog table", "row", "blog number", "ours", "ratio", "holds"), rows)
+
+
 def compute_bound_text(bests: pd.DataFrame) -> str:
     """The sentence on the families judged by GFLOP/s ("" without any)."""
     names = [f"`{f}`" for f in bests["family"][bests["compute_bound"].astype(bool)]] if len(bests) else []
@@ -328,20 +335,12 @@ def build_content(
     return {
         "title": f"Kernel autotuning report — {device.get('name') or 'unknown GPU'}",
         "intro": intro(dataset),
-        "scope": "" if present & set(LESSON_FAMILIES) or not present else (
-            f"None of the lessons' families ({', '.join(LESSON_FAMILIES)}) has ok rows here, so the blogs' conclusions "
-            "are not tested: the report shows each family measured, its parameters read from its own rows."),  # fmt: skip
+        "scope": scope_text(present),
         "overview": next((f for f in items if f["stem"] == OVERVIEW and f["drawn"]), None),
         "figures": [f for f in items if f["stem"] != OVERVIEW and f["drawn"]],
         "tolerance": f"{TOLERANCE:.0%}",
         "margin": f"{MARGIN:.0%}",
-        "summary": None if not shown else frame(
-            ("blog table", "row", "blog number", "ours", "ratio", "holds"),
-            [
-                (r["blog table"], r["claim"].split(" — ")[-1], r["blog number"], r["ours"], r["ratio"], r["holds"])
-                for _, r in head.iterrows()
-            ],
-        ),
+        "summary": headline_table(head) if shown else None,
         "verdicts": frame(
             ("blog table", "conclusion", "holds on our data"), [(c.spec.key, c.spec.rule, table_verdict(c)) for c in shown]
         ),

@@ -19,7 +19,7 @@ from tuner.report.selection import config_text, counts_flops, problem_label
 def best_profiled(profiles: pd.DataFrame) -> pd.DataFrame:
     """Per family, its fastest profiled configuration (GFLOP/s for compute-bound families)."""
     rows = []
-    for family, group in profiles.groupby("family", sort=True):
+    for _, group in profiles.groupby("family", sort=True):
         score = group["gflops"] if counts_flops(group) else group["bandwidth_gbs"]
         if score.notna().any():
             rows.append(group.loc[score.idxmax()])

@@ -48,6 +48,12 @@ def rows_of(frame: pd.DataFrame, family: str) -> pd.DataFrame:
     return frame[(frame["family"] == family).fillna(False).to_numpy(dtype=bool)]
 
 
+def scored_rows(ok: pd.DataFrame, family: str) -> pd.DataFrame:
+    """The family's usable rows that carry the value it is judged by."""
+    rows = rows_of(ok, family)
+    return rows[pd.to_numeric(rows[metric_of(rows)]).notna().to_numpy(dtype=bool)]
+
+
 def metric_of(rows: pd.DataFrame) -> str:
     """The column a family is judged by: GFLOP/s where its rows count them, else GB/s."""
     return "gflops" if counts_flops(rows) else "bandwidth_gbs"
@@ -63,11 +69,13 @@ def _is_number(value: Any) -> bool:
 
 
 def ordered_values(values: pd.Series) -> list[Any]:
-    """The distinct values set in ``values``: numbers in numeric order, anything else as text."""
+    """The distinct values set in ``values``: numbers in numeric order, anything
+    else in the order the rows first hold them (a sweep's rows follow the order
+    its family and config list the values: ``none, ldg, stream``, not alphabetical)."""
     distinct = list(dict.fromkeys(v for v in values.dropna()))
     if all(_is_number(v) for v in distinct):
         return sorted(distinct, key=float)
-    return sorted(distinct, key=str)
+    return distinct
 
 
 def varying(rows: pd.DataFrame) -> list[str]:
@@ -78,9 +86,9 @@ def varying(rows: pd.DataFrame) -> list[str]:
 def best_at_each_value(rows: pd.DataFrame, param: str, metric: str) -> pd.DataFrame:
     """Per problem and value of ``param``: the row with the highest ``metric``
     (best over every other parameter), in value order then problem order."""
-    part = rows[rows[param].notna().to_numpy(dtype=bool) & pd.to_numeric(rows[metric]).notna().to_numpy(dtype=bool)]
+    part = rows[rows[param].notna().to_numpy(dtype=bool)]  # a parameter only some variants have
     top = part.sort_values(metric, ascending=False, kind="stable").drop_duplicates(["dtype", "n", param])
-    value_rank = {v: i for i, v in enumerate(ordered_values(top[param]))}
+    value_rank = {v: i for i, v in enumerate(ordered_values(part[param]))}
     problem_rank = {p: i for i, p in enumerate(problems(top))}
     order = sorted(range(len(top)), key=lambda i: (value_rank[top[param].iloc[i]],
                                                    problem_rank[(str(top["dtype"].iloc[i]), int(top["n"].iloc[i]))]))  # fmt: skip
@@ -127,7 +135,7 @@ def figure_spec(family: str, rows: pd.DataFrame, panels: int) -> FigureSpec:
 
 def family_figure(ctx: FigureContext, family: str) -> FigureResult:
     """Write ``family_<name>.png`` and ``.svg`` (no files when no parameter varies)."""
-    rows = rows_of(ctx.ok, family)
+    rows = scored_rows(ctx.ok, family)
     panels = parameter_panels(family, rows, ctx.peaks)
     spec = figure_spec(family, rows, len(panels))
     # The document's title (the image's alt text) without the figure's TeX.
@@ -204,7 +212,7 @@ def effects_table(family: str, rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 def summary_text(family: str, rows: pd.DataFrame, all_rows: pd.DataFrame) -> str:
     sweeps, studies, others = source_counts(all_rows)
     sources = f"{sweeps} sweep{'s' * (sweeps != 1)}, {studies} stud{'ies' if studies != 1 else 'y'}"
-    sources += f", {len(others)} other" if others else ""
+    sources += "".join(f", `{other}`" for other in others)
     names = ", ".join(f"`{p}`" for p in param_columns(rows)) or "none"
     count = len(problems(rows))
     judged = "GFLOP/s (its rows count floating-point work)" if metric_of(rows) == "gflops" else "GB/s"
@@ -243,7 +251,7 @@ def family_sections(
     """Per family with usable rows, what its section shows (see the module docstring)."""
     sections = []
     for family in present_families(ctx.ok):
-        rows = rows_of(ctx.ok, family)
+        rows = scored_rows(ctx.ok, family)
         effects, problem = effects_table(family, rows)
         figure = figures.get(family)
         sections.append({

@@ -32,3 +32,13 @@ def lesson_scope(present: set[str], comparisons: list[Comparison], figures: list
         parts += [f"blog table `{c.spec.key}`" for c in comparisons if c.spec.family in absent]
         notes.insert(0, f"no ok rows for families: {', '.join(absent)}; their lessons are left out ({', '.join(parts)})")
     return left_out, notes
+
+
+def scope_text(present: set[str]) -> str:
+    """What the report leaves out when the dataset has none of the lessons' families ("" otherwise)."""
+    if not present or present & set(LESSON_FAMILIES):
+        return ""
+    return (
+        f"None of the lessons' families ({', '.join(LESSON_FAMILIES)}) has ok rows here, so the blogs' conclusions "
+        "are not tested: the report shows each family measured, its parameters read from its own rows."
+    )

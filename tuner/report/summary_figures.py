@@ -81,9 +81,8 @@ def peak_panels(ctx: FigureContext, spec: FigureSpec) -> tuple[list[Panel], str]
     records = []
     for _, row in bests.iterrows():
         variant = f"{row['variant']}\n" if pd.notna(row["variant"]) else ""  # a plug-in family may have none
-        label = f"{row['family']}\n{variant}" + problem_label(
-            row["family"], row["dtype"], int(row["n"]), tex=True
-        ).replace(", ", "\n")
+        problem = problem_label(row["family"], row["dtype"], int(row["n"]), tex=True).replace(", ", "\n")
+        label = f"{row['family']}\n{variant}{problem}"
         for series, value in zip(("of copy peak", "of theoretical peak"), peak_fractions(row["bandwidth_gbs"], row, ctx.peaks)):
             records.append({"x": label, "series": series, "y": value})
     lines = [HLine(1.0, "peak = 1", "-", "#444444")]
