@@ -152,7 +152,7 @@ def _sweep(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path
     from tuner.search.sweep import run_sweep, store_dir
 
     return run_sweep(name, family, [problem], domains, store=store_dir(gpu_dir, name), open_problem=bench.problem,
-                     prepare=compile_ahead(bench.gpu.arch, bench.cache_dir, None))  # fmt: skip
+                     prepare=compile_ahead(bench.gpu.arch, bench.cache_dir, None), energy_best=bench.has_energy_counter)  # fmt: skip
 
 
 def _study(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path, name: str, budget: int, sampler: str,

@@ -140,11 +140,12 @@ def cmd_sweep(args) -> None:
         from tuner.measure.compile import compile_ahead
         from tuner.search.sweep import measure_sweep
 
-        bench, _ = harness.open_bench(settings, device_json, sweep.timing)
+        bench, _ = harness.open_bench(settings, device_json, sweep.timing, energy=sweep.energy == "all")
         harness.load_peaks(bench, gpu_dir / "peaks.json")
         with bench.phase("sweep (all)"):
             measure_sweep(args.name, family, sweep.problems(), sweep.domains(), store=store_dir(gpu_dir, args.name),
-                      open_problem=bench.problem, prepare=compile_ahead(bench.gpu.arch, bench.cache_dir, settings.run.compile_jobs))  # fmt: skip
+                      open_problem=bench.problem, prepare=compile_ahead(bench.gpu.arch, bench.cache_dir, settings.run.compile_jobs),
+                      energy_best=sweep.energy == "best" and bench.has_energy_counter)  # fmt: skip
         print(f"sweep {args.name} {bench.phase_summary()}", flush=True)
         return
     with importing("tuner.data.results"):

@@ -16,8 +16,9 @@ def device_json(args, settings: Settings) -> Path:
     return path
 
 
-def open_bench(settings: Settings, device_json: Path | None, timing, device_index: int | None = None):
-    """(the Bench on the run's GPU or ``device_index``, the device's facts)."""
+def open_bench(settings: Settings, device_json: Path | None, timing, device_index: int | None = None, energy: bool = False):
+    """(the Bench on the run's GPU or ``device_index``, the device's facts);
+    ``energy``: every verified row also gets its energy (tuner.measure.energy)."""
     from tuner.device.gpu import require_gpu
     from tuner.measure.bench import Bench, environment_columns
 
@@ -33,6 +34,10 @@ def open_bench(settings: Settings, device_json: Path | None, timing, device_inde
         gpu.arch = run.arch
     bench = Bench(gpu=gpu, environment=environment_columns(device, run.gpu), cache_dir=Path(run.results_dir) / ".cubin-cache",
                   timing=timing, seed=run.seed)  # fmt: skip
+    if energy:
+        from tuner.measure.energy import EnergyOptions
+
+        bench.energy = EnergyOptions()
     return bench, device
 
 

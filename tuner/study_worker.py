@@ -35,7 +35,7 @@ def measuring_side(stage_json: str, name: str, device_json: str, device_index: i
     settings = Settings.from_stage_json(stage_json)
     study = settings.study(name)
     try:
-        bench, _ = harness.open_bench(settings, Path(device_json), study.timing, device_index)
+        bench, _ = harness.open_bench(settings, Path(device_json), study.timing, device_index, energy=study.energy)
     except GpuUnavailable as error:  # the line and status the command gives without a GPU
         print(f"error: {error}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None

@@ -61,12 +61,25 @@ def best_entries(dataset: pd.DataFrame) -> list[dict]:
             "run_id": plain_value(best["run_id"]),
             "source": plain_value(best["source"]), "config_key": plain_value(best["config_key"]),
             "candidates": int(len(candidates[(family_name, dtype, n)][0])),
+            "energy_optimal": _energy_optimal(candidates[(family_name, dtype, n)][0], best, family),
             "tie_count": int(len(problem.ties)),
             "tie_set": [_member(row, family, problem.by) for _, row in problem.ties.iterrows()],
             "exported": {**_member(chosen, family, problem.by), "grid": _dims(chosen["grid"]),
                          "block": _dims(chosen["block"]), "rule": choice.rule},
         })  # fmt: skip
     return entries
+
+
+def _energy_optimal(rows: pd.DataFrame, fastest: pd.Series, family) -> dict | None:
+    """Of the rows whose energy was measured, the one with the fewest joules
+    per launch, beside the fastest's own energy (null where not measured);
+    None where no row has energy."""
+    if "energy_j" not in rows or rows["energy_j"].isna().all():
+        return None
+    frugal = rows.loc[rows["energy_j"].idxmin()]
+    return {"params": _params(frugal, family), "config_key": plain_value(frugal["config_key"]),
+            "energy_j": plain_value(frugal["energy_j"]), "energy_j_err": plain_value(frugal.get("energy_j_err")),
+            "time_ms_median": plain_value(frugal["time_ms_median"]), "fastest_energy_j": plain_value(fastest.get("energy_j"))}  # fmt: skip
 
 
 def _interval(row: pd.Series) -> list[float] | None:

@@ -30,6 +30,15 @@ Columns:
     bytes_moved, bandwidth_gbs   fewest bytes read + written; GB/s = bytes / median time / 1e9
     gflops                       for families that count floating-point work (else null)
     fraction_of_copy_peak, fraction_of_theoretical_peak
+    energy_j, energy_j_err       joules per launch from NVML's energy counter, launches back to back over windows
+                                 aligned to the counter's updates (tuner/measure/energy.py), and one standard error
+    energy_rel_spread            the windows' joules per launch: standard deviation / mean
+    energy_windows, energy_launches   windows and launches measured; energy_launch_ms: back-to-back ms per launch
+    energy_wall_s                seconds the energy measurement took (its cost per configuration)
+    power_w_energy               average watts over the windows (energy / seconds)
+    energy_j_per_byte, energy_j_per_flop   joules per byte of bytes_moved, per floating-point operation (else null)
+                                 (energy columns are null where energy was not measured: see the sweep's and
+                                 study's ``energy`` setting)
 """
 
 from __future__ import annotations
@@ -120,6 +129,16 @@ COLUMNS = {
     "gflops": "float64",
     "fraction_of_copy_peak": "float64",
     "fraction_of_theoretical_peak": "float64",
+    "energy_j": "float64",
+    "energy_j_err": "float64",
+    "energy_rel_spread": "float64",
+    "energy_windows": "Int64",
+    "energy_launches": "Int64",
+    "energy_launch_ms": "float64",
+    "energy_wall_s": "float64",
+    "power_w_energy": "float64",
+    "energy_j_per_byte": "float64",
+    "energy_j_per_flop": "float64",
 }
 
 

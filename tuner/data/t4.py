@@ -14,7 +14,8 @@ one problem maps onto it one row to one result:
   median, the name Kernel Tuner's tools read), and the rates, clocks and
   power; a failed row's ``time`` is Kernel Tuner's error marker for it;
 - ``objectives``: ``time`` and ``bandwidth_gbs`` (and ``gflops`` where the
-  family counts floating-point work), with their directions in
+  family counts floating-point work, ``energy`` in joules per launch where
+  rows have it), with their directions in
   ``metadata.tuner.objectives``;
 - ``metadata``: the time unit, the GPU and software versions, and what was
   computed (family, dtype, n, the rows' source, runs and commit).
@@ -71,8 +72,13 @@ MEASUREMENTS = {
     "mem_clock_mhz": ("mem_clock_mhz", "MHz"),
     "temperature_c": ("temperature_c", "C"),
     "power_w": ("power_w", "W"),
+    # Energy where it was measured (tuner/measure/energy.py): joules per launch, one standard error, watts, per byte
+    "energy": ("energy_j", "J"),
+    "energy_err": ("energy_j_err", "J"),
+    "power_energy": ("power_w_energy", "W"),
+    "energy_per_byte": ("energy_j_per_byte", "J/B"),
 }
-DIRECTIONS = {"time": "min", "bandwidth_gbs": "max", "gflops": "max"}
+DIRECTIONS = {"time": "min", "bandwidth_gbs": "max", "gflops": "max", "energy": "min"}
 # Per-row columns that describe the GPU and software (one value per file, in the metadata).
 ENVIRONMENT = ("gpu", "gpu_slug", "pci_bus_id", "compute_capability", "driver_version", "cuda_version")
 REQUIREMENTS = ("pycuda_version", "nvcc_version")
@@ -97,6 +103,8 @@ def to_t4(rows: pd.DataFrame, params: Iterable[str]) -> dict:
         raise ValueError(f"a T4 file holds one problem's rows, got {len(problems)}: {listed}")
     counts_flops = "gflops" in rows and rows["gflops"].notna().any()
     objectives = ["time", "bandwidth_gbs"] + (["gflops"] if counts_flops else [])
+    if "energy_j" in rows and rows["energy_j"].notna().any():  # the second objective of the time-energy trade-off
+        objectives.append("energy")
     results = [_result(record, params, objectives) for record in rows.to_dict("records")]
     first = rows.iloc[0]
     tuner = {

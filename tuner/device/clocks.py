@@ -25,6 +25,17 @@ class NvmlClocks:
     def max_mem_clock_mhz(self) -> float:
         return float(self.nvml.nvmlDeviceGetMaxClockInfo(self.handle, self.nvml.NVML_CLOCK_MEM))
 
+    def energy_mj(self) -> int | None:
+        """NVML's total-energy counter: millijoules since the driver was last
+        loaded (Volta and newer; no root needed). It advances only when the
+        board's power sensor updates (about every 100 ms on an H100), which is
+        why ``tuner.measure.energy`` aligns its windows to its changes. None
+        where the device or driver does not support it."""
+        try:
+            return int(self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle))
+        except self.nvml.NVMLError:
+            return None
+
     def snapshot(self) -> dict[str, float]:
         nvml = self.nvml
         return {

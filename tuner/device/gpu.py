@@ -214,6 +214,14 @@ class Gpu:
 
         return run
 
+    def marker(self):
+        """A CUDA event recorded in the launch stream now; returns the callable
+        that waits for it (the energy measurement keeps the GPU one batch ahead
+        of the host with these)."""
+        event = self.cuda.Event()
+        event.record()
+        return event.synchronize
+
     def profiled(self, run) -> None:
         """Run ``run`` (one enqueued launch) between cuProfilerStart and
         cuProfilerStop, so a profiler started with profiling off sees it alone."""

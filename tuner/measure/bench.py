@@ -21,6 +21,7 @@ import numpy as np
 from tuner.errors import FatalDeviceError
 from tuner.families.base import Config, Family, Problem, config_key
 from tuner.measure.compile import CompileError, compile_variant, nvcc_version
+from tuner.measure.energy import EnergyOptions, EnergyUnavailable, measure_energy
 from tuner.measure.stopwatch import Phases
 from tuner.measure.timing import ClockMonitor, NoClocks, TimingOptions, time_kernel
 
@@ -68,6 +69,9 @@ class Bench:
     # Compare outputs with the host reference on the device where the family
     # says where its output lies (tuner/measure/check.py); False: on the host.
     check_on_device: bool = True
+    # Energy (tuner/measure/energy.py) of every verified, timed row; None: none
+    # (``ProblemBench.measure_energy`` measures one configuration on request).
+    energy: EnergyOptions | None = None
 
     def __post_init__(self) -> None:
         # Seconds spent per phase of measuring (inputs, compile, load, verify,
@@ -131,6 +135,21 @@ class Bench:
         return time_kernel(run, timer=self._timer, options=options, restore=restore, flush=flush,
                            hold=self.hold_for(options.hold_us), synchronize=self.gpu.synchronize, clocks=self.clocks)  # fmt: skip
 
+    @property
+    def has_energy_counter(self) -> bool:
+        """NVML answers with a total-energy counter for this GPU."""
+        read = getattr(self.clocks, "energy_mj", None)
+        return read is not None and read() is not None
+
+    def joules(self, run, *, restore=None, options: EnergyOptions | None = None):
+        """``measure_energy`` of ``run`` with this bench's GPU and NVML counter
+        (raises ``EnergyUnavailable`` where there is none)."""
+        counter = getattr(self.clocks, "energy_mj", None)
+        if counter is None:
+            raise EnergyUnavailable("no NVML on this machine")
+        return measure_energy(run, synchronize=self.gpu.synchronize, counter=counter, options=options or self.energy or EnergyOptions(),
+                              marker=getattr(self.gpu, "marker", None), restore=restore)  # fmt: skip
+
     def problem(self, family: Family, problem: Problem) -> "ProblemBench":
         return ProblemBench(self, family, problem)
 
@@ -179,11 +198,14 @@ class ProblemBench:
             row[name] = cfg[name]
         return row
 
-    def measure(self, cfg: Config, source: str, *, flush_l2: bool | None = None, timed: bool = True, profile=None) -> dict:
+    def measure(self, cfg: Config, source: str, *, flush_l2: bool | None = None, timed: bool = True, profile=None,
+                energy: bool | None = None) -> dict:  # fmt: skip
         """One results row for ``cfg``; never raises for a bad configuration.
         With ``timed=False`` it stops after verification (status ok, no times);
         with ``profile`` (``profile(run)``), one more untimed launch on restored
-        inputs follows verification, handed to the profiler, and no timing."""
+        inputs follows verification, handed to the profiler, and no timing.
+        ``energy`` (default: whether the bench measures energy) adds the energy
+        columns after timing (null where the GPU has no energy counter)."""
         bench, family, problem = self.bench, self.family, self.problem
         row = self.base_row(cfg, source)
         reasons = family.violations(cfg, problem)
@@ -240,7 +262,41 @@ class ProblemBench:
             "gflops": flops / seconds / 1e9 if flops else None,
         }
         row |= peak_fractions(bandwidth, bench.peaks)
+        if energy if energy is not None else bench.energy is not None:
+            try:
+                row |= self._energy_columns(cfg, launch)
+            except Exception as error:
+                failed = row | {"status": "launch_error", "error": f"while measuring energy: {type(error).__name__}: {error}"}
+                self._check_context(error, failed)
+                return failed
         return row
+
+    def _energy_columns(self, cfg: Config, launch) -> dict:
+        """The energy columns of ``launch`` (none where there is no counter)."""
+        try:
+            with self.bench.phase("energy"):
+                result = self.bench.joules(launch.run, restore=launch.restore)
+        except EnergyUnavailable:
+            return {}
+        return result.as_row(self.family.bytes_moved(cfg, self.problem), self.family.flops(cfg, self.problem) or None)
+
+    def measure_energy(self, cfg: Config) -> dict:
+        """The energy columns of ``cfg``, measured alone (a configuration a
+        sweep verified and timed already: its module is in the cache); empty
+        where the GPU has no energy counter."""
+        return self._energy_columns(cfg, self.launch(cfg))
+
+    def launch(self, cfg: Config):
+        """``cfg`` compiled (from the cache where it was before), loaded and
+        bound to this problem's buffers, inputs restored: a ``Launch`` ready
+        to run (no verification: for configurations verified already)."""
+        bench, family, problem = self.bench, self.family, self.problem
+        compiled = compile_variant(family, cfg, problem, arch=bench.gpu.arch, cache_dir=bench.cache_dir)
+        function = bench.gpu.function(compiled.cubin, compiled.kernel, family.arg_types)
+        launch = family.bind(cfg, problem, self.buffers, function, bench.gpu)
+        if launch.restore:
+            launch.restore()
+        return launch
 
     def _check_context(self, error: Exception, failed: dict) -> None:
         """A launch that failed may have poisoned the context (an illegal

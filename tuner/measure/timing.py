@@ -72,6 +72,10 @@ class NoClocks:
     def snapshot(self) -> dict[str, float]:
         return {}
 
+    def energy_mj(self) -> int | None:
+        """No energy counter: rows carry no energy columns."""
+        return None
+
 
 @dataclass
 class TimingResult:

@@ -18,6 +18,7 @@ import pandas as pd
 from tuner.report import family_sections
 from tuner.report.comparisons import BLOG_TABLES, Comparison, evaluate_all
 from tuner.report.document import build_content, write_documents
+from tuner.report.energy import energy_content
 from tuner.report.figure_kit import FigureContext, FigureResult
 from tuner.report.figures import EXPECTED_FIGURES, FIGURE_SPECS, drawing, figure_pool
 from tuner.report.profile_section import profile_content
@@ -177,6 +178,7 @@ def build_report(
     if counters is not None:
         content["profile"] = counters
     content["ties"] = ties_section(dataset)  # its own module and templates: tuner/report/ties.py
+    content["energy"] = energy_content(dataset, gpu=ctx.device.get("name") or "unknown GPU", out_dir=out_dir)
     documents = write_documents(content, out_dir)
     return ReportOutputs(
         out_dir=out_dir,

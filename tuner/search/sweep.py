@@ -209,6 +209,7 @@ def measure_sweep(
     open_problem: Callable[[Family, Problem], object],
     log: Callable[[str], None] = print,
     prepare: Callable[[Family, Problem, list[dict]], None] | None = None,
+    energy_best: bool = False,
 ) -> None:
     """Measure every feasible configuration not yet in ``store``.
 
@@ -217,6 +218,11 @@ def measure_sweep(
     parallel) sees each problem's configurations still to measure. A
     ``FatalDeviceError`` from ``measure`` stores the faulting configuration's
     row, then propagates: the process must end (see ``tuner.errors``).
+
+    ``energy_best``: then each problem's fastest verified configuration gets
+    its energy (the session's ``measure_energy(cfg) -> columns``, about 0.7 s),
+    stored as its row again with the energy columns (the store's latest row
+    of a configuration is its row); a rerun measures only what is missing.
     """
     rows = RowStore(store, log)
     done = rows.identities()
@@ -228,6 +234,10 @@ def measure_sweep(
         todo = [c for c, k in zip(configs, keys) if k not in done]
         log(f"{source} {problem.key}: {len(configs)} feasible configurations, {len(configs) - len(todo)} already measured")
         if not todo:
+            if energy_best and (best := fastest_without_energy(rows, problem, {k[3] for k in keys})) is not None:
+                session = open_problem(family, problem)
+                _store_energy(session, rows, family, problem, best, source, log)
+                del session
             continue
         if prepare is not None:
             prepare(family, problem, todo)
@@ -244,7 +254,42 @@ def measure_sweep(
                 progress.update()
                 if row["status"] != "ok":
                     progress.message(f"  {row['status']}: {row['config_key']}: {str(row.get('error'))[:200]}", log)
+        if energy_best and (best := fastest_without_energy(rows, problem, {k[3] for k in keys})) is not None:
+            _store_energy(session, rows, family, problem, best, source, log)
         del session  # frees the problem's device buffers before the next problem
+
+
+def fastest_without_energy(rows: RowStore, problem: Problem, keys: set[str]) -> dict | None:
+    """The fastest verified row of ``problem`` among the configurations
+    ``keys`` (by GFLOP/s where its family counts work, else GB/s, as
+    ``best.json`` ranks them), if it has no energy yet; else None."""
+    latest = {}
+    for row in rows._jsonl_rows():  # plain rows: the measuring process never imports pandas
+        same_problem = (row.get("family"), row.get("dtype"), row.get("n")) == (problem.family, problem.dtype, problem.n)
+        if same_problem and row.get("config_key") in keys:
+            latest[row["config_key"]] = row
+    ok = [r for r in latest.values() if r.get("status") == "ok" and r.get("bandwidth_gbs") is not None]
+    if not ok:
+        return None
+    by = "gflops" if any(r.get("gflops") is not None for r in ok) else "bandwidth_gbs"
+    best = max(ok, key=lambda r: r.get(by) or 0.0)
+    return None if best.get("energy_j") is not None else best
+
+
+def _store_energy(session, rows: RowStore, family: Family, problem: Problem, best: dict, source: str, log) -> None:
+    cfg = {name: best[name] for name in family.param_names}
+    try:
+        columns = session.measure_energy(cfg)
+    except Exception as error:  # a configuration that verified and was timed: not worth stopping the sweep for
+        log(f"warning: {source} {problem.key}: the energy of the fastest configuration failed: {type(error).__name__}: {error}")
+        return
+    if not columns:
+        return  # no energy counter on this GPU
+    rows.append({**best, **columns})
+    log(
+        f"{source} {problem.key}: the fastest {best['config_key']} takes {columns['energy_j']:.4g} J per launch "
+        f"(± {columns['energy_j_err']:.2g}, {columns['power_w_energy']:.0f} W; measured in {columns['energy_wall_s']:.2f} s)"
+    )
 
 
 def sweep_rows(

@@ -89,6 +89,9 @@ class SweepSettings:
     # None; "all"; "report": the configurations the report's blog comparisons show,
     # and each problem's fastest; or N: the N fastest configurations per problem
     profile: str | int | None = None
+    # Energy (tuner/measure/energy.py): "all" verified configurations, the
+    # "best" (fastest) of each problem after the sweep, or "off"
+    energy: str = "best"
 
     def problems(self) -> list[Problem]:
         return [Problem(self.family, dtype, n) for dtype in self.dtypes for n in self.sizes]
@@ -98,12 +101,12 @@ class SweepSettings:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "family": self.family, "dtypes": list(self.dtypes), "sizes": list(self.sizes),
-                "params": self.domains(), "timing": asdict(self.timing)}  # fmt: skip
+                "params": self.domains(), "timing": asdict(self.timing), "energy": self.energy}  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "SweepSettings":
         return cls(data["name"], data["family"], tuple(data["dtypes"]), tuple(data["sizes"]),
-                   _frozen_params(data["params"]), TimingOptions(**data["timing"]))  # fmt: skip
+                   _frozen_params(data["params"]), TimingOptions(**data["timing"]), energy=data.get("energy", "best"))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,7 @@ class StudySettings:
     space_size: int = 0
     warm_start: str | None = None  # results whose best configurations are enqueued first (tuner.search.warm)
     compile_ahead: bool = True  # compile the space's modules in background threads while the GPU measures
+    energy: bool = False  # every trial's row also gets its energy (tuner/measure/energy.py): about 0.7 s a trial
 
     @property
     def problem(self) -> Problem:

@@ -305,6 +305,11 @@ def _check_feasible_point(family, problem: Problem, point: dict, space: list[dic
                           f" got {point}, whose every completion is infeasible")  # fmt: skip
 
 
+# A sweep's ``energy``: true, every verified configuration; best (the default),
+# each problem's fastest, after the sweep; false, none.
+SWEEP_ENERGY = {True: "all", "best": "best", False: "off"}
+
+
 def _sweep(name: str, section: Mapping, config: Mapping, memory: int | None) -> SweepSettings:
     where = f"sweeps.{name}"
     family = _family(section["family"], f"{where}.family")
@@ -316,7 +321,8 @@ def _sweep(name: str, section: Mapping, config: Mapping, memory: int | None) -> 
     _check_params(family, params, f"{where}.params")
     profile = section.get("profile")
     sweep = SweepSettings(name, family.name, tuple(section["dtypes"]), tuple(section["sizes"]), _frozen_params(params),
-                          _merged_timing(config, section, where), profile if profile in (None, "all", "report") else profile["top"])  # fmt: skip
+                          _merged_timing(config, section, where), profile if profile in (None, "all", "report") else profile["top"],
+                          energy=SWEEP_ENERGY[section.get("energy", "best")])  # fmt: skip
     if not any(family.space(p, sweep.domains()) for p in sweep.problems()):
         raise ConfigError(f"{where}.params: the grid must hold at least one feasible configuration, got none")
     return sweep
@@ -368,4 +374,5 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
                          budget_trials=budget, timeout_s=section.get("timeout_s"), storage=storage,
                          params=_frozen_params(params), enqueue=tuple(MappingProxyType(dict(e)) for e in section.get("enqueue", [])),
                          compare_with_sweep=section.get("compare_with_sweep"), timing=_merged_timing(config, section, where),
-                         space_size=space_size or 0, warm_start=warm, compile_ahead=section.get("compile_ahead", True))  # fmt: skip
+                         space_size=space_size or 0, warm_start=warm, compile_ahead=section.get("compile_ahead", True),
+                         energy=section.get("energy", False))  # fmt: skip

@@ -1,0 +1,79 @@
+"""The time-energy front of measured rows and its knee, for the search
+(``tuner.search.pareto``) and the report (``tuner.report.energy``) alike.
+
+The front: the rows no other row beats in both median time and joules per
+launch. Its knee: the point farthest inside the straight line from the
+fastest point to the most frugal, in the front's own normalised units; there
+the ratio of energy saved to time lost (both relative to the fastest) says
+whether the trade-off is worth it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+TIME, ENERGY = "time_ms_median", "energy_j"  # the row columns of the two objectives
+
+
+def pareto_mask(times: Sequence[float], energies: Sequence[float]) -> np.ndarray:
+    """True where no other point is at least as good in both and better in
+    one (both minimised); points with a missing value are never on it."""
+    t, e = np.asarray(times, dtype=float), np.asarray(energies, dtype=float)
+    valid = np.isfinite(t) & np.isfinite(e)
+    mask = np.zeros(t.size, dtype=bool)
+    for i in np.flatnonzero(valid):
+        others = valid & (t <= t[i]) & (e <= e[i]) & ((t < t[i]) | (e < e[i]))
+        mask[i] = not others.any()
+    return mask
+
+
+@dataclass(frozen=True)
+class Knee:
+    """The front's fastest, most frugal and knee points (rows), and at the
+    knee, energy saved and time lost as fractions of the fastest's."""
+
+    fastest: Mapping
+    frugal: Mapping
+    knee: Mapping
+    energy_saved: float
+    time_lost: float
+    points: int  # on the front
+
+    @property
+    def ratio(self) -> float | None:
+        """Energy saved per time lost at the knee (None: no trade-off, the
+        fastest is also the most frugal)."""
+        return self.energy_saved / self.time_lost if self.time_lost > 0 else None
+
+    def sentence(self) -> str:
+        if self.points == 1:
+            return "no trade-off: the fastest configuration is also the most frugal"
+        ratio = f"{self.ratio:.2f}" if self.ratio is not None else "n/a"
+        return (f"{self.points} configurations on the front; at its knee {self.energy_saved:.1%} less energy "
+                f"for {self.time_lost:.1%} more time (ratio {ratio}); the most frugal saves "
+                f"{1 - self.frugal[ENERGY] / self.fastest[ENERGY]:.1%} for {self.frugal[TIME] / self.fastest[TIME] - 1:.1%}")  # fmt: skip
+
+
+def knee(rows: pd.DataFrame, time: str = TIME, energy: str = ENERGY) -> Knee | None:
+    """The knee of the Pareto front of ``rows`` (None: no row has both)."""
+    rows = rows[rows[time].notna() & rows[energy].notna()]
+    if rows.empty:
+        return None
+    front = rows[pareto_mask(rows[time].to_numpy(float), rows[energy].to_numpy(float))].sort_values([time, energy])
+    fastest, frugal = front.iloc[0], front.iloc[-1]
+    if len(front) == 1:
+        chosen = fastest
+    else:
+        # Normalised so that fastest -> (0, 1) and most frugal -> (1, 0); the knee
+        # lies farthest below the line between them (t + e = 1).
+        t = (front[time] - fastest[time]) / (frugal[time] - fastest[time])
+        e = (front[energy] - frugal[energy]) / (fastest[energy] - frugal[energy])
+        inside = 1 - t - e
+        chosen = front.loc[inside.idxmax()] if len(front) > 2 and inside.max() > 0 else frugal
+    return Knee(fastest=fastest.to_dict(), frugal=frugal.to_dict(), knee=chosen.to_dict(),
+                energy_saved=float(1 - chosen[energy] / fastest[energy]), time_lost=float(chosen[time] / fastest[time] - 1),
+                points=len(front))  # fmt: skip

@@ -1,0 +1,135 @@
+"""The report's energy section: per problem, median time against joules per
+launch of every configuration whose energy was measured, the Pareto front
+marked and its knee named, and a table saying whether the trade-off is real:
+energy saved for time lost at the knee, and whether the fastest and the most
+frugal differ by more than their uncertainties. Rows come from the dataset
+(``energy_j`` and friends: ``tuner.measure.energy``); without any, the section
+says why there are none.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from tuner.data.front import ENERGY, TIME, knee, pareto_mask
+from tuner.report.style import styled, write
+
+STEM = "energy_front"
+MAX_PANELS = 12
+
+
+def _problems(dataset: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame]]:
+    if ENERGY not in dataset:
+        return []
+    rows = dataset[(dataset["status"] == "ok") & dataset[ENERGY].notna() & dataset[TIME].notna()]
+    if "source" in rows:
+        rows = rows[rows["source"] != "peaks"]
+    # A configuration measured by several sources keeps its latest row.
+    rows = rows.sort_values("timestamp") if "timestamp" in rows else rows
+    rows = rows.drop_duplicates(["family", "dtype", "n", "config_key"], keep="last")
+    return [(key, group) for key, group in rows.groupby(["family", "dtype", "n"], sort=True)]
+
+
+def _uncertain(frugal: float, frugal_err: float, fastest: float, fastest_err: float) -> bool:
+    """The two energies differ by less than twice their combined standard error."""
+    err = math.hypot(frugal_err if np.isfinite(frugal_err) else 0.0, fastest_err if np.isfinite(fastest_err) else 0.0)
+    return abs(fastest - frugal) <= 2 * err
+
+
+def energy_table(dataset: pd.DataFrame) -> pd.DataFrame | None:
+    """One line per problem with energy: its fastest's joules per launch (±
+    one standard error), power and joules per byte, the front's size, and the
+    knee's trade-off."""
+    lines = []
+    for (family, dtype, n), rows in _problems(dataset):
+        found = knee(rows)
+        fastest, frugal = found.fastest, found.frugal
+        per_byte = fastest.get("energy_j_per_byte")
+        if found.points == 1:
+            trade = "none: the fastest is also the most frugal"
+        elif _uncertain(frugal[ENERGY], frugal.get("energy_j_err", np.nan), fastest[ENERGY], fastest.get("energy_j_err", np.nan)):
+            trade = f"within the uncertainty: the most frugal saves {1 - frugal[ENERGY] / fastest[ENERGY]:.1%}"
+        else:
+            trade = (
+                f"{found.energy_saved:.1%} less energy for {found.time_lost:.1%} more time (ratio {found.ratio:.2f})"
+                if found.ratio is not None
+                else "n/a"
+            )
+        lines.append(
+            {
+                "problem": f"{family} {dtype} n={n}",
+                "with energy": len(rows),
+                "fastest: mJ per launch": f"{fastest[ENERGY] * 1e3:.4g} ± {fastest.get('energy_j_err', float('nan')) * 1e3:.2g}",
+                "W": f"{fastest.get('power_w_energy', float('nan')):.0f}",
+                "pJ per byte": f"{per_byte * 1e12:.1f}" if per_byte is not None and np.isfinite(per_byte) else "—",
+                "on the front": found.points,
+                "at the knee": trade,
+            }
+        )
+    return pd.DataFrame(lines) if lines else None
+
+
+def draw_energy(dataset: pd.DataFrame, gpu: str, out_dir: Path) -> tuple[list[Path], str]:
+    """``energy_front.png``/``.svg``: a panel per problem with at least two
+    configurations with energy; returns (files, a note on what is left out)."""
+    problems = [(key, rows) for key, rows in _problems(dataset) if len(rows) >= 2]
+    if not problems:
+        return [], "no problem has two configurations with energy (a sweep with `energy: true` draws one)"
+    left_out = len(problems) - MAX_PANELS
+    problems = problems[:MAX_PANELS]
+    columns = min(3, len(problems))
+    panel_rows = math.ceil(len(problems) / columns)
+    with styled():
+        fig = Figure(figsize=(max(4.6 * columns, 7.5), 3.6 * panel_rows + 0.8), layout="constrained")
+        axes = np.atleast_1d(fig.subplots(panel_rows, columns, squeeze=False)).ravel()
+        for ax in axes[len(problems) :]:
+            ax.set_visible(False)
+        for ax, ((family, dtype, n), rows) in zip(axes, problems):
+            t, e = rows[TIME].to_numpy(float), rows[ENERGY].to_numpy(float) * 1e3
+            err = rows["energy_j_err"].to_numpy(float) * 1e3 if "energy_j_err" in rows else None
+            on = pareto_mask(t, e)
+            ax.errorbar(
+                t[~on], e[~on], yerr=None if err is None else err[~on], fmt="o", ms=3, color="0.6", lw=0.6, label="measured"
+            )
+            order = np.argsort(t[on])
+            ax.errorbar(t[on][order], e[on][order], yerr=None if err is None else err[on][order], fmt="-o", ms=4, color="C3",
+                        lw=1.2, label="Pareto front")  # fmt: skip
+            found = knee(rows)
+            if found.points > 2:
+                ax.scatter([found.knee[TIME]], [found.knee[ENERGY] * 1e3], s=120, facecolors="none", edgecolors="black", zorder=4,
+                           label=f"knee: −{found.energy_saved:.1%} energy, +{found.time_lost:.1%} time")  # fmt: skip
+            ax.set_title(f"{family} {dtype} n={n}", fontsize=10)
+            ax.set_xlabel("median time (ms)")
+            ax.set_ylabel("mJ per launch (± 1 s.e.)")
+            ax.legend(fontsize=7)
+        fig.suptitle(f"Time against energy — {gpu}", fontweight="bold")
+        files = write(fig, out_dir, STEM)
+    note = f"{left_out} more problems with energy are in the table only" if left_out > 0 else ""
+    return files, note
+
+
+def energy_content(dataset: pd.DataFrame, *, gpu: str, out_dir: Path) -> dict[str, Any]:
+    """What the templates' energy section shows (``energy`` in the content)."""
+    table = energy_table(dataset)
+    if table is None:
+        return {"available": False, "why": "no verified row has energy (sweeps measure their fastest by default on GPUs "
+                                           "with NVML's energy counter; `energy: true` measures every configuration)"}  # fmt: skip
+    files, note = draw_energy(dataset, gpu, Path(out_dir))
+    return {
+        "available": True,
+        "intro": (
+            "Joules per launch from NVML's total-energy counter: the configuration launched back to back over windows aligned "
+            "to the counter's updates (about 100 ms apart), energy over launches, ± one standard error from the windows' spread "
+            "and the launches counted at each boundary; clocks and power limits as the GPU had them. Launches back to back run "
+            "with a warm L2, unlike the timed samples."
+        ),
+        "table": table,
+        "figure": {"file": f"{STEM}.png", "path": files[0], "note": note} if files else None,
+        "figure_note": note,
+    }
