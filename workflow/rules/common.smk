@@ -33,7 +33,9 @@ def check_yaml_or_exit(path):
 def _family_paths_base():
     """The folder of the config file that names family_paths (the last one
     given that does), so a config's plug-ins are found wherever snakemake runs."""
-    files = list(workflow.overwrite_configfiles) or [str(Path(workflow.basedir) / "config.yaml")]
+    files = list(workflow.overwrite_configfiles) or [
+        str(Path(workflow.basedir) / "config.yaml")
+    ]
     for path in reversed(files):
         if "family_paths" in (tuner_settings.read_yaml(path) or {}):
             return Path(path).resolve().parent
