@@ -1,4 +1,4 @@
-"""Energy beside time on this GPU (issue 29), at the GPU's own clocks and power
+"""Energy beside time on this GPU, at the GPU's own clocks and power
 limits (nothing is set). Prints, and with --out writes as JSON:
 
 (a) repeatability: one configuration's joules per launch measured --repeats

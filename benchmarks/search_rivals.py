@@ -28,7 +28,7 @@ from tuner.search.study import run_study
 from tuner.search.tables import SpaceTable, table_family, table_key, table_problem
 from tuner.search.tables import table_measure as space_measure
 
-# Kernel Tuner's names of the rivals the issue names (hybrid_vndx where the
+# Kernel Tuner's names of the rival strategies compared (hybrid_vndx where the
 # installed version has it); each gets max_fevals = the budget.
 KT_STRATEGIES = ("hybrid_vndx", "adaptive_tabu_greywolf", "basinhopping", "minimize", "genetic_algorithm", "dual_annealing",
                  "diff_evo", "greedy_ils")  # fmt: skip
