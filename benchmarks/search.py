@@ -19,11 +19,26 @@ it is significantly behind.
 Warm start rows: the default search seeded from another GPU's table of the
 same space (its best configurations first, the rest as the model's prior).
 
+The community's brute-forced spaces (``--hub``: Kernel Tuner cache files or
+T4 files, with the T1 file beside them for their restrictions; e.g. the
+benchmark hub of the Auto-Tuning Association, AutoTuningAssociation/
+benchmark_hub, MIT licence, DOI 10.5281/zenodo.15364124) replay the same way
+(``tuner.search.tables``): a configuration absent from the table is
+infeasible and costs nothing; a failed one costs an evaluation and scores 0.
+There ``score_m`` is the methodology's own score (the ``autotuning-methodology``
+package: its calculated random-search baseline and standardisation, over
+function evaluations 1..budget, of the median best time over seeds), and an
+aggregate table gives each strategy's mean over the tables per budget.
+
     pip install -e '.[bench]'
     python benchmarks/search.py                       # every shipped table, 50 seeds
     python benchmarks/search.py --seeds 5 --tables reduce_space_offset11 --out /tmp/b
+    python benchmarks/search.py --tables --hub ../shared/benchmark_hub/convolution_milo \
+        ../shared/benchmark_hub/dedispersion_milo --seeds 10 --jobs 1 --fixed 50 100 200 --orders ascending \
+        --out benchmarks/results --name search-hub      # the community's spaces only
 
-Writes ``search-benchmark.txt`` and ``search-benchmark.json`` under ``--out``.
+Writes ``NAME.txt`` (the command, its wall time and the tables) and ``NAME.json`` under
+``--out`` (``--name``, default ``search-benchmark``).
 """
 
 from __future__ import annotations
@@ -35,6 +50,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -45,19 +61,23 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+import numpy as np  # noqa: E402
+from scipy.special import gammaln  # noqa: E402
 from scipy.stats import fisher_exact  # noqa: E402
 from search_rivals import KT_STRATEGIES, ORDERS, Case, kt_cache, run_kt, run_ours, run_random  # noqa: E402
 
 from tuner.data.results import read, write_json_atomic, write_text_atomic  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import Problem  # noqa: E402
+from tuner.search.tables import load_table  # noqa: E402
 from tuner.search.warm import warm_start  # noqa: E402
 
-FRACTIONS = (0.025, 0.05, 0.10)
+FRACTIONS = [0.025, 0.05, 0.10]  # of each space (main's --fractions may change them)
 SEEDS = 50
 OURS = ("ordinal", "tpe")  # the default search, and the one it replaces
 WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
-TPE_MAX_SPACE = 2000  # larger tables replay without tpe
+TPE_MAX_SPACE = 2000  # on larger tables tpe runs to at most TPE_MAX_TRIALS
+TPE_MAX_TRIALS = 300  # multivariate TPE slows with every trial: 1113 trials of an 11,130 space take a minute a run
 # Kernel Tuner strategies whose course depends on max_fevals (a cooling schedule,
 # scipy's maxfun): one run per budget. The others only stop there.
 KT_BUDGET_AWARE = {"hybrid_vndx", "dual_annealing"}
@@ -81,7 +101,35 @@ TABLES = {
 }
 
 
+# Community tables of this run: label -> file (set by main, passed to worker processes).
+HUB: dict[str, str] = {}
+FIXED: list[int] = []  # budgets in evaluations, beside FRACTIONS of each space
+
+
+def hub_files(paths: list[str]) -> dict[str, str]:
+    """label -> file of the community tables in ``paths`` (files, or folders of
+    them): Kernel Tuner caches and T4 files, not T1 files, and not a GPU's T4
+    file where its cache is beside it (the same space twice)."""
+    found = {}
+    for given in paths:
+        path = Path(given)
+        files = sorted(path.glob("*.json*")) if path.is_dir() else [path]
+        stems = {f.name.split(".")[0] for f in files}
+        for f in files:
+            stem = f.name.split(".")[0]
+            if stem == "T1" or (stem.endswith("_T4") and stem.removesuffix("_T4") in stems):
+                continue
+            found[f"{f.parent.name}/{stem}"] = str(f)
+    return found
+
+
+def budgets_of(case: Case) -> list[int]:
+    return sorted({case.budget(f) for f in FRACTIONS} | {b for b in FIXED if b <= case.size})
+
+
 def load_case(name: str) -> Case:
+    if name in HUB:
+        return Case.from_space_table(load_table(HUB[name], name=name))
     path, source, keep, _, n = TABLES[name]
     table = read(REFERENCE / path)
     if source is not None:
@@ -109,7 +157,8 @@ def _run(task: tuple) -> tuple[tuple, list[float]]:
 _CASES: dict[str, Case] = {}
 
 
-def _init(names: list[str]) -> None:
+def _init(names: list[str], hub: dict[str, str] | None = None) -> None:
+    HUB.update(hub or {})
     for name in names:
         _CASES[name] = load_case(name)
 
@@ -121,8 +170,10 @@ def summarise(case: Case, runs: list[list[float]], budget: int, random_curve: li
     firsts = [next((i + 1 for i, v in enumerate(run[:budget]) if v >= 0.99 * optimum), math.inf) for run in runs]
     # Willemsen et al.: time is the objective; bandwidth = bytes / time, same bytes everywhere.
     scores = []
+    # Before a run finds a valid configuration (a failed one scores 0) its best is the space's worst.
+    worst = min(v for v in case.lookup.values() if v > 0)
     for b in range(1, budget + 1):
-        mean_time = statistics.fmean(1.0 / max(run[:b], default=1e-30) for run in runs)
+        mean_time = statistics.fmean(1.0 / max(max(run[:b], default=0.0), worst) for run in runs)
         random_time, best_time = 1.0 / random_curve[b - 1], 1.0 / optimum
         scores.append((random_time - mean_time) / (random_time - best_time) if random_time > best_time else 1.0)
     return {
@@ -140,34 +191,74 @@ def summarise(case: Case, runs: list[list[float]], budget: int, random_curve: li
 
 def random_expected_best(case: Case, budget: int) -> list[float]:
     """Expected best bandwidth of b distinct uniform draws, b = 1..budget."""
-    values = sorted(case.lookup.values())
+    values = np.sort(np.fromiter(case.lookup.values(), float))
     n = len(values)
+    k = np.arange(1, n + 1, dtype=float)
     curve = []
-    for b in range(1, budget + 1):
+    for b in range(1, min(budget, n) + 1):
         # P(max is the k-th smallest) = C(k-1, b-1) / C(n, b), in logs for large n.
-        total = 0.0
-        for k in range(b, n + 1):
-            total += values[k - 1] * math.exp(math.lgamma(k) - math.lgamma(b) - math.lgamma(k - b + 1)
-                                              - (math.lgamma(n + 1) - math.lgamma(b + 1) - math.lgamma(n - b + 1)))  # fmt: skip
-        curve.append(total)
-    return curve
+        tail = k[b - 1 :]
+        log_p = gammaln(tail) - gammaln(b) - gammaln(tail - b + 1) - (gammaln(n + 1) - gammaln(b + 1) - gammaln(n - b + 1))
+        curve.append(float(np.dot(values[b - 1 :], np.exp(log_p))))
+    return curve + [curve[-1]] * (budget - len(curve))
 
 
-def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, warm: bool = True) -> list[dict]:
+class _SearchspaceStats:
+    """What the methodology's random-search baseline reads of a search space
+    (``autotuning_methodology.searchspace_statistics.SearchspaceStatistics``,
+    which loads T4 files) made from a case: its valid times, minimised."""
+
+    minimization = True
+
+    def __init__(self, case: Case) -> None:
+        times = np.sort([1000.0 / v for v in case.lookup.values() if v > 0])
+        self.objective_performances_total_sorted = times
+        failed = sum(v <= 0 for v in case.lookup.values())
+        self.objective_performances_total_sorted_nan = np.concatenate([times, [np.nan] * failed])
+
+    def total_performance_absolute_optimum(self) -> float:
+        return float(self.objective_performances_total_sorted[0])
+
+
+def methodology_score(case: Case, runs: list[list[float]], budget: int, stats=None) -> float | None:
+    """Willemsen et al.'s score with their package's code: the median over
+    seeds of the best time found within b evaluations, standardised against
+    their calculated random-search baseline, averaged over b = 1..budget
+    (None where the package is not installed). Before a run finds a valid
+    configuration its best is the space's worst time."""
+    try:
+        from autotuning_methodology.baseline import RandomSearchCalculatedBaseline
+    except ImportError:
+        return None
+    stats = stats or _SearchspaceStats(case)
+    worst = float(stats.objective_performances_total_sorted[-1])
+    best = np.full((len(runs), budget), worst)
+    for i, run in enumerate(runs):
+        found = np.maximum.accumulate(np.array(run[:budget] or [0.0], float))
+        times = np.where(found > 0, 1000.0 / np.maximum(found, 1e-300), worst)
+        best[i, : len(times)] = times
+        best[i, len(times) :] = times[-1]  # a run that ended early keeps its best
+    curve = np.median(best, axis=0)
+    fevals = np.arange(1, budget + 1)
+    standardised = RandomSearchCalculatedBaseline(stats).get_standardised_curve(fevals, curve, "fevals")
+    return float(np.mean(standardised))
+
+
+def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, warm: bool = True,
+              orders: tuple[str, ...] = ORDERS) -> list[dict]:  # fmt: skip
     """Every (table, order, strategy, budget) row of the benchmark."""
     _init(names)
     folder = Path(tempfile.mkdtemp(prefix="kt-cache-"))
     tasks = []
     for name in names:
         case = _CASES[name]
-        budgets = [case.budget(f) for f in FRACTIONS]
-        # Multivariate TPE slows with every trial: 100 runs of 10 % of a large space take hours.
-        plan = [s for s in strategies if not (s == "tpe" and case.size > TPE_MAX_SPACE)]
-        warm_source = TABLES[name][3]
+        budgets = budgets_of(case)
+        plan = list(strategies)
+        warm_source = TABLES[name][3] if name in TABLES else None
         if warm and warm_source in TABLES and (REFERENCE / TABLES[warm_source][0]).exists():
             _init([warm_source])
             plan.append(f"warm:{warm_source}")
-        for order in ORDERS:
+        for order in orders:
             cache = kt_cache(case, order, folder) if any(s in KT_STRATEGIES for s in plan) else None
             for strategy in plan:
                 # Strategies that do not see the budget (ours, random, and Kernel Tuner's that
@@ -175,25 +266,34 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
                 per_budget = strategy in KT_BUDGET_AWARE
                 # A warm start is judged on its first evaluations: run it to the smallest budget.
                 last = budgets[:1] if strategy.startswith("warm:") else budgets[-1:]
+                if strategy == "tpe" and case.size > TPE_MAX_SPACE:
+                    # Multivariate TPE slows with every trial: 100 runs of 10 % of a large space take hours.
+                    last = [max([b for b in budgets if b <= TPE_MAX_TRIALS], default=budgets[0])]
                 for seed in range(seeds):
                     for budget in budgets if per_budget else last:
                         tasks.append((name, order, strategy, seed, budget, cache if strategy in KT_STRATEGIES else None))
     runs: dict[tuple, list[list[float]]] = {}
-    with ProcessPoolExecutor(jobs, initializer=_init, initargs=(list(_CASES),)) as pool:
-        for (name, order, strategy, _seed, budget), found in pool.map(_run, tasks, chunksize=4):
+    with ProcessPoolExecutor(jobs, initializer=_init, initargs=(list(_CASES), dict(HUB))) as pool:
+        for done, ((name, order, strategy, _seed, budget), found) in enumerate(pool.map(_run, tasks, chunksize=4), 1):
             runs.setdefault((name, order, strategy, budget), []).append(found)
+            if done % 50 == 0 or done == len(tasks):  # a long run says how far it is
+                print(f"{done}/{len(tasks)} runs ({name}, {strategy})", file=sys.stderr, flush=True)
     rows = []
     for name in names:
         case = _CASES[name]
-        budgets = [case.budget(f) for f in FRACTIONS]
+        budgets = budgets_of(case)
         curve = random_expected_best(case, budgets[-1])
-        for order in ORDERS:
+        for order in orders:
             for (n, o, strategy, budget), found in runs.items():
                 if (n, o) != (name, order):
                     continue
                 for b in [x for x in budgets if x <= budget] if strategy not in KT_BUDGET_AWARE else [budget]:
                     row = {"table": name, "order": order, "strategy": strategy, "space": case.size, "optimum_gbs": case.optimum,
                            "near_1pct": sum(v >= 0.99 * case.optimum for v in case.lookup.values())} | summarise(case, found, b, curve)  # fmt: skip
+                    if name in HUB:
+                        row["score_m"] = methodology_score(case, found, b)
+                        row["budget_of"] = [f"{f:.1%}" for f in FRACTIONS if case.budget(f) == b] + (
+                            [f"{b} evaluations"] if b in FIXED else [])  # fmt: skip
                     if strategy.startswith("warm:"):
                         row["within_1pct_in_5"] = sum(max(r[:WARM_TOP], default=0) >= 0.99 * case.optimum for r in found) / len(
                             found
@@ -203,7 +303,7 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
 
 
 def _order_rows(rows: list[dict]) -> list[dict]:
-    tables = list(TABLES)
+    tables = list(TABLES) + sorted({r["table"] for r in rows} - set(TABLES))
     return sorted(rows, key=lambda r: (tables.index(r["table"]), r["order"], r["budget"], -r["within_1pct"], r["strategy"]))
 
 
@@ -224,7 +324,7 @@ def _fisher(rows: list[dict]) -> None:
             row["best_kt"] = best["strategy"]
 
 
-COLUMNS = ("strategy", "budget", "within_1pct", "within_2pct", "median_ratio", "median_first_1pct", "score", "behind_p")
+COLUMNS = ("strategy", "budget", "within_1pct", "within_2pct", "median_ratio", "median_first_1pct", "score", "score_m", "behind_p")
 
 
 def format_rows(rows: list[dict]) -> str:
@@ -233,7 +333,8 @@ def format_rows(rows: list[dict]) -> str:
     for key in dict.fromkeys((r["table"], r["order"]) for r in rows):
         group = [r for r in rows if (r["table"], r["order"]) == key]
         first = group[0]
-        lines += ["", f"{key[0]} ({key[1]} values): {first['space']} configurations, optimum {first['optimum_gbs']:.0f} GB/s, "
+        optimum = f"{1000 / first['optimum_gbs']:.4g} ms" if "score_m" in first else f"{first['optimum_gbs']:.0f} GB/s"
+        lines += ["", f"{key[0]} ({key[1]} values): {first['space']} configurations, optimum {optimum}, "
                       f"{first['near_1pct']} within 1 %"]  # fmt: skip
         body = [[_cell(c, r) for c in COLUMNS] for r in group]
         widths = [max(len(c), *(len(b[i]) for b in body)) for i, c in enumerate(COLUMNS)]
@@ -246,6 +347,44 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join(lines).lstrip("\n")
 
 
+def aggregate(rows: list[dict]) -> list[dict]:
+    """Per strategy and budget (a fraction of each space, or a number of
+    evaluations): the mean over the community tables of the methodology's
+    score and of the share of seeds within 1 %, where the strategy has every
+    table's row; ``all`` is the mean over those budgets."""
+    hub = [r for r in rows if r.get("score_m") is not None]
+    tables = {r["table"] for r in hub}
+    labels = list(dict.fromkeys(label for r in sorted(hub, key=lambda r: r["budget"]) for label in r["budget_of"]))
+    labels.sort(key=lambda x: (not x.endswith("%"), float(x.split()[0].rstrip("%"))))
+    out = []
+    for strategy in dict.fromkeys(r["strategy"] for r in hub):
+        entry = {"strategy": strategy}
+        for label in labels:
+            mine = [r for r in hub if r["strategy"] == strategy and label in r["budget_of"]]
+            if {r["table"] for r in mine} == tables:
+                entry[label] = (statistics.fmean(r["score_m"] for r in mine), statistics.fmean(r["within_1pct"] for r in mine))
+        scored = [v[0] for k, v in entry.items() if k != "strategy"]
+        entry["all"] = statistics.fmean(scored) if len(scored) == len(labels) else None
+        out.append(entry)
+    return sorted(out, key=lambda e: -(e["all"] if e["all"] is not None else -9))
+
+
+def format_aggregate(entries: list[dict]) -> str:
+    if not entries:
+        return ""
+    labels = [k for k in entries[0] if k not in ("strategy", "all")]
+    labels = list(dict.fromkeys(k for e in entries for k in e if k not in ("strategy", "all")))
+    header = ["strategy", *labels, "all"]
+    body = [[e["strategy"], *(f"{e[k][0]:.3f} ({e[k][1]:.0%})" if k in e else "-" for k in labels),
+             f"{e['all']:.3f}" if e["all"] is not None else "-"] for e in entries]  # fmt: skip
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
+    lines = ["Aggregate over the community tables: methodology score (share of seeds within 1 %) per budget",
+             "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))),
+             "  ".join("-" * w for w in widths)]  # fmt: skip
+    lines += ["  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(b, widths))) for b in body]
+    return "\n".join(lines)
+
+
 def _cell(column: str, row: dict) -> str:
     value = row.get(column)
     if value is None:
@@ -254,7 +393,7 @@ def _cell(column: str, row: dict) -> str:
         return f"{value:.0%}"
     if column == "median_first_1pct":
         return f">{row['budget']}" if math.isinf(value) else f"{value:g}"
-    if column in ("median_ratio", "score", "behind_p"):
+    if column in ("median_ratio", "score", "score_m", "behind_p"):
         return f"{value:.3f}"
     return str(value)
 
@@ -268,24 +407,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-warm", action="store_true", help="skip the warm-start rows")
     parser.add_argument("--merge", nargs="*", default=[], help="earlier search-benchmark.json files whose other rows to keep")
     parser.add_argument("--out", default=str(REFERENCE / "nvidia-h200"), help="folder for search-benchmark.{txt,json}")
+    parser.add_argument("--hub", nargs="*", default=[], help="community tables: Kernel Tuner caches or T4 files, or folders of them")
+    parser.add_argument("--fixed", nargs="*", type=int, default=[], help="budgets in evaluations, beside the fractions (e.g. 50 100 200)")
+    parser.add_argument("--fractions", nargs="*", type=float, default=list(FRACTIONS), help="budgets as fractions of each space")
+    parser.add_argument("--orders", nargs="+", choices=ORDERS, default=list(ORDERS), help="orders of the parameter values")
+    parser.add_argument("--name", default="search-benchmark", help="the output files' name (NAME.txt, NAME.json)")
     args = parser.parse_args(argv)
+    started = time.monotonic()
     names = args.tables if args.tables is not None else [n for n, spec in TABLES.items() if (REFERENCE / spec[0]).exists()]
     unknown = sorted(set(names) - set(TABLES))
     if unknown:
         parser.error(f"--tables must be of {list(TABLES)}, got {unknown}")
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
-    rows = benchmark(names, args.seeds, args.strategies, args.jobs, warm=not args.no_warm) if names else []
+    if any(b < 1 for b in args.fixed):
+        parser.error(f"--fixed budgets must be >= 1, got {args.fixed}")
+    HUB.clear()  # one run's tables (main may run twice in a process: the tests)
+    try:
+        HUB.update(hub_files(args.hub))
+    except ValueError as error:
+        parser.error(str(error))
+    if any(not 0 < f <= 1 for f in args.fractions) or not (args.fractions or args.fixed):
+        parser.error(f"--fractions must be in (0, 1] and some budget given, got {args.fractions} and --fixed {args.fixed}")
+    FIXED[:] = args.fixed
+    FRACTIONS[:] = args.fractions
+    names += list(HUB)
+    rows = benchmark(names, args.seeds, args.strategies, args.jobs, warm=not args.no_warm, orders=tuple(args.orders)) if names else []
     for earlier in args.merge:
         fresh = {(r["table"], r["order"], r["strategy"], r["budget"]) for r in rows}
         old = json.loads(Path(earlier).read_text())["rows"]
         rows = [r for r in old if (r["table"], r["order"], r["strategy"], r["budget"]) not in fresh] + rows
     rows = _order_rows(rows)
     _fisher(rows)
-    text = format_rows(rows)
+    summary = aggregate(rows)
+    text = format_rows(rows) + ("\n\n" + format_aggregate(summary) if summary else "")
     out = Path(args.out)
-    write_text_atomic(text + "\n", out / "search-benchmark.txt")
-    write_json_atomic({"seeds": args.seeds, "fractions": list(FRACTIONS), "rows": rows}, out / "search-benchmark.json")
+    command = " ".join(["python benchmarks/search.py", *(argv if argv is not None else sys.argv[1:])])
+    wall = f"{time.monotonic() - started:.0f} s wall, jobs={args.jobs or os.cpu_count()}"
+    write_text_atomic(f"{command}\n{wall}\n\n{text}\n", out / f"{args.name}.txt")
+    write_json_atomic({"command": command, "wall": wall, "seeds": args.seeds, "fractions": list(FRACTIONS), "fixed": FIXED,
+                       "rows": rows, "aggregate": summary}, out / f"{args.name}.json")  # fmt: skip
     print(text)
     return 0
 

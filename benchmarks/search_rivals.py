@@ -15,6 +15,7 @@ import random
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -24,10 +25,15 @@ from tuner.families.base import Family, Problem
 from tuner.search.replay import _quiet_optuna, problem_rows, table_domains, table_measure
 from tuner.search.samplers import make_sampler
 from tuner.search.study import run_study
+from tuner.search.tables import SpaceTable, table_family, table_key, table_problem
+from tuner.search.tables import table_measure as space_measure
 
 # Kernel Tuner's names of the rivals the issue names (hybrid_vndx where the
 # installed version has it); each gets max_fevals = the budget.
-KT_STRATEGIES = ("hybrid_vndx", "basinhopping", "minimize", "genetic_algorithm", "dual_annealing", "greedy_ils")
+KT_STRATEGIES = ("hybrid_vndx", "adaptive_tabu_greywolf", "basinhopping", "minimize", "genetic_algorithm", "dual_annealing",
+                 "diff_evo", "greedy_ils")  # fmt: skip
+# Kernel Tuner's markers for a failed configuration in its cache, by our status.
+KT_MARKER = {"compile_error": "CompilationFailedConfig", "launch_error": "RuntimeFailedConfig", "wrong_result": "RuntimeFailedConfig"}
 ORDERS = ("ascending", "descending")
 
 
@@ -38,9 +44,13 @@ class Case:
     name: str
     family: Family
     problem: Problem
-    rows: pd.DataFrame  # ok rows, one per configuration
+    rows: pd.DataFrame  # one per configuration: ok rows, and (community tables) failed ones
     domains: dict[str, list] = field(default_factory=dict)
-    lookup: dict[str, float] = field(default_factory=dict)  # config_key -> GB/s
+    lookup: dict[str, float] = field(default_factory=dict)  # config_key -> GB/s (a failed configuration: 0)
+    # Community tables: the look-up of their configurations, and their T1 restrictions
+    # (Kernel Tuner is given them, and every parameter, as the hub's own runs were).
+    measure: Callable[[dict], dict] | None = None
+    restrictions: list[str] | None = None
 
     @classmethod
     def from_table(cls, name: str, table: pd.DataFrame, family: Family, problem: Problem) -> "Case":
@@ -57,6 +67,18 @@ class Case:
         if missing:
             raise ValueError(f"table {name} must hold every feasible configuration, {len(missing)} missing, e.g. {missing[0]}")
         return cls(name, family, problem, rows, domains, lookup)
+
+    @classmethod
+    def from_space_table(cls, table: SpaceTable) -> "Case":
+        """A community table (``tuner.search.tables``): its failed configurations
+        are part of the space, cost one evaluation each and score 0."""
+        records, lookup = [], {}
+        for values, (status, rate) in table.entries.items():
+            cfg = table.config(values)
+            records.append(cfg | {"status": status, "bandwidth_gbs": rate, "time_ms_median": 1000.0 / rate if rate else None})
+            lookup[table_key(table, cfg)] = rate if status == "ok" else 0.0
+        return cls(table.name, table_family(table), table_problem(table), pd.DataFrame(records), dict(table.params), lookup,
+                   space_measure(table), list(table.restrictions))  # fmt: skip
 
     @property
     def size(self) -> int:
@@ -89,7 +111,7 @@ def run_ours(case: Case, sampler: str, order: str, seed: int, budget: int, enque
     base = make_sampler(sampler, seed, prior=prior) if prior else sampler
     with _quiet_optuna():
         outcome = run_study(family=case.family, problem=case.problem, domains=case.ordered_domains(order), storage=None,
-                            study_name=f"bench-{sampler}-{seed}", measure=table_measure(case.rows, case.family),
+                            study_name=f"bench-{sampler}-{seed}", measure=case.measure or table_measure(case.rows, case.family),
                             budget_trials=budget, timeout_s=None, sampler=base, seed=seed, enqueue=enqueue)  # fmt: skip
     return [float(row["bandwidth_gbs"]) if row.get("status") == "ok" else 0.0 for row in outcome.rows]
 
@@ -106,16 +128,20 @@ def kt_cache(case: Case, order: str, folder: Path) -> tuple[Path, dict[str, list
     """A Kernel Tuner cache file holding every configuration of ``case`` with
     its median time as Kernel Tuner's ``time`` (minimised; the same bytes for
     every configuration, so the same order as bandwidth)."""
-    params = {name: values for name, values in case.ordered_domains(order).items() if len(values) > 1}
+    # Fixed parameters are left out, except where restrictions may name them.
+    params = {name: values for name, values in case.ordered_domains(order).items() if len(values) > 1 or case.restrictions}
     names = list(params)
     cache = {}
     for record in case.rows.to_dict("records"):
         cfg = _config(record, case.family, case.domains)
         entry = {name: cfg[name] for name in names}
-        time_ms = float(record["time_ms_median"])
-        entry |= {"time": time_ms, "times": [time_ms], "compile_time": 0.0, "verification_time": 0.0, "benchmark_time": 0.0}
+        if record["status"] == "ok":
+            time_ms = float(record["time_ms_median"])
+            entry |= {"time": time_ms, "times": [time_ms], "compile_time": 0.0, "verification_time": 0.0, "benchmark_time": 0.0}
+        else:
+            entry |= {"time": KT_MARKER[record["status"]], "compile_time": 0.0, "verification_time": 0.0, "benchmark_time": 0.0}
         cache[",".join(str(cfg[name]) for name in names)] = entry
-    path = folder / f"{case.name}-{order}.json"
+    path = folder / f"{case.name.replace('/', '-')}-{order}.json"
     header = {"device_name": case.name, "kernel_name": case.problem.family, "problem_size": [case.problem.n],
               "tune_params_keys": names, "tune_params": params, "objective": "time", "cache": cache}  # fmt: skip
     path.write_text(json.dumps(header))
@@ -134,14 +160,16 @@ def run_kt(case: Case, strategy: str, cache: tuple[Path, dict[str, list]], seed:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results, _ = kernel_tuner.tune_kernel(case.problem.family, "/* simulated */", (case.problem.n,), [], params,
+                                              restrictions=case.restrictions or None,
                                               strategy=strategy, strategy_options=options, simulation_mode=True,
                                               cache=str(path), quiet=True, verbose=False)  # fmt: skip
     seen: dict[str, float] = {}
     for result in results:
-        if not result or "__error__" in result or not isinstance(result.get("time"), (int, float)):
+        # A failed configuration (an error marker as its time) cost an evaluation: it counts, as 0.
+        if not result or any(name not in result for name in params):
             continue
         cfg = fixed | {name: plain_value(result[name]) for name in params}
         key = config_key({name: cfg[name] for name in case.domains})
-        if key not in seen:
+        if key not in seen and key in case.lookup:
             seen[key] = case.lookup[key]
     return list(seen.values())[:budget]

@@ -14,7 +14,7 @@ import yaml
 from tuner.data import results
 
 ROOT = Path(__file__).resolve().parents[1]
-FAULTY = Path(__file__).parent / "data" / "faulty_family"
+FAULTY = Path(__file__).parent / "data" / "faulty_family" / "faulty.py"
 
 
 @pytest.mark.gpu

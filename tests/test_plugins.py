@@ -11,7 +11,8 @@ from tuner.data import results
 from tuner.families import REGISTRY, Problem
 from tuner.settings import ConfigError, Settings, parse
 
-FAULTY = Path(__file__).parent / "data" / "faulty_family"
+FAULTY_DIR = Path(__file__).parent / "data" / "faulty_family"
+FAULTY = FAULTY_DIR / "faulty.py"
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +40,7 @@ def plugin_config(tmp_path: Path) -> dict:
     }
 
 
-def test_a_family_folder_is_registered_checked_and_carried_to_the_stages(tmp_path):
+def test_a_family_file_is_registered_checked_and_carried_to_the_stages(tmp_path):
     settings = parse(plugin_config(tmp_path))
     assert "faulty" in REGISTRY.names()
     assert len(REGISTRY["faulty"].space(Problem("faulty", "float32", 4096), settings.sweeps["faults"].domains())) == 4
@@ -51,11 +52,60 @@ def test_a_family_folder_is_registered_checked_and_carried_to_the_stages(tmp_pat
         parse(bad)
 
 
-def test_a_missing_family_folder_is_one_line(tmp_path):
-    config = plugin_config(tmp_path) | {"family_paths": [str(tmp_path / "nowhere")]}
-    with pytest.raises(
-        ConfigError, match=r"^family_paths: must hold importable family modules, got ValueError: family_paths: must name folders"
-    ):
+def test_a_missing_family_file_or_a_folder_is_one_line(tmp_path):
+    config = plugin_config(tmp_path) | {"family_paths": [str(tmp_path / "nowhere.py")]}
+    with pytest.raises(ConfigError, match=r"^family_paths: must name Python files that define families, got '.*nowhere.py'$"):
+        parse(config)
+    config = plugin_config(tmp_path) | {"family_paths": [str(FAULTY_DIR)]}
+    with pytest.raises(ConfigError, match=r"^family_paths: must name Python files .*, a folder \(name the family's .py file in it\)$"):
+        parse(config)
+
+
+def test_family_paths_are_relative_to_the_config_file_and_only_named_files_are_imported(tmp_path, monkeypatch):
+    import shutil
+
+    import yaml
+
+    from tuner.settings import load
+
+    folder = tmp_path / "mine"
+    shutil.copytree(FAULTY_DIR, folder)
+    (folder / "script.py").write_text("raise SystemExit('a script beside the family must not run')\n")
+    config = plugin_config(tmp_path) | {"family_paths": ["faulty.py"]}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.chdir(tmp_path)  # not the config's folder
+    settings = load(folder / "config.yaml")
+    assert settings.run.family_paths == (str((folder / "faulty.py").resolve()),)
+    assert "faulty" in REGISTRY.names()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ('dtypes = ("float32",)', r"family 'faulty': dtypes must be among \[.*\], got 'float64'"),
+        ('"1: store 2^40 elements past the output (an illegal address)", default=0', r"parameter 'reach''s default must be one of \[0, 1\], got 5"),
+        ("import numpy as np", r"failed to import: ZeroDivisionError: division by zero"),
+        ('name = "faulty"', r"must define a family \(a Family subclass or a KernelSpec\), got none"),
+    ],
+    ids=["unknown-dtype", "default-outside-values", "import-error", "no-family"],
+)
+def test_a_broken_plugin_family_is_one_line_naming_its_file(tmp_path, change, message):
+    text = FAULTY.read_text()
+    replacement = {
+        'dtypes = ("float32",)': 'dtypes = ("float64",)',
+        '"1: store 2^40 elements past the output (an illegal address)", default=0': '"1: store 2^40 elements past the output (an illegal address)", default=5',
+        "import numpy as np": "import numpy as np\n1 / 0",
+        'name = "faulty"': "",
+    }[change]
+    assert change in text, change
+    if change == 'name = "faulty"':  # no family at all: the class is gone
+        text = text[: text.index("class ")]
+    else:
+        text = text.replace(change, replacement)
+    (tmp_path / "faulty.cu").write_text((FAULTY_DIR / "faulty.cu").read_text())
+    (tmp_path / "faulty.py").write_text(text)
+    config = plugin_config(tmp_path) | {"family_paths": [str(tmp_path / "faulty.py")]}
+    with pytest.raises(ConfigError, match=r"^family_paths: .*faulty.py.*" + message):
         parse(config)
 
 
@@ -105,10 +155,10 @@ def test_the_compile_stage_fails_when_a_variant_does_not_compile(tmp_path, capsy
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "faulty.cu").write_text(
-        (FAULTY / "faulty.cu").read_text().replace("#if REACH", "#if REACH\n    this does not compile;")
+        (FAULTY_DIR / "faulty.cu").read_text().replace("#if REACH", "#if REACH\n    this does not compile;")
     )
-    (broken / "faulty.py").write_text((FAULTY / "faulty.py").read_text().replace('name = "faulty"', 'name = "broken"'))
-    config = plugin_config(tmp_path) | {"family_paths": [str(broken)]}
+    (broken / "faulty.py").write_text(FAULTY.read_text().replace('name = "faulty"', 'name = "broken"'))
+    config = plugin_config(tmp_path) | {"family_paths": [str(broken / "faulty.py")]}
     config["sweeps"]["faults"]["family"] = "broken"
     path = tmp_path / "broken.yaml"
     path.write_text(yaml.safe_dump(config))

@@ -7,6 +7,7 @@ under ``results/<gpu>/`` unless given ``--out``, e.g.::
     python -m tuner sweep reduce_ladder
     python -m tuner tune reduce_int32 --gpus 0,1
     python -m tuner best --results results/reference/nvidia-h200 --out-dir /tmp/h200-best
+    python -m tuner compare results/reference/nvidia-h100-80gb-hbm3 results/reference/nvidia-h200
     python -m tuner space
 
 (``describe`` first: the others read its ``results/<gpu>/device.json``.)
@@ -30,7 +31,7 @@ from pathlib import Path
 from tuner import harness
 from tuner import profile as profiling
 from tuner import settings as config_settings
-from tuner.errors import EXIT_DEVICE_FAULT, FatalDeviceError
+from tuner.errors import EXIT_DAMAGED_FILE, EXIT_DEVICE_FAULT, DamagedFile, FatalDeviceError
 from tuner.families import REGISTRY, Problem
 from tuner.processes import child_command, child_env, gpu_list, importing, supervise, worker_commands
 from tuner.settings import ConfigError, Settings
@@ -46,7 +47,14 @@ def load_settings(args) -> Settings:
     """The stage's settings: the workflow's JSON, or a config file checked
     against this machine's devices and nvcc."""
     if args.settings:
-        return Settings.from_stage_json(args.settings)
+        try:
+            return Settings.from_stage_json(args.settings)
+        except (ValueError, KeyError, TypeError, AttributeError) as error:  # JSONDecodeError is a ValueError
+            if isinstance(error, ConfigError):
+                raise
+            text = " ".join(str(error).split())[:160]
+            raise ConfigError(f"--settings: must be a stage's settings as JSON, as the workflow passes them, "
+                              f"got {args.settings[:60]!r}, which fails with {type(error).__name__}: {text}") from None  # fmt: skip
     from tuner.device.describe import probe_devices
     from tuner.measure.compile import nvcc_architectures
     from tuner.search.study import storage_problem
@@ -83,7 +91,7 @@ def cmd_compile(args) -> None:
     settings = load_settings(args)
     arch = args.arch or settings.run.arch
     if arch == "auto":
-        arch = json.loads(harness.device_json(args, settings).read_text())["arch"]
+        arch = _device_arch(harness.device_json(args, settings))
     frame, failed = compile_table(settings, arch)
     if failed:
         for line in failed[:10]:
@@ -92,6 +100,15 @@ def cmd_compile(args) -> None:
     out = _out(args, settings, "compile.parquet")
     results.write_atomic(frame, out)
     print(f"compiled {len(frame)} modules for {arch} -> {out}")
+
+
+def _device_arch(path: Path) -> str:
+    from tuner.data.readback import damaged, read_json
+
+    arch = read_json(path).get("arch")
+    if not isinstance(arch, str):
+        raise DamagedFile(damaged(path, f"its arch is {arch!r}, not an nvcc architecture"))
+    return arch
 
 
 def cmd_peaks(args) -> None:
@@ -208,24 +225,62 @@ def cmd_best(args) -> None:
     """Export the best configuration per family and problem: best.json and the C++ header best_configs.h."""
     from tuner.data.export import export
 
-    folder = Path(args.results) if args.results else load_settings(args).run.gpu_dir
+    # The settings, where given, load the run's plug-in families: the header's
+    # fallback for other GPUs is each family's defaults.
+    settings = load_settings(args) if args.settings or not args.results else None
+    folder = Path(args.results) if args.results else settings.run.gpu_dir
     try:
         print("\n".join(export(folder, Path(args.out_dir) if args.out_dir else folder)))
     except FileNotFoundError as error:
         raise ConfigError(f"--results: {error}") from None
 
 
+def cmd_compare(args) -> int:
+    """Compare two runs configuration by configuration: B / A of each median time with its confidence interval and a verdict (SAME, FASTER, SLOWER, AMBIGUOUS); exit status 1 on a regression beyond --threshold."""
+    from tuner.data import compare
+
+    try:
+        table, lines = compare.run(args.a, args.b, margin=args.margin, threshold=args.threshold, figure=args.figure, out=args.table)
+    except ValueError as error:  # one line naming the argument, the rule and the value
+        raise ConfigError(str(error)) from None
+    print("\n".join(lines))
+    if args.figure:
+        from tuner.report.compare_figure import draw
+
+        print(f"figure -> {draw(table, Path(args.figure), names=(args.a, args.b), margin=args.margin, threshold=args.threshold)}")
+    return 1 if len(compare.regressions(table, args.threshold)) else 0
+
+
+def _load_plugins(args) -> list[str]:
+    """The families of ``--family-path`` files, registered; their names."""
+    from tuner.families import load_family_paths
+
+    try:
+        return load_family_paths(args.family_path or [])
+    except ValueError as error:
+        raise ConfigError(f"--family-path: {error}") from None
+
+
+def cmd_t4(args) -> None:
+    """Export one problem's rows of a results folder or Parquet file as T4 (the community's results format)."""
+    from tuner.data.t4 import export_t4
+
+    try:
+        print(export_t4(args.results, args.out, args.problem, args.source))
+    except (ValueError, FileNotFoundError) as error:
+        raise ConfigError(f"t4: {error}") from None
+
+
 def cmd_space(args) -> None:
     """How many variants, compiled modules and feasible configurations each family has."""
     from tuner.measure.compile import module_key
 
-    for family in REGISTRY:
+    plugins = _load_plugins(args)
+    for family in [REGISTRY[name] for name in plugins] if plugins else REGISTRY:
         for dtype in family.dtypes:
             problem = Problem(family.name, dtype, args.n)
             space = family.space(problem)
-            variants = sorted(
-                {c.get("variant", family.name) for c in family.configs({"variant": list(family.param("variant").values)})}
-            )
+            variants = {c.get("variant", family.name) for c in space} or {family.name}
             modules = {module_key(family, c, problem) for c in space}
             print(
                 f"{family.name:12s} {dtype:8s} variants={len(variants):3d} default space={len(space):6d} configurations, {len(modules):4d} modules"
@@ -239,6 +294,7 @@ def cmd_verify(args) -> None:
     from tuner.measure.timing import TimingOptions
     from tuner.measure.verify import verify_families
 
+    _load_plugins(args)
     unknown = sorted(set(args.families or []) - set(REGISTRY.names()))
     if unknown:
         raise ConfigError(f"--families: must be among {REGISTRY.names()}, got {unknown}")
@@ -254,8 +310,37 @@ def cmd_verify(args) -> None:
         raise SystemExit(1)
 
 
+def cmd_check_family(args) -> None:
+    """Check a family of one's own, one line per step: load, space, compile, arguments, reference, the stages on made-up rows (and with --gpu, verify every module)."""
+    from tuner.check_family import FamilyDefect, check
+
+    try:
+        check(Path(args.path), arch=args.arch, gpu=args.gpu, list_space=args.list)
+    except FamilyDefect as defect:
+        print(f"check-family: {defect}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose misuse message is one line (and exit status 2), like
+    every other refusal of the command line: no usage block before it."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tuner", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="tuner", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="STAGE")
 
     def stage(name, func, *, settings=True, out_default=None):
@@ -294,15 +379,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="*", help="Parquet files of sweeps, studies and peaks")
     p.add_argument("--out", required=True, help="the measurements.parquet to write")
     p = stage("verify", cmd_verify, settings=False)
-    p.add_argument("--families", nargs="*", help=f"families to verify (default: all of {REGISTRY.names()})")
-    p.add_argument("--sizes", type=int, nargs="+", help="problem sizes (default: each family's check_sizes)")
+    p.add_argument("--family-path", action="append", help="a Python file declaring families of one's own (repeatable)")
+    p.add_argument("--families", nargs="*", help=f"families to verify (default: all of {REGISTRY.names()} and the --family-path ones)")
+    p.add_argument("--sizes", type=_positive_int, nargs="+", help="problem sizes (default: each family's check_sizes)")
     p.add_argument("--cache", default="results/.cubin-cache", help="cubin cache folder")
     p.add_argument("--seed", type=int, default=1, help="seed of the random inputs")
     p = stage("best", cmd_best, out_default="best.json")
     p.add_argument("--results", help="a results folder (default: the config's results/<gpu>)")
     p.add_argument("--out-dir", help="where best.json and best_configs.h go (default: the results folder)")
+    p = stage("compare", cmd_compare, settings=False)
+    p.add_argument("a", metavar="A", help="the baseline: a results folder (its measurements.parquet) or a Parquet file of rows")
+    p.add_argument("b", metavar="B", help="the run compared with it, the same way")
+    p.add_argument("--margin", type=float, default=0.005, help="within it SAME, beyond it (95 %% sure) FASTER or SLOWER (default 0.005)")
+    p.add_argument("--threshold", type=float, default=0.02, help="exit status 1 when one is SLOWER by this or more (default 0.02)")
+    p.add_argument("--figure", help="draw every ratio with its interval to this .png, .svg or .pdf")
+    p.add_argument("--table", help="write the per-configuration table to this .csv or .parquet")
+
+    p = stage("t4", cmd_t4, settings=False)
+    p.add_argument("results", help="a results folder or Parquet file")
+    p.add_argument("--out", required=True, help="the T4 file to write (.json, or .json.gz gzipped)")
+    p.add_argument("--problem", help="family-dtype-nN, where the results hold several problems")
+    p.add_argument("--source", help="the rows' source, e.g. sweep:reduce_space (default: the problem's largest)")
     p = stage("space", cmd_space, settings=False)
-    p.add_argument("--n", type=int, default=1 << 28, help="problem size the spaces are counted for (default: 2^28)")
+    p.add_argument("--n", type=_positive_int, default=1 << 28, help="problem size the spaces are counted for (default: 2^28)")
+    p.add_argument("--family-path", action="append", help="a Python file declaring families of one's own: count those (repeatable)")
+    p = stage("check-family", cmd_check_family, settings=False)
+    p.add_argument("path", help="the Python file declaring the family (a KernelSpec or a Family subclass)")
+    p.add_argument("--arch", default="sm_90", help="nvcc architecture to compile for (default: sm_90)")
+    p.add_argument("--gpu", action="store_true", help="also verify every module on this machine's GPU")
+    p.add_argument("--list", action="store_true", help="print every configuration of the space, with why it is infeasible")
     return parser
 
 
@@ -311,13 +416,22 @@ def main(argv: list[str] | None = None) -> int:
     from tuner.device.gpu import GpuUnavailable
 
     try:
-        args.func(args)
+        status = args.func(args)
     except GpuUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except ConfigError as error:
         print(f"config error: {error}", file=sys.stderr)
         return 2
+    except DamagedFile as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_DAMAGED_FILE
+    except OSError as error:
+        if error.filename is None:
+            raise  # not about a path the user gave: a bug or the system, with its traceback
+        # An output under a file, a folder not writable, a full disk: the path and the reason.
+        print(f"error: {error.filename}: {error.strerror or error}", file=sys.stderr)
+        return 1
     except FatalDeviceError as error:
         print(f"error: {error}; the faulting configuration is recorded, a fresh process carries on", file=sys.stderr)
         sys.stdout.flush()
@@ -325,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         # No interpreter teardown: releasing a poisoned context can abort the
         # process, and the supervisor must see this exit status.
         os._exit(EXIT_DEVICE_FAULT)
-    return 0
+    return status or 0  # a stage's own exit status (compare: 1 on a regression), else 0
 
 
 if __name__ == "__main__":

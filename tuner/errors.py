@@ -19,6 +19,15 @@ class FatalDeviceError(RuntimeError):
         self.row = row
 
 
+class DamagedFile(RuntimeError):
+    """A file the pipeline wrote earlier cannot be read back, and the stage
+    cannot go on without it. The message is one line: the file, what is wrong
+    with it, and the command that recovers."""
+
+
+# Exit status of a stage stopped by a DamagedFile.
+EXIT_DAMAGED_FILE = 1
+
 # Exit status of a measuring process that stopped on a FatalDeviceError: its
 # supervisor starts a fresh process (fresh context) and carries on.
 EXIT_DEVICE_FAULT = 3

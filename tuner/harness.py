@@ -3,7 +3,6 @@ checks against, the ``Bench``, the peaks it reports fractions of."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from tuner.settings import ConfigError, Settings
@@ -24,7 +23,9 @@ def open_bench(settings: Settings, device_json: Path | None, timing, device_inde
 
     run = settings.run
     gpu = require_gpu(run.device_index if device_index is None else device_index)
-    device = json.loads(Path(device_json).read_text()) if device_json else describe(gpu)
+    from tuner.data.readback import read_json
+
+    device = read_json(device_json) if device_json else describe(gpu)
     if device["name"] != gpu.name:
         raise SystemExit(f"error: {device_json} describes {device['name']!r} but this process sees {gpu.name!r}")
     device = {**device, "pci_bus_id": gpu.pci_bus_id}  # the card this process measures on
@@ -42,5 +43,7 @@ def describe(gpu) -> dict:
 
 
 def load_peaks(bench, peaks_json: Path) -> None:
+    from tuner.data.readback import read_json
+
     if peaks_json.exists():
-        bench.peaks = json.loads(peaks_json.read_text())
+        bench.peaks = read_json(peaks_json, numbers=("_gbs",))

@@ -61,6 +61,8 @@ def gpu_list(text: str) -> list[str]:
     gpus = [g.strip() for g in text.split(",") if g.strip()]
     if not gpus or not all(g.isdigit() for g in gpus):
         raise argparse.ArgumentTypeError(f"must be CUDA device indices separated by commas (e.g. 0,1), got {text!r}")
+    if len({int(g) for g in gpus}) < len(gpus):
+        raise argparse.ArgumentTypeError(f"must name each CUDA device once (two workers on one GPU share nothing but its time), got {text!r}")
     return gpus
 
 

@@ -183,12 +183,22 @@ def read_profile(path: str | os.PathLike) -> tuple[pd.DataFrame, str]:
     return to_profile_frame(table.to_pandas()), note
 
 
-def read_profiles(folder: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
+def read_profiles(folder: str | os.PathLike, log=None) -> tuple[pd.DataFrame, list[str]]:
     """Every ``profiles/*.parquet`` of a results folder, and a note per file
-    that says why it is empty or partial (``"<sweep>: <reason>"``)."""
+    that says why it is empty or partial (``"<sweep>: <reason>"``). A file
+    that does not read is left out with a note and, given ``log``, one
+    warning line: the report does without its counters."""
     frames, notes = [], []
     for path in sorted((Path(folder) / "profiles").glob("*.parquet")):
-        frame, note = read_profile(path)
+        try:
+            frame, note = read_profile(path)
+        except Exception as error:  # noqa: BLE001 - pyarrow's errors and kin: the file is damaged
+            reason = " ".join(str(error).split())[:160]
+            notes.append(f"{path.stem}: unreadable ({type(error).__name__}: {reason}); profile the sweep again")
+            if log is not None:
+                log(f"warning: {path}: unreadable ({type(error).__name__}: {reason}); left out of the report, "
+                    f"`snakemake --cores 1 --forcerun profile` makes it again")  # fmt: skip
+            continue
         frames.append(frame)
         if note:
             notes.append(f"{path.stem}: {note}")

@@ -3,9 +3,13 @@ family and problem, the best verified configuration of a GPU's dataset.
 
 - ``best.json``: the winning parameters, launch geometry, GB/s (GFLOP/s where
   the family counts work), fractions of the peaks, and the run that measured it;
-- ``best_configs.h``: a C++ header with the same constants, one struct per
-  problem in ``namespace tuner_best``, guarded by compute capability: built for
-  another GPU (``-DTUNER_TARGET_SM=80``), each struct holds the family's default
+  the 95 % interval of the winner's median time, its tie set (every
+  configuration whose interval overlaps the winner's) and the member the
+  header exports, with the reason (``tuner.data.ties``);
+- ``best_configs.h``: a C++ header with the exported member's constants, one
+  struct per problem in ``namespace tuner_best``, the other members of its tie
+  set in a comment above it, guarded by compute capability: built for another
+  GPU (``-DTUNER_TARGET_SM=80``), each struct holds the family's default
   parameters instead.
 
 Yardstick rows (``source == "peaks"``) are not candidates.
@@ -13,7 +17,6 @@ Yardstick rows (``source == "peaks"``) are not candidates.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -21,31 +24,64 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from tuner.data import ties
 from tuner.data.results import config_params, plain_value
 from tuner.families import REGISTRY
 
 
 def best_entries(dataset: pd.DataFrame) -> list[dict]:
     """One entry per (family, dtype, n): its best ok row (by GFLOP/s for
-    families that count floating-point work, else by GB/s)."""
+    families that count floating-point work, else by GB/s), the 95 % interval
+    of its median time, its tie set and the member the header exports
+    (``tuner.data.ties``)."""
     ok = dataset[(dataset.status == "ok") & (dataset.source != "peaks")]
-    entries = []
+    candidates = {}
     for (family_name, dtype, n), rows in ok.groupby(["family", "dtype", "n"], sort=True):
         rows = _complete_if_any(rows)
         by = "gflops" if rows["gflops"].notna().any() else "bandwidth_gbs"
-        best = rows.loc[rows[by].idxmax()]
+        candidates[(family_name, dtype, int(n))] = (rows, by)
+    every = ties.problems(candidates)
+    entries = []
+    for (family_name, dtype, n), problem in every.items():
+        if problem.table.empty:
+            continue
+        family = REGISTRY.families.get(family_name)
+        best = problem.winner
+        choice = ties.choose(problem, every)
+        chosen = problem.table[problem.table["config_key"] == choice.config_key].iloc[0]
         entries.append({
             "family": family_name, "dtype": dtype, "n": int(n),
-            "params": _params(best, REGISTRY.families.get(family_name)),
+            "params": _params(best, family),
             "grid": _dims(best["grid"]), "block": _dims(best["block"]),
-            "bandwidth_gbs": plain_value(best["bandwidth_gbs"]), "gflops": plain_value(best["gflops"]), "ranked_by": by,
+            "bandwidth_gbs": plain_value(best["bandwidth_gbs"]), "gflops": plain_value(best["gflops"]), "ranked_by": problem.by,
             "fraction_of_copy_peak": plain_value(best["fraction_of_copy_peak"]),
             "fraction_of_theoretical_peak": plain_value(best["fraction_of_theoretical_peak"]),
-            "time_ms_median": plain_value(best["time_ms_median"]), "run_id": plain_value(best["run_id"]),
+            "time_ms_median": plain_value(best["time_ms_median"]),
+            "time_ms_interval": _interval(best), "interval": str(best["how"]),
+            "run_id": plain_value(best["run_id"]),
             "source": plain_value(best["source"]), "config_key": plain_value(best["config_key"]),
-            "candidates": int(len(rows)),
+            "candidates": int(len(candidates[(family_name, dtype, n)][0])),
+            "tie_count": int(len(problem.ties)),
+            "tie_set": [_member(row, family, problem.by) for _, row in problem.ties.iterrows()],
+            "exported": {**_member(chosen, family, problem.by), "grid": _dims(chosen["grid"]),
+                         "block": _dims(chosen["block"]), "rule": choice.rule},
         })  # fmt: skip
     return entries
+
+
+def _interval(row: pd.Series) -> list[float] | None:
+    low, high = plain_value(row["low"]), plain_value(row["high"])
+    return None if low is None or high is None else [low, high]
+
+
+def _member(row: pd.Series, family, by: str) -> dict[str, Any]:
+    """A tie set member as best.json lists it."""
+    return {
+        "config_key": plain_value(row["config_key"]), "params": _params(row, family),
+        by: plain_value(row[by]), "time_ms_median": plain_value(row["time_ms_median"]),
+        "time_ms_interval": _interval(row), "behind_winner": plain_value(row["behind"]),
+        "source": plain_value(row["source"]),
+    }  # fmt: skip
 
 
 def _complete_if_any(rows: pd.DataFrame) -> pd.DataFrame:
@@ -112,7 +148,7 @@ def header_text(entries: list[dict], device: Mapping) -> str:
         "constexpr bool tuned = true;",
     ]
     for entry in entries:
-        lines += _struct(entry, entry["params"], tuned=True)
+        lines += _struct(entry, (entry.get("exported") or entry)["params"], tuned=True)
     lines += ["#else", "constexpr bool tuned = false;"]
     for entry in entries:
         family = REGISTRY.families.get(entry["family"])
@@ -128,13 +164,37 @@ def _struct(entry: dict, params: Mapping, *, tuned: bool) -> list[str]:
         f"    static constexpr {kind} {_identifier(key)} = {text};"
         for key, (kind, text) in ((k, _literal(v)) for k, v in params.items())
     ]
-    if tuned:
-        for axis, dims in (("grid", entry["grid"]), ("block", entry["block"])):
-            if dims:
-                body.append(f"    static constexpr unsigned {axis}[3] = {{{', '.join(map(str, dims))}}};")
-        if entry.get("bandwidth_gbs") is not None:
-            body.append(f"    static constexpr double bandwidth_gbs = {entry['bandwidth_gbs']:.1f};  // measured")
-    return ["", f"struct {name} {{", *body, "};"]
+    if not tuned:
+        return ["", f"struct {name} {{", *body, "};"]
+    exported = entry.get("exported") or entry
+    for axis in ("grid", "block"):
+        if exported.get(axis):
+            body.append(f"    static constexpr unsigned {axis}[3] = {{{', '.join(map(str, exported[axis]))}}};")
+    if exported.get("bandwidth_gbs") is not None:
+        body.append(f"    static constexpr double bandwidth_gbs = {exported['bandwidth_gbs']:.1f};  // measured")
+    return ["", *_tie_comment(entry), f"struct {name} {{", *body, "};"]
+
+
+def _tie_comment(entry: dict) -> list[str]:
+    """The struct's comment: the tie set's size, why this member, and the other
+    members (any of them is as good an answer on this GPU as far as the run could tell)."""
+    members = entry.get("tie_set") or []
+    if len(members) < 2:
+        return []
+    by = entry["ranked_by"]
+    unit = "GFLOP/s" if by == "gflops" else "GB/s"
+    chosen = entry["exported"]["config_key"]
+    lines = [f"// {len(members)} configurations tie (95 % intervals of the median time overlap the winner's);",
+             f"// exported: {entry['exported']['rule']}. The others:"]  # fmt: skip
+    for member in members:
+        if member["config_key"] != chosen:
+            winner = " (the winner)" if member["config_key"] == entry["config_key"] else ""
+            lines.append(f"//   {_params_text(member['params'])}: {member[by]:.1f} {unit}{winner}")
+    return lines
+
+
+def _params_text(params: Mapping) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
 def export(folder: Path, out: Path) -> list[str]:
@@ -143,7 +203,9 @@ def export(folder: Path, out: Path) -> list[str]:
 
     Raises:
         FileNotFoundError: ``folder`` lacks measurements.parquet or device.json.
+        DamagedFile: one of them cannot be read (one line: which, why, the remedy).
     """
+    from tuner.data.readback import read_json
     from tuner.data.results import read, write_json_atomic, write_text_atomic
 
     missing = [name for name in ("measurements.parquet", "device.json") if not (folder / name).is_file()]
@@ -151,12 +213,33 @@ def export(folder: Path, out: Path) -> list[str]:
         raise FileNotFoundError(
             f"must be a results folder with measurements.parquet and device.json, got {str(folder)!r}, which lacks {missing}"
         )
-    device = json.loads((folder / "device.json").read_text())
+    device = read_json(folder / "device.json")
     entries = best_entries(read(folder / "measurements.parquet"))
     write_json_atomic(best_json(entries, device), out / "best.json")
     write_text_atomic(header_text(entries, device), out / "best_configs.h")
     lines = []
     for e in entries:
-        figure = f"{e['gflops']:.0f} GFLOP/s" if e["ranked_by"] == "gflops" else f"{e['bandwidth_gbs']:.0f} GB/s"
-        lines.append(f"{e['family']:12s} {e['dtype']:8s} n={e['n']:<10d} {figure:>14s}  {e['params']}")
+        lines += summary_lines(e)
     return lines + [f"{len(entries)} problems -> {out / 'best.json'}, {out / 'best_configs.h'}"]
+
+
+def summary_lines(entry: dict) -> list[str]:
+    """The terminal lines of one problem: the winner, the interval of its figure
+    (from that of its median time), its tie set's size and, where the header
+    exports another member, that member."""
+    by = entry["ranked_by"]
+    unit = "GFLOP/s" if by == "gflops" else "GB/s"
+    value = entry[by]
+    interval = entry.get("time_ms_interval")
+    if interval and value is not None:
+        # A figure is work over time: its interval is the time's, reversed.
+        low, high = value * entry["time_ms_median"] / interval[1], value * entry["time_ms_median"] / interval[0]
+        figure = f"{value:.0f} {unit} [{low:.0f}, {high:.0f}]"
+    else:
+        figure = f"{value:.0f} {unit}" if value is not None else "—"
+    ties = entry.get("tie_count", 1)
+    line = f"{entry['family']:12s} {entry['dtype']:8s} n={entry['n']:<10d} {figure:>24s}  {ties:3d} tied  {entry['params']}"
+    exported = entry.get("exported")
+    if exported and exported["config_key"] != entry["config_key"]:
+        return [line, f"{'':36s} header exports {exported['params']} ({exported[by]:.0f} {unit}): {exported['rule']}"]
+    return [line]

@@ -22,6 +22,8 @@ Columns:
     error                        the reason when status is not ok (null when ok)
     verify_error                 largest relative error against the host reference (0: exact), for verified rows
     time_ms_median, time_ms_min, time_ms_max, time_ms_p10, time_ms_p90
+    time_ms_ci_low, time_ms_ci_high   95 % confidence interval of the median, from order statistics of the kept
+                                 samples (``tuner.data.intervals``; null in older files, which it derives from the quantiles)
     rel_spread                   standard deviation / mean of the kept samples
     samples, throttled_samples, converged, measure_wall_s, l2_flushed
     sm_clock_mhz, mem_clock_mhz, temperature_c, power_w   NVML readings (median over the samples)
@@ -41,6 +43,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
 
+from tuner.data.readback import damaged, one_line
+from tuner.errors import DamagedFile
 from tuner.families.base import config_key  # noqa: F401 - the identity of a row, re-exported for the stages
 
 TIMESTAMP = "datetime64[us, UTC]"
@@ -99,6 +103,8 @@ COLUMNS = {
     "time_ms_max": "float64",
     "time_ms_p10": "float64",
     "time_ms_p90": "float64",
+    "time_ms_ci_low": "float64",
+    "time_ms_ci_high": "float64",
     "rel_spread": "float64",
     "samples": "Int64",
     "throttled_samples": "Int64",
@@ -220,16 +226,32 @@ def write_json_atomic(data: Mapping, path: str | os.PathLike) -> Path:
 
 
 def read(path: str | os.PathLike) -> pd.DataFrame:
-    """A Parquet file or a folder of them, in the schema (empty if none)."""
+    """A Parquet file or a folder of them, in the schema (empty if none).
+
+    Raises:
+        DamagedFile: a file is not Parquet (zero bytes, cut short) or not
+            results rows; one line naming it and the command that remakes it.
+    """
     path = Path(path)
     if path.is_dir():
         files = sorted(path.rglob("*.parquet"))
         if not files:
             return to_frame([])
-        return to_frame(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True), keep_unknown=True)
+        return to_frame(pd.concat([_read_one(f) for f in files], ignore_index=True), keep_unknown=True)
     if not path.exists():
         return to_frame([])
-    return to_frame(pd.read_parquet(path), keep_unknown=True)
+    return _read_one(path)
+
+
+def _read_one(path: Path) -> pd.DataFrame:
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as error:  # noqa: BLE001 - pyarrow's errors, OSError and kin: the file is what is wrong
+        raise DamagedFile(damaged(path, f"not a readable Parquet file ({one_line(error)})")) from None
+    try:
+        return to_frame(frame, keep_unknown=True)
+    except (ValueError, TypeError) as error:
+        raise DamagedFile(damaged(path, f"not results rows ({one_line(error)})")) from None
 
 
 def config_params(key: str) -> dict[str, Any]:

@@ -78,6 +78,7 @@ class Gpu:
         self.memory_clock_mhz: float = self._memory_clock_mhz()
         self._flush: DeviceBuffer | None = None
         self._modules: dict[str, object] = {}
+        self._function_modules: dict[int, tuple] = {}
 
     def _memory_clock_mhz(self) -> float:
         """Peak memory clock: the driver attribute (kHz), or NVML where a CUDA
@@ -187,9 +188,21 @@ class Gpu:
     def function(self, cubin_path: str, kernel: str, arg_types: str):
         """A kernel prepared for fast launches; ``arg_types`` is PyCUDA's struct
         format ("PPQ": two pointers and an unsigned 64-bit integer)."""
-        function = self.module(cubin_path).get_function(kernel)
+        module = self.module(cubin_path)
+        function = module.get_function(kernel)
         function.prepare(arg_types)
+        self._function_modules[id(function)] = (function, module)  # the function kept alive: its id stays its own
         return function
+
+    def set_constant(self, function, name: str, array: np.ndarray) -> None:
+        """Copy ``array`` into the ``__constant__`` symbol ``name`` of the module
+        ``function`` was loaded from."""
+        _, module = self._function_modules[id(function)]
+        address, size = module.get_global(name)
+        array = np.ascontiguousarray(array)
+        if array.nbytes > size:
+            raise ValueError(f"__constant__ {name} holds {size} bytes, got an array of {array.nbytes}")
+        self.cuda.memcpy_htod(address, array)
 
     def launcher(self, function, grid: tuple, block: tuple, *args, shared_bytes: int = 0):
         """A no-argument callable that enqueues one launch on the default stream."""

@@ -1,11 +1,11 @@
 """The kernel families. Each module declares one family; REGISTRY names them all.
 
-Adding a family touches no stage: write a CUDA source and a ``Family``
-subclass (see ``tuner.families.base``), then either put both in a folder named
-in the config's ``family_paths`` (every ``*.py`` there is imported and each
-``Family`` subclass it defines is registered; ``source`` may be a path beside
-it), or install a package that names the class under the ``tuner.families``
-entry point group.
+Adding a family touches no stage: write a CUDA source and declare it with a
+``KernelSpec`` (``tuner.families.spec``), or, for what a spec cannot say, a
+``Family`` subclass (``tuner.families.base``); then name the Python file in
+the config's ``family_paths`` (only the files named are imported), or
+install a package that names the family under the ``tuner.families`` entry
+point group.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from tuner.families.base import (
+    DTYPES,
     Config,
     Family,
     Launch,
@@ -31,6 +32,7 @@ from tuner.families.layout import Layout
 from tuner.families.matmul import Matmul
 from tuner.families.offset import Offset
 from tuner.families.reduce import Reduce
+from tuner.families.spec import Constant, In, InOut, KernelSpec, Out, Scalar
 from tuner.families.vector_add import VectorAdd
 
 REGISTRY = Registry()
@@ -38,48 +40,90 @@ for _family in (Reduce(), Copy(), VectorAdd(), Offset(), Layout(), Matmul()):
     REGISTRY.add(_family)
 
 
-def _register(cls_or_family) -> str:
+def register(cls_or_family) -> str:
+    """Add a family (a ``Family`` or a subclass) to ``REGISTRY`` after checking
+    it (``check_family``); returns its name. Registering it again is harmless."""
     family = cls_or_family() if inspect.isclass(cls_or_family) else cls_or_family
+    check_family(family)
     known = REGISTRY.families.get(family.name)
-    if known is not None and type(known) is not type(family):
+    if known is not None and known is not family and (type(known) is not type(family) or isinstance(family, KernelSpec)):
         raise ValueError(f"family name {family.name!r} is taken by {type(known).__module__}.{type(known).__name__}")
     REGISTRY.add(family)
     return family.name
 
 
+def check_family(family: Family) -> None:
+    """The rules a built-in family keeps, for one from elsewhere: a name, known
+    dtypes, parameters named as identifiers, once each, whose defaults their
+    own rule accepts."""
+    name = getattr(family, "name", None)
+    if not (isinstance(name, str) and name.isidentifier()):
+        raise ValueError(f"a family's name must be an identifier, got {name!r} ({type(family).__name__})")
+    for dtype in family.dtypes:
+        if dtype not in DTYPES:
+            raise ValueError(f"family {name!r}: dtypes must be among {sorted(DTYPES)}, got {dtype!r}")
+    seen = set()
+    for param in family.params:
+        if not param.name.isidentifier() or param.name in seen:
+            raise ValueError(f"family {name!r}: parameter names must be distinct identifiers, got {param.name!r}")
+        seen.add(param.name)
+        if not param.values:
+            raise ValueError(f"family {name!r}: parameter {param.name!r} must have at least one value")
+        if not param.accepts(param.default):
+            raise ValueError(f"family {name!r}: parameter {param.name!r}'s default must be {param.rule_description()}, got {param.default!r}")
+
+
 def load_family_paths(paths) -> list[str]:
-    """Import every ``*.py`` of each folder and register the ``Family``
-    subclasses it defines; returns their names. Idempotent."""
+    """Import each Python file named and register the families it defines (a
+    ``Family`` subclass, or a ``Family`` such as a ``KernelSpec`` bound to a
+    module-level name); returns their names. Only the files named are
+    imported. Idempotent.
+
+    Raises:
+        ValueError: a path is not a Python file, the file fails to import
+            (the message names it), or it defines no family.
+    """
     names = []
-    for folder in map(Path, paths):
-        if not folder.is_dir():
-            raise ValueError(f"family_paths: must name folders, got {str(folder)!r}, which is not a folder")
-        for path in sorted(folder.resolve().glob("*.py")):
-            if path.name.startswith("_"):
-                continue
-            module_name = f"tuner_plugin_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}_{path.stem}"
-            module = sys.modules.get(module_name)
-            if module is None:
-                spec = importlib.util.spec_from_file_location(module_name, path)
-                module = importlib.util.module_from_spec(spec)
-                sys.modules[module_name] = module
+    for path in map(Path, paths):
+        if not (path.is_file() and path.suffix == ".py"):
+            raise ValueError(f"family_paths: must name Python files that define families, got {str(path)!r}"
+                             + (", a folder (name the family's .py file in it)" if path.is_dir() else ""))  # fmt: skip
+        path = path.resolve()
+        module_name = f"tuner_plugin_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}_{path.stem}"
+        module = sys.modules.get(module_name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            try:
                 spec.loader.exec_module(module)
-            for value in vars(module).values():
-                if (
-                    inspect.isclass(value)
-                    and issubclass(value, Family)
-                    and value.__module__ == module_name
-                    and not inspect.isabstract(value)
-                ):
-                    names.append(_register(value))
+            except ValueError as error:  # a declaration's own one line (a KernelSpec's SpecError)
+                del sys.modules[module_name]
+                raise ValueError(f"family_paths: {path}: {error}") from None
+            except Exception as error:
+                del sys.modules[module_name]
+                raise ValueError(f"family_paths: {path} failed to import: {type(error).__name__}: {error}") from None
+        found = []
+        for value in vars(module).values():
+            if inspect.isclass(value) and issubclass(value, Family) and value.__module__ == module_name and not inspect.isabstract(value):
+                found.append(value)
+            elif isinstance(value, Family):
+                found.append(value)
+        if not found:
+            raise ValueError(f"family_paths: {path} must define a family (a Family subclass or a KernelSpec), got none")
+        try:
+            names += [register(value) for value in found]
+        except ValueError as error:
+            raise ValueError(f"family_paths: {path}: {error}") from None
     return names
 
 
 def _load_entry_points() -> None:
     for point in entry_points(group="tuner.families"):
-        _register(point.load())
+        register(point.load())
 
 
 _load_entry_points()
 
-__all__ = ["REGISTRY", "Config", "Family", "Launch", "Param", "Problem", "Registry", "Verdict", "load_family_paths"]
+__all__ = ["REGISTRY", "Config", "Constant", "Family", "In", "InOut", "KernelSpec", "Launch", "Out", "Param", "Problem",
+           "Registry", "Scalar", "Verdict", "check_family", "load_family_paths", "register"]

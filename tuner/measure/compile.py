@@ -218,6 +218,33 @@ def _run_nvcc(
     return compiled
 
 
+_PTX_ENTRY = r"\.entry\s+{name}\s*\((.*?)\)"
+_PTX_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.([a-z]+)(\d+)")
+
+
+def kernel_parameters(source: Path, kernel: str, *, defines: dict[str, str], flags: Sequence[str] = (), arch: str) -> list[tuple[str, int]]:
+    """The kernel's parameters as the compiler laid them out: (kind, bits) per
+    parameter from its PTX entry (``("f", 32)`` a float, ``("u", 64)`` a
+    pointer or a 64-bit integer, ``("b", 8)`` bytes of a struct).
+
+    Raises:
+        CompileError: nvcc failed, or the source has no such ``extern "C"`` kernel.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "module.ptx"
+        command = nvcc_command(Path(source), defines, tuple(flags), arch, out)
+        command[1] = "-ptx"
+        proc = subprocess.run(command, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise CompileError(f"nvcc failed for {Path(source).name}:\n{(proc.stdout + proc.stderr).strip()}")
+        ptx = out.read_text()
+    match = re.search(_PTX_ENTRY.format(name=re.escape(kernel)), ptx, re.S)
+    if match is None:
+        entries = re.findall(r"\.entry\s+(\w+)", ptx)
+        raise CompileError(f"{Path(source).name} has no extern \"C\" kernel {kernel!r} (its kernels: {entries})")
+    return [(kind, int(bits)) for kind, bits in _PTX_PARAM.findall(match.group(1))]
+
+
 def compile_all(
     family: Family,
     configs: Iterable[Config],

@@ -19,6 +19,8 @@ from typing import Callable, Protocol
 
 import numpy as np
 
+from tuner.data.intervals import median_interval
+
 
 @dataclass(frozen=True)
 class TimingOptions:
@@ -108,12 +110,17 @@ class TimingResult:
     def as_row(self) -> dict:
         """The timing columns of a results row."""
         clocks = [c for c in self.sm_clocks_mhz if np.isfinite(c)]
+        # The samples are not kept; the 95 % interval of their median is
+        # (two numbers), so winners and runs can be told apart from noise later.
+        ci_low, ci_high = median_interval(self.samples_ms)
         return {
             "time_ms_median": self.stat("median"),
             "time_ms_min": self.stat("min"),
             "time_ms_max": self.stat("max"),
             "time_ms_p10": self.stat("p10"),
             "time_ms_p90": self.stat("p90"),
+            "time_ms_ci_low": ci_low,
+            "time_ms_ci_high": ci_high,
             "rel_spread": self.rel_spread,
             "samples": self.count,
             "throttled_samples": self.throttled,

@@ -25,6 +25,7 @@ from tuner.report.published import load_published
 from tuner.report.selection import best_per_family, study_frames, usable
 from tuner.report.studies import summarise_studies
 from tuner.report.style import report_style
+from tuner.report.ties import ties_section
 
 __all__ = [
     "BLOG_TABLES",
@@ -175,6 +176,7 @@ def build_report(
     )
     if counters is not None:
         content["profile"] = counters
+    content["ties"] = ties_section(dataset)  # its own module and templates: tuner/report/ties.py
     documents = write_documents(content, out_dir)
     return ReportOutputs(
         out_dir=out_dir,

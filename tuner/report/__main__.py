@@ -10,7 +10,6 @@ starts with ``study:``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -39,24 +38,30 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # Imported here so that a bad invocation fails fast, before matplotlib loads.
     from tuner.data.counters import read_profiles
+    from tuner.data.readback import read_json
     from tuner.data.results import read
+    from tuner.errors import DamagedFile
     from tuner.report import build_report
 
     try:
         dataset = read(args.results / "measurements.parquet")
-        device = json.loads((args.results / "device.json").read_text())
-        peaks = json.loads((args.results / "peaks.json").read_text())
-    except (OSError, ValueError) as error:
-        print(f"error: cannot read the inputs in {args.results}: {error}", file=sys.stderr)
+        device = read_json(args.results / "device.json")
+        peaks = read_json(args.results / "peaks.json", numbers=("_gbs",))
+    except DamagedFile as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
     outputs = build_report(dataset, device=device, peaks=peaks, out_dir=args.out or args.results / "report",
-                           profiles=read_profiles(args.results), processes=max(1, args.processes))  # fmt: skip
+                           profiles=read_profiles(args.results, log=_warn), processes=max(1, args.processes))  # fmt: skip
     drawn = len(outputs.figures) // 2
     print(f"report: {outputs.markdown} and {outputs.html}; {drawn} figures, {len(outputs.skipped)} skipped, "
           f"{len(outputs.family_figures)} family figures")  # fmt: skip
     for stem, why in outputs.skipped.items():
         print(f"  skipped {stem}: {why}")
     return 0
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,8 @@ import weakref
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
+from tuner.search.claim_records import record_problem, warn_on_stderr
+
 CLAIMED, MEASURED, DONE = "claimed", "measured", "done"
 
 # Budget answers of ClaimStore.claim.
@@ -246,11 +248,13 @@ class FileClaims(_FoldedClaims):
     appended under an exclusive ``flock`` of the file and read under a shared
     one. Several studies may share the file (each line names its study)."""
 
-    def __init__(self, path: str, study: str) -> None:
+    def __init__(self, path: str, study: str, log: Callable[[str], None] | None = None) -> None:
         super().__init__(study)
         self.path = path
+        self.log = log or warn_on_stderr
         self._claims: dict[str, Claim] = {}
         self._offset = 0
+        self._lines = 0  # lines read up to _offset
         self._mutex = threading.Lock()  # this object's fold, between threads
 
     @contextmanager
@@ -286,7 +290,7 @@ class FileClaims(_FoldedClaims):
                         self._offset += len(data)  # nobody else writes while we hold the lock
                 except BaseException:
                     # The fold may hold records that were never written: read afresh next time.
-                    self._claims, self._offset = {}, 0
+                    self._claims, self._offset, self._lines = {}, 0, 0
                     raise
                 # Only a measured row must outlive a crash of the machine (a
                 # killed process loses nothing written): it is fsynced before
@@ -301,21 +305,46 @@ class FileClaims(_FoldedClaims):
     def _read(self, fd: int, exclusive: bool) -> None:
         size = os.fstat(fd).st_size
         if size < self._offset:  # replaced or truncated under us: read it afresh
-            self._claims, self._offset = {}, 0
+            self._claims, self._offset, self._lines = {}, 0, 0
         data = os.pread(fd, size - self._offset, self._offset) if size > self._offset else b""
         end = data.rfind(b"\n") + 1
-        for line in data[:end].splitlines():
+        for line in data[:end].split(b"\n")[:-1]:
+            self._lines += 1
+            if not line.strip():
+                continue
             try:
                 record = json.loads(line)
-            except ValueError:
-                continue  # a line torn by a crash, completed by a later writer's newline
-            if record.get("s") == self.study:
+            except ValueError as error:
+                # A line torn by a crash before torn tails were cut, or bytes
+                # that are not ours: the claims of the other lines still hold.
+                self._warn(f"not JSON ({error})")
+                continue
+            problem = record_problem(record)
+            if problem:
+                self._warn(problem)
+            elif record["s"] == self.study:
                 _fold(self._claims, record)
         self._offset += end
         if exclusive and end < len(data):
             # A writer died mid-line (no one writes while we hold the lock):
             # cut the torn tail so the next record starts on a line of its own.
+            aside = self.path + ".corrupt"
+            with open(aside, "ab") as handle:
+                handle.write(data[end:] + b"\n")
+                handle.flush()
+                os.fsync(handle.fileno())
             os.ftruncate(fd, self._offset)
+            self.log(f"warning: {self.path}:{self._lines + 1}: no end of line (cut short by a crash); "
+                     f"moved to {os.path.basename(aside)}, the operation it began did not happen")  # fmt: skip
+
+    def _warn(self, problem: str) -> None:
+        # Once per process and line: a study opens its claims several times.
+        if (self.path, self._lines, self.log) not in _WARNED:
+            _WARNED.add((self.path, self._lines, self.log))
+            self.log(f"warning: {self.path}:{self._lines}: {problem}; line skipped, the other claims stand")
+
+
+_WARNED: set[tuple[str, int, Callable]] = set()
 
 
 # ---- which store -------------------------------------------------------------------

@@ -26,6 +26,7 @@ import optuna
 import pandas as pd
 
 from tuner.data import results
+from tuner.errors import EXIT_DAMAGED_FILE, DamagedFile
 from tuner.families.base import Problem
 from tuner.search.replay import problem_rows, table_domains, table_measure
 from tuner.search.study import open_storage, run_study, study_rows
@@ -94,6 +95,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--out", help="where to write (worker: a JSON summary; rows: Parquet)")
     args = parser.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        return _run(args)
+    except DamagedFile as error:  # a table or the study's journal: which, why, and the command that recovers
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_DAMAGED_FILE
+
+
+def _run(args) -> int:
     if args.command == "worker":
         report = worker(args)
         if args.out:

@@ -7,6 +7,7 @@ import fcntl
 import importlib.util
 import json
 import os
+import sys
 import threading
 import time
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -19,6 +20,7 @@ from optuna.storages import BaseStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.storages.journal._storage import JournalOperation
 
+from tuner.errors import DamagedFile
 from tuner.search.claims import (
     SQLITE_BUSY_TIMEOUT_S,
 )
@@ -56,9 +58,29 @@ class FlockJournalLock:
             os.close(fd)
 
 
+# Fields each journal operation's record must carry for Optuna to replay it
+# (besides op_code and worker_id), by op code: study operations name their
+# study, trial operations their trial.
+_JOURNAL_FIELDS = {0: ("study_name", "directions"), 1: ("study_id",), 2: ("study_id", "user_attr"),
+                   3: ("study_id", "system_attr"), 4: ("study_id",), 5: ("trial_id", "param_name", "param_value_internal",
+                   "distribution"), 6: ("trial_id", "state"), 7: ("trial_id",), 8: ("trial_id", "user_attr"),
+                   9: ("trial_id", "system_attr"), 10: ()}  # fmt: skip
+
+
+def journal_record_problem(record: Any) -> str | None:
+    """Why a decoded line of a journal is not a record Optuna can replay, or None."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not a journal record (an object)"
+    op = record.get("op_code")
+    if not isinstance(op, int) or isinstance(op, bool) or op not in _JOURNAL_FIELDS:
+        return f"a record whose op_code is {str(op)[:40]!r}, not one of Optuna's journal operations"
+    missing = [name for name in ("worker_id", *_JOURNAL_FIELDS[op]) if name not in record]
+    return f"a record of op_code {op} without {missing}" if missing else None
+
+
 class JournalFile(JournalFileBackend):
     """Optuna's journal file, written under ``FlockJournalLock`` and without
-    an fsync per record.
+    an fsync per record, read defensively.
 
     Each worker appends about a dozen records per trial under one lock, and
     an fsync each kept that lock held for most of the time with four workers.
@@ -66,21 +88,87 @@ class JournalFile(JournalFileBackend):
     fsynced into the study's claims file before its trial is told, and a
     rerun finishes trials from there (``tuner.search.study``). A killed
     process loses nothing either way (its writes are in the page cache); an
-    operating-system crash may lose the journal's last records, and Optuna
-    skips a torn last line when it reads the file."""
+    operating-system crash or a full disk may leave the journal's last line
+    torn. Optuna skips a torn last line when it reads, but a record appended
+    after it would join it into a line that never decodes, so ``append_logs``
+    first moves a torn tail aside (``<journal>.torn``, fsynced). A line
+    inside the file that is not a record stops the reader with one line
+    naming the file, the line and the command that recovers
+    (``DamagedFile``)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, log: Callable[[str], None] | None = None) -> None:
         self._path, self._flock = path, FlockJournalLock(path)
+        self._log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         super().__init__(path, lock_obj=self._flock)
 
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
-        text = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs)
+        data = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode("utf-8")
         self._flock.acquire()
         try:
-            with open(self._path, "ab") as f:
-                f.write(text.encode("utf-8"))
+            fd = os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    self._set_aside_torn_tail(fd, size)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
         finally:
             self._flock.release()
+
+    def _set_aside_torn_tail(self, fd: int, size: int) -> None:
+        """Move the bytes after the last end of line to ``<journal>.torn``
+        (fsynced first, so nothing is lost) and cut them from the journal;
+        called under the journal's lock."""
+        cut, chunk = size, 1 << 16
+        while cut > 0:
+            start = max(0, cut - chunk)
+            at = os.pread(fd, cut - start, start).rfind(b"\n")
+            if at >= 0:
+                cut = start + at + 1
+                break
+            cut = start
+        tail = os.pread(fd, size - cut, cut)
+        aside = self._path + ".torn"
+        with open(aside, "ab") as handle:
+            handle.write(tail + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.ftruncate(fd, cut)
+        os.fsync(fd)
+        line = _lines_before(fd, cut) + 1
+        self._log(f"warning: {self._path}:{line}: no end of line (torn by a crash or a full disk); {len(tail)} bytes "
+                  f"moved to {os.path.basename(aside)}, the study goes on from the record before")  # fmt: skip
+
+    def read_logs(self, log_number_from: int) -> Iterator[dict[str, Any]]:
+        line = log_number_from  # lines read, so the next is line + 1
+        try:
+            for record in super().read_logs(log_number_from):
+                line += 1
+                problem = journal_record_problem(record)
+                if problem:
+                    raise DamagedFile(self._damaged(line, problem))
+                yield record
+        except ValueError as error:  # JSONDecodeError, or Optuna's "Invalid log format"
+            raise DamagedFile(self._damaged(line + 1, f"not a JSON record ({error})")) from None
+
+    def _damaged(self, line: int, problem: str) -> str:
+        with open(self._path, "rb") as handle:
+            offset = sum(len(text) for _, text in zip(range(line - 1), handle))
+        return (f"{self._path}:{line}: {problem}, so the study cannot be read past it; keep lines 1 to {line - 1} with "
+                f"`truncate -s {offset} {self._path}` (the measured rows of later trials are kept in "
+                f"{os.path.basename(self._path)}.claims and are not measured again), then run the stage again")  # fmt: skip
+
+
+def _lines_before(fd: int, offset: int) -> int:
+    lines, at, chunk = 0, 0, 1 << 20
+    while at < offset:
+        data = os.pread(fd, min(chunk, offset - at), at)
+        lines += data.count(b"\n")
+        at += len(data)
+    return lines
 
 
 class BatchedJournalStorage(optuna.storages.JournalStorage):

@@ -74,6 +74,7 @@ import optuna
 from optuna.storages import BaseStorage
 
 from tuner.families.base import Family, Problem
+from tuner.search.claim_records import claim_row
 from tuner.search.claims import (
     CLAIMED,
     open_claims,
@@ -357,7 +358,8 @@ def study_rows(study: optuna.Study) -> list[dict]:
     if claims is not None:
         for key, claim in claims.snapshot(rows=True).items():
             if claim.row is not None and key not in rows:
-                row = json.loads(claim.row)
-                row["trial"] = claim.trial
-                rows[key] = row
+                row = claim_row(claims, claim)
+                if row is not None:
+                    row["trial"] = claim.trial
+                    rows[key] = row
     return sorted(rows.values(), key=lambda r: r["trial"])

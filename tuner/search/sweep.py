@@ -49,7 +49,7 @@ class RowStore:
 
         from tuner.data import results
 
-        frames = [results.to_frame(self._jsonl_rows())]
+        frames = [results.to_frame(self._jsonl_rows(tabled=True))]
         for part in sorted(self.folder.glob("part-*.parquet")):
             try:
                 frames.append(results.to_frame(pd.read_parquet(part)))
@@ -72,33 +72,55 @@ class RowStore:
             handle.flush()
             os.fsync(handle.fileno())
 
-    def _jsonl_rows(self) -> list[dict]:
+    def _jsonl_rows(self, tabled: bool = False) -> list[dict]:
+        """The store's rows; lines that are not rows (and, with ``tabled``,
+        rows the results schema refuses: that check needs pandas, which the
+        measuring process does without) are moved aside."""
         if not self.path.exists():
             return []
         data = self.path.read_bytes()
-        rows, good_end = [], 0
-        for number, line in enumerate(data.splitlines(keepends=True), 1):
+        *lines, tail = data.split(b"\n")
+        good: list[tuple[int, dict, bytes]] = []  # (line number, row, bytes)
+        bad: list[tuple[int, bytes, str]] = []  # (line number, bytes, why)
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
             try:
-                if not line.endswith(b"\n"):
-                    raise ValueError("no end of line (cut short)")
-                rows.append(json.loads(line))
-                good_end += len(line)
-            except ValueError as error:
-                # Only the last line can be cut short by a kill; anything after
-                # a bad line is kept aside with it rather than trusted.
-                self._set_aside(data[good_end:], f"line {number}: {error}")
-                break
-        return rows
+                record = json.loads(line)
+            except ValueError as error:  # UnicodeDecodeError included
+                bad.append((number, line, f"not JSON ({error})"))
+                continue
+            problem = row_problem(record)
+            if problem:
+                bad.append((number, line, problem))
+            else:
+                good.append((number, record, line))
+        if tail:
+            # Only the last line can be cut short by a kill or a full disk.
+            bad.append((len(lines) + 1, tail, "no end of line (cut short)"))
+        if tabled:
+            good = _rows_the_schema_takes(good, bad)
+        if bad:
+            self._set_aside([line for _, _, line in good], bad, only_tail=len(bad) == 1 and bad[0][1] is tail)
+        return [row for _, row, _ in good]
 
-    def _set_aside(self, tail: bytes, reason: str) -> None:
+    def _set_aside(self, kept: list[bytes], bad: list[tuple[int, bytes, str]], only_tail: bool) -> None:
+        """Move the ``bad`` lines to a ``*.corrupt`` file beside the store
+        (written and fsynced first: nothing is lost), then leave the store
+        with the ``kept`` lines only."""
         corrupt = self.path.with_name(f"{STORE_FILE}.{time.strftime('%Y%m%dT%H%M%S')}.corrupt")
-        corrupt.write_bytes(tail)
-        with open(self.path, "r+b") as handle:
-            handle.truncate(self.path.stat().st_size - len(tail))
+        with open(corrupt, "ab") as handle:
+            handle.write(b"".join(line + b"\n" for _, line, _ in sorted(bad)))
+            handle.flush()
             os.fsync(handle.fileno())
-        self.log(
-            f"warning: {self.path}: {reason}; {len(tail)} bytes moved to {corrupt.name}, that configuration will be measured again"
-        )
+        if only_tail:  # the common case, a kill mid-write: cut the tail in place
+            with open(self.path, "r+b") as handle:
+                handle.truncate(self.path.stat().st_size - len(bad[0][1]))
+                os.fsync(handle.fileno())
+        else:
+            _replace_durably(self.path, b"".join(line + b"\n" for line in kept))
+        for number, _, why in sorted(bad):
+            self.log(f"warning: {self.path}:{number}: {why}; moved to {corrupt.name}, that configuration will be measured again")
 
     def _quarantine(self, part: Path, reason: str) -> None:
         target = part.with_name(part.name + ".corrupt")
@@ -106,6 +128,61 @@ class RowStore:
         self.log(
             f"warning: {part}: unreadable ({reason[:200]}); moved to {target.name}, its configurations will be measured again"
         )
+
+
+# What a stored row must hold to be identified (``identity``) and tabled.
+ROW_KEYS = {"family": str, "dtype": str, "n": int, "config_key": str, "status": str}
+
+
+def row_problem(record) -> str | None:
+    """Why a decoded line of the store is not a row, or None."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not a row (an object)"
+    missing = [key for key in ROW_KEYS if key not in record]
+    if missing:
+        return f"a row without {missing}"
+    for key, kind in ROW_KEYS.items():
+        if not isinstance(record[key], kind) or isinstance(record[key], bool):
+            return f"a row whose {key} is {record[key]!r}, not {kind.__name__}"
+    return None
+
+
+def _rows_the_schema_takes(good: list[tuple[int, dict, bytes]], bad: list) -> list[tuple[int, dict, bytes]]:
+    """The entries whose rows the results schema reads: all of them, as a
+    rule, checked as one frame; one by one only where that frame fails (the
+    others go to ``bad``)."""
+    from tuner.data import results
+
+    try:
+        results.to_frame([row for _, row, _ in good])
+        return good
+    except (ValueError, TypeError):
+        pass
+    taken = []
+    for number, row, line in good:
+        try:
+            results.to_frame([row])
+        except (ValueError, TypeError) as error:
+            bad.append((number, line, f"a row the results schema refuses ({str(error)[:120]})"))
+            continue
+        taken.append((number, row, line))
+    return taken
+
+
+def _replace_durably(path: Path, data: bytes) -> None:
+    """``path`` := ``data`` through a fsynced temporary file and a rename, so
+    a crash leaves the old file or the new, never a mix."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
 
 
 def identity(row) -> tuple:

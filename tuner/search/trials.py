@@ -21,6 +21,7 @@ from optuna.trial import TrialState
 from tuner.data.results import columns, config_key, plain_value
 from tuner.errors import FatalDeviceError, measure_raised
 from tuner.families.base import Problem
+from tuner.search.claim_records import claim_row
 from tuner.search.claims import (
     CLAIMED,
     DONE,
@@ -214,8 +215,9 @@ def _recover(run: _Run, snapshot: Mapping[str, Claim]) -> int:
                 trial_id = run.study._storage.get_trial_id_from_study_id_trial_number(run.study._study_id, claim.trial)
             except KeyError:
                 trial_id = None
-            if trial_id is not None:
-                _finish_trial(run.study, trial_id, claim.trial, json.loads(claim.row))
+            row = claim_row(run.claims, claim)
+            if trial_id is not None and row is not None:
+                _finish_trial(run.study, trial_id, claim.trial, row)
         run.claims.finish(claim.key, run.owner)
     return len(released) + len(taken)
 

@@ -34,7 +34,7 @@ class RunSettings:
     compile_jobs: int = 0
     study_gpus: tuple[int, ...] = ()
     timing: TimingOptions = TimingOptions()
-    family_paths: tuple[str, ...] = ()  # absolute folders of plug-in families
+    family_paths: tuple[str, ...] = ()  # absolute paths of the Python files declaring plug-in families
 
     @property
     def gpu_dir(self) -> Path:
@@ -71,6 +71,7 @@ STAGE_RUN_FIELDS = {
     "sweep": (*_PLACE, "arch", "seed", "compile_jobs"),
     "study": (*_PLACE, "arch", "seed", "study_gpus", "compile_jobs"),
     "profile": (*_PLACE, "arch", "seed"),
+    "best": _PLACE,
 }
 
 

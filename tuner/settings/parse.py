@@ -1,10 +1,11 @@
-"""Reading and checking a config: YAML with line numbers and no duplicate
-keys, the JSON schema's structure as one-line errors, then the rules between
-values, against the machine's devices and nvcc where they are known."""
+"""Checking a config: the JSON schema's structure as one-line errors, then
+the rules between values, against the machine's devices and nvcc where they
+are known (the YAML file itself is read by ``tuner.settings.yaml_file``)."""
 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import fields
 from pathlib import Path
 from types import MappingProxyType
@@ -16,6 +17,7 @@ from tuner.device.describe import DeviceFacts
 from tuner.families import REGISTRY, Problem, load_family_paths
 from tuner.measure.timing import TimingOptions
 from tuner.settings.model import ConfigError, RunSettings, Settings, StudySettings, SweepSettings, _frozen_params
+from tuner.settings.yaml_file import read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -27,64 +29,17 @@ ASSUMED_DEVICE_BYTES = 192 << 30
 USABLE_MEMORY = 0.9
 
 
-# ---- reading YAML ------------------------------------------------------------
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping (plain YAML
-    keeps the last silently, so a duplicated sweep would vanish)."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen: dict[Any, yaml.Mark] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            mark = key_node.start_mark
-            raise ConfigError(
-                f"{mark.name}:{mark.line + 1}:{mark.column + 1}: keys must be unique within a mapping, got {key!r} again"
-                f" (first at line {seen[key].line + 1})"
-            )
-        seen[key] = key_node.start_mark
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def read_yaml(path: str | Path) -> dict:
-    """The mapping in a YAML file; syntax errors and duplicate keys as one line
-    with the file, line and column."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise ConfigError(f"{path}: must be a readable YAML file, got {type(error).__name__}: {error.strerror}") from None
-    try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    except ConfigError as error:
-        raise ConfigError(str(error).replace("<unicode string>", str(path), 1)) from None
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise ConfigError(f"{where}: must be valid YAML, got a syntax error: {error.problem}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: must hold a mapping of settings, got {type(data).__name__}")
-    return data
-
-
 # ---- parsing -------------------------------------------------------------------
 
 
 def load(path: str | Path, **checks) -> Settings:
-    """``parse`` of a YAML file (``checks``: parse's keyword arguments)."""
-    return parse(read_yaml(path), **checks)
+    """``parse`` of a YAML file (``checks``: parse's keyword arguments); its
+    ``family_paths`` are relative to the file's folder."""
+    return parse(read_yaml(path), base_dir=Path(path).resolve().parent, **checks)
 
 
 def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tuple[str, ...] | None = None,
-          storage_check=None) -> Settings:  # fmt: skip
+          storage_check=None, base_dir: str | Path | None = None) -> Settings:  # fmt: skip
     """Check ``config`` and return its settings. Raises ConfigError (one line).
 
     Args:
@@ -94,13 +49,17 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
         nvcc_archs: the architectures nvcc can build (None: not checked).
         storage_check: ``(spec, workers) -> problem text or None`` for study
             storages (None: only the form is checked).
+        base_dir: the folder relative ``family_paths`` are taken from: the
+            config file's (None: the working directory).
     """
+    _check_finite(config)
     check_schema(config)
-    family_paths = tuple(str(Path(p).resolve()) for p in config.get("family_paths", []))
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    family_paths = tuple(str((base / p).resolve()) for p in config.get("family_paths", []))
     try:
         load_family_paths(family_paths)
-    except Exception as error:  # a plug-in that does not import is the user's config error
-        raise ConfigError(f"family_paths: must hold importable family modules, got {type(error).__name__}: {error}") from None
+    except ValueError as error:  # a plug-in that does not import, or breaks a family's rules, is the user's config error
+        raise ConfigError(str(error)) from None
     device = device or DeviceFacts()
     index = config.get("device_index", 0)
     if device.count is not None and not index < device.count:
@@ -117,9 +76,9 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
         from tuner.device.describe import NO_GPU_SLUG, slugify
 
         gpu = slugify(device.names[index]) if index < len(device.names) else NO_GPU_SLUG
-    _check_results_dir(config["results_dir"])
+    results_dir = _check_results_dir(config["results_dir"], gpu, config.get("allow_reference_results", False))
     timing = timing_options(config.get("timing", {}), "timing")
-    run = RunSettings(results_dir=str(config["results_dir"]), gpu=gpu, device_index=index, arch=arch,
+    run = RunSettings(results_dir=results_dir, gpu=gpu, device_index=index, arch=arch,
                       seed=config.get("seed", 0), compile_jobs=config.get("compile_jobs", 0),
                       study_gpus=tuple(config.get("study_gpus", [])), timing=timing, family_paths=family_paths)  # fmt: skip
     memory = device.memory_of(index)
@@ -132,12 +91,33 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
             raise ConfigError(
                 f"studies.{name}.compare_with_sweep: must name a sweep of this config {list(sweeps)}, got {target!r}"
             )
+        if target is not None and study.problem not in sweeps[target].problems():
+            swept = ", ".join(p.key for p in sweeps[target].problems())
+            raise ConfigError(f"studies.{name}.compare_with_sweep: must name a sweep of the study's problem "
+                              f"{study.problem.key}, got {target!r}, which sweeps {swept}")  # fmt: skip
         workers = max(1, len(run.study_gpus))
         problem = storage_check(study.storage, workers) if storage_check else None
         if problem:
             raise ConfigError(f"studies.{name}.storage: {problem}")
+        if _in_memory_sqlite(study.storage):
+            raise ConfigError(f"studies.{name}.storage: must keep the study where the tune stage's worker and the stage "
+                              f"itself both read it, got {study.storage!r}, an in-memory SQLite database that vanishes with "
+                              f"its process (give sqlite:///path.db or a journal file)")  # fmt: skip
         studies[name] = study
     return Settings(run, MappingProxyType(sweeps), MappingProxyType(studies))
+
+
+def _check_finite(value: Any, path: tuple = ()) -> None:
+    """NaN and infinity compare false with every bound, so a schema's
+    ``minimum`` lets them through (``timeout_s: .nan``); no setting means them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{_key(path)}: must be a finite number, got {value!r}")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_finite(item, (*path, key))
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_finite(item, (*path, i))
 
 
 def check_schema(config: Mapping) -> None:
@@ -228,13 +208,48 @@ def _check_arch(arch: str, capability: str | None, nvcc_archs: tuple[str, ...] |
     return arch
 
 
-def _check_results_dir(results_dir: str) -> None:
-    path = Path(results_dir)
+# The shipped reference results: a run writing there would overwrite them.
+REFERENCE_RESULTS = ROOT / "results" / "reference"
+MAX_NAME_BYTES = 255  # of one path component, on the usual file systems
+
+
+def _check_results_dir(results_dir: str, gpu: str, allow_reference: bool) -> str:
+    """``results_dir`` as the rules and the workflow's paths use it
+    (``results/`` and ``./results`` are ``results``), once checked: a folder,
+    or where one can be made, with names a file system takes, and outside the
+    reference results unless ``allow_reference_results`` says otherwise."""
+    normal = os.path.normpath(results_dir)
+    path = Path(normal)
+    for part in path.parts:
+        if len(os.fsencode(part)) > MAX_NAME_BYTES:
+            raise ConfigError(f"results_dir: must be a path whose folder names are at most {MAX_NAME_BYTES} bytes, "
+                              f"got {results_dir[:80]!r}... with a name of {len(os.fsencode(part))} bytes")  # fmt: skip
     for parent in (path, *path.parents):
         if parent.exists() and not parent.is_dir():
             raise ConfigError(
                 f"results_dir: must be a folder (or a path where one can be made), got {results_dir!r}, where {str(parent)!r} is a file"
             )
+    if not allow_reference:
+        gpu_dir = (path / gpu).resolve()
+        for reference in {REFERENCE_RESULTS.resolve(), Path("results", "reference").resolve()}:
+            if gpu_dir == reference or reference in gpu_dir.parents:
+                raise ConfigError(f"results_dir: must lie outside the shipped reference results {str(reference)!r} "
+                                  f"(a run would overwrite them) unless allow_reference_results is true, got {results_dir!r}"
+                                  f" with gpu {gpu!r}")  # fmt: skip
+    return normal
+
+
+def _in_memory_sqlite(storage: str) -> bool:
+    if not storage.startswith("sqlite"):
+        return False
+    import sqlalchemy
+
+    try:
+        url = sqlalchemy.engine.make_url(storage)
+    except Exception:  # noqa: BLE001 - a malformed URL is the storage check's to report
+        return False
+    database = url.database or ""
+    return database in ("", ":memory:") or database.startswith("file::memory:") or url.query.get("mode") == "memory"
 
 
 def _family(name: str, where: str):
@@ -277,6 +292,19 @@ def _merged_timing(config: Mapping, section: Mapping, where: str) -> TimingOptio
     return timing_options({**config.get("timing", {}), **section.get("timing", {})}, f"{where}.timing")
 
 
+def _check_feasible_point(family, problem: Problem, point: dict, space: list[dict] | None, where: str) -> None:
+    """An enqueued point must be, or complete to, a feasible configuration:
+    one that is not is never measured (a complete one is checked however
+    large the space; a partial one where the space could be listed)."""
+    if set(point) == set(family.param_names):
+        reasons = family.violations(point, problem)
+        if reasons:
+            raise ConfigError(f"{where}: must be a feasible configuration of {problem.key}, got {point} ({reasons[0]})")
+    elif space is not None and not any(all(c[k] == v for k, v in point.items()) for c in space):
+        raise ConfigError(f"{where}: must complete to a feasible configuration of {problem.key} within the searched values,"
+                          f" got {point}, whose every completion is infeasible")  # fmt: skip
+
+
 def _sweep(name: str, section: Mapping, config: Mapping, memory: int | None) -> SweepSettings:
     where = f"sweeps.{name}"
     family = _family(section["family"], f"{where}.family")
@@ -303,7 +331,8 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
     _check_params(family, params, f"{where}.params")
     problem = Problem(family.name, section["dtype"], section["n"])
     domains = {p.name: list(params.get(p.name, p.values)) for p in family.params}
-    space_size = len(family.space(problem, domains)) if math.prod(map(len, domains.values())) <= 1_000_000 else None
+    space = family.space(problem, domains) if math.prod(map(len, domains.values())) <= 1_000_000 else None
+    space_size = None if space is None else len(space)
     if space_size == 0:
         raise ConfigError(f"{where}.params: the space must hold at least one feasible configuration for {problem.key}, got none")
     for i, point in enumerate(section.get("enqueue", [])):
@@ -315,6 +344,7 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
         for key, value in point.items():
             if value not in domains[key] or not family.param(key).accepts(value):
                 raise ConfigError(f"{where}.enqueue[{i}].{key}: must be one of the searched values {domains[key]}, got {value!r}")
+        _check_feasible_point(family, problem, dict(point), space, f"{where}.enqueue[{i}]")
     if "budget_trials" in section and "budget_fraction" in section:
         raise ConfigError(f"{where}: must give budget_trials or budget_fraction, not both, got both")
     if "budget_trials" in section:
@@ -334,7 +364,7 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
     ):
         raise ConfigError(f"{where}.warm_start: must name a .parquet file or a folder holding Parquet results, got {warm!r}")
     return StudySettings(name=name, family=family.name, dtype=section["dtype"], n=section["n"],
-                         sampler=section.get("sampler", "tpe"), seed=section.get("seed", config.get("seed", 0)),
+                         sampler=section.get("sampler", "ordinal"), seed=section.get("seed", config.get("seed", 0)),
                          budget_trials=budget, timeout_s=section.get("timeout_s"), storage=storage,
                          params=_frozen_params(params), enqueue=tuple(MappingProxyType(dict(e)) for e in section.get("enqueue", [])),
                          compare_with_sweep=section.get("compare_with_sweep"), timing=_merged_timing(config, section, where),

@@ -30,6 +30,16 @@ def check_yaml_or_exit(path):
         _config_error(error)
 
 
+def _family_paths_base():
+    """The folder of the config file that names family_paths (the last one
+    given that does), so a config's plug-ins are found wherever snakemake runs."""
+    files = list(workflow.overwrite_configfiles) or [str(Path(workflow.basedir) / "config.yaml")]
+    for path in reversed(files):
+        if "family_paths" in (tuner_settings.read_yaml(path) or {}):
+            return Path(path).resolve().parent
+    return Path.cwd()
+
+
 def settings_or_exit(config):
     from tuner.measure.compile import nvcc_architectures
     from tuner.device.describe import probe_devices
@@ -43,6 +53,7 @@ def settings_or_exit(config):
             device=probe_devices(),
             nvcc_archs=nvcc_architectures(),
             storage_check=storage_problem,
+            base_dir=_family_paths_base(),
         )
     except tuner_settings.ConfigError as error:
         _config_error(error)

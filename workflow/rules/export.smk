@@ -15,5 +15,6 @@ rule export_best:
         "../envs/tuner.yaml"
     params:
         folder=lambda wildcards: f"{RESULTS}/{wildcards.gpu}",
+        settings=SETTINGS.stage_json("best"),
     shell:
-        '"$PYTHON" -m tuner best --results {params.folder:q} 2>&1 | tee {log:q}'
+        '"$PYTHON" -m tuner best --settings {params.settings:q} --results {params.folder:q} 2>&1 | tee {log:q}'

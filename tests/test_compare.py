@@ -1,0 +1,183 @@
+"""tuner compare A B on synthetic runs whose truth is known: rows made by the
+timer's own statistics from drawn samples, so a true change, no change and a
+change hidden in noise each get the verdict they must."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tuner import cli
+from tuner.data import compare, results
+from tuner.measure.timing import TimingResult
+
+
+def timed_row(samples, *, block: int = 256, n: int = 1 << 20, source: str = "sweep:s", clock: float = 1980.0) -> dict:
+    """A verified copy row whose timing columns the timer computed from ``samples`` (ms)."""
+    timing = TimingResult(samples_ms=np.asarray(samples), throttled=0, converged=True, wall_s=0.1, flushed=True,
+                          sm_clocks_mhz=[clock])  # fmt: skip
+    key = json.dumps({"block_size": block, "variant": "copy"}, sort_keys=True)
+    return {"status": "ok", "source": source, "family": "copy", "dtype": "float32", "n": n, "variant": "copy",
+            "block_size": block, "config_key": key, "gpu": "GPU", "git_commit": "abc"} | timing.as_row()  # fmt: skip
+
+
+def draw(rng, median: float, noise: float, count: int) -> np.ndarray:
+    return median * (1 + noise * rng.standard_normal(count))
+
+
+def one(a_samples, b_samples, **kwargs) -> pd.Series:
+    table = compare.compare(pd.DataFrame([timed_row(a_samples, **kwargs)]), pd.DataFrame([timed_row(b_samples, **kwargs)]))
+    (row,) = table.itertuples(index=False)
+    return pd.Series(row._asdict())
+
+
+def test_a_true_one_percent_regression_at_low_noise_is_slower():
+    rng = np.random.default_rng(1)
+    row = one(draw(rng, 1.0, 0.001, 50), draw(rng, 1.01, 0.001, 50))
+    assert row.verdict == "SLOWER" and row.ratio == pytest.approx(1.01, abs=0.001)
+    assert 1.005 < row.ratio_low < row.ratio < row.ratio_high < 1.015
+
+
+def test_a_three_percent_gain_is_faster():
+    rng = np.random.default_rng(2)
+    assert one(draw(rng, 1.0, 0.002, 10), draw(rng, 0.97, 0.002, 10)).verdict == "FASTER"
+
+
+def test_identical_runs_and_two_draws_of_the_same_kernel_are_same():
+    rng = np.random.default_rng(3)
+    samples = draw(rng, 1.0, 0.002, 10)
+    row = one(samples, samples)
+    assert row.verdict == "SAME" and row.ratio == 1.0 and row.ratio_low < 1.0 < row.ratio_high
+    assert one(draw(rng, 1.0, 0.001, 30), draw(rng, 1.0, 0.001, 30)).verdict == "SAME"
+
+
+def test_a_change_hidden_in_noise_is_ambiguous():
+    rng = np.random.default_rng(4)
+    # 0.8 % slower, 2 % noise, 10 samples: the interval spans both 1 and the margin.
+    row = one(draw(rng, 1.0, 0.02, 10), draw(rng, 1.008, 0.02, 10))
+    assert row.verdict == "AMBIGUOUS" and row.ratio_low < 1.0 < 1.005 < row.ratio_high
+    # No change at all, but too noisy to show that it is within the margin.
+    assert one(draw(rng, 1.0, 0.02, 10), draw(rng, 1.0, 0.02, 10)).verdict == "AMBIGUOUS"
+
+
+def test_unchanged_kernels_are_rarely_called_faster_or_slower():
+    from tuner.data.intervals import median_interval, ratio_interval
+
+    rng = np.random.default_rng(5)
+    verdicts = []
+    for _ in range(2000):  # the statistics compare() applies per row, without its frames
+        a, b = draw(rng, 1.0, 0.004, 10), draw(rng, 1.0, 0.004, 10)
+        verdicts.append(compare.verdict(*ratio_interval(np.median(a), *median_interval(a), np.median(b), *median_interval(b))))
+    assert pd.Series(verdicts).isin(["FASTER", "SLOWER"]).mean() < 0.01
+
+
+@pytest.mark.parametrize("ratio, low, high, expected", [
+    (1.010, 1.006, 1.014, "SLOWER"), (1.007, 1.004, 1.010, "AMBIGUOUS"), (1.004, 1.001, 1.007, "SAME"),
+    (1.004, 0.99, 1.02, "AMBIGUOUS"), (0.99, 0.985, 0.994, "FASTER"), (float("nan"), 1, 1, "AMBIGUOUS"),
+])  # fmt: skip
+def test_the_verdict_rule(ratio, low, high, expected):
+    assert compare.verdict(ratio, low, high, margin=0.005) == expected
+
+
+def test_a_configuration_measured_twice_pairs_with_the_same_source():
+    rng = np.random.default_rng(6)
+    a = pd.DataFrame(
+        [timed_row(draw(rng, 1.0, 0.001, 10), source="sweep:s"), timed_row(draw(rng, 1.2, 0.001, 30), source="study:t")]
+    )
+    b = pd.DataFrame([timed_row(draw(rng, 1.0, 0.001, 10), source="sweep:s")])
+    (row,) = compare.compare(a, b).itertuples()
+    assert row.source_a == row.source_b == "sweep:s" and row.verdict == "SAME"
+    # Without a common source, the row of the most samples stands for the configuration.
+    (row,) = compare.compare(a, b.assign(source="study:u")).itertuples()
+    assert row.source_a == "study:t" and row.verdict == "FASTER"
+
+
+def test_rows_whose_keys_name_other_parameters_do_not_pair_and_the_summary_says_why():
+    rng = np.random.default_rng(7)
+    a = pd.DataFrame([timed_row(draw(rng, 1.0, 0.001, 10)), timed_row(draw(rng, 1.0, 0.001, 10), block=512)])
+    b = a.copy()
+    b.loc[1, "config_key"] = json.dumps({"block_size": 512, "finish": "host", "variant": "copy"}, sort_keys=True)
+    table = compare.compare(a, b)
+    assert len(table) == 1
+    lines = compare.summary_lines(table, a, b, names=("a", "b"))
+    assert "1 configurations in both (A only 1, B only 1)" in lines[2]
+    assert "  unpaired: copy: B's keys name finish (the other side's do not)" in lines
+
+
+def write_run(folder: Path, rows: list[dict]) -> Path:
+    results.write_atomic(results.to_frame(rows), folder / "measurements.parquet")
+    return folder
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """Run A; run B with one configuration 1 % slower and one 5 % slower, both at low noise."""
+    rng = np.random.default_rng(8)
+    a = [timed_row(draw(rng, 1.0, 0.001, 30), block=b) for b in (128, 256, 512)]
+    b = [timed_row(draw(rng, 1.0, 0.001, 30), block=128), timed_row(draw(rng, 1.01, 0.001, 30), block=256),
+         timed_row(draw(rng, 1.05, 0.001, 30), block=512)]  # fmt: skip
+    return write_run(tmp_path / "a", a), write_run(tmp_path / "b", b)
+
+
+def test_the_command_fails_on_a_regression_beyond_the_threshold_only(runs, tmp_path, capsys):
+    a, b = runs
+    assert cli.main(["compare", str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    assert "verdicts: FASTER 0, SAME 1, SLOWER 2, AMBIGUOUS 0" in out
+    assert "regressions (SLOWER by 2.00% or more): 1" in out and '"block_size": 512' in out.split("regressions")[1]
+    assert cli.main(["compare", str(a), str(b), "--threshold", "0.1"]) == 0
+    assert cli.main(["compare", str(a / "measurements.parquet"), str(a)]) == 0  # a run against itself
+    figure, table = tmp_path / "cmp.png", tmp_path / "cmp.csv"
+    assert cli.main(["compare", str(a), str(b), "--threshold", "0.1", "--figure", str(figure), "--table", str(table)]) == 0
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert list(pd.read_csv(table)["verdict"]) == ["SAME", "SLOWER", "SLOWER"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--margin", "0"], "config error: --margin: must be a fraction above 0 and below 0.5, got 0.0"),
+    (["--threshold", "1.5"], "config error: --threshold: must be a fraction above 0 and below 1, got 1.5"),
+    (["--figure", "x.jpg"], "config error: --figure: must name a .png, .svg or .pdf file, got 'x.jpg'"),
+    (["--table", "x.json"], "config error: --table: must name a .csv or .parquet file, got 'x.json'"),
+])  # fmt: skip
+def test_bad_arguments_stop_with_one_line(runs, capsys, argv, message):
+    a, b = runs
+    assert cli.main(["compare", str(a), str(b), *argv]) == 2
+    assert capsys.readouterr().err.strip() == message
+
+
+def test_a_missing_side_or_nothing_in_common_stops_with_one_line(runs, tmp_path, capsys):
+    a, _ = runs
+    assert cli.main(["compare", str(a), str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.startswith(
+        "config error: B: must be a results folder with measurements.parquet or a Parquet file"
+    )
+    other = write_run(tmp_path / "other", [timed_row([1.0] * 10, n=1 << 10)])
+    assert cli.main(["compare", str(a), str(other)]) == 2
+    assert "config error: A, B: must share a verified configuration" in capsys.readouterr().err
+
+
+REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference"
+
+
+def test_the_readme_numbers_of_the_shipped_runs():
+    h100, h200 = compare.load(REFERENCE / "nvidia-h100-80gb-hbm3"), compare.load(REFERENCE / "nvidia-h200")
+    table = compare.compare(h100, h200)
+    assert len(table) == 290 and table["verdict"].value_counts().to_dict() == {
+        "FASTER": 174,
+        "SLOWER": 88,
+        "AMBIGUOUS": 16,
+        "SAME": 12,
+    }
+    assert "reduce: A's keys name finish (the other side's do not)" in compare.key_differences(h100, h200)
+    hard = (
+        "nvidia-h100-80gb-hbm3/sweeps/reduce_hard_2e24.parquet",
+        "nvidia-h100-80gb-hbm3/reduce_hard_2e24-study-run/sweep.parquet",
+    )
+    table = compare.compare(*(compare.load(REFERENCE / path) for path in hard))
+    counts = table["verdict"].value_counts().to_dict()
+    assert counts == {"SAME": 5370, "AMBIGUOUS": 1722, "SLOWER": 90, "FASTER": 18}
+    assert len(compare.regressions(table)) == 1

@@ -1,0 +1,308 @@
+"""Hostile and mistaken input, refused at load before any work with one line
+(the file or key, the rule, the value), writing nothing: YAML that attacks the
+reader, results folders that would land elsewhere, study settings no run can
+use, and misuse of the command line."""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tuner.settings import ConfigError, load, parse, read_yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def config_of(tmp_path: Path) -> dict:
+    """One sweep and one study of the reduce family, results under tmp_path."""
+    return {
+        "results_dir": str(tmp_path / "results"),
+        "gpu": "test-gpu",
+        "sweeps": {
+            "ladder": {"family": "reduce", "dtypes": ["int32"], "sizes": [1 << 20],
+                       "params": {"variant": ["shuffle"], "block_size": [256], "unroll": [1, 2]}},
+        },
+        "studies": {
+            "search": {"family": "reduce", "dtype": "int32", "n": 1 << 20, "budget_trials": 4,
+                       "storage": str(tmp_path / "study.log"),
+                       "params": {"variant": ["shuffle", "unrolled"], "block_size": [128, 256], "unroll": [1, 2, 4]}},
+        },
+    }  # fmt: skip
+
+
+def with_value(config: dict, path: tuple, value) -> dict:
+    config = copy.deepcopy(config)
+    node = config
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return config
+
+
+def files_under(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def refused(config: dict) -> str:
+    with pytest.raises(ConfigError) as caught:
+        parse(config)
+    text = str(caught.value)
+    assert "\n" not in text
+    return text
+
+
+# ---- YAML ------------------------------------------------------------------------------
+
+
+def test_merge_keys_are_accepted_and_the_mapping_s_own_keys_win(tmp_path):
+    path = tmp_path / "c.yaml"
+    text = (
+        f"results_dir: {tmp_path / 'results'}\ngpu: test-gpu\n"
+        "sweeps:\n"
+        "  a: &a\n    family: reduce\n    dtypes: [int32]\n    sizes: [1048576]\n    params: {variant: [shuffle], unroll: [1]}\n"
+        "  b:\n    <<: *a\n    sizes: [2097152]\n"
+    )
+    path.write_text(text)
+    settings = load(path)
+    assert settings.sweeps["b"].sizes == (2097152,) and settings.sweeps["b"].family == "reduce"
+    assert settings.sweeps["b"].params == settings.sweeps["a"].params
+
+
+def test_a_key_given_twice_beside_a_merge_is_still_refused(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("a: &a {x: 1}\nb:\n  <<: *a\n  y: 1\n  y: 2\n")
+    with pytest.raises(ConfigError, match=rf"^{path}:5:3: keys must be unique within a mapping, got 'y' again \(first at line 4\)$"):
+        read_yaml(path)
+
+
+def test_an_alias_bomb_is_refused_at_once(tmp_path):
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for i in range(1, 10):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match=r"must hold at most 200000 values with its aliases \(\*name\) expanded"):
+        read_yaml(path)
+    assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("flow", [True, False], ids=["flow", "block"])
+def test_deep_nesting_is_refused_in_one_line(tmp_path, flow):
+    path = tmp_path / "deep.yaml"
+    path.write_text("a: " + "[" * 5000 + "]" * 5000 + "\n" if flow else "a:\n" + "".join(" " * i + "k:\n" for i in range(1, 200)))
+    with pytest.raises(ConfigError, match=rf"^{path}:\d+:\d+: must nest at most 32 levels of mappings and lists, got deeper$"):
+        read_yaml(path)
+
+
+def test_a_config_too_large_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "big.yaml"
+    path.write_text("a: [" + "1, " * 600_000 + "1]\n")
+    with pytest.raises(ConfigError, match=rf"^{path}: must be a config of at most 1 MiB, got \d+ bytes$"):
+        read_yaml(path)
+
+
+def test_bytes_that_are_not_utf8_are_named_with_their_position(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("results_dir: results\ngpu: test-gpu\n# café\n".encode("latin-1"))
+    with pytest.raises(ConfigError) as caught:
+        read_yaml(path)
+    assert str(caught.value) == f"{path}:3:6: must be UTF-8 text, got the byte 0xe9 (byte offset 40), which is not UTF-8 there"
+
+
+def test_a_control_character_is_named_with_its_position(tmp_path):
+    path = tmp_path / "ctl.yaml"
+    path.write_text("a: 1\nb: x\x07\n")
+    with pytest.raises(ConfigError, match=rf"^{path}:2:5: must be valid YAML, got the control character U\+0007"):
+        read_yaml(path)
+
+
+def test_the_cli_reports_a_config_that_is_not_utf8_in_one_line_and_exit_2(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(b"results_dir: \xff\n")
+    proc = cli("sweep", "ladder", "--config", str(path), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [f"config error: {path}:1:14: must be UTF-8 text, got the byte 0xff (byte offset 13), which is not UTF-8 there"]  # fmt: skip
+    assert files_under(tmp_path) == {"bad.yaml"}
+
+
+# ---- where results land -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("written", ["{tmp}/results/", "{tmp}/./results", "{tmp}/results//"])
+def test_results_dir_with_a_trailing_slash_or_dot_is_the_same_folder(tmp_path, written):
+    settings = parse(with_value(config_of(tmp_path), ("results_dir",), written.format(tmp=tmp_path)))
+    assert settings.run.results_dir == str(tmp_path / "results")
+    assert settings.run.gpu_dir == tmp_path / "results" / "test-gpu"
+
+
+def test_a_trailing_slash_in_results_dir_plans_the_same_jobs(tmp_path):
+    config = with_value(config_of(tmp_path), ("results_dir",), f"{tmp_path}/results/")
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(config))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"{tmp_path}/results/test-gpu/measurements.parquet" in proc.stdout
+    assert files_under(tmp_path) == {"mine.yaml"}
+
+
+@pytest.mark.parametrize(
+    "results_dir, gpu_name",
+    [
+        (str(ROOT / "results" / "reference"), "test-gpu"),
+        (str(ROOT / "results" / "reference" / "nvidia-h200"), "test-gpu"),
+        (str(ROOT / "results"), "reference"),
+        (str(ROOT / "results" / "reference" / "."), "nvidia-h200"),
+    ],
+)
+def test_results_inside_the_reference_results_are_refused_unless_allowed(tmp_path, results_dir, gpu_name):
+    before = files_under(ROOT / "results" / "reference")
+    config = with_value(with_value(config_of(tmp_path), ("results_dir",), results_dir), ("gpu",), gpu_name)
+    text = refused(config)
+    assert text.startswith("results_dir: must lie outside the shipped reference results ")
+    assert "unless allow_reference_results is true" in text and repr(results_dir) in text
+    allowed = parse({**config, "allow_reference_results": True})
+    assert allowed.run.gpu_dir.resolve().is_relative_to((ROOT / "results" / "reference").resolve())
+    assert files_under(ROOT / "results" / "reference") == before
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        (("sweeps",), {"s" * 65: {"family": "reduce", "dtypes": ["int32"], "sizes": [1024]}}, r"^sweeps: must be a name of at most 64 "),
+        (("studies",), {"s" * 65: {"family": "reduce", "dtype": "int32", "n": 1024}}, r"^studies: must be a name of at most 64 "),
+        (("gpu",), "g" * 65, r"^gpu: must be auto or a folder name of at most 64 "),
+        (("results_dir",), "results/" + "r" * 300, r"^results_dir: must be a path whose folder names are at most 255 bytes"),
+    ],
+    ids=["sweep-name", "study-name", "gpu-name", "results_dir"],
+)
+def test_names_too_long_for_a_file_name_are_refused_at_load(tmp_path, path, value, message):
+    import re
+
+    assert re.search(message, refused(with_value(config_of(tmp_path), path, value)))
+    assert not (tmp_path / "results").exists()
+
+
+# ---- study settings -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        (("studies", "search", "timeout_s"), float("nan"), "studies.search.timeout_s: must be a finite number, got nan"),
+        (("studies", "search", "timeout_s"), float("inf"), "studies.search.timeout_s: must be a finite number, got inf"),
+        (("timing",), {"max_time_s": float("inf")}, "timing.max_time_s: must be a finite number, got inf"),
+        (("studies", "search", "seed"), 2**64, f"studies.search.seed: must be an integer from 0 to 2^32-1 (4294967295), got {2**64}"),
+        (("seed",), 2**32, f"seed: must be an integer from 0 to 2^32-1 (4294967295), got {2**32}"),
+        (("studies", "search", "storage"), "sqlite://", "studies.search.storage: must keep the study where the tune stage's worker"),
+        (("studies", "search", "storage"), "sqlite:///:memory:", "studies.search.storage: must keep the study where"),
+        (("studies", "search", "compare_with_sweep"), "nope", "studies.search.compare_with_sweep: must name a sweep of this config ['ladder', 'other'], got 'nope'"),
+        (("studies", "search", "compare_with_sweep"), "other", "studies.search.compare_with_sweep: must name a sweep of the study's problem reduce-int32-n1048576, got 'other', which sweeps reduce-float32-n1048576"),
+        (("studies", "search", "enqueue"), None, None),
+    ],
+    ids=["timeout-nan", "timeout-inf", "timing-inf", "seed-2^64", "seed-2^32", "sqlite-memory", "sqlite-memory-named",
+         "compare-unknown", "compare-other-problem", "enqueue-complete"],
+)  # fmt: skip
+def test_study_settings_no_run_can_use_are_refused_at_load(tmp_path, path, value, message):
+    config = config_of(tmp_path)
+    config["sweeps"]["other"] = {"family": "reduce", "dtypes": ["float32"], "sizes": [1 << 20], "params": {"variant": ["shuffle"]}}
+    if message is None:  # the enqueued point: complete and feasible is accepted
+        point = feasible_and_infeasible(config)[0]
+        assert dict(parse(with_value(config, path, [point])).studies["search"].enqueue[0]) == point
+        return
+    assert refused(with_value(config, path, value)).startswith(message)
+    assert not (tmp_path / "results").exists() and not (tmp_path / "study.log").exists()
+
+
+def feasible_and_infeasible(config: dict) -> tuple[dict, dict]:
+    """A complete feasible and a complete infeasible point of the study's searched values."""
+    from tuner.families import REGISTRY, Problem
+
+    family, section = REGISTRY["reduce"], config["studies"]["search"]
+    domains = {p.name: list(section["params"].get(p.name, p.values)) for p in family.params}
+    problem = Problem("reduce", section["dtype"], section["n"])
+    configs = list(family.configs(domains))
+    return (next(c for c in configs if not family.violations(c, problem)),
+            next(c for c in configs if family.violations(c, problem)))  # fmt: skip
+
+
+def test_an_infeasible_enqueued_point_is_refused_at_load(tmp_path):
+    config = config_of(tmp_path)
+    infeasible = feasible_and_infeasible(config)[1]
+    text = refused(with_value(config, ("studies", "search", "enqueue"), [infeasible]))
+    assert text.startswith("studies.search.enqueue[0]: must be a feasible configuration of reduce-int32-n1048576, got {")
+
+
+def test_a_partial_enqueued_point_whose_completions_are_all_infeasible_is_refused(tmp_path):
+    # Among the study's searched values, every unrolled configuration breaks a rule of the family.
+    config = config_of(tmp_path)
+    text = refused(with_value(config, ("studies", "search", "enqueue"), [{"variant": "unrolled", "block_size": 128}]))
+    assert text == ("studies.search.enqueue[0]: must complete to a feasible configuration of reduce-int32-n1048576 within "
+                    "the searched values, got {'variant': 'unrolled', 'block_size': 128}, whose every completion is infeasible")
+    shuffle = with_value(config, ("studies", "search", "enqueue"), [{"variant": "shuffle", "block_size": 128}])
+    assert parse(shuffle).studies["search"].enqueue[0]["variant"] == "shuffle"
+
+
+# ---- the command line -------------------------------------------------------------------------
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "tuner", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def write_config(tmp_path: Path) -> Path:
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(config_of(tmp_path)))
+    return path
+
+
+@pytest.mark.parametrize(
+    "args, code, line",
+    [
+        (["space", "--n", "0"], 2, "tuner space: error: argument --n: must be an integer >= 1, got 0 (see tuner space --help)"),
+        (["space", "--n", "lots"], 2, "tuner space: error: argument --n: must be an integer >= 1, got 'lots' (see tuner space --help)"),
+        (["tune", "search", "--gpus", "0,0"], 2, "tuner tune: error: argument --gpus: must name each CUDA device once"),
+        (["tune", "search", "--gpus", "0,x"], 2, "tuner tune: error: argument --gpus: must be CUDA device indices"),
+        (["nosuchstage"], 2, "tuner: error: argument STAGE: invalid choice: 'nosuchstage'"),
+        (["sweep"], 2, "tuner sweep: error: the following arguments are required: name"),
+        (["sweep", "ladder", "--settings", "{not json"], 2, "config error: --settings: must be a stage's settings as JSON"),
+        (["sweep", "ladder", "--settings", "[]"], 2, "config error: --settings: must be a stage's settings as JSON"),
+        (["sweep", "nosuch", "--config", "{config}"], 2, "config error: sweep name: must be one of ['ladder'], got 'nosuch'"),
+        (["tune", "nosuch", "--config", "{config}"], 2, "config error: study name: must be one of ['search'], got 'nosuch'"),
+        (["collect", "{tmp}/none.parquet", "--out", "{tmp}/m.parquet"], 2, "config error: inputs: must be existing Parquet files"),
+        (["verify", "--families", "nosuch"], 2, "config error: --families: must be among"),
+    ],
+    ids=["n-0", "n-word", "gpus-twice", "gpus-word", "stage", "no-name", "settings-json", "settings-list", "sweep-name",
+         "study-name", "collect-missing", "verify-family"],
+)  # fmt: skip
+def test_cli_misuse_is_one_line_and_exit_2_and_writes_nothing(tmp_path, args, code, line):
+    config = write_config(tmp_path)
+    args = [a.replace("{config}", str(config)).replace("{tmp}", str(tmp_path)) for a in args]
+    proc = cli(*args, cwd=tmp_path)
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(line), proc.stderr
+    assert files_under(tmp_path) == {"mine.yaml"}
+
+
+def test_an_output_under_a_file_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("")
+    source = tmp_path / "m.parquet"
+    import shutil
+
+    shutil.copy(ROOT / "results" / "reference" / "nvidia-h200" / "measurements.parquet", source)
+    proc = cli("collect", str(source), "--out", str(tmp_path / "file" / "out.parquet"), cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [f"error: {tmp_path / 'file'}: File exists"] or (
+        len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith(f"error: {tmp_path / 'file'}")
+    ), proc.stderr
+    assert files_under(tmp_path) == {"file", "m.parquet"}

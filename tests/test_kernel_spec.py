@@ -1,0 +1,270 @@
+"""A kernel declared as a ``KernelSpec``: the family it makes (space, recipe,
+harness bound through a stand-in GPU), the one line for each broken
+declaration, and ``tuner check-family`` on good and broken families."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tuner import cli
+from tuner.families import REGISTRY, Constant, In, InOut, KernelSpec, Out, Problem, Scalar
+from tuner.families.spec import SpecError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCALE = """
+extern "C" __global__ void scale(float* __restrict__ y, const float* __restrict__ x, float a, int n) {
+    int i = blockIdx.x * (block_size_x * ITEMS) + threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k, i += block_size_x)
+        if (i < n) y[i] = a * x[i];
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def registry_as_before():
+    before = dict(REGISTRY.families)
+    yield
+    REGISTRY.families.clear()
+    REGISTRY.families.update(before)
+
+
+def scale_spec(path: Path, **changes) -> KernelSpec:
+    arguments = dict(
+        name="scale",
+        source=path,
+        kernel="scale",
+        args=[Out("y"), In("x"), Scalar("a", 3.0, "float32"), Scalar("n", "n", "int32")],
+        tune_params={"block_size_x": [128, 256], "ITEMS": [1, 2, 4]},
+        restrictions=["block_size_x * ITEMS <= 512"],
+        grid_div_x=["block_size_x", "ITEMS"],
+        reference=lambda x, a: a * x.astype(np.float64),
+    )
+    return KernelSpec(**(arguments | changes))
+
+
+@pytest.fixture
+def source(tmp_path) -> Path:
+    path = tmp_path / "scale.cu"
+    path.write_text(SCALE)
+    return path
+
+
+class StandInGpu:
+    """Records what a bound launch asks of the device."""
+
+    sm_count = 132
+
+    def __init__(self) -> None:
+        self.calls = []
+
+    def _buffer(self, nbytes):
+        gpu = self
+
+        class Buffer:
+            def __init__(self):
+                self.nbytes = nbytes
+
+            def ptr(self, offset=0):
+                return np.uintp(id(self) + offset)
+
+        gpu.calls.append(("alloc", nbytes))
+        return Buffer()
+
+    def alloc(self, nbytes):
+        return self._buffer(nbytes)
+
+    def upload(self, array):
+        return self._buffer(array.nbytes)
+
+    def fill_bytes(self, ptr, value, nbytes):
+        self.calls.append(("fill", value, nbytes))
+
+    def copy(self, dst, src, nbytes):
+        self.calls.append(("copy", nbytes))
+
+    def set_constant(self, function, name, array):
+        self.calls.append(("constant", name, array.size))
+
+    def launcher(self, function, grid, block, *args, shared_bytes=0):
+        self.calls.append(("launch", grid, block, args, shared_bytes))
+        return lambda: None
+
+
+def test_a_spec_makes_a_family_whose_space_recipe_and_bytes_follow_from_the_declaration(source):
+    family = scale_spec(source)
+    problem = Problem("scale", "float32", 1000)
+    assert family.param_names == ("block_size_x", "ITEMS")
+    assert len(family.space(problem)) == 5  # 256 x 4 breaks the restriction
+    assert family.violations({"block_size_x": 256, "ITEMS": 4}, problem) == ["restriction 'block_size_x * ITEMS <= 512' does not hold"]
+    assert family.defines({"block_size_x": 128, "ITEMS": 2}, problem) == {"block_size_x": "128", "ITEMS": "2"}
+    assert family.arg_types == "PPfi"
+    assert family.bytes_moved({"block_size_x": 128, "ITEMS": 2}, problem) == 2 * 4 * 1000
+    assert family.device_bytes(problem) == 4 * 1000 + 4 * 1000 + 2 * 4 * 1000  # x, y, y's reference on the device
+    inputs = family.make_inputs(problem, np.random.default_rng(1))
+    assert set(inputs) == {"x"} and inputs["x"].dtype == np.float32 and np.abs(inputs["x"]).max() > 0
+    np.testing.assert_allclose(family.reference(inputs, problem), 3.0 * inputs["x"], rtol=1e-6)
+
+
+def test_binding_sets_the_grid_the_arguments_and_poisons_the_output(source):
+    family = scale_spec(source)
+    problem = Problem("scale", "float32", 1000)
+    gpu = StandInGpu()
+    buffers = family.allocate(problem, family.make_inputs(problem, np.random.default_rng(1)), gpu)
+    launch = family.bind({"block_size_x": 128, "ITEMS": 2}, problem, buffers, object(), gpu)
+    assert launch.grid == (4, 1, 1) and launch.block == (128, 1, 1)  # ceil(1000 / 256)
+    (_, _, _, args, _) = next(c for c in gpu.calls if c[0] == "launch")
+    assert [type(a) for a in args[2:]] == [np.float32, np.int32] and args[2] == 3.0 and args[3] == 1000
+    assert ("fill", 0xFF, 4000) in gpu.calls  # y poisoned before the verification launch
+    assert launch.restore is None and launch.output.count == 1000 and launch.output.tolerance == family.tolerance
+
+
+def test_in_out_arrays_are_restored_before_every_launch_and_constants_uploaded(tmp_path):
+    (tmp_path / "k.cu").write_text("")
+    family = KernelSpec(
+        name="accumulate", source=tmp_path / "k.cu", kernel="accumulate", dtypes=("int32",),
+        args=[InOut("acc", shape=("n", "n")), Constant("weights", shape=7), Scalar("n", "n", "int32")],
+        tune_params={"block_size_x": [32], "block_size_y": [4, 8]},
+        problem_size=["n", "n"], reference=lambda acc, weights: acc + weights.sum(),
+    )  # fmt: skip
+    problem = Problem("accumulate", "int32", 100)
+    gpu = StandInGpu()
+    inputs = family.make_inputs(problem, np.random.default_rng(0))
+    assert inputs["acc"].shape == (100, 100) and inputs["weights"].shape == (7,)
+    buffers = family.allocate(problem, inputs, gpu)
+    launch = family.bind({"block_size_x": 32, "block_size_y": 8}, problem, buffers, object(), gpu)
+    assert launch.grid == (4, 13, 1) and launch.block == (32, 8, 1)
+    assert ("constant", "weights", 7) in gpu.calls
+    copies = sum(1 for c in gpu.calls if c[0] == "copy")
+    launch.restore()
+    assert sum(1 for c in gpu.calls if c[0] == "copy") == copies + 1
+    assert launch.output.tolerance is None  # integers compare exactly
+    verdict = family.verify(family.reference(inputs, problem) + 1, family.reference(inputs, problem), inputs)
+    assert not verdict.ok and verdict.detail == "10000 elements differ"
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"restrictions": ["block_size * ITEMS <= 512"]}, r"restriction 1 'block_size \* ITEMS <= 512' names 'block_size', which is not one of"),
+        ({"restrictions": ["block_size_x <="]}, r"restriction 1 must be a Python expression, got 'block_size_x <='"),
+        ({"tune_params": {"block-size": [128]}}, r"parameter names must be C identifiers .*, got 'block-size'"),
+        ({"tune_params": {"block_size_x": []}}, r"tune_params\['block_size_x'\] must be a non-empty list of values, got \[\]"),
+        ({"tune_params": {"block_size_x": [128, 128]}}, r"tune_params\['block_size_x'\] lists a value twice: \[128, 128\]"),
+        ({"tune_params": {"ITEMS": [1]}, "restrictions": [], "grid_div_x": ["ITEMS"]}, r"block must be given when tune_params has no block_size_x"),
+        ({"reference": lambda z: z}, r"reference takes 'z', which is not an argument the kernel reads or n"),
+        ({"args": [In("x"), Scalar("n", "n", "int32")]}, r"args must hold at least one Out or InOut array"),
+        ({"args": [Out("y"), Scalar("a", 3.0, "float128")]}, r"scalar 'a': dtype must be one of \[.*\], got 'float128'"),
+        ({"dtypes": ("float64",)}, r"dtypes must be among \[.*\], got 'float64'"),
+        ({"source": "missing.cu"}, r"source must be an existing CUDA file, got '.*missing.cu'"),
+        ({"grid_div_x": ["block_size_x * WIDTH"]}, r"grid_div_x 'block_size_x \* WIDTH' names 'WIDTH'"),
+    ],
+    ids=["unknown-name", "syntax", "define-name", "no-values", "twice", "no-block", "reference-arg", "no-output",
+         "scalar-dtype", "dtype", "source", "grid-name"],
+)  # fmt: skip
+def test_a_broken_declaration_is_one_line_naming_the_family_the_rule_and_the_value(source, changes, message):
+    with pytest.raises(SpecError, match=r"^family 'scale': " + message):
+        scale_spec(source, **changes)
+
+
+def test_a_reference_of_the_wrong_size_is_named(source):
+    family = scale_spec(source, reference=lambda x: x[:10])
+    problem = Problem("scale", "float32", 1000)
+    with pytest.raises(SpecError, match=r"^family 'scale': reference for 'y' must have 1000 elements \(shape \(1000,\)\), got shape \(10,\)$"):
+        family.reference(family.make_inputs(problem, np.random.default_rng(0)), problem)
+
+
+# ---- check-family ------------------------------------------------------------
+
+SPEC_FILE = """
+import numpy as np
+from tuner.families import In, KernelSpec, Out, Scalar
+
+scale = KernelSpec(
+    name="scale", source="scale.cu", kernel="scale",
+    args=[Out("y"), In("x"), Scalar("a", 3.0, "float32"), Scalar("n", "n", "int32")],
+    tune_params={"block_size_x": [128, 256], "ITEMS": [1, 2]},
+    grid_div_x=["block_size_x", "ITEMS"],
+    reference=lambda x, a: a * x.astype(np.float64),
+)
+"""
+
+
+def write_family(folder: Path, spec: str = SPEC_FILE, kernel: str = SCALE) -> Path:
+    (folder / "scale.cu").write_text(kernel)
+    (folder / "scale.py").write_text(spec)
+    return folder / "scale.py"
+
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+
+
+@needs_nvcc
+def test_check_family_passes_a_good_family_one_line_per_step(tmp_path, capsys):
+    assert cli.main(["check-family", str(write_family(tmp_path))]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    steps = [line.split(":")[0] for line in lines if not line.startswith(" ")]
+    assert steps == ["load", "space", "compile", "arguments", "reference", "pipeline"], lines
+    assert "4 configurations, 4 feasible" in lines[1]
+    assert "'ITEMS'" in lines[-1] and "'block_size_x'" in lines[-1]
+
+
+@needs_nvcc
+@pytest.mark.parametrize(
+    "spec, kernel, message",
+    [
+        (SPEC_FILE, SCALE.replace("y[i] = a * x[i];", "y[i] = a * x[i]"), r"every module must compile with nvcc for sm_90; 4 of 4 did not, e.g. .*error"),
+        (SPEC_FILE.replace("a * x.astype(np.float64)", "x[: n // 2]").replace("lambda x, a:", "lambda x, n:"), SCALE,
+         r"inputs and reference must run for scale-float32-n1048613, got SpecError: .*reference for 'y' must have 1048613 elements"),
+        (SPEC_FILE.replace('Scalar("n", "n", "int32")', 'Scalar("n", "n", "uint64")'), SCALE,
+         r"argument 3 \(n\) must match kernel 'scale''s parameter 3; declared a 64-bit integer or pointer, the kernel takes a 32-bit integer"),
+        (SPEC_FILE.replace('Scalar("a", 3.0, "float32"), ', "").replace("lambda x, a: a *", "lambda x: 3.0 *"), SCALE,
+         r"the arguments must match kernel 'scale''s parameters; declared 3 \(PPi\), the kernel takes 4"),
+    ],
+    ids=["does-not-compile", "wrong-reference", "argument-type", "argument-count"],
+)  # fmt: skip
+def test_check_family_names_each_defect_in_one_line(tmp_path, capsys, spec, kernel, message):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["check-family", str(write_family(tmp_path, spec, kernel))])
+    assert stop.value.code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("check-family: family 'scale': "), err
+    assert __import__("re").search(message, err[0]), err[0]
+
+
+def test_a_declaration_that_breaks_a_rule_is_refused_at_load_with_its_file(tmp_path, capsys):
+    spec = SPEC_FILE.replace("lambda x, a:", "lambda x, b:")
+    with pytest.raises(SystemExit):
+        cli.main(["check-family", str(write_family(tmp_path, spec))])
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("check-family: family_paths: ") and err.endswith(
+        "scale.py: family 'scale': reference takes 'b', which is not an argument the kernel reads or n (arguments: ['a', 'dtype', 'n', 'x'])"
+    ), err
+
+
+def test_check_family_refuses_a_parameter_default_outside_its_values_at_load(tmp_path, capsys):
+    (tmp_path / "scale.cu").write_text(SCALE)
+    (tmp_path / "odd.py").write_text(
+        (ROOT / "tests" / "data" / "faulty_family" / "faulty.py").read_text().replace('"faulty"', '"odd"').replace(
+            "(an illegal address)\", default=0", "(an illegal address)\", default=7"
+        )
+    )
+    shutil.copy(ROOT / "tests" / "data" / "faulty_family" / "faulty.cu", tmp_path / "faulty.cu")
+    with pytest.raises(SystemExit):
+        cli.main(["check-family", str(tmp_path / "odd.py")])
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("family 'odd': parameter 'reach''s default must be one of [0, 1], got 7"), err
+
+
+def test_space_and_verify_see_a_family_of_ones_own(tmp_path, capsys):
+    assert cli.main(["space", "--family-path", str(write_family(tmp_path)), "--n", "4096"]) == 0
+    (line,) = capsys.readouterr().out.strip().splitlines()
+    assert line.split()[:2] == ["scale", "float32"] and "space=     4" in line
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["space", "--n", "0"])
+    assert stop.value.code == 2 and "argument --n: must be an integer >= 1, got 0" in capsys.readouterr().err

@@ -1,0 +1,171 @@
+"""T4 files written from our results and read back, and the community's
+tables (Kernel Tuner caches, T4, T1) as replay tables.
+
+The hub files are from the benchmark hub of the Auto-Tuning Association
+(AutoTuningAssociation/benchmark_hub, MIT licence, DOI 10.5281/zenodo.15364124)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tuner.cli import main as cli_main
+from tuner.data import t4
+from tuner.data.results import read
+from tuner.families import REGISTRY
+from tuner.families.base import Problem
+from tuner.search.replay import _quiet_optuna
+from tuner.search.study import run_study
+from tuner.search.tables import load_table, read_kernel_tuner_cache, read_t1, table_family, table_measure, table_problem
+
+REPO = Path(__file__).resolve().parents[1]
+H200 = REPO / "results" / "reference" / "nvidia-h200" / "measurements.parquet"
+HUB = REPO.parent / "shared" / "benchmark_hub"
+PROBLEM = Problem("reduce", "int32", 268435456)
+needs_hub = pytest.mark.skipif(not (HUB / "convolution_milo" / "T1.json").exists(), reason="the benchmark hub's files are not here")
+
+
+@pytest.fixture(scope="module")
+def sweep() -> pd.DataFrame:
+    """The H200 reduce space's offset-11 half (768 configurations)."""
+    rows = t4.problem_rows(read(H200), PROBLEM.key, "sweep:reduce_space")
+    return rows[rows["offset"] == 11]
+
+
+def _with_failures(sweep: pd.DataFrame) -> pd.DataFrame:
+    """The sweep with its best row failed in each way our statuses say."""
+    rows = sweep.sort_values("bandwidth_gbs", ascending=False).copy()
+    for i, status in enumerate(["compile_error", "launch_error", "wrong_result", "infeasible"]):
+        rows.iloc[i, rows.columns.get_loc("status")] = status
+        rows.iloc[i, rows.columns.get_loc("error")] = f"made {status} for the test"
+    return rows
+
+
+def test_our_rows_as_t4_follow_the_published_schemas(sweep):
+    pytest.importorskip("kernel_tuner")
+    rows = _with_failures(sweep)
+    document = t4.to_t4(rows, [p.name for p in REGISTRY["reduce"].params])
+    used = t4.validate(document)
+    assert any("kernel_tuner" in str(f) and f.name == "results-schema.json" for f in used)
+    assert any(f.name == "metadata-schema.json" for f in used)
+    by_status = {}
+    for record, result in zip(rows.to_dict("records"), document["results"]):
+        by_status.setdefault(record["status"], (record, result))
+    record = by_status["ok"][0]
+    by_status = {s: result for s, (_, result) in by_status.items()}
+    assert {s: r["invalidity"] for s, r in by_status.items()} == {
+        "ok": "correct", "compile_error": "compile", "launch_error": "runtime",
+        "wrong_result": "correctness", "infeasible": "constraints",
+    }  # fmt: skip
+    assert by_status["ok"]["correctness"] == 1 and by_status["wrong_result"]["correctness"] == 0
+    ok = {m["name"]: m["value"] for m in by_status["ok"]["measurements"]}
+    assert ok["time"] == record["time_ms_median"] and ok["time_p90"] == record["time_ms_p90"]
+    assert ok["bandwidth_gbs"] == record["bandwidth_gbs"] and "rel_spread" in ok
+    assert by_status["compile_error"]["measurements"] == [{"name": "time", "value": "CompilationFailedConfig", "unit": "ms"}]
+    assert by_status["ok"]["objectives"] == ["time", "bandwidth_gbs"]
+    assert document["metadata"]["timeunit"] == "milliseconds"
+    assert document["metadata"]["tuner"]["objectives"] == {"time": "min", "bandwidth_gbs": "max"}
+    # A document breaking the schema is refused: the check can fail.
+    import jsonschema
+
+    document["results"][0]["invalidity"] = "fine"
+    with pytest.raises(jsonschema.ValidationError):
+        t4.validate(document)
+
+
+def test_the_methodology_package_reads_our_t4(sweep, tmp_path):
+    """The methodology's own loader (its T4 schema, its reading of measurements)."""
+    searchspace = pytest.importorskip("autotuning_methodology.searchspace_statistics")
+    # Its loader asserts on a file whose first result failed (a NaN sum against 0): a correct one first.
+    rows = _with_failures(sweep).iloc[::-1]
+    path = t4.write_t4(t4.to_t4(rows, [p.name for p in REGISTRY["reduce"].params]), tmp_path / "h200.json")
+    stats = searchspace.SearchspaceStatistics("reduce", "h200", True, ["benchmark"], ["time"], path)
+    assert stats.size == len(sweep)
+    ok = sweep.sort_values("bandwidth_gbs", ascending=False).iloc[4:]
+    assert stats.objective_performances_total_sorted[0] == pytest.approx(ok["time_ms_median"].min())
+    assert len(stats.objective_performances_total_sorted) == len(sweep) - 4  # the failed rows are NaN there
+
+
+def test_a_sweep_as_t4_replays_to_the_same_optimum(sweep, tmp_path):
+    path = tmp_path / "sweep.json.gz"
+    t4.write_t4(t4.to_t4(_with_failures(sweep), [p.name for p in REGISTRY["reduce"].params]), path)
+    table = load_table(path)
+    assert table.objective == "bandwidth_gbs" and not table.minimise
+    assert table.size == len(sweep) - 1  # the infeasible row is not part of the space
+    assert sorted(s for s, _ in table.entries.values() if s != "ok") == ["compile_error", "launch_error", "wrong_result"]
+    ok = sweep.sort_values("bandwidth_gbs", ascending=False).iloc[4:]
+    assert table.optimum == ok["bandwidth_gbs"].max()
+
+    def replayed(family, problem, domains, measure):
+        with _quiet_optuna():
+            outcome = run_study(family=family, problem=problem, domains=domains, storage=None, study_name="rt",
+                                measure=measure, budget_trials=77, timeout_s=None, sampler="ordinal", seed=3)  # fmt: skip
+        return outcome
+
+    family = table_family(table)
+    ours = replayed(family, table_problem(table), table.params, table_measure(table))
+    assert ours.best["bandwidth_gbs"] == table.optimum
+    best = ok.iloc[0]
+    assert all(ours.best[p] == best[p] for p in table.params)
+    # The failed configurations were measured (each costs one) and never won.
+    assert len(ours.rows) == 77
+    assert family.violations(dict(zip(table.params, next(iter(table.entries)))), table_problem(table)) == []
+
+
+@needs_hub
+def test_the_hub_cache_and_its_t4_are_the_same_table():
+    cache = load_table(HUB / "convolution_milo" / "A100.json.gz")
+    published = load_table(HUB / "convolution_milo" / "A100_T4.json.gz")
+    assert cache.size == published.size == 4362
+    assert cache.entries.keys() == published.entries.keys()
+    assert cache.optimum == pytest.approx(published.optimum)
+    assert sum(s != "ok" for s, _ in cache.entries.values()) == 161
+    params, restrictions = read_t1(HUB / "convolution_milo" / "T1.json")
+    assert list(cache.params) == list(params) and len(restrictions) == 4
+    family, problem = table_family(cache), table_problem(cache)
+    assert len(family.space(problem, cache.params)) == 4362  # the product is 5120: the rest is restricted
+    absent = {"block_size_x": 256, "block_size_y": 16, "tile_size_x": 1, "tile_size_y": 1, "read_only": 0, "use_padding": 0,
+              "use_shmem": 0, "use_cmem": 1, "filter_height": 15, "filter_width": 15}  # fmt: skip
+    assert family.violations(absent, problem) and table_measure(cache)(absent)["status"] == "launch_error"
+
+
+def _cache(tmp_path: Path, cache: dict, **header) -> Path:
+    path = tmp_path / "kt.json.gz"
+    body = {"tune_params": {"x": [1, 2, 3]}, "objective": "time", "cache": cache} | header
+    path.write_bytes(gzip.compress(json.dumps(body).encode()))
+    return path
+
+
+def test_unreadable_tables_fail_in_one_line_naming_the_file_and_rule(tmp_path):
+    path = _cache(tmp_path, {"1": {"x": 1, "time": 2.0}, "2": {"x": 2, "time": "Broken"}})
+    with pytest.raises(ValueError, match=r"kt.json.gz: cache entry '2' time must be a number or one of .*got 'Broken'") as err:
+        read_kernel_tuner_cache(path)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match=r"kt.json.gz: cache entry '1' must give every parameter, missing \['x'\]"):
+        read_kernel_tuner_cache(_cache(tmp_path, {"1": {"time": 2.0}}))
+    with pytest.raises(ValueError, match="must hold a correct configuration, got none of 1"):
+        read_kernel_tuner_cache(_cache(tmp_path, {"1": {"x": 1, "time": "RuntimeFailedConfig"}}))
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {"TuningParameters": [{"Name": "x", "Values": "[1, 2, 3]"}],
+                                                                         "Conditions": [{"Expression": "x != 2"}]}}))  # fmt: skip
+    with pytest.raises(ValueError, match=r"configuration \{'x': 2\} must pass the restriction 'x != 2'"):
+        load_table(_cache(tmp_path, {"1": {"x": 1, "time": 2.0}, "2": {"x": 2, "time": 1.0}}))
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {"TuningParameters": [{"Name": "x", "Values": "[1, 2, 3]"}],
+                                                                         "Conditions": [{"Expression": "().__class__"}]}}))  # fmt: skip
+    with pytest.raises(ValueError, match="T1.json: a restriction must be plain arithmetic over parameters"):
+        load_table(_cache(tmp_path, {"1": {"x": 1, "time": 2.0}}))
+    (tmp_path / "bad.json").write_text("{nope")
+    with pytest.raises(ValueError, match=r"bad.json: must be JSON \(gzipped or not\)"):
+        load_table(tmp_path / "bad.json")
+
+
+def test_the_t4_command_writes_a_problem(tmp_path, capsys):
+    out = tmp_path / "h200.json"
+    assert cli_main(["t4", str(H200), "--problem", PROBLEM.key, "--out", str(out)]) == 0
+    assert "1536 results (1536 correct) of reduce-int32-n268435456 from ['sweep:reduce_space']" in capsys.readouterr().out
+    assert len(json.loads(out.read_text())["results"]) == 1536
+    assert cli_main(["t4", str(H200), "--out", str(out)]) == 2
+    assert "config error: t4: --problem must name one of the table's problems" in capsys.readouterr().err

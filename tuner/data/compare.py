@@ -1,0 +1,274 @@
+"""Two runs compared configuration by configuration: ``tuner compare A B``.
+
+A and B are results folders (their ``measurements.parquet``) or Parquet files
+of results rows: two GPUs, drivers, commits or configs. Every verified
+configuration present in both (the same family, dtype, n and configuration
+key; the peaks' yardsticks too) gets the ratio ``B / A`` of its median times,
+the 95 % interval of that ratio and a verdict. Pure pandas: the figure is
+``tuner.report.compare_figure``.
+
+**The interval.** Each median has its 95 % interval (``tuner.data.intervals``:
+order statistics, or the quantiles of older rows); the ratio's is
+``exp(log B - log A -+ sqrt(d_A^2 + d_B^2))``, the two sides' log half-widths
+in quadrature (independent measurements), the lower end pairing B's lower
+half-width with A's upper one.
+
+**The verdict**, with a margin ``m`` (default 0.5 %, nvbench-compare-robust's
+default both for its clear gap and for its "same centre"):
+
+- ``SLOWER``: the whole interval lies above ``1 + m``: B is slower by more than
+  the margin, 95 % sure. ``FASTER``: the whole interval lies below ``1 / (1 + m)``.
+- ``SAME``: the ratio itself is within the margin and its interval within
+  twice the margin: the two runs agree within ``m``, and noise could not hide a
+  difference of more than ``2 m``.
+- ``AMBIGUOUS``: anything else: the interval straddles a margin, or is too wide
+  to say (noisy rows).
+
+Like nvbench-compare-robust (SLOW/FAST only on a clear gap between the two
+measurements, SAME only when their centres are close and their spread small,
+UNDECIDED otherwise) a difference must clear the noise and the margin to be
+called, and SAME must be shown, not assumed from a lack of evidence. The
+differences: nvbench's intervals are sample spreads (min to third quartile),
+ours are the medians' confidence intervals, which narrow as samples grow, so a
+1 % change is called at low noise; nvbench confirms a verdict with SM-clock
+adjusted cycles, where we give the clock ratio beside the verdict (rows keep
+the median SM clock) but do not let it decide: for memory-bound kernels the
+memory clock, not the SM clock, sets the pace.
+
+**A regression** (exit status 1 of ``tuner compare``): a configuration whose
+verdict is SLOWER and whose ratio is at least ``1 + threshold`` (default 2 %).
+An AMBIGUOUS configuration never fails a check: its noise, not its kernel,
+would (they are counted apart).
+
+A configuration measured more than once on one side (by a sweep and a study)
+is paired with the row of the same source on the other side where there is
+one, else with the other side's row of the most samples.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tuner.data.intervals import ratio_intervals, row_intervals
+
+KEYS = ["family", "dtype", "n", "config_key"]
+PROBLEM = ["family", "dtype", "n"]
+MARGIN = 0.005
+THRESHOLD = 0.02
+VERDICTS = ("FASTER", "SAME", "SLOWER", "AMBIGUOUS")
+
+
+def load(path: str | Path) -> pd.DataFrame:
+    """The results rows of a results folder (its measurements.parquet) or a Parquet file.
+
+    Raises:
+        FileNotFoundError: neither exists at ``path``.
+    """
+    from tuner.data.results import read
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "measurements.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"must be a results folder with measurements.parquet or a Parquet file, got {str(path)!r}")
+    return read(path)
+
+
+def measured(frame: pd.DataFrame) -> pd.DataFrame:
+    """The verified rows with a median time, their interval (``low``, ``high``, ``how``) joined."""
+    ok = frame[(frame["status"] == "ok") & frame["time_ms_median"].notna()].reset_index(drop=True)  # a unique index to join on
+    return ok.join(row_intervals(ok))
+
+
+def _most_samples(rows: pd.DataFrame) -> pd.DataFrame:
+    order = rows.assign(_samples=pd.to_numeric(rows["samples"], errors="coerce").fillna(0))
+    return order.sort_values("_samples", ascending=False, kind="stable").drop_duplicates(KEYS).drop(columns="_samples")
+
+
+def pair(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration in both (``measured`` rows): A's columns
+    suffixed ``_a``, B's ``_b``, the keys unsuffixed."""
+    columns = [*KEYS, "source", "time_ms_median", "low", "high", "how", "samples", "sm_clock_mhz"]
+    a, b = a[columns], b[columns]
+    same_source = a.merge(b, on=[*KEYS, "source"], suffixes=("_a", "_b"))
+    same_source["source_a"] = same_source["source_b"] = same_source.pop("source")
+    same_source = same_source.assign(_samples=pd.to_numeric(same_source["samples_a"], errors="coerce").fillna(0)
+                                     + pd.to_numeric(same_source["samples_b"], errors="coerce").fillna(0))  # fmt: skip
+    same_source = same_source.sort_values("_samples", ascending=False, kind="stable").drop_duplicates(KEYS)
+    done = pd.MultiIndex.from_frame(same_source[KEYS]) if len(same_source) else pd.MultiIndex.from_tuples([], names=KEYS)
+
+    def rest(side: pd.DataFrame) -> pd.DataFrame:
+        return _most_samples(side[~pd.MultiIndex.from_frame(side[KEYS]).isin(done)])
+
+    others = rest(a).merge(rest(b), on=KEYS, suffixes=("_a", "_b"))
+    paired = pd.concat([same_source.drop(columns="_samples"), others], ignore_index=True)
+    return paired.sort_values(KEYS, kind="stable").reset_index(drop=True)
+
+
+def verdict(ratio: float, low: float, high: float, margin: float = MARGIN) -> str:
+    """SAME, FASTER, SLOWER or AMBIGUOUS for ``ratio`` (B / A) with its 95 % interval [low, high]."""
+    if not all(math.isfinite(x) and x > 0 for x in (ratio, low, high)):
+        return "AMBIGUOUS"
+    if low > 1 + margin:
+        return "SLOWER"
+    if high < 1 / (1 + margin):
+        return "FASTER"
+    band = math.log1p(margin)
+    if abs(math.log(ratio)) <= band and math.log(high) <= 2 * band and math.log(low) >= -2 * band:
+        return "SAME"
+    return "AMBIGUOUS"
+
+
+def compare(a: pd.DataFrame, b: pd.DataFrame, *, margin: float = MARGIN) -> pd.DataFrame:
+    """Per configuration in both results tables: ``ratio`` (B / A of the median
+    times), ``ratio_low``, ``ratio_high`` (its 95 % interval), ``verdict`` and
+    ``clock_ratio`` (B / A of the median SM clocks, where both were read)."""
+    table = pair(measured(a), measured(b))
+    if table.empty:
+        return table.assign(ratio=[], ratio_low=[], ratio_high=[], verdict=[], clock_ratio=[])
+    ratio, low, high = ratio_intervals(*(table[c].to_numpy(dtype="float64") for c in
+                                         ("time_ms_median_a", "low_a", "high_a", "time_ms_median_b", "low_b", "high_b")))  # fmt: skip
+    table["ratio"], table["ratio_low"], table["ratio_high"] = ratio, low, high
+    table["verdict"] = [verdict(r, lo, hi, margin) for r, lo, hi in zip(ratio, low, high)]
+    clock_a = pd.to_numeric(table["sm_clock_mhz_a"], errors="coerce")
+    clock_b = pd.to_numeric(table["sm_clock_mhz_b"], errors="coerce")
+    table["clock_ratio"] = (clock_b / clock_a).astype("float64")
+    return table
+
+
+def regressions(table: pd.DataFrame, threshold: float = THRESHOLD) -> pd.DataFrame:
+    """The configurations SLOWER by at least ``threshold`` (the ratio itself), worst first."""
+    slower = table[(table["verdict"] == "SLOWER") & (table["ratio"] >= 1 + threshold)]
+    return slower.sort_values("ratio", ascending=False)
+
+
+def _geomean(values: pd.Series) -> float:
+    values = values[values > 0]
+    return float(np.exp(np.log(values).mean())) if len(values) else float("nan")
+
+
+def by_problem(table: pd.DataFrame) -> pd.DataFrame:
+    """Per problem: configurations compared, each verdict's count, and the
+    geometric mean, least and greatest of the ratios."""
+    rows = []
+    for (family, dtype, n), group in table.groupby(PROBLEM, sort=True):
+        counts = group["verdict"].value_counts()
+        rows.append({"family": family, "dtype": dtype, "n": int(n), "configurations": len(group),
+                     **{v: int(counts.get(v, 0)) for v in VERDICTS},
+                     "geomean": _geomean(group["ratio"]), "min": group["ratio"].min(), "max": group["ratio"].max()})  # fmt: skip
+    return pd.DataFrame(rows, columns=["family", "dtype", "n", "configurations", *VERDICTS, "geomean", "min", "max"])
+
+
+def describe(frame: pd.DataFrame) -> str:
+    """A side in a few words: its GPU(s) and commit(s)."""
+
+    def values(column: str) -> str:
+        if column not in frame or not frame[column].notna().any():
+            return "?"
+        return "/".join(str(v) for v in frame[column].dropna().value_counts().index[:2])
+
+    return f"{values('gpu')} at {values('git_commit')}"
+
+
+def key_differences(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
+    """Per family, the parameters one side's configuration keys name and the
+    other's do not (rows measured before a parameter existed): such rows never
+    pair, and a reader should know why."""
+    from tuner.data.results import config_params
+
+    def names(frame: pd.DataFrame) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for family, keys in frame.groupby("family")["config_key"]:
+            out[family] = set().union(*(config_params(k) for k in keys.dropna().unique()))
+        return out
+
+    in_a, in_b = names(a), names(b)
+    lines = []
+    for family in sorted(set(in_a) & set(in_b)):
+        only_a, only_b = sorted(in_a[family] - in_b[family]), sorted(in_b[family] - in_a[family])
+        if only_a or only_b:
+            parts = [
+                f"A's keys name {', '.join(only_a)}" if only_a else "",
+                f"B's keys name {', '.join(only_b)}" if only_b else "",
+            ]
+            lines.append(f"{family}: {'; '.join(p for p in parts if p)} (the other side's do not)")
+    return lines
+
+
+def summary_lines(table: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, *, names: tuple[str, str],
+                  margin: float = MARGIN, threshold: float = THRESHOLD, top: int = 10) -> list[str]:  # fmt: skip
+    """What ``tuner compare`` prints: the two sides, the verdict counts, the
+    per-problem table and the regressions."""
+    ok_a, ok_b = (side[side["status"] == "ok"].drop_duplicates(KEYS) for side in (a, b))
+    counts = table["verdict"].value_counts()
+    lines = [
+        f"A: {names[0]} ({describe(a)}), {len(ok_a)} verified configurations",
+        f"B: {names[1]} ({describe(b)}), {len(ok_b)} verified configurations",
+        f"{len(table)} configurations in both (A only {len(ok_a) - len(table)}, B only {len(ok_b) - len(table)}); "
+        f"B / A of the median time, 95 % interval; margin {margin:.2%}, regression threshold {threshold:.2%}",
+        "verdicts: "
+        + ", ".join(f"{v} {int(counts.get(v, 0))}" for v in VERDICTS)
+        + f"; B / A geometric mean {_geomean(table['ratio']):.4f}",
+    ]
+    lines += [f"  unpaired: {line}" for line in key_differences(ok_a, ok_b)]
+    clocks = table["clock_ratio"].dropna()
+    if len(clocks):
+        lines.append(f"SM clock B / A: median {clocks.median():.3f} (shown, not used in the verdicts)")
+    problems = by_problem(table)
+    text = problems.assign(geomean=problems["geomean"].map("{:.4f}".format), min=problems["min"].map("{:.4f}".format),
+                           max=problems["max"].map("{:.4f}".format))  # fmt: skip
+    lines += ["", text.to_string(index=False), ""]
+    worse = regressions(table, threshold)
+    ambiguous = table[(table["verdict"] == "AMBIGUOUS") & (table["ratio"] >= 1 + threshold)]
+    lines.append(f"regressions (SLOWER by {threshold:.2%} or more): {len(worse)}"
+                 + (f"; AMBIGUOUS with a ratio that high: {len(ambiguous)} (noise, not counted)" if len(ambiguous) else ""))  # fmt: skip
+    for _, r in worse.head(top).iterrows():
+        lines.append(f"  {r['family']} {r['dtype']} n={r['n']} {r['config_key']}: {r['ratio']:.4f} "
+                     f"[{r['ratio_low']:.4f}, {r['ratio_high']:.4f}]")  # fmt: skip
+    if len(worse) > top:
+        lines.append(f"  ... and {len(worse) - top} more")
+    return lines
+
+
+def run(a: str, b: str, *, margin: float = MARGIN, threshold: float = THRESHOLD, figure: str | None = None,
+        out: str | None = None) -> tuple[pd.DataFrame, list[str]]:  # fmt: skip
+    """``tuner compare``: the arguments checked, both sides read and compared,
+    the per-configuration table written to ``out`` (.csv or .parquet) if given.
+    Returns (the table, the lines to print); the figure is the caller's.
+
+    Raises:
+        ValueError: one line naming the bad argument, its rule and its value.
+    """
+    if not 0 < margin < 0.5:
+        raise ValueError(f"--margin: must be a fraction above 0 and below 0.5, got {margin}")
+    if not 0 < threshold < 1:
+        raise ValueError(f"--threshold: must be a fraction above 0 and below 1, got {threshold}")
+    if figure and Path(figure).suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise ValueError(f"--figure: must name a .png, .svg or .pdf file, got {figure!r}")
+    if out and Path(out).suffix.lower() not in (".csv", ".parquet"):
+        raise ValueError(f"--table: must name a .csv or .parquet file, got {out!r}")
+    sides = []
+    for name, path in (("A", a), ("B", b)):
+        try:
+            sides.append(load(path))
+        except FileNotFoundError as error:
+            raise ValueError(f"{name}: {error}") from None
+    table = compare(*sides, margin=margin)
+    if table.empty:
+        raise ValueError(
+            f"A, B: must share a verified configuration (family, dtype, n, config_key), got none in common between {a!r} and {b!r}"
+        )
+    lines = summary_lines(table, *sides, names=(a, b), margin=margin, threshold=threshold)
+    if out:
+        from tuner.data import results
+
+        if Path(out).suffix.lower() == ".csv":
+            results.write_text_atomic(table.to_csv(index=False), out)
+        else:
+            results.write_atomic(table, out)
+        lines.append(f"table -> {out}")
+    return table, lines

@@ -1,0 +1,330 @@
+"""The project's results as T4, the auto-tuning community's results format, and
+T4 files read back.
+
+T4 (the "Open Autotuning Results Schema" of Kernel Tuner and KTT; its JSON
+schema ships in the ``kernel_tuner`` and ``autotuning-methodology`` packages)
+holds one result per configuration: its ``configuration``, ``times``,
+``invalidity`` (``correct`` or why not), ``correctness`` and named
+``measurements``, with the ``objectives`` it was ranked by. A results table of
+one problem maps onto it one row to one result:
+
+- ``invalidity`` from our status (``INVALIDITY``), ``correctness`` 1 for rows
+  our verification passed (``status == ok``) and 0 otherwise;
+- every timing statistic as a measurement in milliseconds (``time`` is the
+  median, the name Kernel Tuner's tools read), and the rates, clocks and
+  power; a failed row's ``time`` is Kernel Tuner's error marker for it;
+- ``objectives``: ``time`` and ``bandwidth_gbs`` (and ``gflops`` where the
+  family counts floating-point work), with their directions in
+  ``metadata.tuner.objectives``;
+- ``metadata``: the time unit, the GPU and software versions, and what was
+  computed (family, dtype, n, the rows' source, runs and commit).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from tuner.data.results import _write_via_temporary, plain_value, write_text_atomic
+
+SCHEMA_VERSION = "1.0.0"
+TIME_UNIT = "milliseconds"
+# Our status -> T4 invalidity, and back (T4's "timeout" is a launch that did not finish).
+INVALIDITY = {
+    "ok": "correct",
+    "infeasible": "constraints",
+    "compile_error": "compile",
+    "launch_error": "runtime",
+    "wrong_result": "correctness",
+}
+STATUS_OF = {v: k for k, v in INVALIDITY.items()} | {"timeout": "launch_error"}
+# Kernel Tuner's markers in place of a failed configuration's time (its readers look for them).
+ERROR_MARKER = {
+    "infeasible": "InvalidConfig",
+    "compile_error": "CompilationFailedConfig",
+    "launch_error": "RuntimeFailedConfig",
+    "wrong_result": "RuntimeFailedConfig",
+}
+# T4 measurement name -> (results column, unit). ``time`` first: the objective others read.
+MEASUREMENTS = {
+    "time": ("time_ms_median", "ms"),
+    "time_min": ("time_ms_min", "ms"),
+    "time_max": ("time_ms_max", "ms"),
+    "time_p10": ("time_ms_p10", "ms"),
+    "time_p90": ("time_ms_p90", "ms"),
+    "rel_spread": ("rel_spread", ""),
+    "samples": ("samples", ""),
+    "throttled_samples": ("throttled_samples", ""),
+    "bandwidth_gbs": ("bandwidth_gbs", "GB/s"),
+    "gflops": ("gflops", "GFLOP/s"),
+    "fraction_of_copy_peak": ("fraction_of_copy_peak", ""),
+    "fraction_of_theoretical_peak": ("fraction_of_theoretical_peak", ""),
+    "verify_error": ("verify_error", ""),
+    "sm_clock_mhz": ("sm_clock_mhz", "MHz"),
+    "mem_clock_mhz": ("mem_clock_mhz", "MHz"),
+    "temperature_c": ("temperature_c", "C"),
+    "power_w": ("power_w", "W"),
+}
+DIRECTIONS = {"time": "min", "bandwidth_gbs": "max", "gflops": "max"}
+# Per-row columns that describe the GPU and software (one value per file, in the metadata).
+ENVIRONMENT = ("gpu", "gpu_slug", "pci_bus_id", "compute_capability", "driver_version", "cuda_version")
+REQUIREMENTS = ("pycuda_version", "nvcc_version")
+
+
+def to_t4(rows: pd.DataFrame, params: Iterable[str]) -> dict:
+    """One problem's results rows as a T4 document.
+
+    Args:
+        rows: results rows (``tuner.data.results`` schema) of one family,
+            dtype and n.
+        params: the family's parameter names (the ``configuration`` keys;
+            parameters null in a row are left out of its configuration).
+
+    Raises:
+        ValueError: the rows are of several problems, or a status is unknown.
+    """
+    params = list(params)
+    problems = rows[["family", "dtype", "n"]].drop_duplicates()
+    if len(problems) != 1:
+        listed = sorted(f"{f}-{d}-n{n}" for f, d, n in problems.itertuples(index=False))
+        raise ValueError(f"a T4 file holds one problem's rows, got {len(problems)}: {listed}")
+    counts_flops = "gflops" in rows and rows["gflops"].notna().any()
+    objectives = ["time", "bandwidth_gbs"] + (["gflops"] if counts_flops else [])
+    results = [_result(record, params, objectives) for record in rows.to_dict("records")]
+    first = rows.iloc[0]
+    tuner = {
+        "family": plain_value(first["family"]),
+        "dtype": plain_value(first["dtype"]),
+        "n": plain_value(first["n"]),
+        "sources": _distinct(rows, "source"),
+        "run_ids": _distinct(rows, "run_id"),
+        "git_commits": _distinct(rows, "git_commit"),
+        "parameters": params,
+        "objectives": {name: DIRECTIONS[name] for name in objectives},
+        "ranked_by": "gflops" if counts_flops else "bandwidth_gbs",
+        "statuses": INVALIDITY,
+    }
+    device = {c: v for c in ENVIRONMENT if (v := _single(rows, c)) is not None}
+    requirements = [f"{c.removesuffix('_version')} {v}" for c in REQUIREMENTS if (v := _single(rows, c)) is not None]
+    metadata = {"timeunit": TIME_UNIT, "environment": {"device_query": device, "requirements": requirements}, "tuner": tuner}
+    return {"schema_version": SCHEMA_VERSION, "metadata": metadata, "results": results}
+
+
+def _result(record: Mapping, params: list[str], objectives: list[str]) -> dict:
+    status = plain_value(record.get("status"))
+    if status not in INVALIDITY:
+        raise ValueError(f"results row status must be one of {list(INVALIDITY)}, got {status!r}")
+    configuration = {name: v for name in params if (v := plain_value(record.get(name))) is not None}
+    times = {}
+    if (compile_s := _number(record.get("compile_s"))) is not None:
+        times["compilation"] = compile_s * 1e3
+    if (wall_s := _number(record.get("measure_wall_s"))) is not None:
+        times["benchmark"] = wall_s * 1e3
+    if status == "ok":
+        measurements = [
+            {"name": name, "value": value, "unit": unit}
+            for name, (column, unit) in MEASUREMENTS.items()
+            if (value := _number(record.get(column))) is not None
+        ]
+    else:
+        measurements = [{"name": "time", "value": ERROR_MARKER[status], "unit": "ms"}]
+    result = {
+        "configuration": configuration,
+        "times": times,
+        "invalidity": INVALIDITY[status],
+        "correctness": 1 if status == "ok" else 0,
+        "measurements": measurements,
+        "objectives": objectives,
+    }
+    stamp = record.get("timestamp")
+    if stamp is not None and not pd.isna(stamp):
+        result["timestamp"] = pd.Timestamp(stamp).isoformat()
+    if status != "ok" and (error := plain_value(record.get("error"))):
+        result["error"] = str(error)
+    return result
+
+
+def _number(value: Any) -> float | int | None:
+    value = plain_value(value)
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return value
+
+
+def _distinct(rows: pd.DataFrame, column: str) -> list:
+    return sorted(str(v) for v in rows[column].dropna().unique()) if column in rows else []
+
+
+def _single(rows: pd.DataFrame, column: str) -> Any:
+    values = _distinct(rows, column)
+    return values[0] if len(values) == 1 else (values or None)
+
+
+def write_t4(document: Mapping, path: str | os.PathLike) -> Path:
+    """Write a T4 document atomically (gzipped where ``path`` ends in ``.gz``)."""
+    text = json.dumps(document, allow_nan=False)
+    path = Path(path)
+    if path.suffix == ".gz":
+        return _write_via_temporary(path, lambda fd, _tmp: _write_gzip(fd, text))
+    return write_text_atomic(text + "\n", path)
+
+
+def _write_gzip(fd: int, text: str) -> None:
+    with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as out:
+        out.write(text.encode())
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """A JSON file, gzipped or not (Kernel Tuner caches and T4 files come both ways).
+
+    Raises:
+        ValueError: the file is not JSON (one line naming it).
+    """
+    path = Path(path)
+    try:
+        with path.open("rb") as raw:
+            data = raw.read()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        return json.loads(data)
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: must be JSON (gzipped or not), got {type(exc).__name__}: {exc}") from None
+
+
+def read_t4(path: str | os.PathLike) -> list[dict]:
+    """A T4 results file's results as ``{"configuration", "status", "values",
+    "error"}`` dicts: our status from its ``invalidity``, ``values`` its
+    numeric measurements by name (none for a failed result).
+
+    Raises:
+        ValueError: the file breaks the rules a replay needs (one line naming
+            the file, the rule and the value).
+    """
+    document = read_json(path)
+    if not isinstance(document, dict) or not isinstance(document.get("results"), list):
+        got = sorted(document) if isinstance(document, dict) else type(document).__name__
+        raise ValueError(f"{path}: a T4 file must hold a 'results' list, got {got}")
+    out = []
+    for index, result in enumerate(document["results"]):
+        where = f"{path}: results[{index}]"
+        if not isinstance(result, dict) or not isinstance(result.get("configuration"), dict):
+            raise ValueError(f"{where} must have a 'configuration' object, got {str(result)[:80]}")
+        invalidity = result.get("invalidity")
+        if invalidity not in STATUS_OF:
+            raise ValueError(f"{where}.invalidity must be one of {sorted(STATUS_OF)}, got {invalidity!r}")
+        values = {}
+        for m in result.get("measurements") or []:
+            value = m.get("value") if isinstance(m, dict) else None
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                values[m.get("name")] = float(value)
+        status = STATUS_OF[invalidity]
+        if status == "ok" and result.get("correctness", 1) == 0:
+            status = "wrong_result"
+        out.append({"configuration": result["configuration"], "status": status, "values": values if status == "ok" else {},
+                    "error": result.get("error")})  # fmt: skip
+    return out
+
+
+def t4_metadata(path: str | os.PathLike) -> dict:
+    """A T4 file's ``metadata`` object (empty where it has none)."""
+    document = read_json(path)
+    return document.get("metadata") or {} if isinstance(document, dict) else {}
+
+
+def schema_files() -> list[Path]:
+    """The published T4 schema files of the installed ``kernel_tuner`` and
+    ``autotuning_methodology`` packages (results and metadata), those present.
+
+    Raises:
+        ImportError: neither package is installed.
+    """
+    found = []
+    for package, names in (
+        ("kernel_tuner", ("schema/T4/1.0.0/results-schema.json", "schema/T4/1.0.0/metadata-schema.json")),
+        ("autotuning_methodology", ("schemas/T4.json",)),
+    ):
+        try:
+            root = resources.files(package)
+        except ModuleNotFoundError:
+            continue
+        found += [Path(str(root.joinpath(name))) for name in names if root.joinpath(name).is_file()]
+    if not found:
+        raise ImportError("validating T4 needs the kernel_tuner or autotuning-methodology package (pip install kernel_tuner)")
+    return found
+
+
+def validate(document: Mapping) -> list[Path]:
+    """Validate ``document`` against every published T4 schema installed;
+    returns the schema files used.
+
+    Raises:
+        jsonschema.ValidationError: the document breaks a schema.
+        ImportError: no schema is installed.
+    """
+    import jsonschema
+
+    files = schema_files()
+    for file in files:
+        jsonschema.validate(instance=document, schema=json.loads(file.read_text()))
+    return files
+
+
+def problem_rows(frame: pd.DataFrame, problem: str | None = None, source: str | None = None) -> pd.DataFrame:
+    """The rows of one problem (``family-dtype-nN``) and one source of a
+    results table: where the table holds several, ``problem`` must say which;
+    of its sources, ``source`` or the one with the most rows (the exhaustive
+    sweep; sweeps and studies of other grids mixed make no one run).
+
+    Raises:
+        ValueError: no such problem or source, or several problems and none named.
+    """
+    frame = frame[frame["status"].notna()]
+    keys = frame["family"].astype(str) + "-" + frame["dtype"].astype(str) + "-n" + frame["n"].astype(str)
+    present = sorted(keys.unique())
+    if problem is None and len(present) != 1:
+        raise ValueError(f"--problem must name one of the table's problems {present}, got none")
+    problem = problem or present[0]
+    rows = frame[keys == problem]
+    if rows.empty:
+        raise ValueError(f"--problem must be one of {present}, got {problem!r}")
+    sources = rows["source"].value_counts()
+    source = source or (str(sources.index[0]) if len(sources) else None)
+    if source is not None:
+        if source not in sources:
+            raise ValueError(f"--source must be one of {sorted(sources.index)} for {problem}, got {source!r}")
+        rows = rows[rows["source"] == source]
+    return rows
+
+
+def export_t4(results: str | os.PathLike, out: str | os.PathLike, problem: str | None = None, source: str | None = None) -> str:
+    """Write one problem's rows of a results folder or Parquet file as a T4
+    file (validated where a published schema is installed); returns a line
+    saying what was written.
+
+    Raises:
+        ValueError: see ``problem_rows``; FileNotFoundError: no results there.
+    """
+    from tuner.data.results import param_columns, read
+    from tuner.families import REGISTRY
+
+    if not Path(results).exists():
+        raise FileNotFoundError(f"{results} does not exist")
+    rows = problem_rows(read(results), problem, source)
+    family = REGISTRY.families.get(str(rows["family"].iloc[0]))
+    params = [p.name for p in family.params] if family else param_columns(rows)
+    document = to_t4(rows, [p for p in params if p in rows and rows[p].notna().any()])
+    try:
+        checked = f", valid against {len(validate(document))} published schema files"
+    except ImportError:
+        checked = ", not validated (no kernel_tuner or autotuning-methodology installed)"
+    write_t4(document, out)
+    ok = sum(r["invalidity"] == "correct" for r in document["results"])
+    meta = document["metadata"]["tuner"]
+    return f"{len(document['results'])} results ({ok} correct) of {meta['family']}-{meta['dtype']}-n{meta['n']} from {meta['sources']}{checked} -> {out}"

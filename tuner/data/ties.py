@@ -1,0 +1,128 @@
+"""Winners with their ties: per problem, the configurations a run cannot tell
+apart from its winner, and which of them the C++ header exports.
+
+**Tie set.** Each configuration's median time has a 95 % interval
+(``tuner.data.intervals``: order statistics of its samples). A configuration
+ties with the winner when its interval and the winner's overlap, read in the
+ranking's own unit (GB/s, or GFLOP/s for compute-bound families): its
+``metric * median / low`` (the best its figure could be) reaches the
+winner's ``metric * median / high`` (the worst the winner's could be). Two 95 %
+intervals that overlap are not proof of equality, but a configuration outside
+the winner's interval would need the run's noise to have been unlucky on both
+sides at once to change places with it: the set is what a rerun may name.
+
+**The exported member.** Every member of a tie set is an equally good answer
+for this problem on this GPU, so the header exports the one that also holds up
+at the other sizes of the same family and dtype: the member in the tie sets of
+the most of those sizes (this one included), then the smallest geometric mean
+of its slowdown (each size's best figure over its figure) over the sizes where
+it was measured, this one included (so two sizes whose winners tie at both
+export the same configuration, not each the other's winner). Where no member
+ties at another size, or the tie set is the winner alone, the winner is
+exported. ``best.json`` names the winner, the exported member and the reason,
+and lists the whole set; the header lists the others in a comment.
+
+A configuration measured twice for one problem (by a sweep and a study)
+counts once, by its better row (the one the winner is chosen from).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tuner.data.intervals import row_intervals
+
+# A tie set of this many configurations or more is called large in the report.
+LARGE = 5
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem's distinct configurations, best first, with their intervals.
+
+    ``table`` columns: the rows' own, plus ``low``/``high`` (the interval of
+    the median time), ``how`` (how it was made), ``metric_low``/``metric_high``
+    (the same interval in the ranking's unit), ``behind`` (the winner's figure
+    over this one's, minus one: 0 for the winner) and ``tie`` (in the tie set).
+    """
+
+    family: str
+    dtype: str
+    n: int
+    by: str  # "bandwidth_gbs" or "gflops"
+    table: pd.DataFrame
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return self.family, self.dtype, self.n
+
+    @property
+    def winner(self) -> pd.Series:
+        return self.table.iloc[0]
+
+    @property
+    def ties(self) -> pd.DataFrame:
+        return self.table[self.table["tie"]]
+
+
+def rank(rows: pd.DataFrame, by: str) -> pd.DataFrame:
+    """``rows`` (ok rows of one problem) as distinct configurations, best first,
+    with the interval columns and ``tie`` of the module docstring."""
+    rows = rows[rows[by].notna()]
+    rows = rows.sort_values(by, ascending=False, kind="stable").drop_duplicates("config_key").reset_index(drop=True)
+    table = rows.join(row_intervals(rows))
+    metric, median = table[by].astype("float64"), table["time_ms_median"].astype("float64")
+    # Unknown interval: the figure itself, a point (no tie is claimed from noise never measured).
+    table["metric_low"] = (metric * median / table["high"]).fillna(metric)
+    table["metric_high"] = (metric * median / table["low"]).fillna(metric)
+    if table.empty:
+        table["behind"], table["tie"] = pd.Series(dtype="float64"), pd.Series(dtype="bool")
+        return table
+    winner = table.iloc[0]
+    table["behind"] = winner[by] / metric - 1.0
+    table["tie"] = table["metric_high"] >= winner["metric_low"]
+    table.iloc[0, table.columns.get_loc("tie")] = True
+    return table
+
+
+def problems(candidates: dict[tuple[str, str, int], tuple[pd.DataFrame, str]]) -> dict[tuple[str, str, int], Problem]:
+    """Per problem key, its ``Problem``: ``candidates`` maps a key to (the rows
+    that may win it, the ranking column)."""
+    return {key: Problem(*key, by=by, table=rank(rows, by)) for key, (rows, by) in candidates.items()}
+
+
+@dataclass(frozen=True)
+class Choice:
+    config_key: str
+    rule: str  # why this member: the sentence best.json and the header carry
+
+
+def choose(problem: Problem, every: dict[tuple[str, str, int], Problem]) -> Choice:
+    """The member of ``problem``'s tie set the header exports (module docstring)."""
+    ties = problem.ties
+    winner = str(problem.winner["config_key"])
+    if len(ties) < 2:
+        return Choice(winner, "the winner: nothing ties with it")
+    sizes = [p for k, p in every.items() if k[:2] == problem.key[:2] and not p.table.empty]
+    if len(sizes) < 2:
+        return Choice(winner, "the winner: no other size of this family and dtype was measured")
+    scores = []
+    for position, key in enumerate(ties["config_key"]):
+        tied, slowdowns = 0, []
+        for size in sizes:
+            found = size.table[size.table["config_key"] == key]
+            if len(found):
+                tied += bool(found.iloc[0]["tie"])
+                slowdowns.append(1.0 + float(found.iloc[0]["behind"]))
+        scores.append((-tied, math.exp(np.mean(np.log(slowdowns))), position, key))
+    count, slowdown, position, key = min(scores)
+    others = ", ".join(str(p.n) for p in sizes if p is not problem)
+    if -count < 2:
+        return Choice(winner, f"the winner: no member of its tie set ties at another size (n = {others})")
+    what = "the winner, which" if position == 0 else f"of its {len(ties)} tied configurations the one that"
+    return Choice(key, f"{what} ties at the most sizes of {problem.family} {problem.dtype} ({-count} of {len(sizes)}; "
+                       f"{slowdown - 1:.2%} behind each size's best, geometric mean)")  # fmt: skip

@@ -1,0 +1,533 @@
+"""A kernel family declared rather than programmed: ``KernelSpec``.
+
+The common case of a kernel of one's own is a CUDA source, its tunable
+``-D`` defines, a few rules between them, an argument list, a launch geometry
+and a numpy reference. ``KernelSpec`` takes exactly that and is an ordinary
+``Family``: sweeps, studies, warm starts, replays, the profile, the report and
+the export treat it like any built-in one. Everything a hand-written family
+programs follows from the arguments' roles:
+
+- ``In``: uploaded once per problem, read by the kernel.
+- ``InOut``: uploaded once as a pristine copy; the working copy is restored
+  from it before the verification launch and before every timed sample
+  (never timed), so each launch sees the same input.
+- ``Out``: poisoned (0xFF bytes: NaN, or -1) before the verification launch,
+  so an element the kernel never writes fails.
+- ``Scalar``: a value, or an expression of the problem size and parameters.
+- ``Constant``: an array copied into the module's ``__constant__`` symbol of
+  that name.
+
+The output (one ``Out`` or ``InOut``, or several) is compared with the
+reference on the device when there is one (``tuner.measure.check``), on the
+host otherwise: exactly for integers, by relative error for floats. The bytes
+moved default to the arrays read plus the arrays written; the device memory a
+problem needs follows from the shapes.
+
+Names follow Kernel Tuner's where they mean the same thing: ``tune_params``
+(every parameter is a ``-D`` define unless listed in ``runtime_params``),
+``restrictions`` (Python expressions over the parameters, or callables taking
+the dict of them), ``block_size_x/y/z`` as the block's default dimensions,
+``problem_size`` with ``grid_div_x/y/z`` for the grid. Expressions may name
+the parameters, ``n`` (the problem's size), ``dtype``, ``itemsize``,
+``sm_count`` (in the grid and scalars only) and ``ceil_div``, ``min``,
+``max``, ``ceil``, ``floor``, ``log2``. A callable gets the same names as
+one dict.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from tuner.families.base import C_TYPES, DTYPES, Config, DeviceOutput, Family, Launch, Param, Problem, Verdict
+from tuner.families.buffers import ceil_div, poison
+from tuner.families.inputs import integers, uniform
+
+ROLES = ("in", "out", "inout", "scalar", "constant")
+# PyCUDA struct letters of scalar arguments.
+SCALAR_FORMATS = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+                  "int64": "q", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d"}  # fmt: skip
+HELPERS = {"ceil_div": ceil_div, "min": min, "max": max, "ceil": math.ceil, "floor": math.floor, "log2": math.log2,
+           "abs": abs, "int": int}  # fmt: skip
+BLOCK_NAMES = ("block_size_x", "block_size_y", "block_size_z")
+
+
+class SpecError(ValueError):
+    """A kernel spec that cannot work: the message names the family, the rule and the value."""
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One kernel argument, in the kernel's order.
+
+    Attributes:
+        name: the argument's name (the reference receives arrays by it).
+        role: in, out, inout, scalar or constant.
+        shape: arrays: an expression of ``n`` (``"n"``, ``"n * n"``) or a
+            tuple of them (``("n", "n")``).
+        dtype: arrays: element type (None: the problem's); scalars: required.
+        value: scalars: a number or an expression.
+        init: arrays read by the kernel: ``init(rng, shape, dtype)`` makes
+            the host input (default: random, never all zeros).
+    """
+
+    name: str
+    role: str
+    shape: Any = "n"
+    dtype: str | None = None
+    value: Any = None
+    init: Callable | None = None
+
+    @property
+    def is_array(self) -> bool:
+        return self.role in ("in", "out", "inout", "constant")
+
+    @property
+    def is_output(self) -> bool:
+        return self.role in ("out", "inout")
+
+
+def In(name: str, shape: Any = "n", dtype: str | None = None, init: Callable | None = None) -> Arg:
+    return Arg(name, "in", shape, dtype, init=init)
+
+
+def Out(name: str, shape: Any = "n", dtype: str | None = None) -> Arg:
+    return Arg(name, "out", shape, dtype)
+
+
+def InOut(name: str, shape: Any = "n", dtype: str | None = None, init: Callable | None = None) -> Arg:
+    return Arg(name, "inout", shape, dtype, init=init)
+
+
+def Scalar(name: str, value: Any, dtype: str) -> Arg:
+    return Arg(name, "scalar", None, dtype, value=value)
+
+
+def Constant(name: str, shape: Any, dtype: str | None = None, init: Callable | None = None) -> Arg:
+    return Arg(name, "constant", shape, dtype, init=init)
+
+
+class Expression:
+    """A number, a Python expression over named values, or a callable of their dict."""
+
+    def __init__(self, value: Any, where: str, family: str) -> None:
+        self.text = value if isinstance(value, str) else getattr(value, "__name__", repr(value))
+        self.where, self.family = where, family
+        self._value, self._code, self.names = value, None, frozenset()
+        if isinstance(value, str):
+            try:
+                tree = ast.parse(value, mode="eval")
+            except SyntaxError as error:
+                raise SpecError(f"family {family!r}: {where} must be a Python expression, got {value!r} ({error.msg})") from None
+            self.names = frozenset(node.id for node in ast.walk(tree) if isinstance(node, ast.Name)) - set(HELPERS)
+            self._code = compile(tree, f"<{family} {where}>", "eval")
+        elif not (callable(value) or isinstance(value, (int, float, np.number))):
+            raise SpecError(f"family {family!r}: {where} must be a number, an expression or a callable, got {value!r}")
+
+    def check_names(self, known: set[str]) -> None:
+        unknown = sorted(self.names - known)
+        if unknown:
+            raise SpecError(f"family {self.family!r}: {self.where} {self.text!r} names {unknown[0]!r}, which is not one of {sorted(known)}")
+
+    def __call__(self, env: Mapping[str, Any]) -> Any:
+        if self._code is not None:
+            return eval(self._code, {"__builtins__": {}, **HELPERS}, dict(env))
+        if callable(self._value):
+            return self._value(dict(env))
+        return self._value
+
+
+def _shape_exprs(shape: Any) -> tuple:
+    return tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+
+
+class KernelSpec(Family):
+    """A family from a declaration. See the module's docstring for the roles
+    and the names expressions may use.
+
+    Args:
+        name: the family's name (results, configs, ``best.json``).
+        source: the CUDA file, relative to the file that makes the spec (or absolute).
+        kernel: the ``extern "C"`` kernel's name.
+        args: the kernel's arguments in order (``In``, ``Out``, ``InOut``, ``Scalar``, ``Constant``).
+        tune_params: parameter name -> its values (or a ``Param``, for a rule
+            wider than the values); the first value is the default.
+        reference: numpy function of the input arrays (by argument name) and
+            ``n``; returns the expected output (a tuple when there are several).
+        dtypes: element types the family computes (``float32``, ``int32``, ...).
+        restrictions: expressions (or callables) that must hold for a
+            configuration to run; a false one makes it infeasible.
+        runtime_params: parameters that are not ``-D`` defines (used in the
+            grid or in scalars), so their configurations share a module.
+        block: the block's dimensions (expressions); default ``block_size_x/y/z``.
+        grid: the grid's dimensions (expressions); default: ``problem_size``
+            divided by ``grid_div_x/y/z`` (Kernel Tuner's rule), rounded up.
+        bytes_moved, flops: expressions (or callables) of the configuration;
+            default bytes: arrays read plus arrays written.
+        tolerance: largest relative error of float outputs (integers: exact).
+        check_sizes: two sizes for verification passes (default: by the shapes' rank).
+        compile_flags: extra nvcc flags.
+        type_macro: a ``-D`` name set to the element type's C name (for
+            sources that compile for several dtypes), or None.
+        shared_bytes: dynamic shared memory per block (an expression).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        source: str | Path,
+        kernel: str,
+        args: Sequence[Arg],
+        tune_params: Mapping[str, Sequence | Param],
+        reference: Callable,
+        *,
+        dtypes: Sequence[str] = ("float32",),
+        restrictions: Sequence[str | Callable] = (),
+        runtime_params: Sequence[str] = (),
+        block: Sequence | None = None,
+        grid: Sequence | None = None,
+        problem_size: Sequence = ("n",),
+        grid_div_x: Sequence | None = None,
+        grid_div_y: Sequence | None = None,
+        grid_div_z: Sequence | None = None,
+        bytes_moved: Any = None,
+        flops: Any = None,
+        tolerance: float = 1e-5,
+        check_sizes: tuple[int, int] | None = None,
+        compile_flags: Sequence[str] = (),
+        type_macro: str | None = None,
+        shared_bytes: Any = 0,
+    ) -> None:
+        def fail(rule: str) -> SpecError:
+            return SpecError(f"family {name!r}: {rule}")
+
+        if not (isinstance(name, str) and name.isidentifier()):
+            raise SpecError(f"kernel spec: name must be an identifier, got {name!r}")
+        self.name = name
+        self.source = str(_resolve_source(source, name))
+        self.kernel = kernel
+        self.dtypes = tuple(dtypes)
+        for dtype in self.dtypes:
+            if dtype not in DTYPES:
+                raise fail(f"dtypes must be among {sorted(DTYPES)}, got {dtype!r}")
+        self.params = tuple(_param(key, values, name) for key, values in tune_params.items())
+        if not self.params:
+            raise fail("tune_params must name at least one parameter")
+        self.runtime_params = tuple(runtime_params)
+        param_names = set(self.param_names)
+        for key in self.runtime_params:
+            if key not in param_names:
+                raise fail(f"runtime_params must name parameters of tune_params, got {key!r}")
+        self.args = tuple(args)
+        self._check_args(fail)
+        self.tolerance = float(tolerance)
+        self.reference_function = reference
+        if not callable(reference):
+            raise fail(f"reference must be a function of the input arrays, got {reference!r}")
+        self._compile_flags = tuple(compile_flags)
+        self.type_macro = type_macro
+
+        problem_names = {"n", "dtype", "itemsize"}
+        config_names = param_names | problem_names
+        launch_names = config_names | {"sm_count"}
+
+        def expr(value, where, known):
+            made = Expression(value, where, name)
+            made.check_names(known)
+            return made
+
+        self.restrictions = tuple(expr(r, f"restriction {i + 1}", config_names) for i, r in enumerate(restrictions))
+        if block is None:
+            present = [b for b in BLOCK_NAMES if b in param_names]
+            if "block_size_x" not in present:
+                raise fail(f"block must be given when tune_params has no block_size_x (parameters: {sorted(param_names)})")
+            block = tuple(present)
+        self.block_exprs = tuple(expr(b, f"block[{i}]", launch_names) for i, b in enumerate(block))
+        if grid is None:
+            divisors = (grid_div_x, grid_div_y, grid_div_z)
+            defaults = [[b] if b in param_names else [] for b in BLOCK_NAMES]
+            self.problem_size = tuple(expr(p, f"problem_size[{i}]", problem_names) for i, p in enumerate(problem_size))
+            self.grid_divisors = tuple(
+                tuple(expr(d, f"grid_div_{'xyz'[i]}", launch_names) for d in (divisors[i] if divisors[i] is not None else defaults[i]))
+                for i in range(len(self.problem_size))
+            )
+            self.grid_exprs = None
+        else:
+            self.grid_exprs = tuple(expr(g, f"grid[{i}]", launch_names) for i, g in enumerate(grid))
+        self.shared_expr = expr(shared_bytes, "shared_bytes", launch_names)
+        self.bytes_expr = None if bytes_moved is None else expr(bytes_moved, "bytes_moved", config_names)
+        self.flops_expr = None if flops is None else expr(flops, "flops", config_names)
+        self.scalar_exprs = {a.name: expr(a.value, f"scalar {a.name}", launch_names) for a in self.args if a.role == "scalar"}
+        self.shape_exprs = {
+            a.name: tuple(expr(s, f"shape of {a.name}", problem_names) for s in _shape_exprs(a.shape)) for a in self.args if a.is_array
+        }
+        self.arg_types = "".join("P" if a.role in ("in", "out", "inout") else SCALAR_FORMATS[a.dtype] for a in self.args if a.role != "constant")
+        rank = max(len(shape) for shape in self.shape_exprs.values())
+        self.check_sizes = tuple(check_sizes) if check_sizes else _check_sizes(rank)
+        self._reference_args = _reference_parameters(reference, self.args, fail)
+
+    def _check_args(self, fail) -> None:
+        names = [a.name for a in self.args]
+        for arg in self.args:
+            if not isinstance(arg, Arg):
+                raise fail(f"args must be In, Out, InOut, Scalar or Constant, got {arg!r}")
+            if arg.role not in ROLES:
+                raise fail(f"argument {arg.name!r}: role must be one of {ROLES}, got {arg.role!r}")
+            if names.count(arg.name) > 1:
+                raise fail(f"argument names must be unique, got {arg.name!r} twice")
+            if arg.role == "scalar" and arg.dtype not in SCALAR_FORMATS:
+                raise fail(f"scalar {arg.name!r}: dtype must be one of {sorted(SCALAR_FORMATS)}, got {arg.dtype!r}")
+            if arg.is_array and arg.dtype is not None and arg.dtype not in DTYPES and arg.dtype not in SCALAR_FORMATS:
+                raise fail(f"argument {arg.name!r}: dtype must be one of {sorted(SCALAR_FORMATS)}, got {arg.dtype!r}")
+        if not any(a.is_output for a in self.args):
+            raise fail("args must hold at least one Out or InOut array (what is verified)")
+
+    # ---- the space and the recipe ----------------------------------------
+    def _env(self, cfg: Config, problem: Problem, **more) -> dict:
+        return {**cfg, "n": problem.n, "dtype": problem.dtype, "itemsize": np.dtype(DTYPES[problem.dtype]).itemsize, **more}
+
+    def constraint_violations(self, cfg: Config, problem: Problem) -> list[str]:
+        env = self._env(cfg, problem)
+        reasons = []
+        for restriction in self.restrictions:
+            try:
+                holds = bool(restriction(env))
+            except Exception as error:  # a restriction that cannot be evaluated is a false one, said so
+                reasons.append(f"restriction {restriction.text!r} failed: {type(error).__name__}: {error}")
+                continue
+            if not holds:
+                reasons.append(f"restriction {restriction.text!r} does not hold")
+        return reasons
+
+    def kernel_name(self, cfg: Config) -> str:
+        return self.kernel
+
+    def defines(self, cfg: Config, problem: Problem) -> dict[str, str]:
+        defines = {key: _define_text(value) for key, value in cfg.items() if key not in self.runtime_params}
+        if self.type_macro:
+            defines[self.type_macro] = C_TYPES[problem.dtype]
+        return defines
+
+    def compile_flags(self, cfg: Config) -> tuple[str, ...]:
+        return self._compile_flags
+
+    def shape(self, arg: Arg, problem: Problem) -> tuple[int, ...]:
+        env = self._env({}, problem)
+        return tuple(int(s(env)) for s in self.shape_exprs[arg.name])
+
+    def array_dtype(self, arg: Arg, problem: Problem) -> np.dtype:
+        return np.dtype(arg.dtype or DTYPES[problem.dtype])
+
+    def _nbytes(self, arg: Arg, problem: Problem) -> int:
+        return int(np.prod(self.shape(arg, problem))) * self.array_dtype(arg, problem).itemsize
+
+    def bytes_moved(self, cfg: Config, problem: Problem) -> int:
+        if self.bytes_expr is not None:
+            return int(self.bytes_expr(self._env(cfg, problem)))
+        reads = sum(self._nbytes(a, problem) for a in self.args if a.role in ("in", "inout"))
+        writes = sum(self._nbytes(a, problem) for a in self.args if a.is_output)
+        return reads + writes
+
+    def flops(self, cfg: Config, problem: Problem) -> int:
+        return int(self.flops_expr(self._env(cfg, problem))) if self.flops_expr is not None else 0
+
+    def device_bytes(self, problem: Problem) -> int:
+        """Inputs once, in-out arrays twice (working and pristine), outputs
+        once, and the reference the device comparison reads (in double for floats)."""
+        total = 0
+        for arg in self.args:
+            if arg.role in ("in", "out"):
+                total += self._nbytes(arg, problem)
+            elif arg.role == "inout":
+                total += 2 * self._nbytes(arg, problem)
+            if arg.is_output:
+                total += 2 * self._nbytes(arg, problem)
+        return total
+
+    # ---- the harness -----------------------------------------------------
+    def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        inputs = {}
+        for arg in self.args:
+            if arg.role in ("in", "inout", "constant"):
+                shape, dtype = self.shape(arg, problem), self.array_dtype(arg, problem)
+                if arg.init is not None:
+                    array = np.asarray(arg.init(rng, shape, dtype), dtype=dtype)
+                    if array.shape != shape and array.size == int(np.prod(shape)):
+                        array = array.reshape(shape)
+                    if array.shape != shape:
+                        raise SpecError(f"family {self.name!r}: init of {arg.name!r} must give shape {shape}, got {array.shape}")
+                else:
+                    array = _random(rng, shape, dtype)
+                inputs[arg.name] = array
+        return inputs
+
+    def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:
+        """The reference's outputs, each in its argument's shape and type,
+        flattened one after another when there are several."""
+        env = self._env({}, problem)
+        values = {"n": problem.n, "dtype": problem.dtype}
+        for arg in self.args:
+            if arg.name in inputs:
+                values[arg.name] = inputs[arg.name]
+            elif arg.role == "scalar" and not (self.scalar_exprs[arg.name].names - set(env)):
+                values[arg.name] = np.dtype(arg.dtype).type(self.scalar_exprs[arg.name](env))
+        result = self.reference_function(**{k: values[k] for k in self._reference_args})
+        outputs = [a for a in self.args if a.is_output]
+        result = list(result) if isinstance(result, (tuple, list)) else [result]
+        if len(result) != len(outputs):
+            raise SpecError(f"family {self.name!r}: reference must return {len(outputs)} arrays ({[a.name for a in outputs]}), got {len(result)}")
+        parts = []
+        for arg, value in zip(outputs, result):
+            shape, dtype = self.shape(arg, problem), self.array_dtype(arg, problem)
+            value = np.asarray(value)
+            if value.size != int(np.prod(shape)):
+                raise SpecError(f"family {self.name!r}: reference for {arg.name!r} must have {int(np.prod(shape))} elements (shape {shape}), got shape {value.shape}")
+            parts.append(value.astype(dtype, copy=False).reshape(-1))
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def allocate(self, problem: Problem, inputs: dict[str, np.ndarray], gpu) -> dict:
+        buffers = {}
+        for arg in self.args:
+            if arg.role == "in":
+                buffers[arg.name] = gpu.upload(inputs[arg.name])
+            elif arg.role == "inout":
+                buffers[arg.name] = gpu.alloc(inputs[arg.name].nbytes)
+                buffers[arg.name + ":pristine"] = gpu.upload(inputs[arg.name])
+            elif arg.role == "out":
+                buffers[arg.name] = gpu.alloc(self._nbytes(arg, problem))
+        buffers[":constants"] = {a.name: inputs[a.name] for a in self.args if a.role == "constant"}
+        return buffers
+
+    def bind(self, cfg: Config, problem: Problem, buffers, function, gpu) -> Launch:
+        env = self._env(cfg, problem, sm_count=gpu.sm_count)
+        block = _dims([int(b(env)) for b in self.block_exprs])
+        if self.grid_exprs is not None:
+            grid = _dims([int(g(env)) for g in self.grid_exprs])
+        else:
+            grid = _dims([
+                ceil_div(int(size(env)), math.prod(int(d(env)) for d in divisors))
+                for size, divisors in zip(self.problem_size, self.grid_divisors)
+            ])  # fmt: skip
+        for name, array in buffers[":constants"].items():
+            gpu.set_constant(function, name, array)
+        inouts = [a for a in self.args if a.role == "inout"]
+
+        def restore() -> None:  # every launch starts from the same in-out data
+            for arg in inouts:
+                gpu.copy(buffers[arg.name].ptr(), buffers[arg.name + ":pristine"].ptr(), buffers[arg.name].nbytes)
+
+        for arg in self.args:
+            if arg.role == "out":
+                poison(gpu, buffers[arg.name])
+        restore()
+        values = []
+        for arg in self.args:
+            if arg.role in ("in", "out", "inout"):
+                values.append(buffers[arg.name].ptr())
+            elif arg.role == "scalar":
+                values.append(np.dtype(arg.dtype).type(self.scalar_exprs[arg.name](env)))
+        run = gpu.launcher(function, grid, block, *values, shared_bytes=int(self.shared_expr(env)))
+        outputs = [a for a in self.args if a.is_output]
+
+        def fetch() -> np.ndarray:
+            parts = [gpu.download(buffers[a.name], int(np.prod(self.shape(a, problem))), self.array_dtype(a, problem)) for a in outputs]
+            return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+        output = None
+        if len(outputs) == 1:
+            arg = outputs[0]
+            dtype = self.array_dtype(arg, problem)
+            output = DeviceOutput(ptr=int(buffers[arg.name].ptr()), count=int(np.prod(self.shape(arg, problem))), dtype=dtype,
+                                  tolerance=None if dtype.kind in "iub" else self.tolerance)  # fmt: skip
+        return Launch(run=run, grid=grid, block=block, fetch=fetch, restore=restore if inouts else None, output=output)
+
+    def verify(self, output: np.ndarray, expected: np.ndarray, inputs: dict[str, np.ndarray]) -> Verdict:
+        if np.asarray(expected).dtype.kind in "iub":
+            wrong = int(np.count_nonzero(np.asarray(output) != expected)) if output.shape == expected.shape else expected.size
+            return Verdict(wrong == 0, float(wrong), "" if wrong == 0 else f"{wrong} elements differ")
+        return super().verify(output, expected, inputs)
+
+
+def _resolve_source(source: str | Path, name: str) -> Path:
+    """``source`` as an absolute path: relative paths are taken from the file
+    that made the spec (the first caller outside this module)."""
+    path = Path(source)
+    if not path.is_absolute():
+        for frame in inspect.stack()[1:]:
+            if Path(frame.filename).resolve() != Path(__file__).resolve():
+                path = Path(frame.filename).resolve().parent / path
+                break
+    if not path.is_file():
+        raise SpecError(f"family {name!r}: source must be an existing CUDA file, got {str(path)!r}")
+    return path.resolve()
+
+
+def _param(key: str, values: Any, family: str) -> Param:
+    if isinstance(values, Param):
+        if values.name != key:
+            raise SpecError(f"family {family!r}: tune_params[{key!r}] is a Param named {values.name!r}")
+        return values
+    if not key.isidentifier():
+        raise SpecError(f"family {family!r}: parameter names must be C identifiers (they become -D defines), got {key!r}")
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+        raise SpecError(f"family {family!r}: tune_params[{key!r}] must be a non-empty list of values, got {values!r}")
+    values = tuple(v.item() if isinstance(v, np.generic) else v for v in values)
+    for value in values:
+        if not isinstance(value, (int, float, str)) or (isinstance(value, float) and not math.isfinite(value)):
+            raise SpecError(f"family {family!r}: tune_params[{key!r}] values must be integers, finite numbers or text, got {value!r}")
+    if len(set(values)) != len(values):
+        raise SpecError(f"family {family!r}: tune_params[{key!r}] lists a value twice: {list(values)}")
+    return Param(key, values, f"{key} (a -D define)")
+
+
+def _define_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _dims(values: list[int]) -> tuple[int, int, int]:
+    values = (values + [1, 1, 1])[:3]
+    return tuple(max(1, v) for v in values)
+
+
+def _check_sizes(rank: int) -> tuple[int, int]:
+    """Two verification sizes of about 2^20 and 2^22 elements: the first fits
+    no tile evenly, the second is a power of two."""
+    if rank <= 1:
+        return (1 << 20) + 37, 1 << 22
+    if rank == 2:
+        return 1024 + 37, 2048
+    return 101 + 2, 1 << math.ceil(22 / rank)
+
+
+def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    count = int(np.prod(shape))
+    if dtype.kind == "f":
+        flat = uniform(rng, -1.0, 1.0, count, dtype)
+    elif dtype.kind in "iu":
+        high = min(64, np.iinfo(dtype).max)
+        flat = integers(rng, 0 if dtype.kind == "u" else -high, high, count, dtype)
+    else:
+        flat = rng.integers(0, 2, count).astype(dtype)
+    return flat.reshape(shape)
+
+
+def _reference_parameters(reference: Callable, args: Sequence[Arg], fail) -> tuple[str, ...]:
+    """The names ``reference`` takes: input arrays, scalars, ``n`` or ``dtype``."""
+    available = {a.name for a in args if a.role != "out"} | {"n", "dtype"}
+    try:
+        parameters = inspect.signature(reference).parameters
+    except (TypeError, ValueError):
+        raise fail(f"reference must be a Python function, got {reference!r}") from None
+    names = tuple(parameters)
+    for key in names:
+        if key not in available:
+            raise fail(f"reference takes {key!r}, which is not an argument the kernel reads or n (arguments: {sorted(available)})")
+    return names

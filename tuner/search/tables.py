@@ -1,0 +1,323 @@
+"""The auto-tuning community's brute-forced spaces as replay tables.
+
+Kernel Tuner cache files (``{"tune_params", "objective", "cache"}``, gzipped
+or not), T4 results files and T1 space descriptions (parameters and
+restrictions as Python expressions) come from other tuners and from the
+benchmark hub of the Auto-Tuning Association (AutoTuningAssociation/
+benchmark_hub, MIT licence, DOI 10.5281/zenodo.15364124). A ``SpaceTable``
+holds one of them; ``table_family`` makes a ``Family`` of its space, so any
+sampler replays it through the real study loop, and ``table_measure`` looks
+configurations up:
+
+- a configuration absent from the table was excluded by the space's
+  restrictions: it is infeasible, never proposed, and costs nothing;
+- a configuration that failed (Kernel Tuner's error markers, a T4
+  invalidity other than ``correct``) costs one evaluation and never wins;
+- the objective becomes a rate to maximise, as the study's ``bandwidth_gbs``:
+  a time in milliseconds as one nominal gigabyte over it (1000 / ms), so the
+  ranking is the time's; a rate (our own T4 files) stays as it is.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from tuner.data.results import config_key
+from tuner.data.t4 import read_json, read_t4, t4_metadata
+from tuner.families.base import Family, Param, Problem
+
+DTYPE = "table"  # a replay table's problem has no element type of ours
+# Kernel Tuner's markers in place of a failed configuration's objective.
+KT_FAILED = {"CompilationFailedConfig": "compile_error", "RuntimeFailedConfig": "launch_error"}
+KT_INVALID = "InvalidConfig"  # restrictions said no: not part of the space
+# What a restriction expression may call (T1 and Kernel Tuner write plain arithmetic).
+SAFE_NAMES = {"min": min, "max": max, "abs": abs, "int": int, "float": float, "round": round, "len": len}
+
+
+@dataclass
+class SpaceTable:
+    """One brute-forced space: its parameters and every feasible configuration's outcome.
+
+    Attributes:
+        name: a label for reports (``convolution_milo/A100``).
+        params: parameter -> values, in the file's order.
+        restrictions: the T1 expressions ([] where none was read).
+        entries: configuration values (in ``params`` order) -> (status, rate):
+            ``ok`` with the objective as a rate to maximise, or a failure
+            status with None.
+        objective: the file's objective (``time``), ``minimise`` its direction.
+        problem_size: the file's problem size, where it names one.
+    """
+
+    name: str
+    params: dict[str, list]
+    restrictions: list[str] = field(default_factory=list)
+    entries: dict[tuple, tuple[str, float | None]] = field(default_factory=dict)
+    objective: str = "time"
+    minimise: bool = True
+    problem_size: tuple[int, ...] = ()
+
+    @property
+    def size(self) -> int:
+        return len(self.entries)
+
+    @property
+    def optimum(self) -> float:
+        return max(rate for status, rate in self.entries.values() if status == "ok")
+
+    def config(self, values: tuple) -> dict:
+        return dict(zip(self.params, values))
+
+    def key(self, cfg: Mapping) -> tuple:
+        return tuple(cfg[name] for name in self.params)
+
+
+def rate(value: float, minimise: bool) -> float:
+    """An objective value as a rate to maximise (see the module's docstring)."""
+    return 1000.0 / value if minimise else value
+
+
+def read_t1(path: str | os.PathLike) -> tuple[dict[str, list], list[str]]:
+    """A T1 file's parameters (name -> values) and restriction expressions.
+
+    Raises:
+        ValueError: the file breaks the rules a replay needs (one line naming it).
+    """
+    document = read_json(path)
+    try:
+        space = document["ConfigurationSpace"]
+        params = {}
+        for p in space["TuningParameters"]:
+            values = p["Values"]
+            # T1 writes the values as a Python list literal in a string.
+            params[p["Name"]] = _literal(values) if isinstance(values, str) else list(values)
+        restrictions = [c["Expression"] if isinstance(c, dict) else str(c) for c in space.get("Conditions", [])]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: a T1 file must hold ConfigurationSpace.TuningParameters (Name, Values), got {exc!r}") from None
+    for expression in restrictions:
+        _compile(expression, path)
+    return params, restrictions
+
+
+def _literal(text: str) -> list:
+    import ast
+
+    values = ast.literal_eval(text)
+    if not isinstance(values, (list, tuple)):
+        raise ValueError(f"Values must be a list, got {text!r}")
+    return list(values)
+
+
+def _compile(expression: str, where: Any) -> Any:
+    # T1 restrictions are Python expressions over the parameters; evaluated
+    # without builtins, and names with dunders refused, so a file cannot reach
+    # the interpreter's internals.
+    if "__" in expression:
+        raise ValueError(f"{where}: a restriction must be plain arithmetic over parameters, got {expression!r}")
+    try:
+        return compile(expression, str(where), "eval")
+    except SyntaxError as exc:
+        raise ValueError(f"{where}: a restriction must be a Python expression, got {expression!r} ({exc.msg})") from None
+
+
+def read_kernel_tuner_cache(path: str | os.PathLike, t1: str | os.PathLike | None = None, name: str = "") -> SpaceTable:
+    """A Kernel Tuner cache file (gzipped or not) as a ``SpaceTable``.
+
+    Raises:
+        ValueError: the file breaks the rules a replay needs (one line naming
+            the file, the rule and the value).
+    """
+    document = read_json(path)
+    if not isinstance(document, dict) or not isinstance(document.get("cache"), dict) or "tune_params" not in document:
+        got = sorted(document) if isinstance(document, dict) else type(document).__name__
+        raise ValueError(f"{path}: a Kernel Tuner cache must hold 'tune_params' and a 'cache' object, got {got}")
+    params = {k: list(v) for k, v in document["tune_params"].items()}
+    objective = document.get("objective", "time")
+    minimise = not document.get("objective_higher_is_better", False)
+    table = SpaceTable(name or _label(path), params, objective=objective, minimise=minimise,
+                       problem_size=tuple(document.get("problem_size") or ()))  # fmt: skip
+    for text, record in document["cache"].items():
+        missing = [p for p in params if p not in record]
+        if missing:
+            raise ValueError(f"{path}: cache entry {text!r} must give every parameter, missing {missing}")
+        value = record.get(objective)
+        if value == KT_INVALID:
+            continue
+        if isinstance(value, str):
+            if value not in KT_FAILED:
+                raise ValueError(f"{path}: cache entry {text!r} {objective} must be a number or one of "
+                                 f"{[*KT_FAILED, KT_INVALID]}, got {value!r}")  # fmt: skip
+            table.entries[tuple(record[p] for p in params)] = (KT_FAILED[value], None)
+        elif isinstance(value, (int, float)) and math.isfinite(value) and (value > 0 or not minimise):
+            table.entries[tuple(record[p] for p in params)] = ("ok", rate(float(value), minimise))
+        else:
+            raise ValueError(f"{path}: cache entry {text!r} {objective} must be a positive finite number, got {value!r}")
+    return _with_t1(table, path, t1)
+
+
+def read_t4_table(
+    path: str | os.PathLike, t1: str | os.PathLike | None = None, name: str = "", objective: str | None = None
+) -> SpaceTable:
+    """A T4 results file as a ``SpaceTable``, ranked by ``objective`` (default:
+    the one our metadata names, else the results' first objective, else
+    ``time``; ``time`` is minimised, what our metadata says otherwise).
+
+    Parameters and values: from ``t1`` where given, else from the results
+    (each parameter's values sorted).
+
+    Raises:
+        ValueError: the file breaks the rules a replay needs (one line naming it).
+    """
+    results = read_t4(path)
+    meta = t4_metadata(path).get("tuner") or {}
+    directions = meta.get("objectives") or {}
+    if objective is None:
+        objective = meta.get("ranked_by") or next(iter(_first_objectives(path)), "time")
+    minimise = directions.get(objective, "min" if objective.startswith("time") else "max") == "min"
+    names = list(meta.get("parameters") or dict.fromkeys(k for r in results for k in r["configuration"]))
+    names = [n for n in names if any(n in r["configuration"] for r in results)]
+    values: dict[str, set] = {n: set() for n in names}
+    for r in results:
+        for n in names:
+            values[n].add(r["configuration"].get(n))
+    params = {n: sorted(v, key=lambda x: (x is None, isinstance(x, str), x)) for n, v in values.items()}
+    table = SpaceTable(name or _label(path), params, objective=objective, minimise=minimise)
+    for index, r in enumerate(results):
+        key = tuple(r["configuration"].get(n) for n in names)
+        if r["status"] == "infeasible":
+            continue
+        if r["status"] != "ok":
+            table.entries[key] = (r["status"], None)
+            continue
+        value = r["values"].get(objective)
+        if value is None or (minimise and value <= 0):
+            raise ValueError(f"{path}: results[{index}] is correct, so measurement {objective!r} must be a "
+                             f"{'positive ' if minimise else ''}number, got {value!r}")  # fmt: skip
+        table.entries[key] = ("ok", rate(value, minimise))
+    return _with_t1(table, path, t1)
+
+
+def _first_objectives(path: str | os.PathLike) -> list[str]:
+    document = read_json(path)
+    for result in document.get("results", [])[:1]:
+        return [o for o in result.get("objectives") or [] if isinstance(o, str)]
+    return []
+
+
+def load_table(path: str | os.PathLike, t1: str | os.PathLike | None = None, name: str = "") -> SpaceTable:
+    """A Kernel Tuner cache or a T4 file (told apart by content) as a
+    ``SpaceTable``; ``t1``: the space's T1 file, by default ``T1.json`` beside it
+    where there is one."""
+    path = Path(path)
+    if t1 is None and (path.parent / "T1.json").is_file():
+        t1 = path.parent / "T1.json"
+    document = read_json(path)
+    if isinstance(document, dict) and "cache" in document:
+        return read_kernel_tuner_cache(path, t1, name)
+    if isinstance(document, dict) and "results" in document:
+        return read_t4_table(path, t1, name)
+    got = sorted(document) if isinstance(document, dict) else type(document).__name__
+    raise ValueError(f"{path}: a replay table must be a Kernel Tuner cache ('cache') or a T4 file ('results'), got {got}")
+
+
+def _label(path: str | os.PathLike) -> str:
+    path = Path(path)
+    stem = path.name.split(".")[0]
+    return f"{path.parent.name}/{stem}" if path.parent.name else stem
+
+
+def _with_t1(table: SpaceTable, path: Any, t1: str | os.PathLike | None) -> SpaceTable:
+    """Checks the table against its T1 space: the same parameters and values,
+    and no configuration its restrictions exclude; the T1 order of values wins."""
+    if t1 is not None:
+        params, restrictions = read_t1(t1)
+        if set(params) != set(table.params):
+            raise ValueError(f"{path}: parameters must be those of {t1} {sorted(params)}, got {sorted(table.params)}")
+        for n, values in params.items():
+            outside = sorted({v for v in table.params[n] if v not in values}, key=str)
+            if outside:
+                raise ValueError(f"{path}: values of {n} must be of {t1} {values}, got {outside}")
+        order = list(params)
+        position = [list(table.params).index(n) for n in order]
+        table.entries = {tuple(k[i] for i in position): v for k, v in table.entries.items()}
+        table.params, table.restrictions = params, restrictions
+    if not any(status == "ok" for status, _ in table.entries.values()):
+        raise ValueError(f"{path}: a replay table must hold a correct configuration, got none of {table.size}")
+    check = restriction_check(table.restrictions, path)
+    for key in table.entries:
+        broken = check(table.config(key))
+        if broken:
+            raise ValueError(f"{path}: configuration {table.config(key)} must pass the restriction {broken!r}")
+    return table
+
+
+def restriction_check(restrictions: list[str], where: Any = "restriction") -> Callable[[Mapping], str | None]:
+    """cfg -> the first restriction it breaks, or None."""
+    compiled = [(text, _compile(text, where)) for text in restrictions]
+
+    def check(cfg: Mapping) -> str | None:
+        names = SAFE_NAMES | dict(cfg)
+        for text, code in compiled:
+            if not eval(code, {"__builtins__": {}}, names):  # noqa: S307 - see _compile
+                return text
+        return None
+
+    return check
+
+
+class TableFamily(Family):
+    """The space of a ``SpaceTable`` as a family: its parameters, and the
+    table's configurations as the only feasible ones. Nothing to compile or
+    launch: a replay measures by look-up."""
+
+    dtypes = (DTYPE,)
+    arg_types = ""
+
+    def __init__(self, table: SpaceTable) -> None:
+        self.name = table.name
+        self.source = ""
+        self.params = tuple(Param(n, tuple(v), f"{n} of {table.name}") for n, v in table.params.items())
+        self._table = table
+
+    def constraint_violations(self, cfg: Mapping, problem: Problem) -> list[str]:
+        if self._table.key(cfg) not in self._table.entries:
+            return [f"not in table {self._table.name}: its space's restrictions exclude it"]
+        return []
+
+    def _no_device(self, *args: Any) -> Any:
+        raise NotImplementedError(f"{self.name} is a replay table's space: it is measured by look-up, not on a GPU")
+
+    kernel_name = defines = bytes_moved = make_inputs = reference = bind = allocate = _no_device
+
+
+def table_family(table: SpaceTable) -> Family:
+    return TableFamily(table)
+
+
+def table_problem(table: SpaceTable) -> Problem:
+    return Problem(table.name, DTYPE, math.prod(table.problem_size) if table.problem_size else 0)
+
+
+def table_measure(table: SpaceTable) -> Callable[[dict], dict]:
+    """A ``measure`` for ``run_study``: the table's outcome of ``cfg`` as a
+    results row (status, and the rate as ``bandwidth_gbs`` when ok)."""
+
+    def measure(cfg: dict) -> dict:
+        status, value = table.entries.get(table.key(cfg), ("launch_error", None))
+        if status == "ok":
+            row = {"status": "ok", "bandwidth_gbs": value}
+            if table.minimise and table.objective == "time":
+                row["time_ms_median"] = 1000.0 / value
+            return row
+        return {"status": status, "error": f"{status} in table {table.name}"}
+
+    return measure
+
+
+def table_key(table: SpaceTable, cfg: Mapping) -> str:
+    """The study's key of a table configuration."""
+    return config_key({n: cfg[n] for n in table.params})
