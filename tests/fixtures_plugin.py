@@ -79,4 +79,17 @@ def make_plugin_dataset(seed: int = 0) -> tuple[pd.DataFrame, dict[str, Any], di
     for trial, index in enumerate(rng.choice(len(space), size=20, replace=False)):
         rows.append(_row(f"study:{STUDY}", SIDES[-1], space[index], trial=trial))
     rows.append(_row("sweep:transpose_space", SIDES[-1], {"tile": 64, "block_rows": 8, "pad": 1}, status="compile_error"))
-    return to_frame(rows, keep_unknown=True), dict(DEVICE), dict(PEAKS)
+    return to_frame(rows + _peaks_rows(), keep_unknown=True), dict(DEVICE), dict(PEAKS)
+
+
+def _peaks_rows() -> list[dict[str, Any]]:
+    """The copy kernels the peaks stage measures: every run's dataset holds them (source ``peaks``)."""
+    rows = []
+    for variant, gbs in (("copy", PEAKS["copy_gbs"]), ("read", PEAKS["read_gbs"])):
+        p = {"variant": variant, "block_size": 512, "vector_width": 4}
+        n, bytes_moved = 2**28, (2 if variant == "copy" else 1) * 4 * 2**28
+        time_ms = bytes_moved / (gbs * 1e9) * 1e3
+        rows.append({**FLOAT_NAN, "run_id": "synthetic-plugin-run", "timestamp": "2025-01-01T00:00:00Z", "source": "peaks",
+                     "family": "copy", "dtype": "int32", "n": n, **p, "config_key": config_key(p), "status": "ok",
+                     "bytes_moved": bytes_moved, "time_ms_median": time_ms, "bandwidth_gbs": gbs})  # fmt: skip
+    return rows

@@ -151,7 +151,7 @@ def test_missing_family_builds_with_a_note(synthetic, tmp_path):
     markdown = outputs.markdown.read_text()
     # A lesson whose family was not measured is left out (not drawn or tabled
     # empty), and one note names what was left out.
-    assert ("no ok rows for families: layout; their lessons are left out "
+    assert ("no ok rows of a sweep or study for families: layout; their lessons are left out "
             "(figure `layout_aos_soa`, blog table `aos_soa_m2070`)") in markdown  # fmt: skip
     assert "](layout_aos_soa.png)" not in markdown and "AoS vs SoA" not in markdown
     assert "### Array of structures vs structure of arrays" not in markdown and "Skipped:" not in markdown

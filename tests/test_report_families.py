@@ -21,7 +21,7 @@ from fixtures_report import make_dataset  # noqa: E402
 
 from tuner.data.counters import COUNTERS, to_profile_frame  # noqa: E402
 from tuner.data.results import PARAM_COLUMNS  # noqa: E402
-from tuner.report import BLOG_TABLES, EXPECTED_FIGURES, build_report  # noqa: E402
+from tuner.report import BLOG_TABLES, EXPECTED_FIGURES, FIGURE_SPECS, build_report  # noqa: E402
 from tuner.report.selection import usable  # noqa: E402
 
 SECTION = f"### Family `{FAMILY}`"
@@ -84,7 +84,7 @@ def test_a_plugin_only_report_is_short_and_has_no_lesson_pages(report):
                        if stem not in ("peak_fractions", "study_history", "study_importance"))  # fmt: skip
         assert not any(table.key in text for table in BLOG_TABLES)
         assert "Comparisons with the published tables" not in text and "blogs' conclusions on this GPU" not in text
-    assert "None of the lessons' families" in markdown
+    assert "None of the lessons' families" in markdown and "### Family `copy`" not in markdown  # the peaks' rows
     assert markdown.rstrip().endswith("Every figure and table had data.")
     # The workflow declares every stem of EXPECTED_FIGURES: each exists, those without data as placeholders.
     for stem in EXPECTED_FIGURES:
@@ -99,13 +99,17 @@ def test_a_lesson_family_beside_a_plugin_keeps_its_lessons_and_one_note_names_th
     assert "](layout_aos_soa.png)" in markdown and "### Array of structures vs structure of arrays" in markdown
     assert "](reduce_ladder.png)" not in markdown and "no data" not in markdown
     (note,) = [line for line in markdown.splitlines() if "their lessons are left out" in line]
-    assert note.startswith("- no ok rows for families: reduce, copy, vector_add, offset, matmul;")
+    families = "reduce, copy, vector_add, offset, matmul"  # copy: only the peaks stage's rows, which measure the device
+    figures = sum(spec.family not in (None, "layout") for spec in FIGURE_SPECS)
+    tables = sum(table.family != "layout" for table in BLOG_TABLES)
+    left_out = f"their lessons are left out ({figures} figures and {tables} blog tables)"
+    assert note == f"- no ok rows of a sweep or study for families: {families}; {left_out}"
     assert SECTION in markdown and "### Family `layout`" in markdown
 
 
 def test_a_family_that_counts_flops_is_judged_by_gflops(plugin, tmp_path):
     dataset, device, peaks = plugin
-    ok = usable(dataset).index
+    ok = usable(dataset)[usable(dataset)["family"] == FAMILY].index
     flops = dataset.assign(gflops=np.nan)
     flops.loc[ok, "gflops"] = 2 * dataset.loc[ok, "n"].astype(float) / (dataset.loc[ok, "time_ms_median"] * 1e-3) / 1e9
     markdown = build_report(flops, device=device, peaks=peaks, out_dir=tmp_path).markdown.read_text()

@@ -35,7 +35,7 @@ from tuner.report.comparisons import (
 from tuner.report.figure_kit import FigureResult
 from tuner.report.figures import OVERVIEW
 from tuner.report.lessons import lesson_scope, scope_text
-from tuner.report.selection import config_text, problem_label, source_counts
+from tuner.report.selection import config_text, measured_families, problem_label, source_counts, usable
 from tuner.report.studies import StudySummary
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -318,7 +318,7 @@ def build_content(
 ) -> dict[str, Any]:
     """Everything the templates show; ``notes`` lists every missing-data line.
     ``families``: the sections of ``tuner.report.family_sections``."""
-    present = set(bests["family"]) if len(bests) else set()
+    present = set(measured_families(usable(dataset)))
     left_out, lesson_notes = lesson_scope(present, comparisons, figures)
     shown = [c for c in comparisons if c.has_data]
     notes: list[str] = []
@@ -336,8 +336,8 @@ def build_content(
         "title": f"Kernel autotuning report — {device.get('name') or 'unknown GPU'}",
         "intro": intro(dataset),
         "scope": scope_text(present),
-        "overview": next((f for f in items if f["stem"] == OVERVIEW and f["drawn"]), None),
-        "figures": [f for f in items if f["stem"] != OVERVIEW and f["drawn"]],
+        "overview": next((f for f in items if f["stem"] == OVERVIEW and f["drawn"] and f["stem"] not in left_out), None),
+        "figures": [f for f in items if f["stem"] != OVERVIEW and f["drawn"] and f["stem"] not in left_out],
         "tolerance": f"{TOLERANCE:.0%}",
         "margin": f"{MARGIN:.0%}",
         "summary": headline_table(head) if shown else None,

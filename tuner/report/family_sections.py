@@ -29,7 +29,15 @@ from tuner.data.results import param_columns
 from tuner.report.explanations import best_profiled, family_line
 from tuner.report.figure_kit import FigureContext, FigureResult, FigureSpec, peak_lines, render
 from tuner.report.panels import Panel
-from tuner.report.selection import config_text, counts_flops, peak_fractions, problem_label, problems, source_counts
+from tuner.report.selection import (
+    config_text,
+    counts_flops,
+    measured_families,
+    peak_fractions,
+    problem_label,
+    problems,
+    source_counts,
+)
 from tuner.report.studies import StudySummary
 from tuner.report.style import styled, write
 
@@ -37,11 +45,6 @@ STEM_PREFIX = "family_"
 UNITS = {"bandwidth_gbs": ("GB/s", "bandwidth (GB/s)"), "gflops": ("GFLOP/s", "GFLOP/s")}
 # Past this many bars in a panel their value labels overlap; the axis still reads.
 MAX_LABELLED_BARS = 8
-
-
-def present_families(ok: pd.DataFrame) -> list[str]:
-    """The families with usable rows, by name."""
-    return sorted(str(f) for f in ok["family"].dropna().unique()) if len(ok) else []
 
 
 def rows_of(frame: pd.DataFrame, family: str) -> pd.DataFrame:
@@ -66,6 +69,14 @@ def figure_stem(family: str) -> str:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def plain(value: Any) -> Any:
+    """An integer stored as a float (a column that other families' rows leave
+    empty reads back as floats) as the integer it is: ``4``, not ``4.0``."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return int(value)
+    return value
 
 
 def ordered_values(values: pd.Series) -> list[Any]:
@@ -102,7 +113,7 @@ def parameter_panels(family: str, rows: pd.DataFrame, peaks: Mapping[str, Any]) 
     for param in varying(rows):
         top = best_at_each_value(rows, param, metric)
         data = pd.DataFrame({
-            "x": [str(v) for v in top[param]],
+            "x": [str(plain(v)) for v in top[param]],
             "series": [problem_label(family, d, int(n), tex=True) for d, n in zip(top["dtype"], top["n"])],
             "y": pd.to_numeric(top[metric]).astype(float).to_numpy(),
         })  # fmt: skip
@@ -151,7 +162,7 @@ def family_figure(ctx: FigureContext, family: str) -> FigureResult:
 def drawing(ctx: FigureContext, pool: ProcessPoolExecutor | None) -> Callable[[], dict[str, FigureResult]]:
     """Start drawing each family's figure in ``pool`` (without one, here); the
     returned call waits for them: family -> its figure."""
-    families = present_families(ctx.ok)
+    families = measured_families(ctx.ok)
     if pool is None:
         drawn = {family: family_figure(ctx, family) for family in families}
         return lambda: drawn
@@ -199,9 +210,9 @@ def effects_table(family: str, rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
             continue
         numbers = pd.to_numeric(values[metric]).astype(float).to_numpy()
         if len(values) == 1:
-            records.append([f"`{param}`", f"fixed at {values[param].iloc[0]}", "—"])
+            records.append([f"`{param}`", f"fixed at {plain(values[param].iloc[0])}", "—"])
             continue
-        cells = [f"{v}: {y:.0f}" for v, y in zip(values[param], numbers)]
+        cells = [f"{plain(v)}: {y:.0f}" for v, y in zip(values[param], numbers)]
         cells[int(np.argmax(numbers))] = f"**{cells[int(np.argmax(numbers))]}**"
         records.append([f"`{param}`", " · ".join(cells), f"{numbers.max() / numbers.min():.2f}×"])
     label = problem_label(family, top["dtype"], int(top["n"]))
@@ -248,9 +259,9 @@ def family_sections(
     figures: Mapping[str, FigureResult],
     profiles: pd.DataFrame | None = None,
 ) -> list[dict[str, Any]]:
-    """Per family with usable rows, what its section shows (see the module docstring)."""
+    """Per family a sweep or a study measured, what its section shows (see the module docstring)."""
     sections = []
-    for family in present_families(ctx.ok):
+    for family in measured_families(ctx.ok):
         rows = scored_rows(ctx.ok, family)
         effects, problem = effects_table(family, rows)
         figure = figures.get(family)

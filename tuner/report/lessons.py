@@ -15,22 +15,27 @@ from tuner.report.figures import FIGURE_SPECS, OVERVIEW
 # The families the lessons are about, in the order the report draws them.
 LESSON_FAMILIES = tuple(dict.fromkeys([s.family for s in FIGURE_SPECS if s.family] + [t.family for t in BLOG_TABLES]))
 FIGURE_FAMILY = {spec.stem: spec.family for spec in FIGURE_SPECS}
+MAX_NAMED = 6  # lessons left out are named up to this many, else counted
 
 
 def lesson_scope(present: set[str], comparisons: list[Comparison], figures: list[FigureResult]) -> tuple[set[str], list[str]]:
-    """(the figures left out, the notes on lessons) for a dataset whose ok rows
-    cover the families ``present``. A lesson whose family has no ok rows is
-    left out, not drawn or tabled empty: one note names them all, and a
-    dataset with none of the lessons' families (a plug-in's own) gets none."""
+    """(the figures left out, the notes on lessons) for a dataset whose ok
+    rows of a sweep or study cover the families ``present``. A lesson whose
+    family has none is left out, not drawn or tabled empty: one note says
+    which, and a dataset with none of the lessons' families (a plug-in's own)
+    gets no note."""
     absent = [f for f in LESSON_FAMILIES if f not in present]
     shown = [c for c in comparisons if c.has_data]
     left_out = {r.stem for r in figures if FIGURE_FAMILY.get(r.stem) in absent or (r.stem == OVERVIEW and not shown)}
     notes = [f"table `{c.spec.key}`: no ok rows of family {c.spec.family} for its variants"
              for c in comparisons if not c.has_data and c.spec.family in present]  # fmt: skip
     if absent and len(absent) < len(LESSON_FAMILIES):
-        parts = [f"figure `{r.stem}`" for r in figures if r.stem in left_out]
-        parts += [f"blog table `{c.spec.key}`" for c in comparisons if c.spec.family in absent]
-        notes.insert(0, f"no ok rows for families: {', '.join(absent)}; their lessons are left out ({', '.join(parts)})")
+        figures_out = [f"figure `{r.stem}`" for r in figures if r.stem in left_out]
+        tables_out = [f"blog table `{c.spec.key}`" for c in comparisons if c.spec.family in absent]
+        parts = ", ".join(figures_out + tables_out)
+        if len(figures_out) + len(tables_out) > MAX_NAMED:  # a wall of names says less than two counts
+            parts = f"{len(figures_out)} figures and {len(tables_out)} blog tables"
+        notes.insert(0, f"no ok rows of a sweep or study for families: {', '.join(absent)}; their lessons are left out ({parts})")
     return left_out, notes
 
 

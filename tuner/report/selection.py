@@ -38,6 +38,17 @@ def usable(dataset: pd.DataFrame) -> pd.DataFrame:
     return dataset[keep.to_numpy(dtype=bool)]
 
 
+def measured_families(ok: pd.DataFrame) -> list[str]:
+    """The families that ``ok`` rows of a sweep or a study measured, by name.
+    Rows of other sources do not count: the peaks stage's copy kernels, which
+    land in every run's dataset, measure the device, not the copy family."""
+    if ok.empty:
+        return []
+    source = ok["source"].fillna("")
+    tuned = (source.str.startswith(SWEEP_PREFIX) | source.str.startswith(STUDY_PREFIX)).to_numpy(dtype=bool)
+    return sorted(str(f) for f in ok["family"][tuned].dropna().unique())
+
+
 def is_study(frame: pd.DataFrame) -> pd.Series:
     return frame["source"].fillna("").str.startswith(STUDY_PREFIX)
 
@@ -136,18 +147,14 @@ def nearest_problem(rows: pd.DataFrame, dtype: str | None, n: int | None) -> tup
 
 def config_text(row: pd.Series, skip: Iterable[str] = ("variant",)) -> str:
     """The parameters of a row that are set, as ``block_size=256, unroll=4``:
-    every parameter of its configuration key, in the row's column order, then
-    those the row has no column for (a profile row keeps only the built-in
-    parameters' columns; the key holds them all)."""
-    parts = []
+    every parameter of its configuration key, as the key holds it, in the
+    row's column order, then those the row has no column for. The key, not
+    the columns: a profile row keeps only the built-in parameters' columns,
+    and a plug-in's integer column that other families' rows leave empty
+    reads back as floats (``4.0``)."""
     params = config_params(row.get("config_key"))
     names = [c for c in row.index if c in params] + [p for p in params if p not in row.index]
-    for name in names:
-        value = row[name] if name in row.index else params[name]
-        if name in skip or value is None or (not isinstance(value, str) and pd.isna(value)):
-            continue
-        parts.append(f"{name}={value}")
-    return ", ".join(parts)
+    return ", ".join(f"{name}={params[name]}" for name in names if name not in skip and params[name] is not None)
 
 
 def format_n(n: int | None, family: str | None = None, *, tex: bool = False) -> str:
