@@ -268,3 +268,15 @@ def test_space_and_verify_see_a_family_of_ones_own(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         cli.main(["space", "--n", "0"])
     assert stop.value.code == 2 and "argument --n: must be an integer >= 1, got 0" in capsys.readouterr().err
+
+
+def test_a_profile_keeps_a_plugin_familys_own_parameters():
+    import json
+
+    from tuner.data.counters import to_profile_frame
+
+    key = json.dumps({"PAD": 1, "TILE": 32})
+    frame = to_profile_frame([{"family": "transpose", "config_key": key, "TILE": 32, "PAD": 1}])
+    columns = list(frame.columns)
+    assert frame.loc[0, "TILE"] == 32 and frame.loc[0, "PAD"] == 1
+    assert columns.index("TILE") < columns.index("config_key")

@@ -21,7 +21,7 @@ from typing import Callable, Mapping
 
 import pandas as pd
 
-from tuner.data.results import PARAM_COLUMNS
+from tuner.data.results import PARAM_COLUMNS, param_columns
 
 NOTE_KEY = b"tuner.profile_note"
 
@@ -145,14 +145,20 @@ def counter_values(metrics: Mapping[str, float]) -> dict[str, float]:
 
 
 def to_profile_frame(rows) -> pd.DataFrame:
+    """Rows in the profile schema; a plug-in family's own parameters (read
+    from the rows' configuration keys) keep their columns, before ``config_key``."""
     frame = pd.DataFrame(list(rows)) if not isinstance(rows, pd.DataFrame) else rows.copy()
+    names = list(PROFILE_COLUMNS)
+    foreign = [c for c in param_columns(frame) if c not in PROFILE_COLUMNS]
+    at = names.index("config_key")
+    order = names[:at] + foreign + names[at:]
     for column, dtype in PROFILE_COLUMNS.items():
         if column not in frame:
             frame[column] = pd.Series([None] * len(frame), index=frame.index, dtype=dtype)
         else:
             values = frame[column].astype(object)
             frame[column] = values.where(values.notna(), None).astype(dtype)
-    return frame[list(PROFILE_COLUMNS)]
+    return frame[order]
 
 
 def write_profile(rows, path: str | os.PathLike, note: str = "") -> Path:
