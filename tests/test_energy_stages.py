@@ -186,6 +186,13 @@ def test_best_json_carries_the_energy_optimal_configuration_beside_the_fastest()
     (without,) = best_entries(results.to_frame([row(256, 3000.0, None)]))
     assert without["energy_optimal"] is None
 
+    from tuner.data.export import header_text
+
+    header = header_text([entry], {"name": "GPU", "compute_capability": "9.0"})
+    nested = header[header.index("struct energy_optimal {"):]
+    assert "1500.0 mJ per launch" in nested and "static constexpr int block_size = 128;" in nested.split("};")[0]
+    assert "energy_optimal" not in header_text([without], {"name": "GPU", "compute_capability": "9.0"})
+
 
 def test_t4_output_carries_energy_as_a_second_objective():
     from tuner.data.t4 import to_t4

@@ -185,7 +185,19 @@ def _struct(entry: dict, params: Mapping, *, tuned: bool) -> list[str]:
             body.append(f"    static constexpr unsigned {axis}[3] = {{{', '.join(map(str, exported[axis]))}}};")
     if exported.get("bandwidth_gbs") is not None:
         body.append(f"    static constexpr double bandwidth_gbs = {exported['bandwidth_gbs']:.1f};  // measured")
+    body += _energy_struct(entry.get("energy_optimal"))
     return ["", *_tie_comment(entry), f"struct {name} {{", *body, "};"]
+
+
+def _energy_struct(frugal: Mapping | None) -> list[str]:
+    """The configuration with the fewest joules per launch, as a nested struct
+    beside the fastest one (where energy was measured)."""
+    if not frugal:
+        return []
+    lines = [f"    struct energy_optimal {{  // {frugal['energy_j'] * 1e3:.1f} mJ per launch, measured"]
+    lines += [f"        static constexpr {kind} {_identifier(key)} = {text};"
+              for key, (kind, text) in ((k, _literal(v)) for k, v in frugal["params"].items())]  # fmt: skip
+    return lines + ["    };"]
 
 
 def _tie_comment(entry: dict) -> list[str]:
