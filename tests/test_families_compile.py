@@ -1,4 +1,4 @@
-"""Without a GPU: every family's kernels compile for sm_80 and sm_90 with no
+"""Without a GPU: every family's kernels compile for sm_90 with no
 spills, its constraints say why a configuration cannot run, and its numpy
 reference passes its own verification while wrong outputs fail.
 
@@ -20,7 +20,9 @@ from tuner.families import REGISTRY, Problem
 from tuner.families.base import DTYPES
 from tuner.measure.compile import CompileError, compile_all, module_key
 
-ARCHS = ("sm_80", "sm_90")
+# The GPUs the project measures on (H100, H200) are sm_90; a second architecture
+# doubled the time of the slowest test in the suite.
+ARCHS = ("sm_90",)
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
 
