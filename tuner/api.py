@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -173,6 +173,4 @@ def _collect(gpu_dir: Path) -> None:
 
     parts = sorted((gpu_dir / "sweeps").glob("*.parquet")) + sorted((gpu_dir / "studies").glob("*.parquet"))
     parts += [gpu_dir / "peaks.parquet"] if (gpu_dir / "peaks.parquet").exists() else []
-    frames = [tables.read(p) for p in parts]
-    frame = tables.to_frame(pd.concat(frames, ignore_index=True), keep_unknown=True) if frames else tables.to_frame([])
-    tables.write_atomic(frame, gpu_dir / "measurements.parquet")
+    tables.write_atomic(tables.collect(parts), gpu_dir / "measurements.parquet")

@@ -83,7 +83,6 @@ def _space(family: Family, problem: Problem, list_space: bool, say) -> list[dict
 
 def _compile(family: Family, problem: Problem, space: list[dict], arch: str, say) -> dict:
     from tuner.measure.compile import CompileError, compile_all, unique_modules
-
     from tuner.progress import Progress
 
     started = time.perf_counter()

@@ -22,7 +22,6 @@ kernel poisons the CUDA context, the faulting configuration is recorded as
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -212,12 +211,9 @@ def cmd_collect(args) -> None:
     missing = [p for p in args.inputs if not Path(p).is_file()]
     if missing:
         raise ConfigError(f"inputs: must be existing Parquet files, got {missing[0]!r}, which does not exist")
-    import pandas as pd
-
     from tuner.data import results
 
-    frames = [results.read(p) for p in args.inputs]
-    frame = results.to_frame(pd.concat(frames, ignore_index=True), keep_unknown=True) if frames else results.to_frame([])
+    frame = results.collect(args.inputs)
     results.write_atomic(frame, args.out)
     print(f"{len(frame)} rows ({int((frame.status == 'ok').sum())} ok) from {len(args.inputs)} files -> {args.out}")
 

@@ -294,6 +294,13 @@ def param_columns(frame: pd.DataFrame) -> list[str]:
     return [c for c in frame.columns if c in names]
 
 
+def collect(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
+    """The rows of several Parquet files as one dataset (what the collect
+    stage writes as ``measurements.parquet``); a plug-in's columns are kept."""
+    frames = [read(p) for p in paths]
+    return to_frame(pd.concat(frames, ignore_index=True), keep_unknown=True) if frames else to_frame([])
+
+
 def plain_value(value: Any) -> Any:
     """Plain Python for JSON and Optuna: numpy scalars unwrapped, missing and
     non-finite numbers to None."""
