@@ -119,7 +119,11 @@ def test_the_summary_says_whether_each_winner_of_b_lies_in_as_tie_set():
     b = pd.DataFrame(run({128: 1.0003, 256: 1.0, 512: 1.05}) + run({128: 1.05, 256: 1.0}, n=1 << 24))
     first, second = compare.winners(a, b)[:2]
     assert first == "winners: the same in 0 of 2 problems; B's winner lies in A's tie set in 1 of 2"
-    assert second.startswith("  not in copy float32 n=16777216: B's winner") and second.endswith("(A's tie set: 1)")
+    assert second.startswith("  not in copy float32 n=16777216: B's winner") and second.endswith("(A's tie set: 1; it was 5.00% behind A's winner in A)")
+    b = pd.DataFrame(run({128: 1.0003, 256: 1.0, 512: 1.05}) + run({128: 1.05, 1024: 1.0}, n=1 << 24))  # A never ran 1024
+    lines = compare.winners(a, b)
+    assert lines[0] == "winners: the same in 0 of 2 problems; B's winner lies in A's tie set in 1 of 1 (1 more where A never measured B's winner)"
+    assert lines[1].startswith("  not measured in A: copy float32 n=16777216: B's winner") and len(lines) == 2
 
 
 def write_run(folder: Path, rows: list[dict]) -> Path:
@@ -187,7 +191,7 @@ def test_the_readme_numbers_of_the_shipped_runs():
         "SAME": 12,
     }
     assert "reduce: A's keys name finish (the other side's do not)" in compare.key_differences(h100, h200)
-    assert compare.winners(h100, h200)[0] == "winners: the same in 10 of 20 problems; B's winner lies in A's tie set in 14 of 20"
+    assert compare.winners(h100, h200)[0] == "winners: the same in 10 of 20 problems; B's winner lies in A's tie set in 16 of 16 (4 more where A never measured B's winner)"
     hard = (
         "nvidia-h100-80gb-hbm3/sweeps/reduce_hard_2e24.parquet",
         "nvidia-h100-80gb-hbm3/reduce_hard_2e24-study-run/sweep.parquet",

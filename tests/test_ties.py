@@ -1,5 +1,5 @@
-"""Winners with their ties: the tie set of a problem (intervals of the median
-overlapping the winner's), the member the header exports, and how best.json,
+"""Winners with their ties: the tie set of a problem (what is not shown slower
+than the winner by more than the margin), the member the header exports, and how best.json,
 the header and `tuner best` show them."""
 
 from __future__ import annotations
@@ -30,27 +30,42 @@ def entry(entries, n):
     return next(e for e in entries if e["n"] == n)
 
 
-def test_a_configuration_ties_when_its_interval_overlaps_the_winners():
+def test_a_configuration_ties_unless_shown_slower_than_the_winner_by_more_than_the_margin():
     rows = pd.DataFrame([
-        row(1024, 4, 1.000, 0.998, 1.003),  # the winner
-        row(1024, 2, 1.002, 1.001, 1.006),  # starts inside the winner's interval: tied
-        row(1024, 1, 1.010, 1.005, 1.015),  # starts after it ends: not tied
-        row(1024, 8, 1.004, 1.0031, 1.02),  # just after: not tied
+        row(1024, 4, 1.000, 0.9995, 1.0005),  # the winner
+        row(1024, 2, 1.002, 1.001, 1.003),  # 0.2 % behind, well inside the 0.5 % margin: tied
+        row(1024, 1, 1.008, 1.0075, 1.0085),  # 0.8 % behind at low noise: its whole interval is past the margin
+        row(1024, 8, 1.008, 1.000, 1.016),  # as far behind, but too noisy to say it is slower: tied
+        row(1024, 16, 1.020, 1.018, 1.022),  # 2 % behind: not tied
     ])  # fmt: skip
     (e,) = best_entries(rows)
-    assert e["params"]["vector_width"] == 4 and e["time_ms_interval"] == [0.998, 1.003] and e["interval"] == "order statistics"
-    assert e["tie_count"] == 2 and [m["params"]["vector_width"] for m in e["tie_set"]] == [4, 2]
+    assert e["params"]["vector_width"] == 4 and e["time_ms_interval"] == [0.9995, 1.0005] and e["interval"] == "order statistics"
+    assert e["tie_count"] == 3 and [m["params"]["vector_width"] for m in e["tie_set"]] == [4, 2, 8]
     assert e["tie_set"][1]["behind_winner"] == pytest.approx(0.002)
     assert e["exported"]["params"]["vector_width"] == 4 and "nothing ties" not in e["exported"]["rule"]
 
 
+def test_the_tie_set_is_what_compare_would_not_call_slower():
+    """The same judgment as ``tuner compare``: a configuration left out of the
+    tie set is one compare's verdict calls SLOWER than the winner."""
+    from tuner.data import compare, ties
+    from tuner.data.intervals import ratio_interval
+
+    medians = [1.000, 1.003, 1.0052, 1.006, 1.007, 1.012]
+    rows = pd.DataFrame([row(1024, 2**i, m, m - 0.0008, m + 0.0008) for i, m in enumerate(medians)])
+    table = ties.rank(rows, "bandwidth_gbs")
+    verdicts = [compare.verdict(*ratio_interval(1.0, 0.9992, 1.0008, m, m - 0.0008, m + 0.0008)) for m in medians]
+    assert [not t for t in table["tie"]] == [v == "SLOWER" for v in verdicts]
+    assert list(table["tie"]) == [True, True, True, True, False, False]  # 1.006: its interval reaches 1.0049
+
+
 def test_a_lone_winner_and_a_row_without_interval_claim_no_ties():
-    rows = pd.DataFrame([row(1024, 4, 1.000, 0.999, 1.001), row(1024, 2, 1.002, None, None)])
-    rows.loc[1, ["samples"]] = None  # no interval and nothing to derive one from: a point, outside the winner's
+    rows = pd.DataFrame([row(1024, 4, 1.000, 0.999, 1.001), row(1024, 2, 1.008, None, None)])
+    rows.loc[1, ["samples"]] = None  # no interval and nothing to derive one from: a point, past the margin
     (e,) = best_entries(rows)
     assert e["tie_count"] == 1 and e["exported"]["rule"] == "the winner: nothing ties with it"
-    rows.loc[1, "time_ms_median"] = 1.0005  # a point inside the winner's interval ties with it
-    rows.loc[1, "bandwidth_gbs"] = 1 / 1.0005
+    rows.loc[1, "time_ms_median"] = 1.004  # a point within the margin ties with it
+    rows.loc[1, "bandwidth_gbs"] = 1 / 1.004
     assert best_entries(rows)[0]["tie_count"] == 2
 
 
@@ -133,6 +148,6 @@ def test_two_h100_sweeps_of_the_hard_space_name_winners_in_each_others_tie_sets(
     one, two = (ties.rank(results.read(folder / path), "bandwidth_gbs")
                 for path in ("sweeps/reduce_hard_2e24.parquet", "reduce_hard_2e24-study-run/sweep.parquet"))  # fmt: skip
     winners = one.iloc[0]["config_key"], two.iloc[0]["config_key"]
-    assert winners[0] != winners[1] and (int(one["tie"].sum()), int(two["tie"].sum())) == (27, 24)
+    assert winners[0] != winners[1] and (int(one["tie"].sum()), int(two["tie"].sum())) == (37, 38)
     assert winners[1] in set(one[one["tie"]]["config_key"]) and winners[0] in set(two[two["tie"]]["config_key"])
     assert one.set_index("config_key").loc[winners[1], "behind"] == pytest.approx(0.0006, abs=0.0001)

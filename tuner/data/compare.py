@@ -53,11 +53,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tuner.data.intervals import ratio_intervals, row_intervals
+from tuner.data.intervals import MARGIN, ratio_intervals, row_intervals
 
 KEYS = ["family", "dtype", "n", "config_key"]
 PROBLEM = ["family", "dtype", "n"]
-MARGIN = 0.005
 THRESHOLD = 0.02
 VERDICTS = ("FASTER", "SAME", "SLOWER", "AMBIGUOUS")
 
@@ -213,16 +212,34 @@ def winners(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     if not common:
         return []
     same = sum(first[k]["config_key"] == second[k]["config_key"] for k in common)
-    outside = [k for k in common if second[k]["config_key"] not in {m["config_key"] for m in first[k]["tie_set"]}]
+    measured_in_a = {key: set(rows["config_key"]) for key, rows in measured(a).groupby(PROBLEM)}
+    unmeasured = [k for k in common if second[k]["config_key"] not in measured_in_a.get(k, set())]
+    outside = [k for k in common if k not in unmeasured and second[k]["config_key"] not in {m["config_key"] for m in first[k]["tie_set"]}]
+    judged = len(common) - len(unmeasured)
     lines = [
-        f"winners: the same in {same} of {len(common)} problems; B's winner lies in A's tie set in {len(common) - len(outside)} "
-        f"of {len(common)}"
+        f"winners: the same in {same} of {len(common)} problems; B's winner lies in A's tie set in {judged - len(outside)} "
+        f"of {judged}" + (f" ({len(unmeasured)} more where A never measured B's winner)" if unmeasured else "")
     ]
     for key in outside:
+        behind = _behind_in(a, key, second[key]["config_key"], first[key]["ranked_by"])
         lines.append(
-            f"  not in {key[0]} {key[1]} n={key[2]}: B's winner {second[key]['config_key']} (A's tie set: {first[key]['tie_count']})"
+            f"  not in {key[0]} {key[1]} n={key[2]}: B's winner {second[key]['config_key']} (A's tie set: {first[key]['tie_count']}; "
+            f"it was {behind:.2%} behind A's winner in A)"
         )
+    for key in unmeasured:
+        lines.append(f"  not measured in A: {key[0]} {key[1]} n={key[2]}: B's winner {second[key]['config_key']}")
     return lines
+
+
+def _behind_in(frame: pd.DataFrame, key: tuple, config_key: str, ranked_by: str) -> float:
+    """How far ``config_key`` ranked behind the winner of problem ``key`` in ``frame``."""
+    from tuner.data import ties
+
+    rows = measured(frame)
+    rows = rows[rows["source"] != "peaks"]
+    rows = rows[(rows["family"] == key[0]) & (rows["dtype"] == key[1]) & (rows["n"] == key[2])]
+    table = ties.rank(rows.drop(columns=["low", "high", "how"]), ranked_by).set_index("config_key")
+    return float(table.loc[config_key, "behind"])
 
 
 def summary_lines(table: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, *, names: tuple[str, str],

@@ -39,6 +39,11 @@ if TYPE_CHECKING:  # the timer imports this module in measuring processes, which
     import pandas as pd
 
 LEVEL = 0.95
+# The smallest difference between two medians the project calls real: below it two
+# configurations (in one run, ``tuner.data.ties``) or two runs of one configuration
+# (``tuner.data.compare``) are the same. nvbench-compare-robust's default; on one GPU
+# model, two runs of the same configurations agree within it in most cases.
+MARGIN = 0.005
 EXACT = "order statistics"
 FALLBACK = "from quantiles"
 NONE = "none"

@@ -3,13 +3,19 @@ apart from its winner, and which of them the C++ header exports.
 
 **Tie set.** Each configuration's median time has a 95 % interval
 (``tuner.data.intervals``: order statistics of its samples). A configuration
-ties with the winner when its interval and the winner's overlap, read in the
-ranking's own unit (GB/s, or GFLOP/s for compute-bound families): its
-``metric * median / low`` (the best its figure could be) reaches the
-winner's ``metric * median / high`` (the worst the winner's could be). Two 95 %
-intervals that overlap are not proof of equality, but a configuration outside
-the winner's interval would need the run's noise to have been unlucky on both
-sides at once to change places with it: the set is what a rerun may name.
+ties with the winner unless it is shown slower than the winner by more than
+``MARGIN`` (0.5 %): the 95 % interval of its slowdown (the winner's figure
+over its own, in the ranking's unit: GB/s, or GFLOP/s for compute-bound
+families; the two medians' intervals combined as ``tuner compare`` combines
+them) must lie wholly above ``1 + MARGIN`` for it to be left out. This is
+``tuner compare``'s own judgment turned on one run: a member of the set is a
+configuration that compare would not call SLOWER than the winner. The margin
+is there because the set is what a rerun may name, and a rerun differs from
+this run by more than this run's noise: on one GPU model, the same
+configurations measured by two runs agree within 0.5 % in most cases and
+differ by up to 0.7 % at the winners' end, where the within-run intervals of
+10 samples are 0.1 to 0.3 % wide. A row without an interval is a point: it
+ties when its figure itself is within the margin.
 
 **The exported member.** Every member of a tie set is an equally good answer
 for this problem on this GPU, so the header exports the one that also holds up
@@ -34,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tuner.data.intervals import row_intervals
+from tuner.data.intervals import MARGIN, ratio_intervals, row_intervals
 
 # A tie set of this many configurations or more is called large in the report.
 LARGE = 5
@@ -45,8 +51,7 @@ class Problem:
     """One problem's distinct configurations, best first, with their intervals.
 
     ``table`` columns: the rows' own, plus ``low``/``high`` (the interval of
-    the median time), ``how`` (how it was made), ``metric_low``/``metric_high``
-    (the same interval in the ranking's unit), ``behind`` (the winner's figure
+    the median time), ``how`` (how it was made), ``behind`` (the winner's figure
     over this one's, minus one: 0 for the winner) and ``tie`` (in the tie set).
     """
 
@@ -69,22 +74,24 @@ class Problem:
         return self.table[self.table["tie"]]
 
 
-def rank(rows: pd.DataFrame, by: str) -> pd.DataFrame:
+def rank(rows: pd.DataFrame, by: str, margin: float = MARGIN) -> pd.DataFrame:
     """``rows`` (ok rows of one problem) as distinct configurations, best first,
     with the interval columns and ``tie`` of the module docstring."""
     rows = rows[rows[by].notna()]
     rows = rows.sort_values(by, ascending=False, kind="stable").drop_duplicates("config_key").reset_index(drop=True)
     table = rows.join(row_intervals(rows))
     metric, median = table[by].astype("float64"), table["time_ms_median"].astype("float64")
-    # Unknown interval: the figure itself, a point (no tie is claimed from noise never measured).
-    table["metric_low"] = (metric * median / table["high"]).fillna(metric)
-    table["metric_high"] = (metric * median / table["low"]).fillna(metric)
     if table.empty:
         table["behind"], table["tie"] = pd.Series(dtype="float64"), pd.Series(dtype="bool")
         return table
     winner = table.iloc[0]
     table["behind"] = winner[by] / metric - 1.0
-    table["tie"] = table["metric_high"] >= winner["metric_low"]
+    # The slowdown's interval: the ratio of the two medians' intervals, scaled to the ranking's unit.
+    ratio, low, _ = ratio_intervals(*(np.full(len(table), float(winner[c])) for c in ("time_ms_median", "low", "high")),
+                                    median.to_numpy(), table["low"].to_numpy(dtype="float64"),
+                                    table["high"].to_numpy(dtype="float64"))  # fmt: skip
+    fastest = (1.0 + table["behind"].to_numpy()) * np.where(np.isfinite(low / ratio), low / ratio, 1.0)
+    table["tie"] = fastest <= 1.0 + margin
     table.iloc[0, table.columns.get_loc("tie")] = True
     return table
 
