@@ -23,7 +23,7 @@ It prints:
 - per configuration, Kernel Tuner's time over ours, hot (the same state: the
   two timers) and cold (ours flushed);
 - each side's winner and whether it lies in the other side's tie set (the
-  configurations whose 95 % interval of the median overlaps the winner's,
+  configurations not shown slower than the winner by more than 0.5 %,
   ``tuner.data.ties``; Kernel Tuner's intervals come from its 7 times).
 
     python benchmarks/vs_kernel_tuner.py [--dtype float32] [--n 268435456] [--out vs-kernel-tuner.txt]
@@ -83,9 +83,11 @@ def interval(times_ms) -> tuple[float, float, float]:
 
 def tie_keys(table: dict[str, tuple[float, float, float]]) -> tuple[str, set[str]]:
     """(winner, its tie set) of {key: (median, low, high)} by the rule of
-    ``tuner.data.ties``: an interval overlapping the winner's (times: lower is better)."""
+    ``tuner.data.ties``: not shown slower than the winner by more than the margin."""
+    from tuner.data.intervals import MARGIN, ratio_interval
+
     winner = min(table, key=lambda k: table[k][0])
-    return winner, {k for k, (_, low, _) in table.items() if low <= table[winner][2]}
+    return winner, {k for k, entry in table.items() if ratio_interval(*table[winner], *entry)[1] <= 1 + MARGIN}
 
 
 # ---- the GPU parts ------------------------------------------------------------------
