@@ -200,3 +200,14 @@ def test_the_readme_numbers_of_the_shipped_runs():
     counts = table["verdict"].value_counts().to_dict()
     assert counts == {"SAME": 5370, "AMBIGUOUS": 1722, "SLOWER": 90, "FASTER": 18}
     assert len(compare.regressions(table)) == 1
+
+
+def test_two_fresh_h100_runs_name_winners_in_each_others_tie_sets():
+    """The shipped claim: rerun on the same GPU, every problem's winner is one the first run could not tell from its own."""
+    fresh = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "fresh-h100"
+    one, two = compare.load(fresh / "run1"), compare.load(fresh / "run2")
+    assert compare.winners(one, two)[0] == "winners: the same in 18 of 20 problems; B's winner lies in A's tie set in 20 of 20"
+    assert compare.winners(two, one)[0].endswith("B's winner lies in A's tie set in 20 of 20")
+    verdicts = compare.compare(one, two)["verdict"].value_counts().to_dict()
+    assert verdicts == {"SAME": 1829, "AMBIGUOUS": 209, "FASTER": 14, "SLOWER": 8}
+
