@@ -663,3 +663,31 @@ def test_the_outcome_says_what_the_asks_cost_and_how_long_measuring_waited(ask_a
     assert outcome.ask_waits_s >= 0 if ask_ahead else outcome.ask_waits_s == 0  # only an ask made ahead is waited for
     line = outcome.ask_summary()
     assert line.startswith("asks: 12, ") and "ms CPU" in line and "waited" in line
+
+
+def test_the_schema_and_the_readme_name_the_registered_strategies():
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    schema = yaml.safe_load((root / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    enums = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("sampler"), dict) and "enum" in node["sampler"]:
+                enums.append(node["sampler"]["enum"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    assert enums and all(sorted(enum) == sorted(SAMPLERS) for enum in enums)
+    readme = " ".join((root / "README.md").read_text().split())
+    sentence = re.search(r"`studies` are Optuna searches \(sampler (.*?), a seed", readme)
+    assert sentence, "README.md must list the study samplers where it describes studies"
+    assert sorted(re.findall(r"`(\w+)`", sentence.group(1))) == sorted(SAMPLERS)
