@@ -24,7 +24,8 @@ from tuner.data.readback import read_json
 from tuner.errors import DamagedFile
 from tuner.families import REGISTRY, Problem
 from tuner.search.claim_records import claim_row
-from tuner.search.claims import CLAIMED, FileClaims, open_claims
+from tuner.search.claims import CLAIMED, FileClaims
+from tuner.search.storage import open_claims
 from tuner.search.study import open_storage, run_study, study_rows
 from tuner.search.sweep import STORE_FILE, RowStore, run_sweep
 
@@ -151,7 +152,7 @@ def test_a_line_of_the_claims_file_that_is_not_a_record_is_skipped_with_one_warn
         handle.write(line + b"\n")
     b = FileClaims(str(path), "s", log=said.append)
     assert b.claim("k2", 1, ME, "w", budget=None) == "ok"  # the store goes on
-    seen = b.snapshot(rows=True)
+    seen = b.snapshot()
     assert sorted(seen) == ["k1", "k2"] and seen["k1"].row and seen["k2"].state == CLAIMED
     assert said == [f"warning: {path}:3: " + said[0].split(":3: ", 1)[1]] and "\n" not in said[0]
     assert len(path.read_bytes().splitlines()) == 4  # nothing of the file is lost
@@ -175,7 +176,7 @@ def test_a_claim_whose_row_is_not_a_row_is_left_out_with_one_warning(tmp_path, c
     store = FileClaims(str(tmp_path / "c.claims"), "s")
     store.claim("k", 0, ME, "w", budget=None)
     store.record("k", ME, "[1, 2")
-    assert claim_row(store, store.snapshot(rows=True)["k"]) is None
+    assert claim_row(store, store.snapshot()["k"]) is None
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "the claim of k holds a row that is not JSON" in err[0]
 
@@ -200,7 +201,7 @@ def study(storage: str, budget: int, recorder: Recorder):
 
 
 def rows_of(storage: str) -> list[dict]:
-    return study_rows(optuna.load_study(study_name="s", storage=open_storage(storage)))
+    return study_rows(storage, "s")
 
 
 def test_a_torn_last_journal_line_is_set_aside_and_the_study_goes_on(tmp_path, capfd):

@@ -72,7 +72,7 @@ def test_each_example_runs_end_to_end_and_every_parameter_reaches_the_answer(exa
     outcome = run_study(family=family, problem=problem, domains=study.domains(), storage=str(tmp_path / "study.log"),
                         study_name=study.storage_name("cpu-replay"), measure=table_measure(table, family),
                         budget_trials=study.budget_trials, timeout_s=None, sampler=study.sampler, seed=study.seed)  # fmt: skip
-    found = study_rows(outcome.study)
+    found = study_rows(outcome.storage, outcome.study.study_name)
     assert len(found) == len({r["config_key"] for r in found}) == study.budget_trials
     results.write_atomic(
         results.to_frame([r | {"source": f"study:{study.name}"} for r in found]), gpu_dir / "studies" / f"{study.name}.parquet"

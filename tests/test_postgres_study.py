@@ -28,8 +28,8 @@ from released import run_released  # noqa: E402
 
 from tuner.data.results import config_key, plain_value  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
-from tuner.search.claims import DONE, open_claims  # noqa: E402
-from tuner.search.storage import open_storage, storage_problem  # noqa: E402
+from tuner.search.claims import DONE, fold  # noqa: E402
+from tuner.search.storage import open_claims, open_storage, storage_problem  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "results" / "reference" / "nvidia-h200" / "measurements.parquet"
@@ -142,13 +142,17 @@ def test_four_workers_on_postgresql_lose_nothing_and_measure_nothing_twice(datab
         table.bandwidth_gbs.reindex(rows.config_key).rename_axis("config_key")
     )
 
-    # The claims live in the PostgreSQL database itself: one per configuration, all done.
+    # The claims' records live in the PostgreSQL database itself: their fold
+    # is one claim per configuration, all done.
     engine = sqlalchemy.create_engine(database)
     with engine.connect() as conn:
-        states = conn.execute(
-            sqlalchemy.text("SELECT state, count(*) FROM tuner_claims WHERE study_name = :s GROUP BY state"), {"s": study}
+        records = conn.execute(
+            sqlalchemy.text("SELECT record FROM tuner_claim_records WHERE study_name = :s ORDER BY id"), {"s": study}
         )
-        assert dict(states.all()) == {DONE: BUDGET}
+        folded: dict = {}
+        for (text,) in records:
+            fold(folded, json.loads(text))
+        assert Counter(c.state for c in folded.values()) == Counter({DONE: BUDGET})
     engine.dispose()
     storage = open_storage(database)
     assert {s.study_name for s in storage.get_all_studies()} == {study}

@@ -14,7 +14,8 @@ from optuna.trial import TrialState
 
 from tuner.data.results import COLUMNS, config_key
 from tuner.errors import FatalDeviceError
-from tuner.search.claims import DONE, open_claims
+from tuner.search.claims import DONE
+from tuner.search.storage import open_claims
 from tuner.search.study import (
     SAMPLERS,
     StudyOutcome,
@@ -205,7 +206,7 @@ def test_every_trial_has_every_parameter_and_slim_attributes_and_its_row_is_in_t
         assert len(json.dumps(trial.user_attrs)) < 200
     measured = trials_with(outcome, "status")
     assert len(measured) == 15
-    rows = {row["trial"]: row for row in study_rows(outcome.study)}
+    rows = {row["trial"]: row for row in study_rows(outcome.storage, outcome.study.study_name)}
     assert sorted(rows) == [t.number for t in measured]
     for trial in measured:
         row = rows[trial.number]
@@ -218,7 +219,7 @@ def test_every_trial_has_every_parameter_and_slim_attributes_and_its_row_is_in_t
         assert (row["family"], row["dtype"], row["n"]) == (PROBLEM.family, PROBLEM.dtype, PROBLEM.n)
         assert {k: row[k] for k in FAMILY.param_names} == trial.params
     # The study alone rebuilds the rows measured now.
-    assert study_rows(outcome.study) == outcome.rows
+    assert study_rows(outcome.storage, outcome.study.study_name) == outcome.rows
 
 
 def test_wrong_results_fail_and_never_become_best():
@@ -269,7 +270,7 @@ def test_a_row_that_breaks_the_contract_is_a_bug_not_a_failure(tmp_path, returne
     # Nothing was measured: the claims are released, the trials failed (the
     # one measured, and the one asked ahead meanwhile, which is left to others).
     loaded = optuna.load_study(study_name="test", storage=open_storage(storage))
-    assert open_claims(loaded._storage, "test").snapshot() == {}
+    assert open_claims(storage, "test").snapshot() == {}
     trial, ahead = loaded.trials
     assert trial.state == TrialState.FAIL and trial.user_attrs["reason"].startswith("measure")
     assert ahead.state == TrialState.FAIL and ahead.user_attrs["reason"] == "not measured: the search stopped"
@@ -292,7 +293,7 @@ def test_repeated_proposals_are_passed_over_and_never_become_trials():
     assert [t.state for t in trials] == [TrialState.FAIL, TrialState.COMPLETE, TrialState.COMPLETE]
     assert [t.user_attrs["config_key"] for t in trials] == [config_key(c) for c in (wrong, good, other)]
     assert (outcome.measured, outcome.duplicate, outcome.failed, outcome.rescued) == (3, 2, 1, 0)
-    assert [r["trial"] for r in study_rows(outcome.study)] == [0, 1, 2]
+    assert [r["trial"] for r in study_rows(outcome.storage, outcome.study.study_name)] == [0, 1, 2]
 
 
 def test_a_repeating_sampler_makes_no_copies_of_trials():
@@ -442,7 +443,7 @@ def test_resume_continues_to_the_budget_without_redoing_trials(tmp_path, kind):
     assert b.measured == 9
     assert b.total_measured == 15
     assert len(set(first.keys + second.keys)) == 15  # nothing measured twice
-    rows = study_rows(optuna.load_study(study_name="resume", storage=open_storage(storage)))
+    rows = study_rows(storage, "resume")
     assert len(rows) == 15
     assert b.rows == rows[6:]
 
@@ -468,9 +469,9 @@ def test_a_rerun_at_a_larger_budget_in_one_process_uses_the_claims(tmp_path):
     a = study(Recorder(), storage=storage, study_name="grow", budget_trials=3, sampler="random")
     b = study(Recorder(), storage=storage, study_name="grow", budget_trials=5, sampler="random", seed=1)
     assert (a.measured, b.measured, b.total_measured) == (3, 2, 5)
-    claims = open_claims(b.study._storage, "grow").snapshot()
+    claims = open_claims(b.storage, "grow").snapshot()
     assert {c.state for c in claims.values()} == {DONE}
-    assert sorted(claims) == sorted(r["config_key"] for r in study_rows(b.study))
+    assert sorted(claims) == sorted(r["config_key"] for r in study_rows(b.storage, b.study.study_name))
 
 
 # ---- device faults and interruptions -------------------------------------------
@@ -502,7 +503,7 @@ def test_a_device_fault_ends_the_worker_and_a_rerun_goes_on(tmp_path, with_row):
     loaded = optuna.load_study(study_name="fault", storage=open_storage(storage))
     trial = loaded.trials[2]
     assert trial.state == TrialState.FAIL
-    claims = open_claims(loaded._storage, "fault").snapshot()
+    claims = open_claims(storage, "fault").snapshot()
     if with_row:
         # The configuration that poisoned the context is measured: a launch error.
         assert trial.user_attrs["reason"] == "launch_error: an illegal memory access was encountered"
@@ -519,7 +520,7 @@ def test_a_device_fault_ends_the_worker_and_a_rerun_goes_on(tmp_path, with_row):
     outcome = study(rerun, storage=storage, study_name="fault", budget_trials=6, sampler="brute_force")
     assert outcome.stop_reason == "budget" and outcome.total_measured == 6
     assert (rerun.calls[0] == faulty) is not with_row  # retried first (brute force order) only without a row
-    rows = study_rows(outcome.study)
+    rows = study_rows(outcome.storage, outcome.study.study_name)
     assert len(rows) == len({r["config_key"] for r in rows}) == 6
     assert [r["status"] for r in rows].count("launch_error") == with_row
 
@@ -536,7 +537,7 @@ def test_an_interrupted_measurement_is_released_and_measured_again(tmp_path):
     trial, ahead = loaded.trials
     assert trial.state == TrialState.FAIL and trial.user_attrs["reason"] == "interrupted"
     assert ahead.state == TrialState.FAIL and ahead.user_attrs["reason"] == "not measured: the search stopped"
-    assert open_claims(loaded._storage, "stop").snapshot() == {}
+    assert open_claims(storage, "stop").snapshot() == {}
     rerun = Recorder()
     study(rerun, storage=storage, study_name="stop", budget_trials=2, sampler="brute_force")
     assert config_key(rerun.calls[0]) == trial.user_attrs["config_key"]
@@ -567,7 +568,7 @@ def test_trials_left_by_a_dead_worker_are_settled(tmp_path):
     assert first.state == TrialState.FAIL and first.user_attrs["reason"] == "stale: worker gone"
     assert second.state == TrialState.COMPLETE and second.value == row["bandwidth_gbs"]
     assert second.user_attrs["status"] == row["status"]
-    rows = study_rows(outcome.study)
+    rows = study_rows(outcome.storage, outcome.study.study_name)
     assert len(rows) == 4 and [r for r in rows if r["trial"] == 1] == [row]
 
 
@@ -582,29 +583,19 @@ def this_host_dead_owner() -> str:
     return f"{host}:{process.pid}:1"
 
 
-def test_studies_of_earlier_versions_are_adopted(tmp_path):
-    # Measured before claims existed (rows on COMPLETE trials, repeats as
-    # COMPLETE copies, an enqueued WAITING trial): counted, not redone.
+def test_a_trial_enqueued_by_hand_is_failed_not_measured_unclaimed(tmp_path):
+    # study.enqueue_trial fixes a trial's parameters before the sampler can
+    # claim them: that trial is failed, and the budget goes to claimed ones.
     storage = str(tmp_path / "study.jsonl")
-    old = optuna.create_study(storage=open_storage(storage), study_name="old", direction="maximize")
-    for c in (cfg(), cfg(block_size=128)):
-        row = dict(measure(c), config_key=config_key(c), **c)
-        attrs = {"config_key": config_key(c), "row": json.dumps(row)}
-        old.add_trial(optuna.trial.create_trial(params=c, distributions=DISTS, value=row["bandwidth_gbs"], user_attrs=attrs))
-    old.add_trial(
-        optuna.trial.create_trial(
-            params=cfg(), distributions=DISTS, value=OPTIMUM_GBS, user_attrs={"config_key": config_key(cfg())}
-        )
-    )
-    old.enqueue_trial(cfg(block_size=512))
-
+    by_hand = optuna.create_study(storage=open_storage(storage), study_name="hand", direction="maximize")
+    by_hand.enqueue_trial(cfg(block_size=512))
     recorder = Recorder()
-    outcome = study(recorder, storage=storage, study_name="old", budget_trials=4, sampler="random")
-    assert outcome.measured == 2 and outcome.total_measured == 4
-    assert cfg() not in recorder.calls and cfg(block_size=128) not in recorder.calls
-    waiting = outcome.study.trials[3]
-    assert waiting.state == TrialState.FAIL and "earlier version" in waiting.user_attrs["reason"]
-    assert len(study_rows(outcome.study)) == 4
+    outcome = study(recorder, storage=storage, study_name="hand", budget_trials=4, sampler="brute_force")
+    assert outcome.measured == outcome.total_measured == 4 == len(recorder.calls)
+    enqueued = outcome.study.trials[0]
+    assert enqueued.state == TrialState.FAIL
+    assert enqueued.user_attrs["reason"] == "its parameters were fixed before the sampler chose"
+    assert len(study_rows(storage, "hand")) == 4
 
 
 # ---- storage problems ------------------------------------------------------------
@@ -672,3 +663,31 @@ def test_the_outcome_says_what_the_asks_cost_and_how_long_measuring_waited(ask_a
     assert outcome.ask_waits_s >= 0 if ask_ahead else outcome.ask_waits_s == 0  # only an ask made ahead is waited for
     line = outcome.ask_summary()
     assert line.startswith("asks: 12, ") and "ms CPU" in line and "waited" in line
+
+
+def test_the_schema_and_the_readme_name_the_registered_strategies():
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    schema = yaml.safe_load((root / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    enums = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("sampler"), dict) and "enum" in node["sampler"]:
+                enums.append(node["sampler"]["enum"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    assert enums and all(sorted(enum) == sorted(SAMPLERS) for enum in enums)
+    readme = " ".join((root / "README.md").read_text().split())
+    sentence = re.search(r"`studies` are Optuna searches \(sampler (.*?), a seed", readme)
+    assert sentence, "README.md must list the study samplers where it describes studies"
+    assert sorted(re.findall(r"`(\w+)`", sentence.group(1))) == sorted(SAMPLERS)

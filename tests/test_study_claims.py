@@ -22,11 +22,10 @@ from tuner.search.claims import (
     FileClaims,
     MemoryClaims,
     claims_path,
-    open_claims,
 )
 from tuner.search.claims_sql import SqlClaims
 from tuner.search.owners import Heartbeat, owner_alive, this_owner
-from tuner.search.study import open_storage
+from tuner.search.storage import open_claims, open_storage
 
 ME = this_owner()
 OTHER = "elsewhere/1:42:1000"
@@ -69,9 +68,9 @@ def test_a_claim_goes_claimed_measured_done_by_its_owner_only(make_store):
     assert not a.record("k", ME, "{}")  # once
     assert not a.release("k", ME)  # measured: kept
     assert b.snapshot()["k"].state == MEASURED
-    assert b.snapshot(rows=True)["k"].row == '{"status": "ok"}'
+    assert b.snapshot()["k"].row == '{"status": "ok"}'
     assert a.finish("k", ME)
-    assert b.snapshot(rows=True)["k"].state == DONE
+    assert b.snapshot()["k"].state == DONE
 
 
 def test_a_released_claim_frees_the_configuration_and_the_budget(make_store):
@@ -98,15 +97,6 @@ def test_reap_releases_unmeasured_and_takes_over_measured_claims(make_store):
     assert sorted(now) == ["alive", "done", "measured"]
     assert (now["measured"].owner, now["measured"].worker, now["measured"].state) == (ME, "me", MEASURED)
     assert a.finish("measured", ME)
-
-
-def test_adopt_adds_only_unclaimed_measurements_and_ignores_the_budget(make_store):
-    a = make_store()
-    a.claim("k", 0, ME, "w", budget=None)
-    assert a.adopt([("k", 5, "old"), ("j", 6, "row-j")], ME, "w") == 1
-    seen = a.snapshot(rows=True)
-    assert (seen["k"].state, seen["j"].state, seen["j"].trial, seen["j"].row) == (CLAIMED, DONE, 6, "row-j")
-    assert a.claim("x", 7, ME, "w", budget=2) == BUDGET
 
 
 def test_studies_do_not_share_claims(make_store):

@@ -20,7 +20,8 @@ import pytest
 from optuna.trial import TrialState
 
 from tuner.data.results import config_key
-from tuner.search.claims import DONE, open_claims
+from tuner.search.claims import DONE
+from tuner.search.storage import open_claims
 from tuner.search.study import open_storage, run_study, study_rows
 
 DATA = Path(__file__).parent / "data"
@@ -74,12 +75,12 @@ def load(storage: str, study: str) -> optuna.Study:
     return optuna.load_study(study_name=study, storage=open_storage(storage))
 
 
-def claim_states(study: optuna.Study) -> Counter:
-    claims = open_claims(study._storage, study.study_name, create=False)
+def claim_states(storage: str, name: str) -> Counter:
+    claims = open_claims(storage, name, create=False)
     return Counter(c.state for c in claims.snapshot().values())
 
 
-def check_study(study: optuna.Study, calls: Path, budget: int) -> list[optuna.trial.FrozenTrial]:
+def check_study(storage: str, name: str, calls: Path, budget: int) -> list[optuna.trial.FrozenTrial]:
     """What must hold of a study once its workers have finished: every
     finished measurement is in the study once, nothing was measured twice,
     the budget is met exactly, and no trial is left RUNNING or is a copy."""
@@ -87,10 +88,10 @@ def check_study(study: optuna.Study, calls: Path, budget: int) -> list[optuna.tr
     duplicated = [k for k, n in Counter(keys).items() if n > 1]
     assert duplicated == [], f"measured more than once: {duplicated}"
     assert len(keys) == budget, f"{len(keys)} measurements for a budget of {budget}"
-    rows = study_rows(study)
+    rows = study_rows(storage, name)
     assert sorted(r["config_key"] for r in rows) == sorted(keys), "rows lost or invented"
-    assert claim_states(study) == Counter({DONE: budget})
-    trials = study.get_trials(deepcopy=False)
+    assert claim_states(storage, name) == Counter({DONE: budget})
+    trials = load(storage, name).get_trials(deepcopy=False)
     assert [t.number for t in trials if not t.state.is_finished()] == []
     measured = [t for t in trials if "status" in t.user_attrs]
     assert sorted(t.user_attrs["config_key"] for t in measured) == sorted(keys)
@@ -144,7 +145,7 @@ def test_workers_share_one_budget_and_never_measure_twice(tmp_path, kind, worker
     assert all(r["stop_reason"] == "budget" for r in reports)
     assert sum(r["measured"] for r in reports) == budget
 
-    trials = check_study(load(storage, name), calls, budget)
+    trials = check_study(storage, name, calls, budget)
     # Trials without a measurement: only lost races for the last of the
     # budget, at most two per worker (its ask and its ask ahead).
     assert budget <= len(trials) <= budget + 2 * workers
@@ -190,7 +191,7 @@ def test_a_killed_worker_loses_no_measurement_and_a_rerun_redoes_none(tmp_path, 
     assert outcome.stop_reason == "budget"
     assert outcome.total_measured == KILL_BUDGET
     assert outcome.measured == KILL_BUDGET - len(first)
-    trials = check_study(outcome.study, calls, KILL_BUDGET)
+    trials = check_study(storage, name, calls, KILL_BUDGET)
 
     killed = trials[KILLED_TRIAL]
     # A worker asking ahead had claimed the next trial's configuration too:
@@ -211,6 +212,6 @@ def test_a_killed_worker_loses_no_measurement_and_a_rerun_redoes_none(tmp_path, 
         assert len(first) == KILLED_TRIAL + 1
         assert killed.user_attrs["config_key"] == first[-1]
         assert killed.state in (TrialState.COMPLETE, TrialState.FAIL)
-        assert {r["trial"]: r for r in study_rows(outcome.study)}[KILLED_TRIAL]["config_key"] == first[-1]
+        assert {r["trial"]: r for r in study_rows(outcome.storage, outcome.study.study_name)}[KILLED_TRIAL]["config_key"] == first[-1]
         assert outcome.recovered == (point != "done") + ahead
         assert len(trials) == KILL_BUDGET + ahead

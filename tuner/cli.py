@@ -162,7 +162,7 @@ def cmd_sweep(args) -> None:
 def cmd_tune(args) -> None:
     """Run one Optuna study; with --gpus (or study_gpus in the config), one worker process per GPU shares its budget."""
     from tuner.measure.stopwatch import start_stage
-    from tuner.search.study import open_storage, study_rows
+    from tuner.search.study import study_rows
 
     start_stage(inherit=args.child)  # the study's wall clock: its rows count from here, compiling and loading included
     settings = load_settings(args)
@@ -182,13 +182,10 @@ def cmd_tune(args) -> None:
     failed = [gpu for (_, _, gpu), future in zip(commands, futures) if future.exception() is not None]
     if failed:
         raise SystemExit(f"error: the study workers on GPUs {failed} failed; finished trials are kept in the study storage")
-    import optuna
-
     from tuner.data import results
     from tuner.data.time_to_target import to_final_best
 
-    optuna_study = optuna.load_study(study_name=storage_name, storage=open_storage(study.storage))
-    frame = results.to_frame(study_rows(optuna_study))
+    frame = results.to_frame(study_rows(study.storage, storage_name))
     if not (frame.status == "ok").any():
         raise SystemExit(
             f"error: study {args.name} measured no configuration that verified; statuses {frame.status.value_counts().to_dict()}"

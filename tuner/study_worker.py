@@ -64,7 +64,7 @@ def run(args, settings: Settings, study: StudySettings, storage_name: str, devic
 
     family = REGISTRY[study.family]
     seed = study.seed + args.worker
-    enqueue, sampler = study_start(study, family, seed)  # with its warm start, if any
+    enqueue, sampler, warm_start = study_start(study, family, seed)  # with its warm start, if any
     side = (settings.stage_json("study", args.name), args.name, str(device_json), args.device_index, enqueue, seed)
     with MeasuringProcess(measuring_side, *side) as measuring:
         measuring.wait_ready()  # the GPU first: without one, the study's storage is not touched
@@ -78,7 +78,8 @@ def run(args, settings: Settings, study: StudySettings, storage_name: str, devic
         with phases("study (all)"), Progress(f"{source} ({worker})", study.budget_trials, initial=min(done, study.budget_trials or done)) as progress:  # fmt: skip
             outcome = run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
                       measure=progress.counting(measuring.measure), budget_trials=study.budget_trials, timeout_s=study.timeout_s,
-                      sampler=sampler, seed=seed, enqueue=enqueue, worker=worker, claimed=measuring.prefetch)  # fmt: skip
+                      sampler=sampler, seed=seed, enqueue=enqueue, worker=worker, claimed=measuring.prefetch,
+                      warm_start=warm_start)  # fmt: skip
         measured, compiled = measuring.close() or ("", "")
     print(
         f"study {args.name} phases: {', '.join(filter(None, [str(phases), measured]))}; {compiled}; {outcome.ask_summary()}",

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
 # The fields each operation record carries (besides "s", "k", "op" and "t"), and their types.
 _OP_FIELDS: dict[str, dict[str, type]] = {
     "claim": {"trial": int, "owner": str, "worker": str},
-    "adopt": {"trial": int, "owner": str, "worker": str, "row": str},
     "measured": {"row": str},
     "done": {},
     "release": {},

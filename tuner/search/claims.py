@@ -1,10 +1,11 @@
-"""Claims: which configurations of a study are taken, in a store every worker shares.
+"""Claims: which configurations of a study are taken, in a record every worker shares.
 
-A worker claims a configuration before measuring it. The claim is taken
-atomically with the budget check (it succeeds only where the configuration is
-unclaimed and fewer than ``budget`` configurations are claimed or measured), so
-concurrent workers never measure one configuration twice and never overshoot
-the budget. The claim then becomes the durable record of the measurement:
+The claims are the study's record: which configuration each trial measures,
+and its results row once measured. A worker claims a configuration before
+measuring it. The claim is taken atomically with the budget check (it
+succeeds only where the configuration is unclaimed and fewer than ``budget``
+configurations are claimed or measured), so concurrent workers never measure
+one configuration twice and never overshoot the budget:
 
     claimed --record(row)--> measured --finish()--> done
        \\--release()--> (gone: the configuration may be claimed again)
@@ -18,19 +19,21 @@ gone (``owner_alive``: on this host, the process no longer runs; elsewhere,
 its lease, refreshed by ``beat`` while measuring, has expired) is stale and is
 taken over by the next worker that looks (``reap``).
 
-Stores, one per kind of Optuna storage (``open_claims``):
+Every store is an append-only log of operation records (``claim``,
+``measured``, ``done``, ``release``, ``owner``, ``beat``), and a study's claims
+are the fold of its records (``fold``). ``ClaimStore`` writes the state
+machine once: under the log's exclusive lock it reads the records appended
+since it last looked, checks the transition against the folded claims and
+appends the record. A backend only reads and appends, under a lock:
 
-* in-memory storage: a dict and a lock in this process;
-* journal file ``X.jsonl``: records appended to ``X.jsonl.claims`` under an
-  exclusive ``fcntl.flock`` (released by the kernel when a holder dies), those
-  carrying a row fsynced once the lock is released;
-* RDB URL: the table ``tuner_claims`` (study_name, config_key, trial_number,
-  owner, worker, state, row_json, updated_at; primary key study_name +
-  config_key) in the same database, each operation one transaction serialised
-  by the study's row of ``tuner_claim_studies`` locked ``FOR UPDATE``
-  (PostgreSQL), or by ``BEGIN IMMEDIATE`` with a busy timeout (SQLite, which
-  ignores FOR UPDATE). Released claims are deleted.
+* ``MemoryClaims``: a list in this process (in-memory Optuna storage);
+* ``FileClaims``: ``X.jsonl.claims`` beside a journal file ``X.jsonl``,
+  appended under an exclusive ``fcntl.flock`` (released by the kernel when a
+  holder dies), records carrying a row fsynced once the lock is released;
+* ``tuner.search.claims_sql.SqlClaims``: the table ``tuner_claim_records`` of
+  the study's database (SQLite, PostgreSQL), one transaction per operation.
 
+``tuner.search.storage.open_claims`` picks the store of a study's storage.
 Journal files on a network file system need working ``flock`` there (NFSv4).
 """
 
@@ -41,9 +44,8 @@ import json
 import os
 import threading
 import time
-import weakref
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 from tuner.search.claim_records import record_problem, warn_on_stderr
 
@@ -52,7 +54,6 @@ CLAIMED, MEASURED, DONE = "claimed", "measured", "done"
 # Budget answers of ClaimStore.claim.
 OK, TAKEN, BUDGET = "ok", "taken", "budget"
 
-SQLITE_BUSY_TIMEOUT_S = 60
 
 
 class Claim(NamedTuple):
@@ -66,8 +67,7 @@ class Claim(NamedTuple):
         owner: the claiming process (``this_owner``).
         worker: a label for people (the worker's name, or the owner).
         updated: ``time.time()`` of the last write or heartbeat.
-        row: the results row as JSON text once measured (in snapshots taken
-            without rows, None or the row, whichever is cheaper).
+        row: the results row as JSON text once measured.
     """
 
     key: str
@@ -79,68 +79,16 @@ class Claim(NamedTuple):
     row: str | None = None
 
 
-# ---- stores --------------------------------------------------------------------
+# ---- the state machine, once --------------------------------------------------
 
 
-class ClaimStore(abc.ABC):
-    """Claims of one study. Every method is atomic with respect to every other
-    process and thread using the same store."""
-
-    #: Other processes may hold claims here (so heartbeats and staleness matter).
-    shared = True
-
-    def __init__(self, study: str) -> None:
-        self.study = study
-
-    @abc.abstractmethod
-    def snapshot(self, rows: bool = False) -> dict[str, Claim]:
-        """key -> claim, for every claim held now; with ``rows``, the measured
-        ones carry their row."""
-
-    @abc.abstractmethod
-    def claim(self, key: str, trial: int, owner: str, worker: str, budget: int | None) -> str:
-        """Claim ``key`` for ``trial``: ``OK``; ``TAKEN`` where it is claimed
-        already; ``BUDGET`` where ``budget`` configurations are claimed or
-        measured already."""
-
-    @abc.abstractmethod
-    def record(self, key: str, owner: str, row: str) -> bool:
-        """claimed -> measured with ``row``; False where ``owner`` does not
-        hold the claim (any more)."""
-
-    @abc.abstractmethod
-    def finish(self, key: str, owner: str) -> bool:
-        """measured -> done, once Optuna has been told."""
-
-    @abc.abstractmethod
-    def release(self, key: str, owner: str) -> bool:
-        """Drop a claim still in state claimed (nothing was measured)."""
-
-    @abc.abstractmethod
-    def beat(self, key: str, owner: str) -> bool:
-        """Refresh the claim's lease."""
-
-    @abc.abstractmethod
-    def reap(self, stale: Callable[[Claim], bool], owner: str, worker: str) -> tuple[list[Claim], list[Claim]]:
-        """Of the claims not done for which ``stale`` is true: release those
-        still claimed and take over (owner := ``owner``) those measured.
-        Returns (released, taken over) as they were, the latter with their rows."""
-
-    @abc.abstractmethod
-    def adopt(self, entries: Iterable[tuple[str, int, str]], owner: str, worker: str) -> int:
-        """Add (key, trial, row) as done where ``key`` has no claim: for
-        measurements made before claims existed. Ignores the budget."""
-
-
-def _fold(claims: dict[str, Claim], record: dict) -> None:
-    """Apply one operation record to ``claims`` (records are only written
-    after their checks passed, so folding does not check again)."""
+def fold(claims: dict[str, Claim], record: dict) -> None:
+    """Apply one operation record to ``claims``. Records are appended only
+    after ``ClaimStore`` checked their transition, so folding does not check
+    again; a record about a claim that is gone changes nothing."""
     key, op, now = record["k"], record["op"], record["t"]
     if op == "claim":
         claims[key] = Claim(key, CLAIMED, record["trial"], record["owner"], record["worker"], now)
-        return
-    if op == "adopt":
-        claims[key] = Claim(key, DONE, record["trial"], record["owner"], record["worker"], now, record["row"])
         return
     claim = claims.get(key)
     if claim is None:
@@ -157,20 +105,38 @@ def _fold(claims: dict[str, Claim], record: dict) -> None:
         claims[key] = claim._replace(updated=now)
 
 
-class _FoldedClaims(ClaimStore):
-    """A store kept as a fold of operation records (in memory, or a file)."""
+class ClaimStore(abc.ABC):
+    """Claims of one study, kept as the fold of an append-only log of
+    operation records. Every method is atomic with respect to every other
+    process and thread using the same log.
+
+    A backend implements ``_locked`` only: under the log's lock (exclusive
+    where records may be appended), read the records appended since this
+    object last looked, fold them into ``self._claims`` (``fold``), and yield
+    (claims, emit), where ``emit(record)`` appends one record (stamped with
+    the time) and folds it."""
+
+    #: Other processes may hold claims here (so heartbeats and staleness matter).
+    shared = True
+
+    def __init__(self, study: str) -> None:
+        self.study = study
+        self._claims: dict[str, Claim] = {}
 
     @abc.abstractmethod
     @contextmanager
     def _locked(self, exclusive: bool) -> Iterator[tuple[dict[str, Claim], Callable[[dict], None]]]:
-        """(current claims, emit) under the store's lock; ``emit(record)``
-        persists one operation record and folds it into the claims."""
+        """(current claims, emit) under the log's lock; see the class docstring."""
 
-    def snapshot(self, rows: bool = False) -> dict[str, Claim]:
+    def snapshot(self) -> dict[str, Claim]:
+        """key -> claim, for every claim held now (measured ones with their row)."""
         with self._locked(exclusive=False) as (claims, _):
             return dict(claims)  # claims are immutable: a shallow copy is a snapshot
 
-    def claim(self, key, trial, owner, worker, budget):
+    def claim(self, key: str, trial: int, owner: str, worker: str, budget: int | None) -> str:
+        """Claim ``key`` for ``trial``: ``OK``; ``TAKEN`` where it is claimed
+        already; ``BUDGET`` where ``budget`` configurations are claimed or
+        measured already."""
         with self._locked(exclusive=True) as (claims, emit):
             if key in claims:
                 return TAKEN
@@ -187,19 +153,27 @@ class _FoldedClaims(ClaimStore):
             emit({"k": key, **op})
             return True
 
-    def record(self, key, owner, row):
+    def record(self, key: str, owner: str, row: str) -> bool:
+        """claimed -> measured with ``row``; False where ``owner`` does not
+        hold the claim (any more)."""
         return self._transition(key, owner, CLAIMED, {"op": "measured", "row": row})
 
-    def finish(self, key, owner):
+    def finish(self, key: str, owner: str) -> bool:
+        """measured -> done, once Optuna has been told."""
         return self._transition(key, owner, MEASURED, {"op": "done"})
 
-    def release(self, key, owner):
+    def release(self, key: str, owner: str) -> bool:
+        """Drop a claim still in state claimed (nothing was measured)."""
         return self._transition(key, owner, CLAIMED, {"op": "release"})
 
-    def beat(self, key, owner):
+    def beat(self, key: str, owner: str) -> bool:
+        """Refresh the claim's lease."""
         return self._transition(key, owner, "", {"op": "beat"})
 
-    def reap(self, stale, owner, worker):
+    def reap(self, stale: Callable[[Claim], bool], owner: str, worker: str) -> tuple[list[Claim], list[Claim]]:
+        """Of the claims not done for which ``stale`` is true: release those
+        still claimed and take over (owner := ``owner``) those measured.
+        Returns (released, taken over) as they were, the latter with their rows."""
         released, taken = [], []
         with self._locked(exclusive=True) as (claims, emit):
             for claim in list(claims.values()):
@@ -213,24 +187,15 @@ class _FoldedClaims(ClaimStore):
                     emit({"k": claim.key, "op": "owner", "owner": owner, "worker": worker})
         return released, taken
 
-    def adopt(self, entries, owner, worker):
-        added = 0
-        with self._locked(exclusive=True) as (claims, emit):
-            for key, trial, row in entries:
-                if key not in claims:
-                    emit({"k": key, "op": "adopt", "trial": trial, "owner": owner, "worker": worker, "row": row})
-                    added += 1
-        return added
 
-
-class MemoryClaims(_FoldedClaims):
-    """Claims of a study in in-memory storage: only this process sees them."""
+class MemoryClaims(ClaimStore):
+    """Claims of a study in in-memory storage: only this process sees them
+    (the log is the fold itself)."""
 
     shared = False
 
     def __init__(self, study: str) -> None:
         super().__init__(study)
-        self._claims: dict[str, Claim] = {}
         self._lock = threading.Lock()
 
     @contextmanager
@@ -238,12 +203,12 @@ class MemoryClaims(_FoldedClaims):
         with self._lock:
 
             def emit(record: dict) -> None:
-                _fold(self._claims, {"t": time.time(), **record})
+                fold(self._claims, {"t": time.time(), **record})
 
             yield self._claims, emit
 
 
-class FileClaims(_FoldedClaims):
+class FileClaims(ClaimStore):
     """Claims in a file of JSON lines beside a journal, one line per operation,
     appended under an exclusive ``flock`` of the file and read under a shared
     one. Several studies may share the file (each line names its study)."""
@@ -252,7 +217,6 @@ class FileClaims(_FoldedClaims):
         super().__init__(study)
         self.path = path
         self.log = log or warn_on_stderr
-        self._claims: dict[str, Claim] = {}
         self._offset = 0
         self._lines = 0  # lines read up to _offset
         self._mutex = threading.Lock()  # this object's fold, between threads
@@ -278,7 +242,7 @@ class FileClaims(_FoldedClaims):
                     nonlocal durable
                     record = {"s": self.study, "t": time.time(), **record}
                     pending.append(json.dumps(record, separators=(",", ":")).encode() + b"\n")
-                    _fold(self._claims, record)
+                    fold(self._claims, record)
                     durable |= "row" in record
 
                 try:
@@ -323,7 +287,7 @@ class FileClaims(_FoldedClaims):
             if problem:
                 self._warn(problem)
             elif record["s"] == self.study:
-                _fold(self._claims, record)
+                fold(self._claims, record)
         self._offset += end
         if exclusive and end < len(data):
             # A writer died mid-line (no one writes while we hold the lock):
@@ -347,46 +311,6 @@ class FileClaims(_FoldedClaims):
 _WARNED: set[tuple[str, int, Callable]] = set()
 
 
-# ---- which store -------------------------------------------------------------------
-
-_MEMORY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_MEMORY_LOCK = threading.Lock()
-
-
 def claims_path(journal: str | os.PathLike) -> str:
     """The claims file beside a journal file."""
     return os.fspath(journal) + ".claims"
-
-
-def open_claims(storage: Any, study_name: str, create: bool = True) -> ClaimStore | None:
-    """The claim store of study ``study_name`` in Optuna ``storage``.
-
-    RDB storages (cached or not) keep claims in their database, journal
-    files in a file beside the journal; any other storage (in-memory, or a
-    journal on another backend) in this process only.
-
-    With ``create`` False, nothing is created: None where the study has no
-    claims in a shared store yet.
-    """
-    import optuna
-
-    backend = getattr(storage, "_backend", None)
-    if isinstance(storage, optuna.storages.RDBStorage) or isinstance(backend, optuna.storages.RDBStorage):
-        rdb = storage if isinstance(storage, optuna.storages.RDBStorage) else backend
-        from tuner.search.claims_sql import SqlClaims  # SQLAlchemy only where a database is used
-
-        store = SqlClaims(rdb.url, study_name, create=create)
-        return store if store.exists else None
-    path = getattr(backend, "_file_path", None) if isinstance(storage, optuna.storages.JournalStorage) else None
-    if path is not None:
-        path = claims_path(path)
-        if not create and not os.path.exists(path):
-            return None
-        return FileClaims(path, study_name)
-    with _MEMORY_LOCK:
-        stores = _MEMORY.setdefault(storage, {})
-        if study_name not in stores:
-            if not create:
-                return None
-            stores[study_name] = MemoryClaims(study_name)
-        return stores[study_name]

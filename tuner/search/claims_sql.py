@@ -1,26 +1,24 @@
-"""Claims kept in a table of the study's own database (SQLite, PostgreSQL):
-one transaction per operation, serialised per study (``SELECT ... FOR UPDATE``
-on the study's row in PostgreSQL, ``BEGIN IMMEDIATE`` in SQLite)."""
+"""Claims kept in the study's own database (SQLite, PostgreSQL): the records
+of ``tuner.search.claims`` as rows of the table ``tuner_claim_records``
+(id, study_name, record), read and appended in one transaction per
+operation, serialised per study (``SELECT ... FOR UPDATE`` on the study's
+row of ``tuner_claim_studies`` in PostgreSQL, ``BEGIN IMMEDIATE`` in SQLite,
+which ignores FOR UPDATE)."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
 from contextlib import contextmanager
 from typing import Any
 
-from tuner.search.claims import (
-    BUDGET,
-    CLAIMED,
-    DONE,
-    MEASURED,
-    OK,
-    SQLITE_BUSY_TIMEOUT_S,
-    TAKEN,
-    Claim,
-    ClaimStore,
-)
+from tuner.search.claim_records import record_problem, warn_on_stderr
+from tuner.search.claims import ClaimStore, fold
+
+# Workers queue for SQLite's write lock this long rather than fail.
+SQLITE_BUSY_TIMEOUT_S = 60
 
 _SQL: dict[str, Any] = {}
 _ENGINES: dict[tuple[str, int], Any] = {}
@@ -34,19 +32,14 @@ def _tables():
         metadata = sa.MetaData()
         _SQL["metadata"] = metadata
         _SQL["studies"] = sa.Table("tuner_claim_studies", metadata, sa.Column("study_name", sa.String(512), primary_key=True))
-        _SQL["claims"] = sa.Table(
-            "tuner_claims",
+        _SQL["records"] = sa.Table(
+            "tuner_claim_records",
             metadata,
-            sa.Column("study_name", sa.String(512), primary_key=True),
-            sa.Column("config_key", sa.String(512), primary_key=True),
-            sa.Column("trial_number", sa.Integer, nullable=False),
-            sa.Column("owner", sa.String(255), nullable=False),
-            sa.Column("worker", sa.String(255), nullable=False),
-            sa.Column("state", sa.String(16), nullable=False),
-            sa.Column("row_json", sa.Text, nullable=True),
-            sa.Column("updated_at", sa.Float, nullable=False),
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("study_name", sa.String(512), nullable=False, index=True),
+            sa.Column("record", sa.Text, nullable=False),
         )
-    return _SQL["studies"], _SQL["claims"]
+    return _SQL["studies"], _SQL["records"]
 
 
 def _engine(url: str):
@@ -79,19 +72,23 @@ def _engine(url: str):
 
 
 class SqlClaims(ClaimStore):
-    """Claims in the table ``tuner_claims`` of the study's database."""
+    """Claims as records in the table ``tuner_claim_records`` of the study's
+    database, read in id order; a study's records are appended only under
+    its lock, so their ids grow in the order they were committed."""
 
     def __init__(self, url: str, study: str, create: bool = True) -> None:
         super().__init__(study)
         self.engine = _engine(url)
-        self.studies, self.claims = _tables()
-        self.exists = True
+        self.studies, self.records = _tables()
+        self._last_id = 0  # records read up to this id
+        self._mutex = threading.Lock()  # this object's fold, between threads
         if create:
             self._create()
+            self.exists = True
         else:
             import sqlalchemy as sa
 
-            self.exists = sa.inspect(self.engine).has_table(self.claims.name)
+            self.exists = sa.inspect(self.engine).has_table(self.records.name)
 
     def _create(self) -> None:
         import sqlalchemy as sa
@@ -111,114 +108,57 @@ class SqlClaims(ClaimStore):
                 time.sleep(0.05 * (attempt + 1))
 
     @contextmanager
-    def _txn(self):
+    def _locked(self, exclusive):
         import sqlalchemy as sa
 
-        with self.engine.begin() as conn:
-            # The per-study lock row serialises claim operations (SQLite
-            # ignores FOR UPDATE, but its BEGIN IMMEDIATE did that already).
-            conn.execute(sa.select(self.studies.c.study_name).where(self.studies.c.study_name == self.study).with_for_update())
-            yield conn
+        with self._mutex:
+            if not self.exists:
+                yield self._claims, None
+                return
+            if exclusive:
+                connection = self.engine.begin()
+            else:
+                connection = self.engine.connect().execution_options(tuner_read=True)
+            try:
+                with connection as conn:
+                    if exclusive:
+                        # The per-study lock row serialises appends (SQLite ignores
+                        # FOR UPDATE, but its BEGIN IMMEDIATE did that already).
+                        studies = self.studies.c.study_name
+                        conn.execute(sa.select(studies).where(studies == self.study).with_for_update())
+                    self._read(conn)
+                    pending: list[dict] = []
 
-    def _where(self, key: str | None = None):
-        c = self.claims.c
-        return (c.study_name == self.study) if key is None else ((c.study_name == self.study) & (c.config_key == key))
+                    def emit(record: dict) -> None:
+                        record = {"t": time.time(), **record}
+                        pending.append({"study_name": self.study, "record": json.dumps(record, separators=(",", ":"))})
+                        fold(self._claims, record)
 
-    @staticmethod
-    def _claim_of(r) -> Claim:
-        row = r.row_json if "row_json" in r._fields else None
-        return Claim(r.config_key, r.state, r.trial_number, r.owner, r.worker, r.updated_at, row)
+                    yield self._claims, emit
+                    # Nobody appends to this study while we hold its lock, so
+                    # ours are the records that follow the ones read.
+                    for values in pending:
+                        self._last_id = conn.execute(sa.insert(self.records).values(**values)).inserted_primary_key[0]
+            except BaseException:
+                # The fold may hold records that were never committed: read afresh next time.
+                self._claims, self._last_id = {}, 0
+                raise
 
-    def snapshot(self, rows=False):
+    def _read(self, conn) -> None:
         import sqlalchemy as sa
 
-        if not self.exists:
-            return {}
-        c = self.claims.c
-        columns = [c.config_key, c.state, c.trial_number, c.owner, c.worker, c.updated_at] + ([c.row_json] if rows else [])
-        with self.engine.connect().execution_options(tuner_read=True) as conn:
-            result = conn.execute(sa.select(*columns).where(self._where())).all()
-        return {r.config_key: self._claim_of(r) for r in result}
-
-    def claim(self, key, trial, owner, worker, budget):
-        import sqlalchemy as sa
-
-        with self._txn() as conn:
-            if conn.execute(sa.select(self.claims.c.state).where(self._where(key))).first() is not None:
-                return TAKEN
-            if budget is not None:
-                count = conn.execute(sa.select(sa.func.count()).select_from(self.claims).where(self._where())).scalar_one()
-                if count >= budget:
-                    return BUDGET
-            conn.execute(
-                sa.insert(self.claims).values(
-                    study_name=self.study, config_key=key, trial_number=trial, owner=owner, worker=worker,
-                    state=CLAIMED, row_json=None, updated_at=time.time(),
-                )
-            )  # fmt: skip
-            return OK
-
-    def _update(self, key: str, owner: str, current: str, **values) -> bool:
-        import sqlalchemy as sa
-
-        c = self.claims.c
-        condition = self._where(key) & (c.owner == owner)
-        if current:
-            condition &= c.state == current
-        with self._txn() as conn:
-            return conn.execute(sa.update(self.claims).where(condition).values(updated_at=time.time(), **values)).rowcount == 1
-
-    def record(self, key, owner, row):
-        return self._update(key, owner, CLAIMED, state=MEASURED, row_json=row)
-
-    def finish(self, key, owner):
-        return self._update(key, owner, MEASURED, state=DONE)
-
-    def beat(self, key, owner):
-        return self._update(key, owner, "")
-
-    def release(self, key, owner):
-        import sqlalchemy as sa
-
-        c = self.claims.c
-        with self._txn() as conn:
-            condition = self._where(key) & (c.owner == owner) & (c.state == CLAIMED)
-            return conn.execute(sa.delete(self.claims).where(condition)).rowcount == 1
-
-    def reap(self, stale, owner, worker):
-        import sqlalchemy as sa
-
-        c = self.claims.c
-        released, taken = [], []
-        with self._txn() as conn:
-            result = conn.execute(sa.select(*self.claims.c).where(self._where() & (c.state != DONE))).all()
-            for r in result:
-                claim = self._claim_of(r)
-                if not stale(claim):
-                    continue
-                if claim.state == CLAIMED:
-                    conn.execute(sa.delete(self.claims).where(self._where(claim.key)))
-                    released.append(claim)
-                else:
-                    values = {"owner": owner, "worker": worker, "updated_at": time.time()}
-                    conn.execute(sa.update(self.claims).where(self._where(claim.key)).values(**values))
-                    taken.append(claim)
-        return released, taken
-
-    def adopt(self, entries, owner, worker):
-        import sqlalchemy as sa
-
-        entries = list(entries)
-        if not entries:
-            return 0
-        with self._txn() as conn:
-            present = set(conn.execute(sa.select(self.claims.c.config_key).where(self._where())).scalars())
-            fresh = {key: (trial, row) for key, trial, row in entries if key not in present}
-            for key, (trial, row) in fresh.items():
-                conn.execute(
-                    sa.insert(self.claims).values(
-                        study_name=self.study, config_key=key, trial_number=trial, owner=owner, worker=worker,
-                        state=DONE, row_json=row, updated_at=time.time(),
-                    )
-                )  # fmt: skip
-        return len(fresh)
+        r = self.records.c
+        query = sa.select(r.id, r.record).where((r.study_name == self.study) & (r.id > self._last_id)).order_by(r.id)
+        for record_id, text in conn.execute(query):
+            self._last_id = record_id
+            try:
+                record = json.loads(text)
+            except ValueError as error:
+                record, problem = None, f"not JSON ({error})"
+            else:
+                problem = record_problem({"s": self.study, **record} if isinstance(record, dict) else record)
+            if problem:
+                warn_on_stderr(f"warning: claims of study {self.study!r}: record {record_id} of tuner_claim_records "
+                               f"is {problem}; skipped, the other claims stand")  # fmt: skip
+                continue
+            fold(self._claims, record)

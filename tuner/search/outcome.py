@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import optuna
+from optuna.storages import BaseStorage
 
 
 @dataclass
@@ -13,6 +14,8 @@ class StudyOutcome:
 
     Attributes:
         study: the Optuna study (all its trials, earlier runs included).
+        storage: the study's storage, where its claims are found
+            (``study_rows(outcome.storage, outcome.study.study_name)``).
         rows: results rows measured by this call, in trial order.
         best: the best ``ok`` row of the whole study (earlier runs included),
             or None when nothing has measured ok.
@@ -36,6 +39,7 @@ class StudyOutcome:
     """
 
     study: optuna.Study
+    storage: BaseStorage | None = None
     rows: list[dict] = field(default_factory=list)
     best: dict | None = None
     measured: int = 0

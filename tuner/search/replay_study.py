@@ -56,8 +56,9 @@ def worker(args: argparse.Namespace) -> dict:
 
 def study_summary(storage: str, study: str, budget: int | None) -> tuple[pd.DataFrame, dict, str | None]:
     """The study's rows, their counts, and what is wrong with them (None if nothing)."""
-    loaded = optuna.load_study(study_name=study, storage=open_storage(storage))
-    frame = results.to_frame(study_rows(loaded))
+    opened = open_storage(storage)
+    loaded = optuna.load_study(study_name=study, storage=opened)
+    frame = results.to_frame(study_rows(opened, study))
     keys = Counter(frame["config_key"])
     trials = loaded.get_trials(deepcopy=False)
     by_worker = Counter(

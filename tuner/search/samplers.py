@@ -12,7 +12,7 @@ import math
 import random
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution
@@ -27,8 +27,6 @@ from tuner.search.claims import (
 )
 from tuner.search.ordinal import OrdinalSampler
 from tuner.search.owners import this_owner
-
-SAMPLERS = ("tpe", "gp", "random", "cmaes", "qmc", "brute_force", "ordinal")
 
 # Proposals asked of the wrapped sampler per trial before a rescue (fewer where
 # it proposes the same configuration twice: it is stuck).
@@ -51,55 +49,101 @@ def _at(point: str) -> None:
         _hook(point)
 
 
-def make_sampler(name: str, seed: int, prior: Sequence[tuple[Mapping, float]] = ()) -> optuna.samplers.BaseSampler:
-    """The Optuna sampler called ``name``, seeded with ``seed``; ``prior``
-    (configuration, bandwidth) pairs of a warm start inform ``ordinal``.
+@dataclass(frozen=True)
+class Strategy:
+    """How a study makes one search strategy (an entry of ``STRATEGIES``).
 
-    Every parameter is categorical, which matters for some of them: CMA-ES has
-    no categorical support and samples such spaces with its independent
-    (random) sampler; GP needs ``torch`` and ``scipy``, QMC needs ``scipy``.
+    Attributes:
+        make: (seed, prior) -> the Optuna sampler; ``prior`` holds a warm
+            start's (configuration, GB/s) rows, used where ``uses_prior``.
+        summary: what it does, in a few words (for help texts and docs).
+        modules: optional packages it imports, checked before the search starts.
+        uses_prior: whether it learns from a warm start's prior rows (every
+            strategy measures a warm start's configurations first).
+
+    A strategy that searches the space the study enumerates, or passes over
+    claimed configurations itself, says so by implementing ``SpaceAware``.
+    """
+
+    make: Callable[[int, Sequence[tuple[Mapping, float]]], optuna.samplers.BaseSampler]
+    summary: str
+    modules: tuple[str, ...] = ()
+    uses_prior: bool = False
+
+
+# The search strategies a study can name; the config schema's sampler enum and
+# the docs are checked against it (tests/test_study.py).
+STRATEGIES: dict[str, Strategy] = {
+    "tpe": Strategy(
+        # multivariate: parameters interact (unroll x vector_width);
+        # constant_liar: concurrent workers do not all propose the same point.
+        lambda seed, prior: optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True),
+        "Optuna's TPE, multivariate, with a constant liar for concurrent workers",
+    ),
+    "gp": Strategy(lambda seed, prior: optuna.samplers.GPSampler(seed=seed), "Optuna's Gaussian process",
+                   modules=("torch", "scipy")),  # fmt: skip
+    "random": Strategy(lambda seed, prior: optuna.samplers.RandomSampler(seed=seed), "uniform draws"),
+    "cmaes": Strategy(
+        # Every parameter is categorical, which CMA-ES does not support: it
+        # samples such spaces with its independent (random) sampler.
+        lambda seed, prior: optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False),
+        "Optuna's CMA-ES (random on categorical spaces)",
+    ),
+    "qmc": Strategy(
+        # Scrambled, so that seeds differ (unscrambled Sobol starts at the
+        # centre of every domain whatever the seed).
+        lambda seed, prior: optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False),
+        "scrambled Sobol points", modules=("scipy",),
+    ),  # fmt: skip
+    "brute_force": Strategy(lambda seed, prior: _BruteForceSampler(seed=seed), "every feasible configuration, in order"),
+    "ordinal": Strategy(lambda seed, prior: OrdinalSampler(seed=seed, prior=prior),
+                        "the project's own: space-filling, then model-ranked steps", uses_prior=True),  # fmt: skip
+}
+SAMPLERS = tuple(STRATEGIES)
+
+
+def make_sampler(name: str, seed: int, prior: Sequence[tuple[Mapping, float]] = ()) -> optuna.samplers.BaseSampler:
+    """The sampler of strategy ``name`` (``STRATEGIES``), seeded with ``seed``;
+    ``prior`` (configuration, bandwidth) pairs of a warm start inform the
+    strategies that use them.
 
     Raises:
         ValueError: ``name`` is not one of ``SAMPLERS``.
-        ImportError: the sampler's optional dependencies are missing.
+        ImportError: the strategy's optional packages are missing.
     """
-    if name not in SAMPLERS:
+    strategy = STRATEGIES.get(name)
+    if strategy is None:
         raise ValueError(f"sampler must be one of {list(SAMPLERS)}, got {name!r}")
-    _require_modules(name)
+    # Fail at construction, not at the eleventh ask when the GP is first fitted.
+    missing = [m for m in strategy.modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(
+            f"sampler {name!r} needs the packages {list(strategy.modules)}; "
+            f"missing: {missing} (pip install {' '.join(missing)})"
+        )
     # Some samplers (QMC, multivariate TPE) are flagged experimental; the flag
     # is Optuna's API promise, not a problem with the run.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        if name == "ordinal":
-            return OrdinalSampler(seed=seed, prior=prior)
-        if name == "tpe":
-            # multivariate: parameters interact (unroll x vector_width);
-            # constant_liar: concurrent workers do not all propose the same point.
-            return optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True)
-        if name == "gp":
-            return optuna.samplers.GPSampler(seed=seed)
-        if name == "random":
-            return optuna.samplers.RandomSampler(seed=seed)
-        if name == "cmaes":
-            return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
-        if name == "qmc":
-            # Scrambled, so that seeds differ (unscrambled Sobol starts at the
-            # centre of every domain whatever the seed).
-            return optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False)
-        return _BruteForceSampler(seed=seed)
+        return strategy.make(seed, prior)
 
 
-_SAMPLER_MODULES = {"gp": ("torch", "scipy"), "qmc": ("scipy",)}
+@runtime_checkable
+class SpaceAware(Protocol):
+    """What a sampler implements to search the space as ``DistinctSampler``
+    enumerates it and to pass over claimed configurations itself
+    (``OrdinalSampler`` does). ``DistinctSampler`` calls ``bind`` once, as it
+    wraps the sampler, and ``taken`` before each of its proposals."""
 
+    def bind(self, dists: Mapping[str, CategoricalDistribution], feasible: Callable[[dict], bool],
+             enumerated: Sequence[dict] | None) -> None:  # fmt: skip
+        """The searched space: its distributions, a feasibility test and,
+        where the space is small enough (``MAX_ENUMERATED``), every feasible
+        configuration; None where it is not enumerated."""
 
-def _require_modules(name: str) -> None:
-    # Fail at construction, not at the eleventh ask when the GP is first fitted.
-    missing = [m for m in _SAMPLER_MODULES.get(name, ()) if importlib.util.find_spec(m) is None]
-    if missing:
-        raise ImportError(
-            f"sampler {name!r} needs the packages {list(_SAMPLER_MODULES[name])}; "
-            f"missing: {missing} (pip install {' '.join(missing)})"
-        )
+    def taken(self, keys: set[str]) -> None:
+        """The ``config_key`` of every configuration claimed in the study
+        (by any worker) now: not to be proposed."""
 
 
 class _BruteForceSampler(optuna.samplers.BruteForceSampler):
@@ -148,6 +192,7 @@ class _Decision:
     key: str | None = None
     how: str = ""  # enqueued | sampler | neighbour | random
     refused: str = ""  # why nothing was claimed
+    warm_start: str = ""  # where a warm start's configuration came from
     infeasible: int = 0  # infeasible proposals passed over
     repeated: int = 0  # claimed or measured proposals passed over
 
@@ -172,7 +217,14 @@ class DistinctSampler(optuna.samplers.BaseSampler):
     ``decision(number)`` tells the loop what was claimed for trial
     ``number``: where nothing could be (``budget`` reached by other workers
     meanwhile, nothing unclaimed found), ``refused`` says why, and the trial's
-    parameters come from ``base``.
+    parameters come from ``base``. A decision for an enqueued configuration
+    whose ``config_key`` is in ``warm_start`` names its source there (the loop
+    puts it on the trial as the user attribute ``warm_start``).
+
+    What ``base`` may learn beyond Optuna's sampler interface it learns
+    through ``SpaceAware``, where it implements it: the space and its
+    feasible configurations once, the claimed configurations before each
+    proposal. Nothing else is set on it.
     """
 
     def __init__(
@@ -187,6 +239,7 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         enqueue: Iterable[Mapping] = (),
         seed: int = 0,
         worker: str | None = None,
+        warm_start: Mapping[str, str] | None = None,
     ) -> None:
         self.base = base
         self.family = family
@@ -205,7 +258,9 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         self._configs: dict[str, dict] = {}  # config_key -> config, parsed once
         self._violates: dict[str, bool] = {}
         self._decisions: dict[int, _Decision] = {}
-        if hasattr(base, "bind"):  # a sampler that searches the space as we enumerate it (OrdinalSampler)
+        self.warm_start = dict(warm_start or {})
+        self._space_aware = isinstance(base, SpaceAware)
+        if self._space_aware:
             base.bind(self.dists, lambda cfg: not self._infeasible(cfg, config_key(cfg)),
                       None if self.feasible is None else list(self.feasible.values()))  # fmt: skip
 
@@ -248,7 +303,7 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         decision = _Decision()
         self._decisions[trial.number] = decision
         taken = set(self.claims.snapshot())
-        if hasattr(self.base, "taken"):  # a sampler that passes over claimed configurations itself (OrdinalSampler)
+        if self._space_aware:
             self.base.taken(taken)
         for cfg, how in self._candidates(study, trial, taken):
             key = config_key(cfg)
@@ -264,8 +319,8 @@ class DistinctSampler(optuna.samplers.BaseSampler):
             if answer == OK:
                 _HELD.add((self.claims.study, key))
                 decision.config, decision.key, decision.how = cfg, key, how
-                if how == "enqueued" and key in getattr(self.base, "warm_start_keys", ()):  # tuner.search.warm.mark
-                    study._storage.set_trial_user_attr(trial._trial_id, "warm_start", self.base.warm_start_source)
+                if how == "enqueued":
+                    decision.warm_start = self.warm_start.get(key, "")
                 return decision
             if answer == BUDGET:
                 decision.refused = "the budget was taken by other workers"

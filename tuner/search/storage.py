@@ -1,5 +1,9 @@
-"""Study storages: which Optuna storage a spec names (``open_storage``) and
-why one cannot serve a study (``storage_problem``), checked before any work."""
+"""Where a study is kept: the Optuna storage a spec names (``open_storage``),
+the claims that go with it (``open_claims``), and why a spec cannot serve a
+study (``storage_problem``), checked before any work. Optuna is used through
+its public API: a journal is Optuna's ``JournalStorage`` over ``JournalFile``,
+a ``JournalFileBackend`` that overrides only the backend interface
+(``append_logs``, ``read_logs``)."""
 
 from __future__ import annotations
 
@@ -10,20 +14,17 @@ import os
 import sys
 import threading
 import time
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import optuna
-from optuna.distributions import distribution_to_json
 from optuna.storages import BaseStorage
 from optuna.storages.journal import JournalFileBackend
-from optuna.storages.journal._storage import JournalOperation
 
 from tuner.errors import DamagedFile
-from tuner.search.claims import (
-    SQLITE_BUSY_TIMEOUT_S,
-)
+from tuner.search.claims import ClaimStore, FileClaims, MemoryClaims, claims_path
+from tuner.search.claims_sql import SQLITE_BUSY_TIMEOUT_S
 
 
 class FlockJournalLock:
@@ -38,11 +39,11 @@ class FlockJournalLock:
     under the journal storage's own thread lock."""
 
     def __init__(self, journal: str) -> None:
-        self._path = journal + ".flock"
+        self.path = journal + ".flock"
         self._fd: int | None = None
 
     def acquire(self) -> bool:
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:
@@ -171,72 +172,6 @@ def _lines_before(fd: int, offset: int) -> int:
     return lines
 
 
-class BatchedJournalStorage(optuna.storages.JournalStorage):
-    """Optuna's journal storage, where a thread inside ``batched()`` holds back
-    its trial parameter and user-attribute records and appends them with its
-    next other record, or at the end of the block, in one write.
-
-    Asking a trial writes one record per parameter and per attribute, each an
-    append under the journal's lock followed by a read of what the other
-    workers appended: fourteen round trips a trial, which several workers
-    queue for. Batched, an ask is two appends (the new trial, whose number
-    must be known, then its parameters and attributes) and a tell one. The
-    records are the journal's own, in the same order; other workers see a
-    trial's parameters when the block ends rather than one by one."""
-
-    def __init__(self, backend: JournalFile) -> None:
-        super().__init__(backend)
-        self._batch = threading.local()  # .logs: this thread's held-back records, or None
-
-    @contextmanager
-    def batched(self) -> Iterator[None]:
-        """Hold back this thread's parameter and attribute records until the
-        block ends (or another record of this thread is written). Errors the
-        held-back records cause (a trial finished meanwhile by another worker:
-        ``UpdateFinishedTrialError``) are raised as the block ends."""
-        self._batch.logs = []
-        try:
-            yield
-        finally:
-            logs, self._batch.logs = self._batch.logs, None
-            if logs:
-                with self._thread_lock:
-                    self._backend.append_logs(logs)
-                    self._sync_with_backend()
-
-    def _held(self) -> list | None:
-        return getattr(self._batch, "logs", None)
-
-    def _record(self, op_code: int, fields: dict[str, Any]) -> dict[str, Any]:
-        return {"op_code": op_code, "worker_id": self._replay_result.worker_id, **fields}
-
-    def _write_log(self, op_code: int, extra_fields: dict[str, Any]) -> None:
-        held = self._held() or []
-        logs = [*held, self._record(op_code, extra_fields)]
-        held.clear()
-        self._backend.append_logs(logs)
-
-    def set_trial_param(self, trial_id: int, param_name: str, param_value_internal: float, distribution: Any) -> None:
-        held = self._held()
-        if held is None:
-            return super().set_trial_param(trial_id, param_name, param_value_internal, distribution)
-        with self._thread_lock:
-            held.append(self._record(JournalOperation.SET_TRIAL_PARAM, {"trial_id": trial_id, "param_name": param_name,
-                        "param_value_internal": param_value_internal, "distribution": distribution_to_json(distribution)}))  # fmt: skip
-
-    def set_trial_user_attr(self, trial_id: int, key: str, value: Any) -> None:
-        held = self._held()
-        if held is None:
-            return super().set_trial_user_attr(trial_id, key, value)
-        with self._thread_lock:
-            held.append(self._record(JournalOperation.SET_TRIAL_USER_ATTR, {"trial_id": trial_id, "user_attr": {key: value}}))
-
-
-def batched(storage: BaseStorage) -> AbstractContextManager:
-    """``storage.batched()`` where the storage batches its writes, else nothing."""
-    return getattr(storage, "batched", nullcontext)()
-
-
 def open_storage(spec: str | os.PathLike | BaseStorage | None) -> BaseStorage:
     """The Optuna storage that ``spec`` names.
 
@@ -256,7 +191,7 @@ def open_storage(spec: str | os.PathLike | BaseStorage | None) -> BaseStorage:
     text = os.fspath(spec)
     if text.endswith((".log", ".jsonl")):
         Path(text).parent.mkdir(parents=True, exist_ok=True)
-        return BatchedJournalStorage(JournalFile(text))
+        return _located(optuna.storages.JournalStorage(JournalFile(text)), ("journal", text))
     if "://" not in text:
         raise ValueError(
             f"storage must be an Optuna URL (sqlite:///path.db) or a journal file path ending in .log or .jsonl, got {text!r}"
@@ -266,8 +201,58 @@ def open_storage(spec: str | os.PathLike | BaseStorage | None) -> BaseStorage:
         # Workers queue for SQLite's write lock rather than fail after the
         # driver's default 5 s; get_storage adds Optuna's cache of finished trials.
         engine_kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
-        return optuna.storages.get_storage(_retry(lambda: optuna.storages.RDBStorage(text, engine_kwargs=engine_kwargs)))
-    return optuna.storages.get_storage(_retry(lambda: optuna.storages.RDBStorage(text)))
+        rdb = _retry(lambda: optuna.storages.RDBStorage(text, engine_kwargs=engine_kwargs))
+    else:
+        rdb = _retry(lambda: optuna.storages.RDBStorage(text))
+    return _located(optuna.storages.get_storage(rdb), ("database", text))
+
+
+# Where each storage ``open_storage`` made keeps its study, so that its claims
+# are found beside it without reaching into Optuna's objects.
+_LOCATIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MEMORY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # in-memory storage -> study name -> claims
+_MEMORY_LOCK = threading.Lock()
+
+
+def _located(storage: BaseStorage, location: tuple[str, str]) -> BaseStorage:
+    _LOCATIONS[storage] = location
+    return storage
+
+
+def open_claims(storage: str | os.PathLike | BaseStorage | None, study_name: str, create: bool = True) -> ClaimStore | None:
+    """The claims of study ``study_name`` kept with ``storage`` (a spec, as
+    ``open_storage`` takes, or a storage it returned).
+
+    A database keeps them in its own tables (``SqlClaims``), a journal file
+    in a file beside it (``FileClaims``); any other storage (in-memory, or one
+    made elsewhere) in this process only (``MemoryClaims``, one per storage
+    object and study).
+
+    With ``create`` False, nothing is created: None where the study has no
+    claims in a shared store yet.
+    """
+    if storage is None or isinstance(storage, (str, os.PathLike)):
+        storage = open_storage(storage)
+    kind, where = _LOCATIONS.get(storage, ("", ""))
+    if not kind and isinstance(storage, optuna.storages.RDBStorage):
+        kind, where = "database", storage.url
+    if kind == "database":
+        from tuner.search.claims_sql import SqlClaims  # SQLAlchemy only where a database is used
+
+        store = SqlClaims(where, study_name, create=create)
+        return store if store.exists else None
+    if kind == "journal":
+        path = claims_path(where)
+        if not create and not os.path.exists(path):
+            return None
+        return FileClaims(path, study_name)
+    with _MEMORY_LOCK:
+        stores = _MEMORY.setdefault(storage, {})
+        if study_name not in stores:
+            if not create:
+                return None
+            stores[study_name] = MemoryClaims(study_name)
+        return stores[study_name]
 
 
 def finished_trials(spec: str | os.PathLike | None, study_name: str) -> int:

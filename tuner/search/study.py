@@ -53,16 +53,20 @@ be swapped in. Around the sampler the loop enforces what the GPU needs:
   other exception from ``measure`` is a ``launch_error`` row and the search
   goes on.
 
-A measured trial carries its ``config_key``, ``worker`` and ``status`` (a
-failed one its ``reason``); its full results row is kept in its claim, written
-before the trial is told, so ``study_rows`` rebuilds the results from the
-study's storage alone, one row per configuration.
+**The claims are the study's record** (``tuner.search.claims``): which
+configuration each trial measured and its full results row, written before
+the trial is told, so ``study_rows`` rebuilds the results from the claims
+alone, one row per configuration. Optuna's storage holds the trials the
+sampler learns from and the dashboard shows: each measured trial carries its
+``config_key``, ``worker`` and ``status`` (a failed one its ``reason``), and
+they are written through Optuna's public API only (``ask``, ``tell``,
+``Trial.set_user_attr`` and, for a trial by its number, ``BaseStorage``'s
+methods).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import time
@@ -75,10 +79,7 @@ from optuna.storages import BaseStorage
 
 from tuner.families.base import Family, Problem
 from tuner.search.claim_records import claim_row
-from tuner.search.claims import (
-    CLAIMED,
-    open_claims,
-)
+from tuner.search.claims import CLAIMED
 from tuner.search.outcome import StudyOutcome
 from tuner.search.owners import Heartbeat, this_owner
 from tuner.search.samplers import (
@@ -88,11 +89,10 @@ from tuner.search.samplers import (
     distributions,
     make_sampler,
 )
-from tuner.search.storage import open_storage, storage_problem
+from tuner.search.storage import open_claims, open_storage, storage_problem
 from tuner.search.trials import (
     ASKS_IN_FLIGHT,
     _abandon,
-    _adopt_unclaimed,
     _ask,
     _Asked,
     _check_enqueued,
@@ -100,7 +100,6 @@ from tuner.search.trials import (
     _is_ok,
     _measure_asked,
     _recover,
-    _retire_waiting,
     _Run,
     _stop_reason,
 )
@@ -137,6 +136,7 @@ def run_study(
     lease_s: float = DEFAULT_LEASE_S,
     ask_ahead: bool = True,
     claimed: Callable[[dict], None] | None = None,
+    warm_start: Mapping[str, str] | None = None,
 ) -> StudyOutcome:
     """Search ``family``'s space for ``problem``, maximising ``bandwidth_gbs``.
 
@@ -180,6 +180,9 @@ def run_study(
         claimed: called (without raising) with each configuration this worker
             claims, before it is measured; one asked ahead while the one
             before is measured: time to start compiling it.
+        warm_start: ``config_key`` -> source of the enqueued configurations
+            that come from a warm start (``tuner.search.warm.study_start``);
+            their trials carry the user attribute ``warm_start``.
 
     Returns:
         A ``StudyOutcome``.
@@ -237,16 +240,16 @@ def run_study(
     owner = this_owner()
     label = worker or owner
     distinct = DistinctSampler(
-        base, family, problem, dists, claims, budget=budget_trials, enqueue=enqueue, seed=seed, worker=label
-    )
+        base, family, problem, dists, claims, budget=budget_trials, enqueue=enqueue, seed=seed, worker=label,
+        warm_start=warm_start,
+    )  # fmt: skip
     study.sampler = distinct
     feasible = distinct.feasible
     heartbeat = Heartbeat(claims, owner, lease_s / 4 if claims.shared else None)
-    run = _Run(study, claims, owner, label, lease_s, problem, f"study:{study_name}", measure, heartbeat)
-    _retire_waiting(study)
-    _adopt_unclaimed(run)
+    study_id = store.get_study_id_from_name(study_name)
+    run = _Run(study, store, study_id, claims, owner, label, lease_s, problem, f"study:{study_name}", measure, heartbeat)
 
-    outcome = StudyOutcome(study=study)
+    outcome = StudyOutcome(study=study, storage=store)
     idle = 0
     # The next trial is asked (sampler, storage writes, claim) in a thread
     # while this one is measured: the GPU waits and fsyncs release the GIL, so
@@ -326,40 +329,25 @@ def run_study(
                     _HELD.discard((study_name, pending.key))
                     outcome.lost += 1
 
-    all_rows = study_rows(study)
+    all_rows = study_rows(store, study_name)
     outcome.total_measured = sum(c.state != CLAIMED for c in claims.snapshot().values())
     ok_rows = [r for r in all_rows if _is_ok(r)]
     outcome.best = max(ok_rows, key=lambda r: r["bandwidth_gbs"]) if ok_rows else None
     return outcome
 
 
-def study_rows(study: optuna.Study) -> list[dict]:
-    """The results row of every configuration measured in the study, once
-    each, in trial order, with ``trial`` set to the number of the trial that
-    measured it.
-
-    Rows come from the study's claims (each measurement's row is recorded
-    there before its trial is told, so a worker killed in between loses
-    nothing), and from the ``row`` user attribute of trials that earlier
-    versions of this module measured without claims.
-    """
-    rows: dict[str, dict] = {}
-    for trial in study.get_trials(deepcopy=False):
-        text = trial.user_attrs.get("row")
-        if text is None:
-            continue
-        row = json.loads(text)
-        key = trial.user_attrs.get("config_key") or row.get("config_key")
-        if key in rows:
-            continue  # measured twice by a version without claims: keep the first
-        row["trial"] = trial.number
-        rows[key] = row
-    claims = open_claims(study._storage, study.study_name, create=False)
-    if claims is not None:
-        for key, claim in claims.snapshot(rows=True).items():
-            if claim.row is not None and key not in rows:
-                row = claim_row(claims, claim)
-                if row is not None:
-                    row["trial"] = claim.trial
-                    rows[key] = row
-    return sorted(rows.values(), key=lambda r: r["trial"])
+def study_rows(storage: str | os.PathLike | BaseStorage | None, study_name: str) -> list[dict]:
+    """The results row of every configuration measured in study
+    ``study_name`` of ``storage`` (a spec or a storage, as ``open_claims``
+    takes), once each, in trial order, with ``trial`` set to the number of the
+    trial that measured it. The rows come from the study's claims (each
+    measurement's row is recorded there before its trial is told, so a worker
+    killed in between loses nothing); none where the study has no claims."""
+    claims = open_claims(storage, study_name, create=False)
+    rows = []
+    for claim in (claims.snapshot() if claims is not None else {}).values():
+        row = claim_row(claims, claim)
+        if row is not None:
+            row["trial"] = claim.trial
+            rows.append(row)
+    return sorted(rows, key=lambda r: r["trial"])

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 
 import optuna
 from optuna.distributions import CategoricalDistribution
+from optuna.storages import BaseStorage
 from optuna.trial import TrialState
 
 from tuner.data.results import columns, config_key, plain_value
@@ -34,7 +35,6 @@ from tuner.search.samplers import (
     _at,
     _Decision,
 )
-from tuner.search.storage import batched, open_storage, storage_problem  # noqa: F401 - storage_problem: part of this module's API
 
 _logger = logging.getLogger("tuner.search.study")
 
@@ -76,6 +76,8 @@ class _Run:
     """What the loop's helpers share."""
 
     study: optuna.Study
+    storage: BaseStorage  # the study's, for its trials by number (BaseStorage's public methods)
+    study_id: int
     claims: ClaimStore
     owner: str
     worker: str
@@ -102,7 +104,7 @@ def _measure_claimed(run: _Run, trial: optuna.Trial, cfg: dict, key: str) -> dic
             else:
                 # The configuration that poisoned the context: a measurement.
                 row = _complete_row(_fault_row(error), cfg, trial.number, run.problem, run.source)
-                _commit(run, trial._trial_id, trial.number, key, row)
+                _commit(run, trial.number, key, row)
             raise
         except Exception as exc:  # noqa: BLE001 - any failure of one config is data
             result = measure_raised(exc)
@@ -114,7 +116,7 @@ def _measure_claimed(run: _Run, trial: optuna.Trial, cfg: dict, key: str) -> dic
             raise ValueError(problem_text)
         row = _complete_row(result, cfg, trial.number, run.problem, run.source)
         settled = True
-        return row if _commit(run, trial._trial_id, trial.number, key, row) else None
+        return row if _commit(run, trial.number, key, row) else None
     except optuna.exceptions.UpdateFinishedTrialError:
         # Another worker took this one for dead (its lease expired) and
         # failed the trial; it no longer holds the claim either.
@@ -129,39 +131,42 @@ def _measure_claimed(run: _Run, trial: optuna.Trial, cfg: dict, key: str) -> dic
         raise
 
 
-def _commit(run: _Run, trial_id: int, number: int, key: str, row: dict) -> bool:
+def _commit(run: _Run, number: int, key: str, row: dict) -> bool:
     """Record ``row`` in the claim (durable from here on), then on the trial,
     and tell Optuna. False where the claim is no longer this worker's."""
     text = _row_text(row)
     if not run.claims.record(key, run.owner, text):
         _logger.warning("trial %d: the claim on %s was taken over while measuring; its row is dropped", number, key)
-        _fail_trial(run.study, number, "claim taken over by another worker while measuring")
+        _fail_trial(run, number, "claim taken over by another worker while measuring")
         return False
     _at("recorded")
-    _finish_trial(run.study, trial_id, number, row)
+    _finish_trial(run, number, row)
     run.claims.finish(key, run.owner)
     _at("done")
     return True
 
 
-def _finish_trial(study: optuna.Study, trial_id: int, number: int, row: dict) -> None:
+def _finish_trial(run: _Run, number: int, row: dict) -> None:
     """Put ``row``'s status on a trial and tell it (COMPLETE with the bandwidth where
     ok, else FAIL with the reason); nothing where it is finished already
     (by a worker that took this one for dead: the row stays in the claim,
     where ``study_rows`` finds it)."""
-    storage = study._storage
+    storage = run.storage
     try:
+        trial_id = storage.get_trial_id_from_study_id_trial_number(run.study_id, number)
         if storage.get_trial(trial_id).state.is_finished():
             return
-        with batched(storage):  # the attributes go to a journal with the tell
-            for name in TRIAL_ATTRS:
-                storage.set_trial_user_attr(trial_id, name, row.get(name))
-            _at("attrs")
-            if _is_ok(row):
-                study.tell(number, float(row["bandwidth_gbs"]), skip_if_finished=True)
-            else:
-                storage.set_trial_user_attr(trial_id, "reason", _reason(row))
-                study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
+        for name in TRIAL_ATTRS:
+            storage.set_trial_user_attr(trial_id, name, row.get(name))
+        _at("attrs")
+        if _is_ok(row):
+            run.study.tell(number, float(row["bandwidth_gbs"]), skip_if_finished=True)
+        else:
+            storage.set_trial_user_attr(trial_id, "reason", _reason(row))
+            run.study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
+    except KeyError:
+        _logger.warning("trial %d is not in the study's storage; its row is kept in its claim", number)
+        return
     except optuna.exceptions.UpdateFinishedTrialError:
         _logger.warning("trial %d was finished by another worker; its row is kept in its claim", number)
         return
@@ -173,18 +178,18 @@ def _abandon(run: _Run, trial: optuna.Trial, key: str, reason: str) -> None:
     try:
         run.claims.release(key, run.owner)
     finally:
-        _fail_trial(run.study, trial.number, reason)
+        _fail_trial(run, trial.number, reason)
 
 
-def _fail_trial(study: optuna.Study, number: int, reason: str) -> None:
+def _fail_trial(run: _Run, number: int, reason: str) -> None:
     """Tell trial ``number`` FAIL with ``reason``, unless it is finished."""
-    storage = study._storage
+    storage = run.storage
     try:
-        trial_id = storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
+        trial_id = storage.get_trial_id_from_study_id_trial_number(run.study_id, number)
         if storage.get_trial(trial_id).state.is_finished():
             return
         storage.set_trial_user_attr(trial_id, "reason", reason)
-        study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
+        run.study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
     except (KeyError, optuna.exceptions.UpdateFinishedTrialError):
         pass  # gone, or finished by another worker meanwhile
 
@@ -208,43 +213,13 @@ def _recover(run: _Run, snapshot: Mapping[str, Claim]) -> int:
         _logger.warning(
             "trial %d: its worker %s is gone before measuring %s; measured again later", claim.trial, claim.worker, claim.key
         )
-        _fail_trial(run.study, claim.trial, "stale: worker gone")
+        _fail_trial(run, claim.trial, "stale: worker gone")
     for claim in taken:
-        if claim.row is not None:
-            try:
-                trial_id = run.study._storage.get_trial_id_from_study_id_trial_number(run.study._study_id, claim.trial)
-            except KeyError:
-                trial_id = None
-            row = claim_row(run.claims, claim)
-            if trial_id is not None and row is not None:
-                _finish_trial(run.study, trial_id, claim.trial, row)
+        row = claim_row(run.claims, claim)
+        if row is not None:
+            _finish_trial(run, claim.trial, row)
         run.claims.finish(claim.key, run.owner)
     return len(released) + len(taken)
-
-
-def _adopt_unclaimed(run: _Run) -> None:
-    """Claim, as done, measurements that have no claim: made by a version of
-    this module without claims, so that they count and are not redone."""
-    snapshot = run.claims.snapshot()
-    entries = []
-    for trial in run.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
-        key, text = trial.user_attrs.get("config_key"), trial.user_attrs.get("row")
-        if key is not None and text is not None and key not in snapshot:
-            entries.append((key, trial.number, text))
-    if entries:
-        run.claims.adopt(entries, run.owner, run.worker)
-
-
-def _retire_waiting(study: optuna.Study) -> None:
-    """Fail the WAITING trials that versions of this module enqueued: popping
-    them races on SQLite, and their parameters were not claimed."""
-    storage = study._storage
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
-        try:
-            storage.set_trial_user_attr(trial._trial_id, "reason", "enqueued by an earlier version; retired")
-            storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
-        except (KeyError, optuna.exceptions.UpdateFinishedTrialError):
-            pass
 
 
 def _check_enqueued(cfg: dict, dists: Mapping[str, CategoricalDistribution]) -> dict:
@@ -337,26 +312,26 @@ def _ask(study: optuna.Study, distinct: optuna.samplers.BaseSampler, dists: Mapp
 
 def _ask_unlocked(study, distinct, dists, claims, owner) -> _Asked:
     try:
-        # The parameters and attributes go to a journal in one write.
-        with batched(study._storage):
-            trial = study.ask(fixed_distributions=dists)
-            decision = distinct.decision(trial.number) or _Decision(refused="the sampler was not asked")
-            params = trial.params  # a deep copy each time it is read
-            cfg = {name: plain_value(params[name]) for name in dists}
-            key = config_key(cfg)
-            trial.set_user_attr("config_key", key)
-            trial.set_user_attr("worker", distinct.worker)
-            rescue = decision.how if decision.how in ("neighbour", "random") else ""
-            if rescue:
-                trial.set_user_attr("rescue", rescue)
+        trial = study.ask(fixed_distributions=dists)
+        decision = distinct.decision(trial.number) or _Decision(refused="the sampler was not asked")
+        params = trial.params  # a deep copy each time it is read
+        cfg = {name: plain_value(params[name]) for name in dists}
+        key = config_key(cfg)
+        trial.set_user_attr("config_key", key)
+        trial.set_user_attr("worker", distinct.worker)
+        rescue = decision.how if decision.how in ("neighbour", "random") else ""
+        if rescue:
+            trial.set_user_attr("rescue", rescue)
+        if decision.warm_start and decision.key == key:
+            trial.set_user_attr("warm_start", decision.warm_start)
     except optuna.exceptions.UpdateFinishedTrialError:
         # Failed as stale by a worker that took this one for dead (its
         # lease expired) before its parameters were set.
         return _Asked(None, None, None, _Decision(), lost=1)
     if decision.key != key:
         if decision.key is not None:
-            # A WAITING trial (enqueued by hand, or by an earlier version)
-            # was popped with its own parameters.
+            # A WAITING trial (enqueued by hand with study.enqueue_trial) was
+            # popped with its own parameters, unclaimed: it is failed.
             claims.release(decision.key, owner)
             _HELD.discard((study.study_name, decision.key))
             decision.refused = "its parameters were fixed before the sampler chose"

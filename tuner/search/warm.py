@@ -7,8 +7,8 @@ an earlier table are the first ones worth measuring here. ``warm_start``
 turns a results table into the configurations to enqueue (its best ones,
 within the study's space and feasible for its problem) and the prior rows
 an ``OrdinalSampler`` fits its model on. Trials of enqueued warm-start
-configurations carry the user attribute ``warm_start`` (the table's path),
-set by ``DistinctSampler`` from the sampler's ``warm_start_keys``.
+configurations carry the user attribute ``warm_start`` (the table's path):
+``study_start`` names them to ``run_study``'s ``warm_start``.
 """
 
 from __future__ import annotations
@@ -86,12 +86,11 @@ def load_warm_start(path: str | os.PathLike, family: Family, problem: Problem, d
     return enqueue, prior
 
 
-def mark(sampler: optuna.samplers.BaseSampler, enqueue: Sequence[Mapping], source: str) -> optuna.samplers.BaseSampler:
-    """Tells ``DistinctSampler`` which enqueued configurations are the warm
-    start's, so their trials are recorded as such (user attribute ``warm_start``)."""
-    sampler.warm_start_keys = {config_key(dict(cfg)) for cfg in enqueue}
-    sampler.warm_start_source = str(source)
-    return sampler
+def marks(enqueue: Sequence[Mapping], source: str | os.PathLike) -> dict[str, str]:
+    """``config_key`` -> ``source`` of a warm start's enqueued configurations
+    (``run_study``'s ``warm_start``: their trials carry the user attribute
+    ``warm_start``)."""
+    return {config_key(dict(cfg)): str(source) for cfg in enqueue}
 
 
 def _within(record: Mapping, family: Family, domains: Mapping[str, Sequence]) -> dict | None:
@@ -107,14 +106,15 @@ def _within(record: Mapping, family: Family, domains: Mapping[str, Sequence]) ->
     return cfg
 
 
-def study_start(settings, family: Family, seed: int) -> tuple[list[dict], str | optuna.samplers.BaseSampler]:
-    """A study's (enqueue, sampler) from its ``StudySettings``: with a
-    ``warm_start``, the table's best configurations after the study's own
-    enqueued ones, and its sampler told of them (and of the prior rows)."""
+def study_start(settings, family: Family, seed: int) -> tuple[list[dict], str | optuna.samplers.BaseSampler, dict[str, str]]:
+    """A study's (enqueue, sampler, warm-start marks) from its
+    ``StudySettings``: with a ``warm_start``, the table's best configurations
+    after the study's own enqueued ones, its sampler made with the prior
+    rows, and the marks of the table's configurations (``marks``)."""
     enqueue = [dict(e) for e in settings.enqueue]
     if not settings.warm_start:
-        return enqueue, settings.sampler
+        return enqueue, settings.sampler, {}
     from tuner.search.samplers import make_sampler
 
     warm, prior = load_warm_start(settings.warm_start, family, settings.problem, settings.domains())
-    return enqueue + warm, mark(make_sampler(settings.sampler, seed, prior=prior), warm, settings.warm_start)
+    return enqueue + warm, make_sampler(settings.sampler, seed, prior=prior), marks(warm, settings.warm_start)
