@@ -365,10 +365,12 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
         # few appends (SQLite costs tens of milliseconds of queries a trial).
         storage = str((run.gpu_dir / "optuna.log").resolve())
     warm = section.get("warm_start")
-    if warm is not None and not (
-        (Path(warm).is_file() and warm.endswith(".parquet")) or (Path(warm).is_dir() and any(Path(warm).rglob("*.parquet")))
-    ):
-        raise ConfigError(f"{where}.warm_start: must name a .parquet file or a folder holding Parquet results, got {warm!r}")
+    if warm is not None:
+        from tuner.search.warm import warm_start_problem
+
+        problem_text = warm_start_problem(warm, family, problem, domains)  # the rule the tune stage applies
+        if problem_text:
+            raise ConfigError(f"{where}.{problem_text}")
     return StudySettings(name=name, family=family.name, dtype=section["dtype"], n=section["n"],
                          sampler=section.get("sampler", "ordinal"), seed=section.get("seed", config.get("seed", 0)),
                          budget_trials=budget, timeout_s=section.get("timeout_s"), storage=storage,
