@@ -306,3 +306,124 @@ def test_an_output_under_a_file_is_one_line(tmp_path):
         len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith(f"error: {tmp_path / 'file'}")
     ), proc.stderr
     assert files_under(tmp_path) == {"file", "m.parquet"}
+
+
+# ---- warm starts ------------------------------------------------------------------------------
+
+
+def study_rows(config: dict, **changes) -> list[dict]:
+    """A measured-looking row for every feasible configuration of the study's space."""
+    from tuner.data.results import config_key
+    from tuner.families import REGISTRY, Problem
+
+    family, section = REGISTRY["reduce"], config["studies"]["search"]
+    domains = {p.name: list(section["params"].get(p.name, p.values)) for p in family.params}
+    space = family.space(Problem("reduce", section["dtype"], section["n"]), domains)
+    return [cfg | {"family": "reduce", "dtype": section["dtype"], "n": section["n"], "status": "ok",
+                   "bandwidth_gbs": 100.0 + i, "config_key": config_key(cfg)} | changes for i, cfg in enumerate(space)]  # fmt: skip
+
+
+def write_table(path: Path, rows: list[dict], schema: bool = True) -> Path:
+    import pandas as pd
+
+    from tuner.data.results import to_frame, write_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if schema:
+        write_atomic(to_frame(rows, keep_unknown=True), path)
+    else:
+        pd.DataFrame(rows).to_parquet(path)
+    return path
+
+
+def valid_parquet_bytes(tmp_path: Path, config: dict) -> bytes:
+    scratch = write_table(tmp_path / "scratch" / "t.parquet", study_rows(config))
+    data = scratch.read_bytes()
+    scratch.unlink()
+    scratch.parent.rmdir()
+    return data
+
+
+WARM_DAMAGES = {
+    "zero-bytes": (lambda t, c: (t / "w.parquet").write_bytes(b""), "w.parquet",
+                   r"must name readable Parquet results, got '{path}', which is not a readable Parquet file \("),
+    "truncated": (lambda t, c: (t / "w.parquet").write_bytes(valid_parquet_bytes(t, c)[:-100]), "w.parquet",
+                  r"must name readable Parquet results, got '{path}', which is not a readable Parquet file \("),
+    "csv-named-parquet": (lambda t, c: (t / "w.parquet").write_text("block_size,bandwidth_gbs\n256,100\n"), "w.parquet",
+                          r"must name readable Parquet results, got '{path}', which is not a readable Parquet file \("),
+    "csv-file": (lambda t, c: (t / "w.csv").write_text("block_size,bandwidth_gbs\n256,100\n"), "w.csv",
+                 r"must name a \.parquet file or a results folder, got '{path}'$"),
+    "missing": (lambda t, c: None, "gone.parquet", r"must name a results folder or Parquet file that exists, got '{path}'$"),
+    "other-family": (lambda t, c: write_table(t / "w.parquet", study_rows(c, family="matmul")), "w.parquet",
+                     r"must hold rows of the study's family reduce, got '{path}', which holds \['matmul'\]$"),
+    "no-bandwidth": (lambda t, c: write_table(t / "w.parquet", [{"block_size": 256, "speed": 1.0}], schema=False), "w.parquet",
+                     r"must name results tables \(with a bandwidth_gbs column\), got '{path}', whose columns are \['block_size', 'speed'\]$"),
+    "no-reduce-params": (lambda t, c: write_table(t / "w.parquet", [{"tile": 16, "bandwidth_gbs": 1.0}], schema=False), "w.parquet",
+                         r"must hold reduce results \(its parameter columns \[.*\]\), got '{path}', which has none of them$"),
+    "outside-the-space": (lambda t, c: write_table(t / "w.parquet", study_rows(c, block_size=1024)), "w.parquet",
+                          r"must hold ok reduce rows within the study's space, got '{path}', none of whose \d+ such rows lies "
+                          r"within it \(the first has block_size 1024, not among \[128, 256\]\)$"),
+    "only-failures": (lambda t, c: write_table(t / "w.parquet", study_rows(c, status="compile_error")), "w.parquet",
+                      r"must hold ok reduce rows within the study's space, got '{path}', which holds no ok reduce row with a bandwidth$"),
+    "wrong-column-kind": (lambda t, c: write_table(t / "w.parquet", [{"block_size": "big", "bandwidth_gbs": 1.0}], schema=False), "w.parquet",
+                          r"must name results tables, got '{path}', whose columns are not results columns \("),
+    "empty-folder": (lambda t, c: (t / "w").mkdir(), "w", r"must name a Parquet file or a results folder \(holding .*\), got '{path}', which holds none$"),
+    "folder-of-other-files": (lambda t, c: [(t / "w").mkdir(), (t / "w" / "notes.txt").write_text("x")], "w",
+                              r"must name a Parquet file or a results folder \(holding .*\), got '{path}', which holds none$"),
+    "parquet-deeper-than-looked": (lambda t, c: write_table(t / "w" / "a" / "b" / "c.parquet", study_rows(c)), "w",
+                                   r"must name a Parquet file or a results folder \(holding .*; no deeper folder is searched\), got '{path}', which holds none$"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("damage", list(WARM_DAMAGES), ids=list(WARM_DAMAGES))
+def test_a_warm_start_no_study_can_use_is_refused_at_load_in_one_line(tmp_path, damage):
+    import re
+
+    config = config_of(tmp_path)
+    make, name, pattern = WARM_DAMAGES[damage]
+    (tmp_path / "in").mkdir()
+    make(tmp_path / "in", config)
+    path = tmp_path / "in" / name
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "in").rglob("*")}
+    text = refused(with_value(config, ("studies", "search", "warm_start"), str(path)))
+    assert re.search("^studies\\.search\\.warm_start: " + pattern.format(path=re.escape(str(path))), text), text
+    assert files_under(tmp_path) == {str(p.relative_to(tmp_path)) for p in before} | {"in"}
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "in").rglob("*")} == before
+
+
+@pytest.mark.parametrize("layout", ["file", "measurements", "sweeps", "gpu-folders", "tables"])
+def test_a_warm_start_of_a_results_folder_is_read_where_results_lie(tmp_path, layout):
+    config = config_of(tmp_path)
+    where = {"file": "w/t.parquet", "measurements": "w/measurements.parquet", "sweeps": "w/sweeps/a.parquet",
+             "gpu-folders": "w/h100/measurements.parquet", "tables": "w/t.parquet"}[layout]  # fmt: skip
+    write_table(tmp_path / where, study_rows(config))
+    named = tmp_path / (where if layout == "file" else "w")
+    study = parse(with_value(config, ("studies", "search", "warm_start"), str(named))).studies["search"]
+    assert study.warm_start == str(named)
+
+
+def test_warm_start_at_the_root_of_the_disk_is_refused_without_walking_it(tmp_path):
+    start = time.monotonic()
+    text = refused(with_value(config_of(tmp_path), ("studies", "search", "warm_start"), "/"))
+    assert text.startswith("studies.search.warm_start: must name a Parquet file or a results folder (holding ")
+    assert text.endswith("no deeper folder is searched), got '/', which holds none")
+    assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("bound", ["MAX_TABLE_ROWS", "MAX_TABLE_BYTES", "MAX_TABLE_FILES", "MAX_FOLDER_ENTRIES"])
+def test_a_warm_start_past_its_bounds_is_refused_before_its_rows_are_read(tmp_path, monkeypatch, bound):
+    import pandas as pd
+
+    from tuner.search import warm
+
+    config = config_of(tmp_path)
+    for gpu in ("a", "b", "c"):
+        write_table(tmp_path / "w" / gpu / "measurements.parquet", study_rows(config))
+    monkeypatch.setattr(warm, bound, {"MAX_TABLE_ROWS": 5, "MAX_TABLE_BYTES": 1000, "MAX_TABLE_FILES": 2, "MAX_FOLDER_ENTRIES": 2}[bound])
+    monkeypatch.setattr(pd, "read_parquet", lambda *a, **k: pytest.fail("rows read past a bound"))
+    text = refused(with_value(config, ("studies", "search", "warm_start"), str(tmp_path / "w")))
+    expected = {"MAX_TABLE_ROWS": "must hold at most 5 rows (name one GPU's folder or table), got ",
+                "MAX_TABLE_BYTES": "must be at most 0 MiB of Parquet (name one GPU's folder or table), got ",
+                "MAX_TABLE_FILES": "must name at most 2 Parquet files, got ",
+                "MAX_FOLDER_ENTRIES": "must name a results folder of at most 2 entries (name the GPU folder itself), got "}[bound]  # fmt: skip
+    assert text.startswith(f"studies.search.warm_start: {expected}{str(tmp_path / 'w')!r}"), text
