@@ -5,10 +5,14 @@ use, and misuse of the command line."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
+import re
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -50,9 +54,9 @@ def files_under(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
 
 
-def refused(config: dict) -> str:
+def refused(config: dict, **checks) -> str:
     with pytest.raises(ConfigError) as caught:
-        parse(config)
+        parse(config, **checks)
     text = str(caught.value)
     assert "\n" not in text
     return text
@@ -427,3 +431,154 @@ def test_a_warm_start_past_its_bounds_is_refused_before_its_rows_are_read(tmp_pa
                 "MAX_TABLE_FILES": "must name at most 2 Parquet files, got ",
                 "MAX_FOLDER_ENTRIES": "must name a results folder of at most 2 entries (name the GPU folder itself), got "}[bound]  # fmt: skip
     assert text.startswith(f"studies.search.warm_start: {expected}{str(tmp_path / 'w')!r}"), text
+
+
+# ---- storage servers -----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def tcp_server(reply: bytes | None, speaks_first: bool = False):
+    """A local server on a free port that accepts every connection and then
+    sends ``reply`` (at once, or once it hears from the client), or never
+    says a word (None)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.1)
+    held, stop = [], threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            held.append(conn)
+            if reply is not None:
+                with contextlib.suppress(OSError):
+                    conn.settimeout(2)
+                    if not speaks_first:
+                        conn.recv(8)
+                    conn.sendall(reply)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+        for conn in held:
+            conn.close()
+
+
+def refused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+SERVERS = {
+    "silent": (None, r"accepted the connection but did not answer within 3 s; is it a postgresql server\?$"),
+    "not-postgres": (b"HTTP/1.1 400 Bad Request\r\n\r\n", r"answered, but not as a postgresql server \(got b'H'\)$"),
+    "refused": ("refused", r"refused the connection \(Connection refused\); check the host, the port and that the server runs$"),
+    "unresolvable": ("unresolvable", r"cannot be reached: the host name 'nosuchhost\.invalid' (does not resolve|did not resolve within 3 s)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("server", list(SERVERS), ids=list(SERVERS))
+def test_a_storage_server_that_cannot_serve_is_refused_at_load_in_seconds_naming_its_host(tmp_path, server):
+    from tuner.search.storage import storage_problem
+
+    reply, pattern = SERVERS[server]
+    with contextlib.ExitStack() as stack:
+        if reply == "refused":
+            host, port = "127.0.0.1", refused_port()
+        elif reply == "unresolvable":
+            host, port = "nosuchhost.invalid", 5432
+        else:
+            host, port = "127.0.0.1", stack.enter_context(tcp_server(reply))
+        url = f"postgresql+psycopg2://tuner:s3cret-pw@{host}:{port}/tuning"
+        start = time.monotonic()
+        text = refused(with_value(config_of(tmp_path), ("studies", "search", "storage"), url), storage_check=storage_problem)
+        took = time.monotonic() - start
+    prefix = f"studies.search.storage: storage URL postgresql+psycopg2://tuner:***@{host}:{port}/tuning: "
+    assert text.startswith(prefix), text
+    assert re.search(re.escape(f"the postgresql server at {host}:{port} ") + pattern, text), text
+    assert "s3cret" not in text
+    assert took < 10
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_server_that_answers_as_postgresql_or_mysql_passes_the_check():
+    from tuner.search.storage_server import server_problem
+
+    with tcp_server(b"N") as port:
+        assert server_problem(f"postgresql://tuner:pw@127.0.0.1:{port}/tuning") is None
+    greeting = b"\x4a\x00\x00\x00\x0a8.0.36\x00"  # a packet header, then protocol version 10
+    with tcp_server(greeting, speaks_first=True) as port:
+        assert server_problem(f"mysql+pymysql://tuner:pw@127.0.0.1:{port}/tuning", timeout_s=1) is None
+    with tcp_server(None) as port:
+        text = server_problem(f"mysql+pymysql://tuner:s3cret@127.0.0.1:{port}/tuning", timeout_s=1)
+        assert text.endswith("accepted the connection but did not answer within 1 s; is it a mysql server?")
+        assert "s3cret" not in text
+
+
+def test_the_tune_stage_s_own_connection_to_a_silent_server_gives_up(monkeypatch):
+    from tuner.search import storage_server
+    from tuner.search.storage import open_storage
+
+    monkeypatch.setattr(storage_server, "CONNECT_TIMEOUT_S", 2)
+    with tcp_server(None) as port:
+        start = time.monotonic()
+        with pytest.raises(Exception) as caught:
+            open_storage(f"postgresql+psycopg2://tuner:s3cret@127.0.0.1:{port}/tuning")
+        assert time.monotonic() - start < 40
+    assert "s3cret" not in str(caught.value) and "timeout" in str(caught.value).lower()
+
+
+def test_a_password_reaches_the_stage_through_the_environment_not_its_command_line(tmp_path, monkeypatch):
+    from tuner.search.storage_server import PASSWORDS_ENV, export_passwords, public, with_password
+    from tuner.settings import Settings
+
+    monkeypatch.delenv(PASSWORDS_ENV, raising=False)
+    url = "postgresql+psycopg2://tuner:s3cret@db.example:5433/tuning"
+    settings = parse(with_value(config_of(tmp_path), ("studies", "search", "storage"), url), storage_check=None)
+    stage = settings.stage_json("study", "search")
+    assert "s3cret" not in stage and "s3cret" not in repr(settings.studies["search"])
+    shown = Settings.from_stage_json(stage).studies["search"].storage
+    assert shown == public(url) == "postgresql+psycopg2://tuner:***@db.example:5433/tuning"
+    with pytest.raises(ValueError, match=rf"^storage URL {re.escape(shown)}: its password is handed to stages in the "
+                                         rf"environment variable {PASSWORDS_ENV}, which this process lacks"):  # fmt: skip
+        with_password(shown)
+    export_passwords([url, str(tmp_path / "study.log")])
+    assert with_password(shown) == url
+    assert with_password(str(tmp_path / "study.log")) == str(tmp_path / "study.log")
+
+
+def test_snakemake_prints_no_storage_password_even_for_a_failed_tune_job(tmp_path):
+    import shutil
+
+    config = config_of(tmp_path)
+    gpu_dir = tmp_path / "results" / "test-gpu"
+    gpu_dir.mkdir(parents=True)
+    for name in ("device.json", "peaks.json"):  # the tune job's inputs, so it alone runs (and fails: no GPU here)
+        shutil.copy(ROOT / "results" / "reference" / "nvidia-h200" / name, gpu_dir / name)
+        time.sleep(0.01)
+    started = time.time()
+    with tcp_server(b"N") as port:
+        config["studies"]["search"]["storage"] = f"postgresql+psycopg2://tuner:s3cret-pw@127.0.0.1:{port}/tuning"
+        path = tmp_path / "mine.yaml"
+        path.write_text(yaml.safe_dump(config))
+        proc = subprocess.run([sys.executable, "-m", "snakemake", str(gpu_dir / "studies" / "search.parquet"), "--cores", "1",
+                               "--configfile", str(path)], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""})  # fmt: skip
+    printed = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Error in rule tune_search" in printed, printed[-3000:]
+    assert f"tuner:***@127.0.0.1:{port}/tuning" in printed  # the failed job's command, as Snakemake reports it
+    logs = [p for p in (ROOT / ".snakemake" / "log").glob("*.log") if p.stat().st_mtime >= started - 1]
+    assert logs and all("s3cret" not in p.read_text(errors="replace") for p in logs)
+    assert "s3cret" not in printed
+    assert "s3cret" not in (gpu_dir / "logs" / "tune-search.log").read_text()
+    assert not (gpu_dir / "studies" / "search.parquet").exists()

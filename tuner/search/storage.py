@@ -24,6 +24,7 @@ from tuner.errors import DamagedFile
 from tuner.search.claims import (
     SQLITE_BUSY_TIMEOUT_S,
 )
+from tuner.search.storage_server import server_engine_kwargs, server_problem, with_password
 
 
 class FlockJournalLock:
@@ -267,7 +268,7 @@ def open_storage(spec: str | os.PathLike | BaseStorage | None) -> BaseStorage:
         # driver's default 5 s; get_storage adds Optuna's cache of finished trials.
         engine_kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
         return optuna.storages.get_storage(_retry(lambda: optuna.storages.RDBStorage(text, engine_kwargs=engine_kwargs)))
-    return optuna.storages.get_storage(_retry(lambda: optuna.storages.RDBStorage(text)))
+    return optuna.storages.get_storage(_retry(lambda: optuna.storages.RDBStorage(with_password(text), engine_kwargs=server_engine_kwargs(text))))
 
 
 def finished_trials(spec: str | os.PathLike | None, study_name: str) -> int:
@@ -353,7 +354,7 @@ def storage_problem(spec: str | os.PathLike | None, workers: int = 1) -> str | N
                 return f"storage URL {shown} is an in-memory SQLite database, which {workers} worker processes cannot share"
             return None
         return _file_problem(Path(database), "SQLite database")
-    return None
+    return server_problem(text)
 
 
 def _file_problem(path: Path, what: str) -> str | None:
