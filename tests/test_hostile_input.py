@@ -582,3 +582,47 @@ def test_snakemake_prints_no_storage_password_even_for_a_failed_tune_job(tmp_pat
     assert "s3cret" not in printed
     assert "s3cret" not in (gpu_dir / "logs" / "tune-search.log").read_text()
     assert not (gpu_dir / "studies" / "search.parquet").exists()
+
+
+# ---- nested --config overrides ----------------------------------------------------------------
+
+
+def dry_run(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(config_of(tmp_path)))
+    return subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--configfile", str(path), "--config", *overrides],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+def test_nested_config_overrides_are_typed_from_the_schema_in_a_dry_run(tmp_path):
+    import json
+
+    proc = dry_run(tmp_path, "timing={max_time_s: 0.5, flush_l2: false}", "study_gpus=[0]",
+                   "studies={search: {budget_trials: 3, enqueue: [{variant: shuffle, block_size: 128}]}}")  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    sweep = json.loads(re.search(r"--settings '(\{.*?\})'", next(x for x in out.splitlines() if "-m tuner sweep ladder " in x)).group(1))
+    assert sweep["sweep"]["timing"]["max_time_s"] == 0.5 and sweep["sweep"]["timing"]["flush_l2"] is False
+    study = json.loads(re.search(r"--settings '(\{.*?\})'", next(x for x in out.splitlines() if "-m tuner tune search " in x)).group(1))
+    assert study["study"]["budget_trials"] == 3 and study["study"]["enqueue"] == [{"variant": "shuffle", "block_size": 128}]
+    assert study["run"]["study_gpus"] == [0]
+    assert files_under(tmp_path) == {"mine.yaml"}
+
+
+@pytest.mark.parametrize(
+    "override, line",
+    [
+        ("timing={max_time_s: [1", "config error: timing: must be a mapping, given with --config as YAML, got '{max_time_s: [1', "
+                                    "which does not parse as YAML ("),
+        ("timing={max_time_s: lots}", "config error: timing.max_time_s: must be a number, got 'lots'"),
+        ("studies={search: {timeout_s: -1}}", "config error: studies.search.timeout_s: must be > 0, got -1"),
+    ],
+    ids=["does-not-parse", "not-a-number", "out-of-range"],
+)  # fmt: skip
+def test_a_nested_config_override_that_is_wrong_is_one_line_naming_the_key(tmp_path, override, line):
+    proc = dry_run(tmp_path, override)
+    assert proc.returncode != 0
+    errors = [x for x in proc.stderr.splitlines() if x.startswith("config error:")]
+    assert len(errors) == 1 and errors[0].startswith(line), proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert files_under(tmp_path) == {"mine.yaml"}

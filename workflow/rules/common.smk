@@ -52,6 +52,8 @@ def settings_or_exit(config):
     for path in workflow.overwrite_configfiles:
         check_yaml_or_exit(path)
     try:
+        # Nested --config values reach here as strings; typed as the file's would be.
+        tuner_settings.typed_overrides(config, workflow.config_settings.config)
         settings = tuner_settings.parse(
             config,
             device=probe_devices(),
