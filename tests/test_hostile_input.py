@@ -626,3 +626,60 @@ def test_a_nested_config_override_that_is_wrong_is_one_line_naming_the_key(tmp_p
     assert len(errors) == 1 and errors[0].startswith(line), proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert files_under(tmp_path) == {"mine.yaml"}
+
+
+# ---- a results folder holding other files ------------------------------------------------------
+
+OTHER_FOLDERS = {
+    "a-file": ({"notes.txt": "mine"}, "'notes.txt'"),
+    "a-source-tree": ({"src/main.py": "print(1)"}, "'src'"),
+    "a-home-folder": ({"Documents/letter.txt": "dear", "Pictures/a.jpg": ""}, None),
+    "beside-a-gpu-folder": ({"h100/device.json": "{}", "thesis.tex": ""}, "'thesis.tex'"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", list(OTHER_FOLDERS), ids=list(OTHER_FOLDERS))
+def test_a_results_folder_holding_other_files_is_refused_unless_allowed(tmp_path, kind):
+    files, named = OTHER_FOLDERS[kind]
+    folder = tmp_path / "mine"
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    before = files_under(tmp_path)
+    config = with_value(config_of(tmp_path), ("results_dir",), str(folder))
+    text = refused(config)
+    assert text.startswith(f"results_dir: must be a new or empty folder, or one this pipeline wrote (a folder per GPU), unless "
+                           f"allow_other_files_in_results_dir is true, got {str(folder)!r}, which holds ")  # fmt: skip
+    assert named is None or text.endswith(f"which holds {named}")
+    assert parse({**config, "allow_other_files_in_results_dir": True}).run.results_dir == str(folder)
+    assert files_under(tmp_path) == before
+
+
+def test_the_repository_itself_is_no_results_folder():
+    text = refused(with_value(config_of(ROOT), ("results_dir",), str(ROOT)))
+    assert text.startswith("results_dir: must be a new or empty folder, or one this pipeline wrote")
+
+
+@pytest.mark.parametrize(
+    "files",
+    [{}, {"h100/device.json": "{}", "h200/logs/describe.log": "", ".gitkeep": "", "reference/x": "", "empty/": ""}],
+    ids=["empty", "earlier-runs"],
+)
+def test_a_results_folder_of_earlier_runs_or_empty_is_accepted(tmp_path, files):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        if not name.endswith("/"):
+            (folder / name).write_text(text)
+    assert parse(with_value(config_of(tmp_path), ("results_dir",), str(folder))).run.results_dir == str(folder)
+    assert parse(with_value(config_of(tmp_path), ("results_dir",), str(ROOT / "results"))).run.results_dir == str(ROOT / "results")
+
+
+def test_a_results_folder_of_too_many_entries_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules["tuner.settings.parse"], "MAX_RESULTS_ENTRIES", 3)  # the module, not parse()
+    for gpu in "abcd":
+        (tmp_path / "mine" / gpu).mkdir(parents=True)
+        (tmp_path / "mine" / gpu / "device.json").write_text("{}")
+    text = refused(with_value(config_of(tmp_path), ("results_dir",), str(tmp_path / "mine")))
+    assert text.endswith(f"got {str(tmp_path / 'mine')!r}, which holds more than 3 entries")

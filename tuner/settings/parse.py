@@ -77,6 +77,8 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
 
         gpu = slugify(device.names[index]) if index < len(device.names) else NO_GPU_SLUG
     results_dir = _check_results_dir(config["results_dir"], gpu, config.get("allow_reference_results", False))
+    if not config.get("allow_other_files_in_results_dir", False):
+        _check_results_folder(results_dir)
     timing = timing_options(config.get("timing", {}), "timing")
     run = RunSettings(results_dir=results_dir, gpu=gpu, device_index=index, arch=arch,
                       seed=config.get("seed", 0), compile_jobs=config.get("compile_jobs", 0),
@@ -237,6 +239,44 @@ def _check_results_dir(results_dir: str, gpu: str, allow_reference: bool) -> str
                                   f"(a run would overwrite them) unless allow_reference_results is true, got {results_dir!r}"
                                   f" with gpu {gpu!r}")  # fmt: skip
     return normal
+
+
+# What a results folder holds once this pipeline has written to it: one folder
+# per GPU (holding some of GPU_FOLDER_NAMES), the shipped reference results,
+# the search benchmark's folder, and files version control leaves.
+RESULTS_FOLDER_NAMES = frozenset({"reference", "search-benchmark", ".gitkeep", ".gitignore", ".DS_Store"})
+GPU_FOLDER_NAMES = frozenset({"device.json", "logs", "sweeps", "studies", "store", "compile.parquet", "peaks.json",
+                              "peaks.parquet", "measurements.parquet", "best.json", "best_configs.h", "report", "optuna.log"})  # fmt: skip
+MAX_RESULTS_ENTRIES = 1000  # entries of a results folder looked at
+
+
+def _check_results_folder(results_dir: str) -> None:
+    """A ``results_dir`` that exists must be empty or hold only what this
+    pipeline writes there, so a run never mixes its files into a home folder
+    or a source tree (``allow_other_files_in_results_dir`` lets it)."""
+    path = Path(results_dir)
+    if not path.is_dir():
+        return
+    try:
+        with os.scandir(path) as entries:
+            for count, entry in enumerate(entries):
+                other = count >= MAX_RESULTS_ENTRIES or not _results_entry(entry)
+                if other:
+                    what = f"more than {MAX_RESULTS_ENTRIES} entries" if count >= MAX_RESULTS_ENTRIES else repr(entry.name)
+                    raise ConfigError(f"results_dir: must be a new or empty folder, or one this pipeline wrote (a folder per GPU), "
+                                      f"unless allow_other_files_in_results_dir is true, got {results_dir!r}, which holds {what}")  # fmt: skip
+    except OSError as error:
+        raise ConfigError(f"results_dir: must be a folder this user can read, got {results_dir!r} ({error.strerror})") from None
+
+
+def _results_entry(entry: os.DirEntry) -> bool:
+    if entry.name in RESULTS_FOLDER_NAMES:
+        return True
+    if not entry.is_dir(follow_symlinks=False):
+        return False
+    with os.scandir(entry.path) as inside:
+        names = [e.name for _, e in zip(range(MAX_RESULTS_ENTRIES), inside)]
+    return not names or any(name in GPU_FOLDER_NAMES for name in names)
 
 
 def _in_memory_sqlite(storage: str) -> bool:
