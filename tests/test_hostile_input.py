@@ -5,10 +5,14 @@ use, and misuse of the command line."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
+import re
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -50,9 +54,9 @@ def files_under(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
 
 
-def refused(config: dict) -> str:
+def refused(config: dict, **checks) -> str:
     with pytest.raises(ConfigError) as caught:
-        parse(config)
+        parse(config, **checks)
     text = str(caught.value)
     assert "\n" not in text
     return text
@@ -306,3 +310,376 @@ def test_an_output_under_a_file_is_one_line(tmp_path):
         len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith(f"error: {tmp_path / 'file'}")
     ), proc.stderr
     assert files_under(tmp_path) == {"file", "m.parquet"}
+
+
+# ---- warm starts ------------------------------------------------------------------------------
+
+
+def study_rows(config: dict, **changes) -> list[dict]:
+    """A measured-looking row for every feasible configuration of the study's space."""
+    from tuner.data.results import config_key
+    from tuner.families import REGISTRY, Problem
+
+    family, section = REGISTRY["reduce"], config["studies"]["search"]
+    domains = {p.name: list(section["params"].get(p.name, p.values)) for p in family.params}
+    space = family.space(Problem("reduce", section["dtype"], section["n"]), domains)
+    return [cfg | {"family": "reduce", "dtype": section["dtype"], "n": section["n"], "status": "ok",
+                   "bandwidth_gbs": 100.0 + i, "config_key": config_key(cfg)} | changes for i, cfg in enumerate(space)]  # fmt: skip
+
+
+def write_table(path: Path, rows: list[dict], schema: bool = True) -> Path:
+    import pandas as pd
+
+    from tuner.data.results import to_frame, write_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if schema:
+        write_atomic(to_frame(rows, keep_unknown=True), path)
+    else:
+        pd.DataFrame(rows).to_parquet(path)
+    return path
+
+
+def valid_parquet_bytes(tmp_path: Path, config: dict) -> bytes:
+    scratch = write_table(tmp_path / "scratch" / "t.parquet", study_rows(config))
+    data = scratch.read_bytes()
+    scratch.unlink()
+    scratch.parent.rmdir()
+    return data
+
+
+WARM_DAMAGES = {
+    "zero-bytes": (lambda t, c: (t / "w.parquet").write_bytes(b""), "w.parquet",
+                   r"must name readable Parquet results, got '{path}', which is not a readable Parquet file \("),
+    "truncated": (lambda t, c: (t / "w.parquet").write_bytes(valid_parquet_bytes(t, c)[:-100]), "w.parquet",
+                  r"must name readable Parquet results, got '{path}', which is not a readable Parquet file \("),
+    "csv-named-parquet": (lambda t, c: (t / "w.parquet").write_text("block_size,bandwidth_gbs\n256,100\n"), "w.parquet",
+                          r"must name readable Parquet results, got '{path}', which is not a readable Parquet file \("),
+    "csv-file": (lambda t, c: (t / "w.csv").write_text("block_size,bandwidth_gbs\n256,100\n"), "w.csv",
+                 r"must name a \.parquet file or a results folder, got '{path}'$"),
+    "missing": (lambda t, c: None, "gone.parquet", r"must name a results folder or Parquet file that exists, got '{path}'$"),
+    "other-family": (lambda t, c: write_table(t / "w.parquet", study_rows(c, family="matmul")), "w.parquet",
+                     r"must hold rows of the study's family reduce, got '{path}', which holds \['matmul'\]$"),
+    "no-bandwidth": (lambda t, c: write_table(t / "w.parquet", [{"block_size": 256, "speed": 1.0}], schema=False), "w.parquet",
+                     r"must name results tables \(with a bandwidth_gbs column\), got '{path}', whose columns are \['block_size', 'speed'\]$"),
+    "no-reduce-params": (lambda t, c: write_table(t / "w.parquet", [{"tile": 16, "bandwidth_gbs": 1.0}], schema=False), "w.parquet",
+                         r"must hold reduce results \(its parameter columns \[.*\]\), got '{path}', which has none of them$"),
+    "outside-the-space": (lambda t, c: write_table(t / "w.parquet", study_rows(c, block_size=1024)), "w.parquet",
+                          r"must hold ok reduce rows within the study's space, got '{path}', none of whose \d+ such rows lies "
+                          r"within it \(the first has block_size 1024, not among \[128, 256\]\)$"),
+    "only-failures": (lambda t, c: write_table(t / "w.parquet", study_rows(c, status="compile_error")), "w.parquet",
+                      r"must hold ok reduce rows within the study's space, got '{path}', which holds no ok reduce row with a bandwidth$"),
+    "wrong-column-kind": (lambda t, c: write_table(t / "w.parquet", [{"block_size": "big", "bandwidth_gbs": 1.0}], schema=False), "w.parquet",
+                          r"must name results tables, got '{path}', whose columns are not results columns \("),
+    "empty-folder": (lambda t, c: (t / "w").mkdir(), "w", r"must name a Parquet file or a results folder \(holding .*\), got '{path}', which holds none$"),
+    "folder-of-other-files": (lambda t, c: [(t / "w").mkdir(), (t / "w" / "notes.txt").write_text("x")], "w",
+                              r"must name a Parquet file or a results folder \(holding .*\), got '{path}', which holds none$"),
+    "parquet-deeper-than-looked": (lambda t, c: write_table(t / "w" / "a" / "b" / "c.parquet", study_rows(c)), "w",
+                                   r"must name a Parquet file or a results folder \(holding .*; no deeper folder is searched\), got '{path}', which holds none$"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("damage", list(WARM_DAMAGES), ids=list(WARM_DAMAGES))
+def test_a_warm_start_no_study_can_use_is_refused_at_load_in_one_line(tmp_path, damage):
+    import re
+
+    config = config_of(tmp_path)
+    make, name, pattern = WARM_DAMAGES[damage]
+    (tmp_path / "in").mkdir()
+    make(tmp_path / "in", config)
+    path = tmp_path / "in" / name
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "in").rglob("*")}
+    text = refused(with_value(config, ("studies", "search", "warm_start"), str(path)))
+    assert re.search("^studies\\.search\\.warm_start: " + pattern.format(path=re.escape(str(path))), text), text
+    assert files_under(tmp_path) == {str(p.relative_to(tmp_path)) for p in before} | {"in"}
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "in").rglob("*")} == before
+
+
+@pytest.mark.parametrize("layout", ["file", "measurements", "sweeps", "gpu-folders", "tables"])
+def test_a_warm_start_of_a_results_folder_is_read_where_results_lie(tmp_path, layout):
+    config = config_of(tmp_path)
+    where = {"file": "w/t.parquet", "measurements": "w/measurements.parquet", "sweeps": "w/sweeps/a.parquet",
+             "gpu-folders": "w/h100/measurements.parquet", "tables": "w/t.parquet"}[layout]  # fmt: skip
+    write_table(tmp_path / where, study_rows(config))
+    named = tmp_path / (where if layout == "file" else "w")
+    study = parse(with_value(config, ("studies", "search", "warm_start"), str(named))).studies["search"]
+    assert study.warm_start == str(named)
+
+
+def test_warm_start_at_the_root_of_the_disk_is_refused_without_walking_it(tmp_path):
+    start = time.monotonic()
+    text = refused(with_value(config_of(tmp_path), ("studies", "search", "warm_start"), "/"))
+    assert text.startswith("studies.search.warm_start: must name a Parquet file or a results folder (holding ")
+    assert text.endswith("no deeper folder is searched), got '/', which holds none")
+    assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("bound", ["MAX_TABLE_ROWS", "MAX_TABLE_BYTES", "MAX_TABLE_FILES", "MAX_FOLDER_ENTRIES"])
+def test_a_warm_start_past_its_bounds_is_refused_before_its_rows_are_read(tmp_path, monkeypatch, bound):
+    import pandas as pd
+
+    from tuner.search import warm
+
+    config = config_of(tmp_path)
+    for gpu in ("a", "b", "c"):
+        write_table(tmp_path / "w" / gpu / "measurements.parquet", study_rows(config))
+    monkeypatch.setattr(warm, bound, {"MAX_TABLE_ROWS": 5, "MAX_TABLE_BYTES": 1000, "MAX_TABLE_FILES": 2, "MAX_FOLDER_ENTRIES": 2}[bound])
+    monkeypatch.setattr(pd, "read_parquet", lambda *a, **k: pytest.fail("rows read past a bound"))
+    text = refused(with_value(config, ("studies", "search", "warm_start"), str(tmp_path / "w")))
+    expected = {"MAX_TABLE_ROWS": "must hold at most 5 rows (name one GPU's folder or table), got ",
+                "MAX_TABLE_BYTES": "must be at most 0 MiB of Parquet (name one GPU's folder or table), got ",
+                "MAX_TABLE_FILES": "must name at most 2 Parquet files, got ",
+                "MAX_FOLDER_ENTRIES": "must name a results folder of at most 2 entries (name the GPU folder itself), got "}[bound]  # fmt: skip
+    assert text.startswith(f"studies.search.warm_start: {expected}{str(tmp_path / 'w')!r}"), text
+
+
+# ---- storage servers -----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def tcp_server(reply: bytes | None, speaks_first: bool = False):
+    """A local server on a free port that accepts every connection and then
+    sends ``reply`` (at once, or once it hears from the client), or never
+    says a word (None)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.1)
+    held, stop = [], threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            held.append(conn)
+            if reply is not None:
+                with contextlib.suppress(OSError):
+                    conn.settimeout(2)
+                    if not speaks_first:
+                        conn.recv(8)
+                    conn.sendall(reply)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+        for conn in held:
+            conn.close()
+
+
+def refused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+SERVERS = {
+    "silent": (None, r"accepted the connection but did not answer within 3 s; is it a postgresql server\?$"),
+    "not-postgres": (b"HTTP/1.1 400 Bad Request\r\n\r\n", r"answered, but not as a postgresql server \(got b'H'\)$"),
+    "refused": ("refused", r"refused the connection \(Connection refused\); check the host, the port and that the server runs$"),
+    "unresolvable": ("unresolvable", r"cannot be reached: the host name 'nosuchhost\.invalid' (does not resolve|did not resolve within 3 s)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("server", list(SERVERS), ids=list(SERVERS))
+def test_a_storage_server_that_cannot_serve_is_refused_at_load_in_seconds_naming_its_host(tmp_path, server):
+    from tuner.search.storage import storage_problem
+
+    reply, pattern = SERVERS[server]
+    with contextlib.ExitStack() as stack:
+        if reply == "refused":
+            host, port = "127.0.0.1", refused_port()
+        elif reply == "unresolvable":
+            host, port = "nosuchhost.invalid", 5432
+        else:
+            host, port = "127.0.0.1", stack.enter_context(tcp_server(reply))
+        url = f"postgresql+psycopg2://tuner:s3cret-pw@{host}:{port}/tuning"
+        start = time.monotonic()
+        text = refused(with_value(config_of(tmp_path), ("studies", "search", "storage"), url), storage_check=storage_problem)
+        took = time.monotonic() - start
+    prefix = f"studies.search.storage: storage URL postgresql+psycopg2://tuner:***@{host}:{port}/tuning: "
+    assert text.startswith(prefix), text
+    assert re.search(re.escape(f"the postgresql server at {host}:{port} ") + pattern, text), text
+    assert "s3cret" not in text
+    assert took < 10
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_server_that_answers_as_postgresql_or_mysql_passes_the_check():
+    from tuner.search.storage_server import server_problem
+
+    with tcp_server(b"N") as port:
+        assert server_problem(f"postgresql://tuner:pw@127.0.0.1:{port}/tuning") is None
+    greeting = b"\x4a\x00\x00\x00\x0a8.0.36\x00"  # a packet header, then protocol version 10
+    with tcp_server(greeting, speaks_first=True) as port:
+        assert server_problem(f"mysql+pymysql://tuner:pw@127.0.0.1:{port}/tuning", timeout_s=1) is None
+    with tcp_server(None) as port:
+        text = server_problem(f"mysql+pymysql://tuner:s3cret@127.0.0.1:{port}/tuning", timeout_s=1)
+        assert text.endswith("accepted the connection but did not answer within 1 s; is it a mysql server?")
+        assert "s3cret" not in text
+
+
+def test_the_tune_stage_s_own_connection_to_a_silent_server_gives_up(monkeypatch):
+    from tuner.search import storage_server
+    from tuner.search.storage import open_storage
+
+    monkeypatch.setattr(storage_server, "CONNECT_TIMEOUT_S", 2)
+    with tcp_server(None) as port:
+        start = time.monotonic()
+        with pytest.raises(Exception) as caught:
+            open_storage(f"postgresql+psycopg2://tuner:s3cret@127.0.0.1:{port}/tuning")
+        assert time.monotonic() - start < 40
+    assert "s3cret" not in str(caught.value) and "timeout" in str(caught.value).lower()
+
+
+def test_a_password_reaches_the_stage_through_the_environment_not_its_command_line(tmp_path, monkeypatch):
+    from tuner.search.storage_server import PASSWORDS_ENV, export_passwords, public, with_password
+    from tuner.settings import Settings
+
+    monkeypatch.delenv(PASSWORDS_ENV, raising=False)
+    url = "postgresql+psycopg2://tuner:s3cret@db.example:5433/tuning"
+    settings = parse(with_value(config_of(tmp_path), ("studies", "search", "storage"), url), storage_check=None)
+    stage = settings.stage_json("study", "search")
+    assert "s3cret" not in stage and "s3cret" not in repr(settings.studies["search"])
+    shown = Settings.from_stage_json(stage).studies["search"].storage
+    assert shown == public(url) == "postgresql+psycopg2://tuner:***@db.example:5433/tuning"
+    with pytest.raises(ValueError, match=rf"^storage URL {re.escape(shown)}: its password is handed to stages in the "
+                                         rf"environment variable {PASSWORDS_ENV}, which this process lacks"):  # fmt: skip
+        with_password(shown)
+    export_passwords([url, str(tmp_path / "study.log")])
+    assert with_password(shown) == url
+    assert with_password(str(tmp_path / "study.log")) == str(tmp_path / "study.log")
+
+
+def test_snakemake_prints_no_storage_password_even_for_a_failed_tune_job(tmp_path):
+    import shutil
+
+    config = config_of(tmp_path)
+    gpu_dir = tmp_path / "results" / "test-gpu"
+    gpu_dir.mkdir(parents=True)
+    for name in ("device.json", "peaks.json"):  # the tune job's inputs, so it alone runs (and fails: no GPU here)
+        shutil.copy(ROOT / "results" / "reference" / "nvidia-h200" / name, gpu_dir / name)
+        time.sleep(0.01)
+    started = time.time()
+    with tcp_server(b"N") as port:
+        config["studies"]["search"]["storage"] = f"postgresql+psycopg2://tuner:s3cret-pw@127.0.0.1:{port}/tuning"
+        path = tmp_path / "mine.yaml"
+        path.write_text(yaml.safe_dump(config))
+        proc = subprocess.run([sys.executable, "-m", "snakemake", str(gpu_dir / "studies" / "search.parquet"), "--cores", "1",
+                               "--configfile", str(path)], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""})  # fmt: skip
+    printed = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Error in rule tune_search" in printed, printed[-3000:]
+    assert f"tuner:***@127.0.0.1:{port}/tuning" in printed  # the failed job's command, as Snakemake reports it
+    logs = [p for p in (ROOT / ".snakemake" / "log").glob("*.log") if p.stat().st_mtime >= started - 1]
+    assert logs and all("s3cret" not in p.read_text(errors="replace") for p in logs)
+    assert "s3cret" not in printed
+    assert "s3cret" not in (gpu_dir / "logs" / "tune-search.log").read_text()
+    assert not (gpu_dir / "studies" / "search.parquet").exists()
+
+
+# ---- nested --config overrides ----------------------------------------------------------------
+
+
+def dry_run(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(config_of(tmp_path)))
+    return subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--configfile", str(path), "--config", *overrides],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+def test_nested_config_overrides_are_typed_from_the_schema_in_a_dry_run(tmp_path):
+    import json
+
+    proc = dry_run(tmp_path, "timing={max_time_s: 0.5, flush_l2: false}", "study_gpus=[0]",
+                   "studies={search: {budget_trials: 3, enqueue: [{variant: shuffle, block_size: 128}]}}")  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    sweep = json.loads(re.search(r"--settings '(\{.*?\})'", next(x for x in out.splitlines() if "-m tuner sweep ladder " in x)).group(1))
+    assert sweep["sweep"]["timing"]["max_time_s"] == 0.5 and sweep["sweep"]["timing"]["flush_l2"] is False
+    study = json.loads(re.search(r"--settings '(\{.*?\})'", next(x for x in out.splitlines() if "-m tuner tune search " in x)).group(1))
+    assert study["study"]["budget_trials"] == 3 and study["study"]["enqueue"] == [{"variant": "shuffle", "block_size": 128}]
+    assert study["run"]["study_gpus"] == [0]
+    assert files_under(tmp_path) == {"mine.yaml"}
+
+
+@pytest.mark.parametrize(
+    "override, line",
+    [
+        ("timing={max_time_s: [1", "config error: timing: must be a mapping, given with --config as YAML, got '{max_time_s: [1', "
+                                    "which does not parse as YAML ("),
+        ("timing={max_time_s: lots}", "config error: timing.max_time_s: must be a number, got 'lots'"),
+        ("studies={search: {timeout_s: -1}}", "config error: studies.search.timeout_s: must be > 0, got -1"),
+    ],
+    ids=["does-not-parse", "not-a-number", "out-of-range"],
+)  # fmt: skip
+def test_a_nested_config_override_that_is_wrong_is_one_line_naming_the_key(tmp_path, override, line):
+    proc = dry_run(tmp_path, override)
+    assert proc.returncode != 0
+    errors = [x for x in proc.stderr.splitlines() if x.startswith("config error:")]
+    assert len(errors) == 1 and errors[0].startswith(line), proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert files_under(tmp_path) == {"mine.yaml"}
+
+
+# ---- a results folder holding other files ------------------------------------------------------
+
+OTHER_FOLDERS = {
+    "a-file": ({"notes.txt": "mine"}, "'notes.txt'"),
+    "a-source-tree": ({"src/main.py": "print(1)"}, "'src'"),
+    "a-home-folder": ({"Documents/letter.txt": "dear", "Pictures/a.jpg": ""}, None),
+    "beside-a-gpu-folder": ({"h100/device.json": "{}", "thesis.tex": ""}, "'thesis.tex'"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", list(OTHER_FOLDERS), ids=list(OTHER_FOLDERS))
+def test_a_results_folder_holding_other_files_is_refused_unless_allowed(tmp_path, kind):
+    files, named = OTHER_FOLDERS[kind]
+    folder = tmp_path / "mine"
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    before = files_under(tmp_path)
+    config = with_value(config_of(tmp_path), ("results_dir",), str(folder))
+    text = refused(config)
+    assert text.startswith(f"results_dir: must be a new or empty folder, or one this pipeline wrote (a folder per GPU), unless "
+                           f"allow_other_files_in_results_dir is true, got {str(folder)!r}, which holds ")  # fmt: skip
+    assert named is None or text.endswith(f"which holds {named}")
+    assert parse({**config, "allow_other_files_in_results_dir": True}).run.results_dir == str(folder)
+    assert files_under(tmp_path) == before
+
+
+def test_the_repository_itself_is_no_results_folder():
+    text = refused(with_value(config_of(ROOT), ("results_dir",), str(ROOT)))
+    assert text.startswith("results_dir: must be a new or empty folder, or one this pipeline wrote")
+
+
+@pytest.mark.parametrize(
+    "files",
+    [{}, {"h100/device.json": "{}", "h200/logs/describe.log": "", ".gitkeep": "", "reference/x": "", "empty/": ""}],
+    ids=["empty", "earlier-runs"],
+)
+def test_a_results_folder_of_earlier_runs_or_empty_is_accepted(tmp_path, files):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        if not name.endswith("/"):
+            (folder / name).write_text(text)
+    assert parse(with_value(config_of(tmp_path), ("results_dir",), str(folder))).run.results_dir == str(folder)
+    assert parse(with_value(config_of(tmp_path), ("results_dir",), str(ROOT / "results"))).run.results_dir == str(ROOT / "results")
+
+
+def test_a_results_folder_of_too_many_entries_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules["tuner.settings.parse"], "MAX_RESULTS_ENTRIES", 3)  # the module, not parse()
+    for gpu in "abcd":
+        (tmp_path / "mine" / gpu).mkdir(parents=True)
+        (tmp_path / "mine" / gpu / "device.json").write_text("{}")
+    text = refused(with_value(config_of(tmp_path), ("results_dir",), str(tmp_path / "mine")))
+    assert text.endswith(f"got {str(tmp_path / 'mine')!r}, which holds more than 3 entries")

@@ -76,15 +76,15 @@ def test_a_warm_study_records_its_warm_trials_and_lands_at_once(tmp_path):
 
 
 def test_bad_paths_are_named(tmp_path):
-    assert "exists" in warm_start_problem(tmp_path / "missing")
-    assert "holds Parquet results" in warm_start_problem(tmp_path) or "none" in warm_start_problem(tmp_path)
+    assert "exists" in warm_start_problem(tmp_path / "missing", FAMILY, PROBLEM, DOMAINS)
+    assert "which holds none" in warm_start_problem(tmp_path, FAMILY, PROBLEM, DOMAINS)
     (tmp_path / "notes.txt").write_text("x")
-    assert ".parquet" in warm_start_problem(tmp_path / "notes.txt")
-    with pytest.raises(ValueError, match="warm_start must name"):
+    assert ".parquet" in warm_start_problem(tmp_path / "notes.txt", FAMILY, PROBLEM, DOMAINS)
+    with pytest.raises(ValueError, match="warm_start: must name"):
         load_warm_start(tmp_path / "missing", FAMILY, PROBLEM, DOMAINS)
     other = tmp_path / "other.parquet"
     write_atomic(to_frame(earlier_table().assign(family="other"), keep_unknown=True), other)
-    with pytest.raises(ValueError, match="must hold ok fake rows"):
+    with pytest.raises(ValueError, match="must hold rows of the study's family fake"):
         load_warm_start(other, FAMILY, PROBLEM, DOMAINS)
 
 
@@ -98,15 +98,28 @@ def study_config(tmp_path: Path, warm: str) -> dict:
     }  # fmt: skip
 
 
+def reduce_table(path: Path, block_sizes=(128, 256)) -> Path:
+    """Measured-looking rows of the study's problem, one per configuration."""
+    from tuner.families import REGISTRY, Problem
+
+    family = REGISTRY["reduce"]
+    problem = Problem("reduce", "int32", 1 << 20)
+    rows = [cfg | {"family": "reduce", "dtype": "int32", "n": 1 << 20, "status": "ok", "bandwidth_gbs": 100.0 + i,
+                   "config_key": config_key(cfg)}
+            for i, cfg in enumerate(family.space(problem, {p.name: list(p.values) for p in family.params}
+                                                 | {"variant": ["shuffle"], "block_size": list(block_sizes)}))]  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(to_frame(rows), path)
+    return path
+
+
 def test_settings_refuse_a_warm_start_that_is_not_results(tmp_path):
     with pytest.raises(
         ConfigError,
-        match=r"^studies\.s\.warm_start: must name a \.parquet file or a folder holding Parquet results, got '.*missing'$",
+        match=r"^studies\.s\.warm_start: must name a results folder or Parquet file that exists, got '.*missing'$",
     ):
         parse(study_config(tmp_path, str(tmp_path / "missing")))
-    table = tmp_path / "earlier" / "sweeps" / "x.parquet"
-    table.parent.mkdir(parents=True)
-    write_atomic(to_frame([]), table)
+    reduce_table(tmp_path / "earlier" / "sweeps" / "x.parquet")
     study = parse(study_config(tmp_path, str(tmp_path / "earlier"))).studies["s"]
     assert study.warm_start == str(tmp_path / "earlier")
     assert isinstance(make_sampler("ordinal", 0), OrdinalSampler)

@@ -9,9 +9,18 @@
 # study, budget, workers, sampler, out (a folder).
 import shlex
 import sys
+from pathlib import Path
 
 shell.prefix(f"set -euo pipefail; PYTHON={shlex.quote(sys.executable)}; ")
 
+sys.path.insert(0, str(Path(workflow.basedir).parent))
+
+from tuner.search.storage_server import export_passwords, public
+
+# The storage URL's password stays off the jobs' command lines (Snakemake
+# prints a failed job's command): the jobs find it in their environment.
+export_passwords([config["storage"]])
+STORAGE = public(config["storage"])
 OUT = config["out"]
 WORKERS = range(int(config["workers"]))
 
@@ -39,7 +48,7 @@ rule replay_worker:
             str(config["n"]),
         ]
         + (["--source", config["source"]] if config.get("source") else []),
-        storage=config["storage"],
+        storage=STORAGE,
         study=config["study"],
         budget=int(config["budget"]),
         sampler=config.get("sampler", "tpe"),
@@ -59,7 +68,7 @@ rule replay_rows:
     log:
         f"{OUT}/logs/rows.log",
     params:
-        storage=config["storage"],
+        storage=STORAGE,
         study=config["study"],
         budget=int(config["budget"]),
     shell:

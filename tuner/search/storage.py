@@ -25,6 +25,7 @@ from optuna.storages.journal import JournalFileBackend
 from tuner.errors import DamagedFile
 from tuner.search.claims import ClaimStore, FileClaims, MemoryClaims, claims_path
 from tuner.search.claims_sql import SQLITE_BUSY_TIMEOUT_S
+from tuner.search.storage_server import server_engine_kwargs, server_problem, with_password
 
 
 class FlockJournalLock:
@@ -202,9 +203,11 @@ def open_storage(spec: str | os.PathLike | BaseStorage | None) -> BaseStorage:
         # driver's default 5 s; get_storage adds Optuna's cache of finished trials.
         engine_kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
         rdb = _retry(lambda: optuna.storages.RDBStorage(text, engine_kwargs=engine_kwargs))
-    else:
-        rdb = _retry(lambda: optuna.storages.RDBStorage(text))
-    return _located(optuna.storages.get_storage(rdb), ("database", text))
+        return _located(optuna.storages.get_storage(rdb), ("database", text))
+    # A server: its password from the environment (never on a command line), a connect timeout.
+    url = with_password(text)
+    rdb = _retry(lambda: optuna.storages.RDBStorage(url, engine_kwargs=server_engine_kwargs(text)))
+    return _located(optuna.storages.get_storage(rdb), ("database", url))
 
 
 # Where each storage ``open_storage`` made keeps its study, so that its claims
@@ -338,7 +341,7 @@ def storage_problem(spec: str | os.PathLike | None, workers: int = 1) -> str | N
                 return f"storage URL {shown} is an in-memory SQLite database, which {workers} worker processes cannot share"
             return None
         return _file_problem(Path(database), "SQLite database")
-    return None
+    return server_problem(text)
 
 
 def _file_problem(path: Path, what: str) -> str | None:

@@ -20,22 +20,11 @@ from typing import Mapping, Sequence
 import optuna
 import pandas as pd
 
-from tuner.data.results import config_key, plain_value, read
+from tuner.data.readback import one_line
+from tuner.data.results import config_key, plain_value, to_frame
 from tuner.families.base import Family, Problem
 
 TOP = 5  # configurations enqueued from the earlier table
-
-
-def warm_start_problem(path: str | os.PathLike) -> str | None:
-    """Why ``path`` cannot seed a study (missing, or no Parquet in it), or None."""
-    path = Path(path)
-    if not path.exists():
-        return f"must name a results folder or Parquet file that exists, got {str(path)!r}"
-    if path.is_dir() and not any(path.rglob("*.parquet")):
-        return f"must name a folder that holds Parquet results, got {str(path)!r} with none"
-    if path.is_file() and path.suffix != ".parquet":
-        return f"must name a .parquet file or a results folder, got {str(path)!r}"
-    return None
 
 
 def warm_start(
@@ -50,12 +39,7 @@ def warm_start(
     measured several times keeps its mean. The best ``top`` are enqueued,
     best first; every one is a prior row.
     """
-    rows = table
-    if "family" in rows:
-        rows = rows[rows["family"] == family.name]
-    if "status" in rows:
-        rows = rows[rows["status"] == "ok"]
-    rows = rows[rows["bandwidth_gbs"].notna()] if "bandwidth_gbs" in rows else rows.iloc[0:0]
+    rows = _measured(table, family)
     for column, value in (("dtype", problem.dtype), ("n", problem.n)):
         if column in rows and (rows[column] == value).any():
             rows = rows[rows[column] == value]
@@ -71,18 +55,140 @@ def warm_start(
     return [dict(cfg) for cfg, _ in prior[:top]], prior
 
 
-def load_warm_start(path: str | os.PathLike, family: Family, problem: Problem, domains: Mapping[str, Sequence], top: int = TOP):
-    """``warm_start`` of the results at ``path`` (a Parquet file or a folder of them).
+# Bounds on what a warm start reads, checked before reading it: every
+# `snakemake` start reads the table (the settings check), so it must stay quick.
+MAX_TABLE_BYTES = 64 << 20  # Parquet bytes, over all the files read
+MAX_TABLE_ROWS = 1_000_000
+MAX_TABLE_FILES = 256
+MAX_FOLDER_ENTRIES = 10_000  # entries of a folder looked through for GPU folders
+FOLDER_LAYOUT = "measurements.parquet, sweeps/*.parquet, studies/*.parquet, */measurements.parquet or *.parquet"
+
+
+class WarmStartError(ValueError):
+    """A warm start no study can use: one line, ``warm_start: <rule>, got <value>``."""
+
+
+def warm_start_files(path: str | os.PathLike) -> list[Path]:
+    """The Parquet files ``path`` names: the file itself, or those of a
+    results folder, looked for in this order and never deeper (a GPU folder's
+    ``measurements.parquet``; else its ``sweeps/*.parquet`` and
+    ``studies/*.parquet``; else each subfolder's ``measurements.parquet``; else
+    the folder's own ``*.parquet``), so ``warm_start: /`` walks no disk.
 
     Raises:
-        ValueError: ``path`` cannot seed a study, or holds no usable row.
+        WarmStartError: missing, not Parquet, or a folder holding none of these.
     """
-    problem_text = warm_start_problem(path)
-    if problem_text:
-        raise ValueError(f"warm_start {problem_text}")
-    enqueue, prior = warm_start(read(path), family, problem, domains, top)
+    path = Path(path)
+    shown = str(path)
+    if not path.exists():
+        raise WarmStartError(f"warm_start: must name a results folder or Parquet file that exists, got {shown!r}")
+    if path.is_file():
+        if path.suffix != ".parquet":
+            raise WarmStartError(f"warm_start: must name a .parquet file or a results folder, got {shown!r}")
+        return [path]
+    try:
+        if (path / "measurements.parquet").is_file():
+            return [path / "measurements.parquet"]
+        files = sorted(path.glob("sweeps/*.parquet")) + sorted(path.glob("studies/*.parquet"))
+        if not files:
+            files = sorted(p / "measurements.parquet" for p in _subfolders(path) if (p / "measurements.parquet").is_file())
+        if not files:
+            files = sorted(p for p in path.glob("*.parquet") if p.is_file())
+    except OSError as error:
+        raise WarmStartError(f"warm_start: must name a folder this user can read, got {shown!r} ({one_line(error)})") from None
+    if not files:
+        raise WarmStartError(f"warm_start: must name a Parquet file or a results folder (holding {FOLDER_LAYOUT}; "
+                             f"no deeper folder is searched), got {shown!r}, which holds none")  # fmt: skip
+    if len(files) > MAX_TABLE_FILES:
+        raise WarmStartError(f"warm_start: must name at most {MAX_TABLE_FILES} Parquet files, got {shown!r}, which holds {len(files)}")
+    return files
+
+
+def _subfolders(path: Path) -> list[Path]:
+    folders = []
+    with os.scandir(path) as entries:
+        for count, entry in enumerate(entries):
+            if count >= MAX_FOLDER_ENTRIES:
+                raise WarmStartError(f"warm_start: must name a results folder of at most {MAX_FOLDER_ENTRIES} entries "
+                                     f"(name the GPU folder itself), got {str(path)!r}, which holds more")  # fmt: skip
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(Path(entry.path))
+    return folders
+
+
+def read_warm_start(path: str | os.PathLike, family: Family) -> pd.DataFrame:
+    """The results at ``path``, in the results schema, once checked: within
+    the size bounds (from the files' sizes and Parquet footers, before any
+    row is read), readable Parquet, and a results table holding ``family``'s
+    parameters and measured rows.
+
+    Raises:
+        WarmStartError: one line naming the file or folder and what is wrong.
+    """
+    import pyarrow.parquet as pq
+
+    files = warm_start_files(path)
+    total = sum(f.stat().st_size for f in files)
+    if total > MAX_TABLE_BYTES:
+        raise WarmStartError(f"warm_start: must be at most {MAX_TABLE_BYTES >> 20} MiB of Parquet (name one GPU's "
+                             f"folder or table), got {str(path)!r} with {total} bytes in {len(files)} file(s)")  # fmt: skip
+    rows = 0
+    for f in files:
+        try:
+            rows += pq.ParquetFile(f).metadata.num_rows
+        except Exception as error:  # noqa: BLE001 - pyarrow's errors, OSError and kin: the file is what is wrong
+            raise WarmStartError(f"warm_start: must name readable Parquet results, got {str(f)!r}, which is not "
+                                 f"a readable Parquet file ({one_line(error)})") from None  # fmt: skip
+    if rows > MAX_TABLE_ROWS:
+        raise WarmStartError(f"warm_start: must hold at most {MAX_TABLE_ROWS} rows (name one GPU's folder or table), "
+                             f"got {str(path)!r} with {rows}")  # fmt: skip
+    frames, names = [], set()
+    for f in files:
+        try:
+            raw = pd.read_parquet(f)
+        except Exception as error:  # noqa: BLE001 - a footer that reads over data that does not
+            raise WarmStartError(f"warm_start: must name readable Parquet results, got {str(f)!r}, which is not "
+                                 f"a readable Parquet file ({one_line(error)})") from None  # fmt: skip
+        names.update(raw.columns)
+        try:
+            frames.append(to_frame(raw, keep_unknown=True))
+        except (ValueError, TypeError) as error:
+            raise WarmStartError(f"warm_start: must name results tables, got {str(f)!r}, whose columns are not "
+                                 f"results columns ({one_line(error)})") from None  # fmt: skip
+    where = f"{str(path)!r}"
+    if "bandwidth_gbs" not in names:
+        raise WarmStartError(f"warm_start: must name results tables (with a bandwidth_gbs column), got {where}, "
+                             f"whose columns are {sorted(names)[:12]}")  # fmt: skip
+    if not names & set(family.param_names):
+        raise WarmStartError(f"warm_start: must hold {family.name} results (its parameter columns "
+                             f"{list(family.param_names)}), got {where}, which has none of them")  # fmt: skip
+    table = pd.concat(frames, ignore_index=True)
+    # A table without these columns (made by hand, or by another tool) is
+    # taken as measured rows of the family whose parameters it holds.
+    for column, value in (("family", family.name), ("status", "ok")):
+        if column not in names:
+            table[column] = value
+    if "family" in names:
+        held = sorted(str(f) for f in table["family"].dropna().unique())
+        if family.name not in held:
+            raise WarmStartError(f"warm_start: must hold rows of the study's family {family.name}, got {where}, "
+                                 f"which holds {held or 'no family'}")  # fmt: skip
+    return table
+
+
+def load_warm_start(path: str | os.PathLike, family: Family, problem: Problem, domains: Mapping[str, Sequence], top: int = TOP):
+    """``warm_start`` of the results at ``path`` (a Parquet file or a results
+    folder, see ``warm_start_files``), checked by ``read_warm_start``.
+
+    Raises:
+        WarmStartError: ``path`` cannot seed the study, or holds no measured
+            row within its space; one line.
+    """
+    table = read_warm_start(path, family)
+    enqueue, prior = warm_start(table, family, problem, domains, top)
     if not enqueue:
-        raise ValueError(f"warm_start must hold ok {family.name} rows within the study's space, got none in {str(path)!r}")
+        raise WarmStartError(f"warm_start: must hold ok {family.name} rows within the study's space, got "
+                             f"{str(path)!r}, {_why_none(table, family, problem, domains)}")  # fmt: skip
     return enqueue, prior
 
 
@@ -91,6 +197,42 @@ def marks(enqueue: Sequence[Mapping], source: str | os.PathLike) -> dict[str, st
     (``run_study``'s ``warm_start``: their trials carry the user attribute
     ``warm_start``)."""
     return {config_key(dict(cfg)): str(source) for cfg in enqueue}
+
+
+def warm_start_problem(path: str | os.PathLike, family: Family, problem: Problem, domains: Mapping[str, Sequence]) -> str | None:
+    """Why ``path`` cannot seed a study of ``problem`` over ``domains`` (one
+    line, ``warm_start: ...``), or None: the settings check at load and the
+    tune stage apply this one rule."""
+    try:
+        load_warm_start(path, family, problem, domains)
+    except WarmStartError as error:
+        return str(error)
+    return None
+
+
+def _measured(table: pd.DataFrame, family: Family) -> pd.DataFrame:
+    """The rows of ``family`` measured ok, with a bandwidth."""
+    rows = table
+    for column, value in (("family", family.name), ("status", "ok")):
+        if column in rows:
+            rows = rows[(rows[column] == value).fillna(False).astype(bool)]
+    return rows[rows["bandwidth_gbs"].notna()] if "bandwidth_gbs" in rows else rows.iloc[0:0]
+
+
+def _why_none(table: pd.DataFrame, family: Family, problem: Problem, domains: Mapping[str, Sequence]) -> str:
+    rows = _measured(table, family)
+    if rows.empty:
+        return f"which holds no ok {family.name} row with a bandwidth"
+    record = rows.iloc[0].to_dict()
+    for param in family.params:
+        values = [plain_value(v) for v in domains.get(param.name, param.values)]
+        value = plain_value(record.get(param.name))
+        if value is not None and value not in values:
+            return f"none of whose {len(rows)} such rows lies within it (the first has {param.name} {value!r}, not among {values})"
+    cfg = _within(record, family, domains)
+    reasons = family.violations(cfg, problem) if cfg else []
+    first = f" (the first: {reasons[0]})" if reasons else ""
+    return f"none of whose {len(rows)} such rows is feasible for {problem.key} within the study's values{first}"
 
 
 def _within(record: Mapping, family: Family, domains: Mapping[str, Sequence]) -> dict | None:

@@ -123,7 +123,7 @@ class StudySettings:
     seed: int
     budget_trials: int
     timeout_s: float | None
-    storage: str
+    storage: str = field(repr=False)  # a URL may hold a password
     params: Mapping[str, tuple]
     enqueue: tuple[Mapping, ...]
     compare_with_sweep: str | None
@@ -199,7 +199,11 @@ class Settings:
             names = [name] if isinstance(name, str) else list(name)
             data["profiled"] = [{"sweep": self.sweep(n).to_dict(), "profile": self.sweep(n).profile} for n in names]
         elif stage == "study":
-            data["study"] = self.study(name).to_dict()
+            from tuner.search.storage_server import public
+
+            # The password stays off the command line (Snakemake prints a failed
+            # job's command); the stage finds it in the environment (export_passwords).
+            data["study"] = {**self.study(name).to_dict(), "storage": public(self.study(name).storage)}
         elif stage == "compile":
             # Only the grids it compiles (a study's is its problem and searched
             # values), so a study's budget or sampler, or a sweep's timing, do

@@ -77,6 +77,8 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
 
         gpu = slugify(device.names[index]) if index < len(device.names) else NO_GPU_SLUG
     results_dir = _check_results_dir(config["results_dir"], gpu, config.get("allow_reference_results", False))
+    if not config.get("allow_other_files_in_results_dir", False):
+        _check_results_folder(results_dir)
     timing = timing_options(config.get("timing", {}), "timing")
     run = RunSettings(results_dir=results_dir, gpu=gpu, device_index=index, arch=arch,
                       seed=config.get("seed", 0), compile_jobs=config.get("compile_jobs", 0),
@@ -239,6 +241,44 @@ def _check_results_dir(results_dir: str, gpu: str, allow_reference: bool) -> str
     return normal
 
 
+# What a results folder holds once this pipeline has written to it: one folder
+# per GPU (holding some of GPU_FOLDER_NAMES), the shipped reference results,
+# the search benchmark's folder, and files version control leaves.
+RESULTS_FOLDER_NAMES = frozenset({"reference", "search-benchmark", ".gitkeep", ".gitignore", ".DS_Store"})
+GPU_FOLDER_NAMES = frozenset({"device.json", "logs", "sweeps", "studies", "store", "compile.parquet", "peaks.json",
+                              "peaks.parquet", "measurements.parquet", "best.json", "best_configs.h", "report", "optuna.log"})  # fmt: skip
+MAX_RESULTS_ENTRIES = 1000  # entries of a results folder looked at
+
+
+def _check_results_folder(results_dir: str) -> None:
+    """A ``results_dir`` that exists must be empty or hold only what this
+    pipeline writes there, so a run never mixes its files into a home folder
+    or a source tree (``allow_other_files_in_results_dir`` lets it)."""
+    path = Path(results_dir)
+    if not path.is_dir():
+        return
+    try:
+        with os.scandir(path) as entries:
+            for count, entry in enumerate(entries):
+                other = count >= MAX_RESULTS_ENTRIES or not _results_entry(entry)
+                if other:
+                    what = f"more than {MAX_RESULTS_ENTRIES} entries" if count >= MAX_RESULTS_ENTRIES else repr(entry.name)
+                    raise ConfigError(f"results_dir: must be a new or empty folder, or one this pipeline wrote (a folder per GPU), "
+                                      f"unless allow_other_files_in_results_dir is true, got {results_dir!r}, which holds {what}")  # fmt: skip
+    except OSError as error:
+        raise ConfigError(f"results_dir: must be a folder this user can read, got {results_dir!r} ({error.strerror})") from None
+
+
+def _results_entry(entry: os.DirEntry) -> bool:
+    if entry.name in RESULTS_FOLDER_NAMES:
+        return True
+    if not entry.is_dir(follow_symlinks=False):
+        return False
+    with os.scandir(entry.path) as inside:
+        names = [e.name for _, e in zip(range(MAX_RESULTS_ENTRIES), inside)]
+    return not names or any(name in GPU_FOLDER_NAMES for name in names)
+
+
 def _in_memory_sqlite(storage: str) -> bool:
     if not storage.startswith("sqlite"):
         return False
@@ -365,10 +405,12 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
         # few appends (SQLite costs tens of milliseconds of queries a trial).
         storage = str((run.gpu_dir / "optuna.log").resolve())
     warm = section.get("warm_start")
-    if warm is not None and not (
-        (Path(warm).is_file() and warm.endswith(".parquet")) or (Path(warm).is_dir() and any(Path(warm).rglob("*.parquet")))
-    ):
-        raise ConfigError(f"{where}.warm_start: must name a .parquet file or a folder holding Parquet results, got {warm!r}")
+    if warm is not None:
+        from tuner.search.warm import warm_start_problem
+
+        problem_text = warm_start_problem(warm, family, problem, domains)  # the rule the tune stage applies
+        if problem_text:
+            raise ConfigError(f"{where}.{problem_text}")
     return StudySettings(name=name, family=family.name, dtype=section["dtype"], n=section["n"],
                          sampler=section.get("sampler", "ordinal"), seed=section.get("seed", config.get("seed", 0)),
                          budget_trials=budget, timeout_s=section.get("timeout_s"), storage=storage,

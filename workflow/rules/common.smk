@@ -47,10 +47,14 @@ def settings_or_exit(config):
     from tuner.device.describe import probe_devices
     from tuner.search.study import storage_problem
 
+    from tuner.search.storage_server import export_passwords
+
     for path in workflow.overwrite_configfiles:
         check_yaml_or_exit(path)
     try:
-        return tuner_settings.parse(
+        # Nested --config values reach here as strings; typed as the file's would be.
+        tuner_settings.typed_overrides(config, workflow.config_settings.config)
+        settings = tuner_settings.parse(
             config,
             device=probe_devices(),
             nvcc_archs=nvcc_architectures(),
@@ -59,6 +63,10 @@ def settings_or_exit(config):
         )
     except tuner_settings.ConfigError as error:
         _config_error(error)
+    # The stages get storage URLs without their passwords (Settings.stage_json)
+    # and find them in the environment they inherit from this process.
+    export_passwords(study.storage for study in settings.studies.values())
+    return settings
 
 
 wildcard_constraints:
