@@ -25,10 +25,11 @@ from tuner.search.claims import (
     OK,
     ClaimStore,
 )
+from tuner.search.interactions import InteractionSampler
 from tuner.search.ordinal import OrdinalSampler
 from tuner.search.owners import this_owner
 
-SAMPLERS = ("tpe", "gp", "random", "cmaes", "qmc", "brute_force", "ordinal")
+SAMPLERS = ("tpe", "gp", "random", "cmaes", "qmc", "brute_force", "ordinal", "interactions")
 
 # Proposals asked of the wrapped sampler per trial before a rescue (fewer where
 # it proposes the same configuration twice: it is stuck).
@@ -72,6 +73,8 @@ def make_sampler(name: str, seed: int, prior: Sequence[tuple[Mapping, float]] = 
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         if name == "ordinal":
             return OrdinalSampler(seed=seed, prior=prior)
+        if name == "interactions":
+            return InteractionSampler(seed=seed, prior=prior)
         if name == "tpe":
             # multivariate: parameters interact (unroll x vector_width);
             # constant_liar: concurrent workers do not all propose the same point.
