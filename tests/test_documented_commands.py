@@ -72,7 +72,7 @@ SKIPPED = {
     "--seeds 10 --jobs 1 --fixed 50 100 200 --orders ascending --out benchmarks/results --name search-hub": "the benchmark hub's "
     "files lie outside the repository, and the run takes an hour on one core (tests/test_search_bench.py runs one of its tables)",
     "snakemake --profile workflow/profiles/slurm --default-resources slurm_partition=YOURS": "needs a SLURM cluster "
-    "(benchmarks/slurm_cluster.sh starts one as root; results/reference/slurm-run.txt is its log)",
+    "(benchmarks/slurm_cluster.sh starts one as root; benchmarks/results/history/slurm-run.txt is its log)",
 }
 
 
