@@ -59,6 +59,7 @@ SKIPPED = {
     "pip install 'cuda-bench[cu12]'": "installs from the package index (nvbench, for benchmarks/vs_nvbench.py on a GPU)",
     "python -m tuner.search.replay_study": "names the module; tests/test_postgres_study.py runs its worker and rows commands",
     "python -m pytest -q": "the test suite itself (.ci/run runs it on a fresh clone)",
+    "python -m pytest -q -m slow": "the slow tests of the suite, minutes of nvcc (the default run leaves them out)",
     "python benchmarks/energy.py": f"{GPU}: measures energy on the device (tests/test_energy_benchmark.py runs it on a stand-in)",
     "python -m tuner compare A B": "A and B are placeholders; the README's forms run on the shipped results",
     "snakemake --cores 1 --configfile examples/<name>/config.yaml": f"{GPU}: an example's pipeline (tests/test_examples.py runs "
