@@ -38,7 +38,10 @@ aggregate table gives each strategy's mean over the tables per budget.
         --out benchmarks/results --name search-hub      # the community's spaces only
 
 Writes ``NAME.txt`` (the command, its wall time and the tables) and ``NAME.json`` under
-``--out`` (``--name``, default ``search-benchmark``).
+``--out`` (``--name``, default ``search-benchmark``); the default ``--out`` is
+``results/search-benchmark/`` (untracked). The shipped run is
+``benchmarks/results/history/nvidia-h200/search-benchmark.*``: only an ``--out``
+naming that folder rewrites it.
 """
 
 from __future__ import annotations
@@ -409,7 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per CPU)")
     parser.add_argument("--no-warm", action="store_true", help="skip the warm-start rows")
     parser.add_argument("--merge", nargs="*", default=[], help="earlier search-benchmark.json files whose other rows to keep")
-    parser.add_argument("--out", default=str(REFERENCE / "nvidia-h200"), help="folder for search-benchmark.{txt,json}")
+    parser.add_argument("--out", default=str(REPO / "results" / "search-benchmark"),
+                        help="folder for NAME.{txt,json} (default results/search-benchmark, untracked)")
     parser.add_argument("--hub", nargs="*", default=[], help="community tables: Kernel Tuner caches or T4 files, or folders of them")
     parser.add_argument("--fixed", nargs="*", type=int, default=[], help="budgets in evaluations, beside the fractions (e.g. 50 100 200)")
     parser.add_argument("--fractions", nargs="*", type=float, default=list(FRACTIONS), help="budgets as fractions of each space")

@@ -169,7 +169,7 @@ def time_ours(bench, work: Work, mode: str) -> float:
         gpu = bench.gpu
         options = replace(bench.timing, flush_l2=True)
         result = time_kernel(work.run, timer=gpu.event_timer(), options=options, restore=work.restore, flush=gpu.flush_l2,
-                             hold=bench.hold, synchronize=gpu.synchronize, clocks=bench.clocks)  # fmt: skip
+                             hold=bench.hold_for(options.hold_us), synchronize=gpu.synchronize, clocks=bench.clocks)  # fmt: skip
     else:
         options = replace(bench.timing, flush_l2=mode != "ours hot")
         result = bench.time(work.run, restore=work.restore, options=options)

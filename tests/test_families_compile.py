@@ -2,11 +2,12 @@
 spills, its constraints say why a configuration cannot run, and its numpy
 reference passes its own verification while wrong outputs fail.
 
-The compile test builds a covering set, not the whole space: every variant
-and every dtype, and within each variant every value of every parameter at
-least once (with the other parameters as close to their defaults as the
-constraints allow). Configurations that differ only in run-time arguments
-share a module, which is compiled once.
+The default compile test builds every variant for every dtype (38 modules);
+the slow one (``-m slow``) a covering set, not the whole space: within each
+variant every value of every parameter at least once (with the other
+parameters as close to their defaults as the constraints allow), 258 modules.
+Configurations that differ only in run-time arguments share a module, which
+is compiled once.
 """
 
 from __future__ import annotations
@@ -60,13 +61,37 @@ def test_covering_set_covers_every_variant_dtype_and_value(family_name):
         )
 
 
+def one_per_variant(family) -> dict[str, list[dict]]:
+    """dtype -> the covering configuration nearest the defaults of each variant:
+    every kernel body and every dtype's instantiation, a tenth of the modules."""
+    chosen = {}
+    for dtype, configs in covering_set(family).items():
+        first = {}
+        for cfg in configs:
+            first.setdefault(cfg.get("variant"), cfg)
+        chosen[dtype] = list(first.values())
+    return chosen
+
+
 @needs_nvcc
 @pytest.mark.parametrize("family_name", REGISTRY.names())
-def test_every_module_compiles_without_spills(family_name, tmp_path, capsys):
+def test_every_variant_compiles_for_every_dtype_without_spills(family_name, tmp_path, capsys):
+    compile_without_spills(family_name, one_per_variant(REGISTRY[family_name]), tmp_path, capsys)
+
+
+@pytest.mark.slow
+@needs_nvcc
+@pytest.mark.parametrize("family_name", REGISTRY.names())
+def test_every_module_of_the_covering_set_compiles_without_spills(family_name, tmp_path, capsys):
+    """Every value of every parameter too (unroll 16 spilling, say): ten times the modules."""
+    compile_without_spills(family_name, covering_set(REGISTRY[family_name]), tmp_path, capsys)
+
+
+def compile_without_spills(family_name: str, configs_by_dtype: dict[str, list[dict]], tmp_path, capsys) -> None:
     family = REGISTRY[family_name]
     modules = variants = 0
     failures, spills = [], []
-    for dtype, configs in covering_set(family).items():
+    for dtype, configs in configs_by_dtype.items():
         problem = problem_for(family, dtype)
         variants = max(variants, len({c.get("variant") for c in configs}))
         keys = {module_key(family, c, problem) for c in configs}

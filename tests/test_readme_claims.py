@@ -22,6 +22,8 @@ from tuner.report.selection import usable
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "reference"
 H200 = REFERENCE / "nvidia-h200"
+# Benchmark outputs and timing logs live beside the benchmarks, one folder per GPU.
+HISTORY = ROOT / "benchmarks" / "results" / "history"
 # The README and docs/ read as one text: a section is found wherever it lives.
 README = "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
 N28 = 1 << 28
@@ -159,7 +161,7 @@ def test_the_study_against_the_exhaustive_sweep(data):
 
 def test_timing_repeatability():
     found = claim(r"\(([\d.]+) % median difference on the H200\)", section("How long the pipeline takes"))
-    repeat = json.loads((H200 / "timing.json").read_text())["repeatability"]
+    repeat = json.loads((HISTORY / "nvidia-h200" / "timing.json").read_text())["repeatability"]
     assert round(100 * repeat["median_abs_diff"], 2) == float(found[1])
 
 
@@ -167,14 +169,14 @@ def test_scaling_over_two_gpus():
     found = claim(r"On two H200s a (\d+)-trial study gave (\d+) rows of (\d+) distinct configurations with a journal and with SQLite",
                   section("Spreading a search over several GPUs"))  # fmt: skip
     for storage in ("journal", "sqlite"):
-        runs = json.loads((H200 / f"scaling-2-gpus-{storage}.json").read_text())
+        runs = json.loads((HISTORY / "nvidia-h200" / f"scaling-2-gpus-{storage}.json").read_text())
         two = next(r for r in runs if r["workers"] == 2)
         assert (two["budget"], two["rows"], two["distinct"]) == tuple(int(g) for g in found.groups())
 
 
 def scaling_runs(folder: str, numbers) -> list[dict]:
     """Each run's table, by worker count."""
-    return [{r["workers"]: r for r in json.loads((H200 / folder / f"run-{n}.json").read_text())["scaling"]} for n in numbers]
+    return [{r["workers"]: r for r in json.loads((HISTORY / "nvidia-h200" / folder / f"run-{n}.json").read_text())["scaling"]} for n in numbers]
 
 
 def test_scaling_over_four_gpus():
@@ -214,11 +216,11 @@ def test_scaling_over_four_gpus():
     )
     assert [round(before[n][1]["steady_trials_per_s"]) for n in (3, 4)] == [75, 75]  # "up from 74 to 75"
     assert round(before[5][1]["steady_trials_per_s"]) == 74 and exact(before) and exact(older)
-    first = {r["workers"]: r for r in json.loads((H200 / "scaling-4-gpus-journal.json").read_text())["scaling"]}
+    first = {r["workers"]: r for r in json.loads((HISTORY / "nvidia-h200" / "scaling-4-gpus-journal.json").read_text())["scaling"]}
     assert older[0] == first  # "its first run is scaling-4-gpus-journal.txt"
 
     costs = claim(r"([\d.]+) ms against ([\d.]+) ms all-in on an H200 at that code", text)
-    measured = json.loads((H200 / "costs-study-vs-sweep-232ac5e.json").read_text())["costs"]
+    measured = json.loads((HISTORY / "nvidia-h200" / "costs-study-vs-sweep-232ac5e.json").read_text())["costs"]
     assert [round(measured["study_ms_per_trial"], 1), round(measured["sweep_ms_per_point"], 1)] == [
         float(g) for g in costs.groups()
     ]
@@ -226,14 +228,14 @@ def test_scaling_over_four_gpus():
     assert "600 more trials, and of 1152 more sweep points" in text
     hard = claim(r"a trial took ([\d.]+) ms and a sweep point ([\d.]+) ms: the study's (\d+) trials took ([\d.]+) s of searching "
                  r"and the sweep's (\d+) points ([\d.]+) s", text)  # fmt: skip
-    phases = (REFERENCE / "nvidia-h100-80gb-hbm3" / "reduce_hard_2e24-costs" / "run.txt").read_text()
+    phases = (HISTORY / "nvidia-h100-80gb-hbm3" / "reduce_hard_2e24-costs" / "run.txt").read_text()
     assert f"study (all) {hard[4]} s" in phases and f"sweep (all) {hard[6]} s" in phases
     assert round(float(hard[4]) / int(hard[3]) * 1e3, 1) == float(hard[1])
     assert round(float(hard[6]) / int(hard[5]) * 1e3, 1) == float(hard[2])
 
 
 def yardstick(gpu: str, label: str) -> float:
-    text = (REFERENCE / gpu / "yardsticks.txt").read_text()
+    text = (HISTORY / gpu / "yardsticks.txt").read_text()
     return float(re.search(rf"^{re.escape(label)}.*?([\d.]+) x (?:CUB|copy)", text, re.M)[1])
 
 
@@ -249,7 +251,7 @@ def test_complete_reductions_and_yardsticks():
     above = claim(r"at most ([\d.]+) % above ours", FOUND)
     # The independent harness over ours, per yardstick (copy, read, CUB int32 and float32): each "holds".
     pattern = re.compile(r"^\S.*?([\d.]+)\s+yes\s", re.M)
-    ratios = [float(m[1]) for g in (h200, h100) for m in pattern.finditer((REFERENCE / g / "yardsticks.txt").read_text())]
+    ratios = [float(m[1]) for g in (h200, h100) for m in pattern.finditer((HISTORY / g / "yardsticks.txt").read_text())]
     assert len(ratios) == 8 and max(ratios) <= 1.01
     assert round(100 * (max(ratios) - 1), 1) == float(above[1])
     pipeline = claim(r"the pipeline's own best complete reduction is ([\d.]+)x CUB \(int32\)", FOUND)
@@ -263,7 +265,7 @@ def test_complete_reductions_and_yardsticks():
 def test_kill_and_resume_on_the_h100():
     found = claim(r"on an H100 the (\d+)-point sweep and the (\d+)-trial study came back whole, every configuration measured once",
                   section("When things go wrong"))  # fmt: skip
-    check = json.loads((REFERENCE / "nvidia-h100-80gb-hbm3" / "kill-resume.json").read_text())
+    check = json.loads((HISTORY / "nvidia-h100-80gb-hbm3" / "kill-resume.json").read_text())
     assert check["final_status"] == 0 and {k["killed_at"] for k in check["kills"]} == {"sweep", "study"}
     assert check["sweep_grid"] == check["sweep_rows"] == check["sweep_store_lines"] == int(found[1])
     assert check["sweep_measured_twice"] == 0
@@ -277,7 +279,7 @@ def test_the_cold_pipeline_on_the_h100():
                   r"elementwise outputs\)", text)  # fmt: skip
     everything = claim(r"made the profile\s+job (\d+) s of a (\d+) s run.*?with one job per sweep it took (\d+) s", text)
     before = claim(r"took (\d+) s of the (\d+) s the same\s+pipeline took before", text)
-    folder = REFERENCE / "nvidia-h100-80gb-hbm3"
+    folder = HISTORY / "nvidia-h100-80gb-hbm3"
     timing = json.loads((folder / "pipeline-timing-final.json").read_text())
     host_checks = json.loads((folder / "pipeline-timing-host-checks.json").read_text())
     assert timing["exit"] == 0 and abs(timing["wall_s"] - int(found[1])) <= 0.5  # the table rounds the unrounded wall
@@ -312,7 +314,7 @@ def test_the_cold_pipeline_on_the_h100():
 def test_the_default_study_run_for_real_on_the_hard_space():
     found = claim(r"\(([\d.]+) GB/s, (\d+) configurations within 1 %\) at its (\d+)th evaluation, ([\d.]+) s after\s+`tune` started "
                   r"\(([\d.]+) s of it waiting for nvcc\)", README)  # fmt: skip
-    run = REFERENCE / "nvidia-h100-80gb-hbm3" / "reduce_hard_2e24-study-run"
+    run = HISTORY / "nvidia-h100-80gb-hbm3" / "reduce_hard_2e24-study-run"
     sweep = results.read(run / "sweep.parquet")
     study = results.read(run / "study.parquet").sort_values("trial").reset_index(drop=True)
     ok = sweep[sweep.status == "ok"]

@@ -60,12 +60,6 @@ def report(synthetic, tmp_path_factory) -> ReportOutputs:
     return build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path_factory.mktemp("report"))
 
 
-def test_expected_figures_is_a_stable_list():
-    assert isinstance(EXPECTED_FIGURES, tuple)
-    assert len(set(EXPECTED_FIGURES)) == len(EXPECTED_FIGURES) > 10
-    assert {"reduce_ladder", "peak_fractions", "study_history", "study_importance"} <= set(EXPECTED_FIGURES)
-
-
 def test_every_figure_is_drawn_as_png_and_svg(report):
     assert report.skipped == {}
     for stem in EXPECTED_FIGURES:
@@ -210,11 +204,15 @@ def test_cli_builds_the_report(synthetic, tmp_path, capsys):
     assert "0 skipped" in capsys.readouterr().out
 
 
-def test_figures_drawn_by_worker_processes_are_the_same_files(synthetic, report, tmp_path):
+def test_the_report_rebuilt_elsewhere_by_worker_processes_is_the_same_bytes(synthetic, report, tmp_path):
+    """Every file (documents, PNG and SVG: no dates, no random clip-path ids, no
+    paths), so a rebuilt reference report diffs clean where nothing changed."""
     dataset, device, peaks = synthetic
     parallel = build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path, processes=2)
     assert [r.stem for r in parallel.results] == list(EXPECTED_FIGURES)
     assert [r.note for r in parallel.results] == [r.note for r in report.results]
-    for stem in EXPECTED_FIGURES:
-        assert (tmp_path / f"{stem}.png").read_bytes() == (report.out_dir / f"{stem}.png").read_bytes(), stem
-    assert parallel.markdown.read_text() == report.markdown.read_text().replace(str(report.out_dir), str(tmp_path))
+    files = sorted(p.name for p in report.out_dir.iterdir())
+    assert files == sorted(p.name for p in tmp_path.iterdir())
+    assert {"report.md", "report.html", "reduce_ladder.svg", "study_history.png"} <= set(files)
+    for name in files:
+        assert (tmp_path / name).read_bytes() == (report.out_dir / name).read_bytes(), name

@@ -14,7 +14,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from fixtures_report import make_dataset  # noqa: E402
@@ -243,14 +242,6 @@ def test_each_figure_has_its_own_current_caption_file():
 def test_report_modules_stay_small():
     for module in (ROOT / "tuner" / "report").glob("*.py"):
         assert len(module.read_text().splitlines()) < 400, module.name
-
-
-def test_figure_specs_are_one_declarative_list():
-    stems = [s.stem for s in FIGURE_SPECS]
-    assert tuple(stems) == EXPECTED_FIGURES and len(set(stems)) == len(stems)
-    assert all(s.caption and s.title for s in FIGURE_SPECS)
-    assert len({s.caption for s in FIGURE_SPECS}) == len(FIGURE_SPECS)  # each figure its own caption
-    assert np.all([s.data is not None or (s.family and s.x) for s in FIGURE_SPECS])
 
 
 def test_the_unroll_conclusion_reads_the_sweep_its_figure_shows(reference_ctx):

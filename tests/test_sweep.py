@@ -93,20 +93,6 @@ def test_a_row_cut_short_is_set_aside_in_one_line_and_measured_again(tmp_path):
     assert path.read_bytes().endswith(b"\n")  # later rows do not join the broken one
 
 
-def test_an_unreadable_parquet_part_is_quarantined(tmp_path):
-    store = tmp_path / "store"
-    rows = [FakeSession(FAMILY, PROBLEMS[0], []).measure(cfg, "sweep:t") for cfg in FAMILY.space(PROBLEMS[0], PARAMS)[:5]]
-    results.write_atomic(results.to_frame(rows), store / "part-1.parquet")
-    (store / "part-2.parquet").write_bytes(b"PAR1 truncated")
-    said: list[str] = []
-    log: list[str] = []
-    frame = run_sweep("t", FAMILY, PROBLEMS, PARAMS, store=store, log=said.append,
-                      open_problem=lambda f, p: FakeSession(f, p, log))  # fmt: skip
-    assert len(log) == TOTAL - 5  # the readable part counts
-    assert [line for line in said if "part-2.parquet: unreadable" in line]
-    assert (store / "part-2.parquet.corrupt").exists() and len(frame) == TOTAL
-
-
 def test_a_device_fault_stores_the_faulting_row_then_stops(tmp_path):
     store = tmp_path / "store"
     with pytest.raises(FatalDeviceError):

@@ -234,10 +234,32 @@ def test_run_without_gpu_stops_with_one_line(tmp_path):
     assert not list(Path(tmp_path).rglob("*.parquet"))  # nothing measured, nothing half-written
 
 
-def test_snakemake_report_bundles_the_reference_figures(tmp_path):
-    proc = snakemake("--cores", "1", "--report", str(tmp_path / "report.html"), "report")
+def test_snakemake_report_bundles_a_results_folders_figures(tmp_path):
+    folder = tmp_path / "results" / "nvidia-h200"
+    shutil.copytree(ROOT / "results" / "reference" / "nvidia-h200", folder)
+    config = write(tmp_path, small_config(tmp_path))
+    proc = snakemake("--cores", "1", "--configfile", str(config), "--report", str(tmp_path / "report.html"), "report")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "report.html").stat().st_size > 100_000
+
+
+def test_the_reference_reports_are_rebuilt_until_their_stamp_is_newer_than_their_inputs(tmp_path):
+    """Tracked reports have clone-order modification times: a stamp outside the
+    tracked tree decides. No stamp (a fresh clone): rebuilt; a fresh stamp: not."""
+    reference = tmp_path / "results" / "reference" / "some-gpu"
+    reference.mkdir(parents=True)
+    for name in ("measurements.parquet", "device.json", "peaks.json"):
+        shutil.copy(ROOT / "results" / "reference" / "nvidia-h200" / name, reference / name)
+    (reference / "report").mkdir()
+    (reference / "report" / "report.md").write_text("newer than its inputs, as a clone may leave it")
+    config = write(tmp_path, small_config(tmp_path))
+    proc = snakemake("-n", "report", "--configfile", str(config))
+    assert proc.returncode == 0 and jobs(proc.stdout) == {"report_reference": 1, "report": 1}, proc.stdout + proc.stderr
+    stamp = tmp_path / "results" / ".reference-reports" / "some-gpu.done"
+    stamp.parent.mkdir()
+    stamp.touch()
+    proc = snakemake("-n", "report", "--configfile", str(config))
+    assert proc.returncode == 0 and "Nothing to be done" in proc.stdout, proc.stdout + proc.stderr
 
 
 # ---- the measuring child and its supervisor -----------------------------------

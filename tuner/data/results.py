@@ -57,7 +57,6 @@ from tuner.errors import DamagedFile
 from tuner.families.base import config_key  # noqa: F401 - the identity of a row, re-exported for the stages
 
 TIMESTAMP = "datetime64[us, UTC]"
-STATUSES = ("ok", "infeasible", "compile_error", "launch_error", "wrong_result")
 
 # Every tuning parameter of every family, each its own column.
 PARAM_COLUMNS = {

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Mapping
+from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -142,6 +143,11 @@ class Verdict:
     detail: str = ""
 
 
+# The most combinations a space is listed in full for (about a second of
+# constraint checks); larger spaces are searched without a list of them.
+MAX_ENUMERATED = 1_000_000
+
+
 class Family(ABC):
     """A kernel family: its search space and compile recipe, and its device harness.
 
@@ -189,6 +195,9 @@ class Family(ABC):
     arg_types: ClassVar[str]  # PyCUDA struct format of the kernel's arguments ("PPQ")
     # Sizes for verification passes: one not a multiple of any tile, one a power of two.
     check_sizes: ClassVar[tuple[int, int]] = ((1 << 20) + 37, 1 << 22)
+    # Variants that form a lesson's ladder, in the order it climbs them (each
+    # step a change to the one before): the report draws their speed-ups in this order.
+    ladder: ClassVar[tuple[str, ...]] = ()
 
     # ---- the space -------------------------------------------------------
     def param(self, name: str) -> Param:
@@ -215,6 +224,14 @@ class Family(ABC):
         if domains is None:
             domains = {p.name: list(p.values) for p in self.params}
         return [c for c in self.configs(domains) if not self.violations(c, problem)]
+
+    def listed_space(self, problem: Problem, domains: Mapping[str, Sequence]) -> list[dict] | None:
+        """``space(problem, domains)``, or None where the product of the domains
+        exceeds ``MAX_ENUMERATED``: such a space is searched without a list of
+        it (no exhaustion check, no budget as a fraction, no compile ahead)."""
+        if math.prod(len(values) for values in domains.values()) > MAX_ENUMERATED:
+            return None
+        return self.space(problem, {name: list(values) for name, values in domains.items()})
 
     def covering_configs(self, problem: Problem) -> list[dict]:
         """For every variant and every value of every parameter's domain, the

@@ -111,10 +111,6 @@ class Bench:
         return self._holds[hold_us]
 
     @property
-    def hold(self):
-        return self.hold_for(self.timing.hold_us)
-
-    @property
     def flush(self):
         """The L2 flush before each sample: a read of a buffer twice the L2's
         size (kernels/timing.cu says why a read and not a memset)."""

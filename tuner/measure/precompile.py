@@ -4,7 +4,6 @@ takes tenths of a second each where a trial takes milliseconds."""
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import threading
@@ -102,9 +101,6 @@ class Precompiler:
         return f"compile ahead: {len(done)}/{len(self.modules)} modules ({failed} failed) by {self.jobs} threads{when}"
 
 
-ENUMERATED_AT_MOST = 1_000_000  # a larger space is not compiled ahead (as the samplers do not list it)
-
-
 def study_modules(family: Family, problem: Problem, domains: Mapping[str, Sequence], first: Sequence[Mapping],
                   seed: int) -> list[Config]:  # fmt: skip
     """The configurations a study compiles ahead, in order: ``first`` (its
@@ -113,6 +109,6 @@ def study_modules(family: Family, problem: Problem, domains: Mapping[str, Sequen
     sampler's start is, and in another order for each worker (its own seed)
     when several share one cubin cache."""
     head = [dict(cfg) for cfg in first if set(cfg) == set(family.param_names) and not family.violations(dict(cfg), problem)]
-    rest = family.space(problem, domains) if math.prod(len(v) for v in domains.values()) <= ENUMERATED_AT_MOST else []
+    rest = family.listed_space(problem, domains) or []  # a space too large to list is not compiled ahead
     random.Random(seed).shuffle(rest)
     return head + rest

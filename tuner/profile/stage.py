@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from tuner.data import counters as schema
-from tuner.data.results import read, write_text_atomic
+from tuner.data.results import plain_value, read, write_text_atomic
 from tuner.families import REGISTRY, Family
 from tuner.measure.stopwatch import Phases
 from tuner.profile import ncu
@@ -50,7 +50,7 @@ def choose(
         elif profile != "all":
             group = group.head(int(profile))
         for _, row in group.iterrows():
-            cfg = {name: _plain(row[name]) for name in family.param_names}
+            cfg = {name: plain_value(row[name]) for name in family.param_names}
             chosen.append(((str(dtype), int(n)), cfg, row))
     return chosen
 
@@ -67,10 +67,6 @@ def shown_by_report(rows: list[pd.DataFrame]) -> frozenset:
         return frozenset()
     picked = (row for comparison in evaluate_all(ok, load_published()) for row in comparison.chosen if row is not None)
     return frozenset((r["source"], r["dtype"], int(r["n"]), r["config_key"]) for r in picked)
-
-
-def _plain(value):
-    return value.item() if hasattr(value, "item") else value
 
 
 def plan_problems(chosen) -> list[dict]:

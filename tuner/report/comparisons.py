@@ -30,15 +30,6 @@ TOLERANCE = 0.05
 # that still holds.
 MARGIN = 0.03
 
-# What a row expects of its time t against the time t_ref of the row it is checked against.
-EXPECTATIONS = {
-    "baseline": "reference row",
-    "faster": f"t < t_ref / {1 + MARGIN:g}",
-    "slower": f"t > t_ref * {1 + MARGIN:g}",
-    "as_fast": f"t <= t_ref * {1 + TOLERANCE:g}",
-    "at_least_prev": f"t <= t_previous * {1 + TOLERANCE:g}",
-}
-
 HOLDS_NO_DATA = "n/a (no data)"
 HOLDS_BASELINE = "n/a (reference)"
 

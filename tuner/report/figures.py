@@ -18,7 +18,8 @@ from typing import Callable, Iterator
 
 import pandas as pd
 
-from tuner.families.reduce import BANK_CONFLICT_PAIR, LADDER
+from tuner.families import REGISTRY
+from tuner.families.reduce import BANK_CONFLICT_PAIR
 from tuner.report.figure_kit import FigureContext, FigureResult, FigureSpec, draw
 from tuner.report.selection import problem_label
 from tuner.report.summary_figures import history_panels, importance_panels, overview, peak_panels
@@ -48,7 +49,7 @@ def step_key(variant: str, unroll: object) -> str:
 
 def _step_order(key: str) -> tuple[int, int]:
     variant, _, unroll = key.partition(" ×")
-    return LADDER.index("unrolled" if variant == "unrolled" else variant), int(unroll or 0)
+    return REGISTRY["reduce"].ladder.index("unrolled" if variant == "unrolled" else variant), int(unroll or 0)
 
 
 def _ladder(rows: pd.DataFrame) -> pd.DataFrame:
@@ -121,7 +122,7 @@ FIGURE_SPECS: tuple[FigureSpec, ...] = (
         "parameters. Orange diamonds: the blogs' published speed-ups (int32: CUDA Freshman 3.5 on a GTX 1050 Ti; "
         "float32: reduce v0–v6 on a GTX 1060).",
         family="reduce",
-        variants=tuple(LADDER),
+        variants=REGISTRY["reduce"].ladder,
         prefer={"offset": 0},
         hint="sweep:reduce_ladder",
         derive=_ladder,

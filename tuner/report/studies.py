@@ -10,12 +10,11 @@ and needs no scikit-learn (Optuna's default, fANOVA, does).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from tuner.data.results import param_columns
+from tuner.data.results import param_columns, plain_value
 from tuner.data.time_to_target import Reach, Timeline, reach, timeline
 from tuner.report.selection import best, is_study, usable
 
@@ -98,19 +97,6 @@ def _history(rows: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _plain(value: Any) -> Any:
-    """A value Optuna's CategoricalDistribution accepts (None, bool, int, float, str)."""
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
-        return None
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return float(value)
-    if isinstance(value, (np.bool_,)):
-        return bool(value)
-    return value
-
-
 def param_importances(ok_rows: pd.DataFrame) -> tuple[dict[str, float] | None, str]:
     """PED-ANOVA importances of the parameters that vary among ``ok_rows``
     (objective: bandwidth, maximised), or (None, why not)."""
@@ -120,7 +106,7 @@ def param_importances(ok_rows: pd.DataFrame) -> tuple[dict[str, float] | None, s
     from optuna.distributions import CategoricalDistribution
     from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
-    values = {c: [_plain(v) for v in ok_rows[c]] for c in param_columns(ok_rows)}
+    values = {c: [plain_value(v) for v in ok_rows[c]] for c in param_columns(ok_rows)}
     varying = {c: v for c, v in values.items() if len(set(v)) > 1}
     if not varying:
         return None, "no parameter varies among the ok trials"

@@ -19,7 +19,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
-from tuner.families.base import Family, Problem
+from tuner.families.base import MAX_ENUMERATED, Family, Problem
 from tuner.search.claims import (
     BUDGET,
     OK,
@@ -33,8 +33,6 @@ from tuner.search.owners import this_owner
 # it proposes the same configuration twice: it is stuck).
 PROPOSALS_PER_ASK = 8
 RANDOM_TRIES = 200  # random draws of a rescue where the space is not enumerated
-# Spaces up to this many combinations are enumerated to detect exhaustion.
-MAX_ENUMERATED = 1_000_000
 
 # Test hook: called with a point's name ("claiming", "claimed", "measured",
 # "recorded", "attrs", "told", "done") as a configuration goes through the loop.

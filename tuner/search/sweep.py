@@ -36,8 +36,7 @@ def store_dir(gpu_dir: Path, name: str) -> Path:
 
 class RowStore:
     """An append-only file of results rows, one JSON object a line, each
-    flushed and fsynced before ``append`` returns. Also reads the Parquet parts
-    older versions wrote (``part-*.parquet``)."""
+    flushed and fsynced before ``append`` returns."""
 
     def __init__(self, folder: Path, log: Callable[[str], None] = print) -> None:
         self.folder = Path(folder)
@@ -45,23 +44,12 @@ class RowStore:
         self.log = log
 
     def rows(self) -> pd.DataFrame:
-        import pandas as pd  # here, not at the top: the measuring process never needs it
+        from tuner.data import results  # here, not at the top: the measuring process never needs pandas
 
-        from tuner.data import results
-
-        frames = [results.to_frame(self._jsonl_rows(tabled=True))]
-        for part in sorted(self.folder.glob("part-*.parquet")):
-            try:
-                frames.append(results.to_frame(pd.read_parquet(part)))
-            except Exception as error:  # truncated or not Parquet at all
-                self._quarantine(part, f"{type(error).__name__}: {error}")
-        frames = [f for f in frames if not f.empty]
-        return results.to_frame(pd.concat(frames, ignore_index=True)) if frames else results.to_frame([])
+        return results.to_frame(self._jsonl_rows(tabled=True))
 
     def identities(self) -> set[tuple]:
         """(family, dtype, n, config_key) of every stored row."""
-        if any(self.folder.glob("part-*.parquet")):
-            return {identity(r) for r in self.rows().to_dict("records")}
         return {identity(r) for r in self._jsonl_rows()}
 
     def append(self, row: dict) -> None:
@@ -121,13 +109,6 @@ class RowStore:
             _replace_durably(self.path, b"".join(line + b"\n" for line in kept))
         for number, _, why in sorted(bad):
             self.log(f"warning: {self.path}:{number}: {why}; moved to {corrupt.name}, that configuration will be measured again")
-
-    def _quarantine(self, part: Path, reason: str) -> None:
-        target = part.with_name(part.name + ".corrupt")
-        part.rename(target)
-        self.log(
-            f"warning: {part}: unreadable ({reason[:200]}); moved to {target.name}, its configurations will be measured again"
-        )
 
 
 # What a stored row must hold to be identified (``identity``) and tabled.

@@ -378,7 +378,7 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
     _check_params(family, params, f"{where}.params")
     problem = Problem(family.name, section["dtype"], section["n"])
     domains = {p.name: list(params.get(p.name, p.values)) for p in family.params}
-    space = family.space(problem, domains) if math.prod(map(len, domains.values())) <= 1_000_000 else None
+    space = family.listed_space(problem, domains)
     space_size = None if space is None else len(space)
     if space_size == 0:
         raise ConfigError(f"{where}.params: the space must hold at least one feasible configuration for {problem.key}, got none")

@@ -80,10 +80,35 @@ def report_outputs(folder):
     ]
 
 
+def report_figures(folder):
+    """Each figure of the report in ``folder``, with its caption for
+    `snakemake --report` (captions are relative to the rule's file)."""
+    captioned = report  # Snakemake's report() flag, named so that snakefmt reads a call
+    return [
+        captioned(
+            f"{folder}/report/{stem}.png",
+            caption=f"../report/captions/{stem}.rst",
+            category="Figures",
+        )
+        for stem in EXPECTED_FIGURES
+    ]
+
+
 def finished_result_folders():
-    """Result folders that already hold a collected dataset (GPU runs and the
-    shipped references): the report target rebuilds these without a GPU."""
-    found = sorted(Path(RESULTS).glob("*/measurements.parquet")) + sorted(
-        Path(RESULTS).glob("reference/*/measurements.parquet")
+    """This machine's result folders that already hold a collected dataset: the
+    report target rebuilds these without a GPU."""
+    return [str(p.parent) for p in sorted(Path(RESULTS).glob("*/measurements.parquet"))]
+
+
+def reference_folders():
+    """The shipped reference runs (results/reference/<gpu>), by GPU."""
+    found = sorted(Path(RESULTS).glob("reference/*/measurements.parquet"))
+    return [p.parent.name for p in found]
+
+
+def report_code():
+    """The files a report is drawn by: editing one rebuilds the reference reports."""
+    package = Path(workflow.basedir) / "tuner" / "report"
+    return sorted(
+        str(p) for p in package.rglob("*") if p.suffix in (".py", ".j2", ".css")
     )
-    return [str(p.parent) for p in found]
