@@ -164,7 +164,7 @@ def _study(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path
     outcome = run_study(family=family, problem=problem, domains=domains, storage=str(gpu_dir / "optuna.log"),
                         study_name=f"{name}-{problem.key}", measure=lambda cfg: session.measure(cfg, f"study:{name}"),
                         budget_trials=budget, timeout_s=None, sampler=sampler, seed=seed)  # fmt: skip
-    return tables.to_frame(study_rows(outcome.study))
+    return tables.to_frame(study_rows(outcome.storage, outcome.study.study_name))
 
 
 def _collect(gpu_dir: Path) -> None:
