@@ -662,8 +662,11 @@ def test_the_repository_itself_is_no_results_folder():
 
 @pytest.mark.parametrize(
     "files",
-    [{}, {"h100/device.json": "{}", "h200/logs/describe.log": "", ".gitkeep": "", "reference/x": "", "empty/": ""}],
-    ids=["empty", "earlier-runs"],
+    [{}, {"h100/device.json": "{}", "h200/logs/describe.log": "", ".gitkeep": "", "reference/x": "", "empty/": ""},
+     # what a run killed mid-sweep leaves: the compiled-kernel cache beside the GPU folder
+     {".cubin-cache/copy-abc.cubin": "", "h100/store/sweeps/s/rows.jsonl": "", "h100/device.json": "{}"},
+     {".reference-reports/h100.done": "", "README.md": "how these runs were made"}],
+    ids=["empty", "earlier-runs", "killed-mid-sweep", "rebuilt-reports"],
 )
 def test_a_results_folder_of_earlier_runs_or_empty_is_accepted(tmp_path, files):
     folder = tmp_path / "mine"
