@@ -173,6 +173,11 @@ def test_results_inside_the_reference_results_are_refused_unless_allowed(tmp_pat
     text = refused(config)
     assert text.startswith("results_dir: must lie outside the shipped reference results ")
     assert "unless allow_reference_results is true" in text and repr(results_dir) in text
+    if Path(results_dir).resolve().parent == (ROOT / "results" / "reference").resolve():
+        # a GPU folder of the reference used as a results folder holds files no run puts there: asked for apart
+        text = refused({**config, "allow_reference_results": True})
+        assert text.startswith("results_dir: must be a new or empty folder, or one this pipeline wrote")
+        config = {**config, "allow_other_files_in_results_dir": True}
     allowed = parse({**config, "allow_reference_results": True})
     assert allowed.run.gpu_dir.resolve().is_relative_to((ROOT / "results" / "reference").resolve())
     assert files_under(ROOT / "results" / "reference") == before

@@ -19,7 +19,8 @@ ALLOWED = {
     "processes": {"errors"},
     "measure": {"data", "device", "errors", "families", "progress"},
     "search": {"data", "errors", "families", "progress"},
-    "settings": {"device", "families", "measure"},
+    # checked at load as the stages read them: warm-start tables and storage servers (tuner.search)
+    "settings": {"device", "families", "measure", "search"},
     "report": {"data", "errors", "families"},
     # it runs the measuring harness (and settings imports measure); `profile: report` asks the report what it shows
     "profile": {"data", "families", "measure", "report", "settings"},
