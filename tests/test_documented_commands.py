@@ -33,6 +33,8 @@ SKIPPED = {
     "snakemake --cores 1 --rerun-incomplete": f"{GPU}: resumes the pipeline",
     "python benchmarks/kill_resume.py --work /tmp/kill-test": f"{GPU}: kills and resumes the pipeline",
     "snakemake --cores 1 --configfile examples/saxpy/config.yaml": f"{GPU}: the saxpy pipeline (tests/test_examples.py runs it on CPU)",
+    "snakemake --cores 1 --configfile benchmarks/configs/transpose_tiles.yaml": f"{GPU}: a study beside its exhaustive sweep "
+    "(benchmarks/results/transpose-tiles-h100/ holds an H100's run)",
     "optuna-dashboard results/<gpu>/optuna.log": "a web server (tests/test_dashboard.py serves a study and reads it)",
     "python -m tuner tune NAME --gpus 0,1,2,3": f"{GPU}: four of them",
     "python -m tuner tune reduce_int32 --gpus 0,1": f"{GPU}: two of them",
@@ -175,7 +177,8 @@ def test_documented_command_runs_as_written(command, repository, tmp_path):
             first = caption.read_text().split("\n\n")[0].split(":")[0]
             assert first in html, caption.name
     elif command == "snakemake --cores 1 report":
-        assert "report_reference" in out and "2 of 2 steps (100%) done" in out, out  # the H200 report and the target
+        # the H200 report, the H100 one where a fresh clone's mtimes make its inputs look newer, and the target
+        assert "report_reference" in out and re.search(r"\b([23]) of \1 steps \(100%\) done", out), out
         assert (repository / PLACEHOLDER[1] / "report" / "report.html").exists()
 
 
