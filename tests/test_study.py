@@ -267,13 +267,11 @@ def test_a_row_that_breaks_the_contract_is_a_bug_not_a_failure(tmp_path, returne
     storage = str(tmp_path / "study.jsonl")
     with pytest.raises(ValueError, match=message):
         study(lambda c: returned, storage=storage, budget_trials=3, sampler=Scripted([cfg()]))
-    # Nothing was measured: the claims are released, the trials failed (the
-    # one measured, and the one asked ahead meanwhile, which is left to others).
+    # Nothing was measured: the claims are released (the one measured, and the
+    # one asked ahead meanwhile, which is left to others); the dashboard shows nothing.
     loaded = optuna.load_study(study_name="test", storage=open_storage(storage))
     assert open_claims(storage, "test").snapshot() == {}
-    trial, ahead = loaded.trials
-    assert trial.state == TrialState.FAIL and trial.user_attrs["reason"].startswith("measure")
-    assert ahead.state == TrialState.FAIL and ahead.user_attrs["reason"] == "not measured: the search stopped"
+    assert loaded.trials == []
 
 
 def test_ok_without_a_bandwidth_is_a_failure():
@@ -353,10 +351,8 @@ def test_patience_ends_a_stuck_search_of_a_space_too_large_to_enumerate(monkeypa
     assert outcome.stop_reason == "stalled"
     assert recorder.calls == [cfg()]
     assert outcome.lost == 30
-    failed = outcome.study.trials[1:]
-    assert len(failed) == 30
-    assert all(t.state == TrialState.FAIL and "status" not in t.user_attrs for t in failed)
-    assert {t.user_attrs["reason"] for t in failed} == {"no unclaimed feasible configuration found"}
+    # The asks that claimed nothing leave no trial on the dashboard.
+    assert [t.user_attrs["config_key"] for t in outcome.study.trials] == [config_key(cfg())]
 
 
 def test_ask_limit_bounds_the_loop(monkeypatch):
@@ -368,7 +364,7 @@ def test_ask_limit_bounds_the_loop(monkeypatch):
     outcome = study(recorder, domains=domains, budget_trials=1, sampler="random", patience=10_000)
     assert outcome.stop_reason == "ask_limit"
     assert recorder.calls == []
-    assert outcome.lost == len(outcome.study.trials) == 50
+    assert outcome.lost == 50 and outcome.study.trials == []
     assert outcome.infeasible >= 50
 
 
@@ -500,20 +496,18 @@ def test_a_device_fault_ends_the_worker_and_a_rerun_goes_on(tmp_path, with_row):
         study(faulting, storage=storage, study_name="fault", budget_trials=6, sampler="brute_force")
     assert len(faulting.calls) == 3  # nothing measured after the fault
     faulty = faulting.calls[-1]
-    loaded = optuna.load_study(study_name="fault", storage=open_storage(storage))
-    trial = loaded.trials[2]
-    assert trial.state == TrialState.FAIL
+    shown = {t.user_attrs["config_key"]: t for t in optuna.load_study(study_name="fault", storage=open_storage(storage)).trials}
     claims = open_claims(storage, "fault").snapshot()
     if with_row:
         # The configuration that poisoned the context is measured: a launch error.
+        trial = shown[config_key(faulty)]
+        assert trial.state == TrialState.FAIL
         assert trial.user_attrs["reason"] == "launch_error: an illegal memory access was encountered"
         assert trial.user_attrs["status"] == "launch_error"
-        assert len(claims) == 3 and config_key(faulty) in claims
+        assert len(claims) == len(shown) == 3 and config_key(faulty) in claims
     else:
         # No culprit: nothing is recorded, the configuration is free again.
-        assert trial.user_attrs["reason"] == "device context lost"
-        assert "row" not in trial.user_attrs
-        assert len(claims) == 2 and config_key(faulty) not in claims
+        assert len(claims) == len(shown) == 2 and config_key(faulty) not in claims | shown
     assert {c.state for c in claims.values()} == {DONE}
 
     rerun = Recorder()
@@ -523,53 +517,67 @@ def test_a_device_fault_ends_the_worker_and_a_rerun_goes_on(tmp_path, with_row):
     rows = study_rows(outcome.storage, outcome.study.study_name)
     assert len(rows) == len({r["config_key"] for r in rows}) == 6
     assert [r["status"] for r in rows].count("launch_error") == with_row
+    assert sorted(t.user_attrs["config_key"] for t in outcome.study.trials) == sorted(r["config_key"] for r in rows)
 
 
 def test_an_interrupted_measurement_is_released_and_measured_again(tmp_path):
     storage = str(tmp_path / "study.jsonl")
+    seen = []
 
     def interrupt(c):
+        seen.append(config_key(c))
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
         study(interrupt, storage=storage, study_name="stop", budget_trials=2, sampler="brute_force")
-    loaded = optuna.load_study(study_name="stop", storage=open_storage(storage))
-    trial, ahead = loaded.trials
-    assert trial.state == TrialState.FAIL and trial.user_attrs["reason"] == "interrupted"
-    assert ahead.state == TrialState.FAIL and ahead.user_attrs["reason"] == "not measured: the search stopped"
+    # Both claims (the one measured and the one asked ahead) are released; the dashboard shows nothing.
     assert open_claims(storage, "stop").snapshot() == {}
+    assert optuna.load_study(study_name="stop", storage=open_storage(storage)).trials == []
     rerun = Recorder()
     study(rerun, storage=storage, study_name="stop", budget_trials=2, sampler="brute_force")
-    assert config_key(rerun.calls[0]) == trial.user_attrs["config_key"]
+    assert rerun.keys[0] == seen[0]
 
 
-def test_trials_left_by_a_dead_worker_are_settled(tmp_path):
-    # A worker of this host whose process is gone left one configuration
-    # claimed and one measured but not told: the first is failed and freed,
-    # the second finished from its recorded row, not measured again.
-    storage = str(tmp_path / "study.jsonl")
+def dead_worker_left(storage: str, name: str, shown: bool) -> tuple[dict, dict, dict]:
+    """A worker of this host, now gone, that left one configuration claimed
+    and one measured (its trial on the dashboard where ``shown``), not done."""
     store = open_storage(storage)
-    dead = optuna.create_study(storage=store, study_name="dead", direction="maximize")
-    claims = open_claims(store, "dead")
+    dashboard = optuna.create_study(storage=store, study_name=name, direction="maximize")
+    claims = open_claims(store, name)
     ghost = this_host_dead_owner()
     claimed, measured = cfg(block_size=64), cfg(block_size=128)
     for number, c in enumerate((claimed, measured)):
-        trial = dead.ask(fixed_distributions=DISTS)
-        assert trial.number == number
-        assert claims.claim(config_key(c), number, ghost, "ghost", None) == "ok"
+        assert claims.claim(config_key(c), None, ghost, "ghost", None) == "ok"
+        assert claims.numbered(config_key(c)) == number
     row = dict(measure(measured), config_key=config_key(measured), trial=1, **measured)
-    assert claims.record(config_key(measured), ghost, json.dumps(row))
+    assert claims.record(config_key(measured), ghost, json.dumps(row), {"rescue": "random"})
+    if shown:
+        dashboard.add_trial(optuna.trial.create_trial(params=measured, distributions=DISTS, value=row["bandwidth_gbs"],
+                                                      user_attrs={"config_key": config_key(measured)}))  # fmt: skip
+    return claimed, measured, row
 
+
+@pytest.mark.parametrize("shown", [False, True])
+def test_claims_left_by_a_dead_worker_are_settled_and_shown_once(tmp_path, shown):
+    # The claimed configuration is freed; the measured one is not measured
+    # again, and its trial is on the dashboard once, whether or not the dead
+    # worker got to add it there.
+    storage = str(tmp_path / "study.jsonl")
+    claimed, measured, row = dead_worker_left(storage, "dead", shown)
     recorder = Recorder()
     outcome = study(recorder, storage=storage, study_name="dead", budget_trials=4, sampler="random")
     assert outcome.recovered == 2 and outcome.measured == 3 and outcome.total_measured == 4
     assert measured not in recorder.calls
-    first, second = outcome.study.trials[:2]
-    assert first.state == TrialState.FAIL and first.user_attrs["reason"] == "stale: worker gone"
-    assert second.state == TrialState.COMPLETE and second.value == row["bandwidth_gbs"]
-    assert second.user_attrs["status"] == row["status"]
+    trials = [t for t in outcome.study.trials if t.user_attrs["config_key"] == config_key(measured)]
+    assert len(trials) == 1 and len(outcome.study.trials) == 4
+    (trial,) = trials
+    assert trial.state == TrialState.COMPLETE and trial.value == row["bandwidth_gbs"]
+    if not shown:  # written from the claim: the row's status, the measuring worker, its marks
+        assert trial.user_attrs == {"config_key": config_key(measured), "status": row["status"], "worker": "ghost",
+                                    "rescue": "random"}  # fmt: skip
     rows = study_rows(outcome.storage, outcome.study.study_name)
     assert len(rows) == 4 and [r for r in rows if r["trial"] == 1] == [row]
+    assert all(t.state.is_finished() for t in outcome.study.trials)
 
 
 def this_host_dead_owner() -> str:
@@ -581,21 +589,6 @@ def this_host_dead_owner() -> str:
     process.wait()
     host = this_owner().rsplit(":", 2)[0]
     return f"{host}:{process.pid}:1"
-
-
-def test_a_trial_enqueued_by_hand_is_failed_not_measured_unclaimed(tmp_path):
-    # study.enqueue_trial fixes a trial's parameters before the sampler can
-    # claim them: that trial is failed, and the budget goes to claimed ones.
-    storage = str(tmp_path / "study.jsonl")
-    by_hand = optuna.create_study(storage=open_storage(storage), study_name="hand", direction="maximize")
-    by_hand.enqueue_trial(cfg(block_size=512))
-    recorder = Recorder()
-    outcome = study(recorder, storage=storage, study_name="hand", budget_trials=4, sampler="brute_force")
-    assert outcome.measured == outcome.total_measured == 4 == len(recorder.calls)
-    enqueued = outcome.study.trials[0]
-    assert enqueued.state == TrialState.FAIL
-    assert enqueued.user_attrs["reason"] == "its parameters were fixed before the sampler chose"
-    assert len(study_rows(storage, "hand")) == 4
 
 
 # ---- storage problems ------------------------------------------------------------

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tuner.search.claims import Claim, ClaimStore
 
-# The fields each operation record carries (besides "s", "k", "op" and "t"), and their types.
+# The fields each operation record carries (besides "s", "k", "op" and "t"), and
+# their types; a measured record may carry "marks" too (older ledgers have none).
 _OP_FIELDS: dict[str, dict[str, type]] = {
     "claim": {"trial": int, "owner": str, "worker": str},
     "measured": {"row": str},
@@ -36,6 +37,9 @@ def record_problem(record: Any) -> str | None:
     for name, kind in wanted.items():
         if not isinstance(record[name], kind) or isinstance(record[name], bool):
             return f"a {record['op']} record whose {name} is {str(record[name])[:80]!r}"
+    marks = record.get("marks", {})
+    if not isinstance(marks, dict) or not all(isinstance(v, str) for v in marks.values()):
+        return f"a {record['op']} record whose marks are {str(marks)[:80]!r}, not names and texts"
     return None  # a row is the caller's text; ``claim_row`` reads it
 
 

@@ -10,8 +10,12 @@ one configuration twice and never overshoot the budget:
     claimed --record(row)--> measured --finish()--> done
        \\--release()--> (gone: the configuration may be claimed again)
 
-``measured`` is written before Optuna is told, so a worker killed between the
-two loses nothing: the next worker finds the row here and finishes the trial.
+``measured`` is written before anything else learns of the row (the
+dashboard's Optuna storage, ``tuner.search.study``), so a worker killed after
+it loses nothing: the next worker finds the row here and finishes the claim.
+
+Trial numbers are the ledger's: a claim takes the number after the highest
+one held (numbers of released claims are free again, and no row carries one).
 
 Each claim names its owner, ``host/pid-namespace:pid:start-time`` of the
 process (see ``this_owner``). A claim that is not ``done`` and whose owner is
@@ -45,7 +49,7 @@ import os
 import threading
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterator, Mapping, NamedTuple
 
 from tuner.search.claim_records import record_problem, warn_on_stderr
 
@@ -61,13 +65,16 @@ class Claim(NamedTuple):
 
     Attributes:
         key: the configuration's ``config_key``.
-        state: ``claimed`` (being measured), ``measured`` (row recorded, Optuna
-            maybe not told yet) or ``done``.
-        trial: number of the Optuna trial that measures it.
+        state: ``claimed`` (being measured), ``measured`` (row recorded, the
+            dashboard's trial maybe not written yet) or ``done``.
+        trial: the study's number for the trial that measures it (unique
+            among the claims held; rows carry it as ``trial``).
         owner: the claiming process (``this_owner``).
         worker: a label for people (the worker's name, or the owner).
         updated: ``time.time()`` of the last write or heartbeat.
         row: the results row as JSON text once measured.
+        marks: what the dashboard's trial carries besides the row (user
+            attributes such as ``rescue``, ``warm_start``), recorded with it.
     """
 
     key: str
@@ -77,6 +84,7 @@ class Claim(NamedTuple):
     worker: str
     updated: float
     row: str | None = None
+    marks: dict | None = None
 
 
 # ---- the state machine, once --------------------------------------------------
@@ -96,7 +104,7 @@ def fold(claims: dict[str, Claim], record: dict) -> None:
     if op == "release":
         del claims[key]
     elif op == "measured":
-        claims[key] = claim._replace(state=MEASURED, row=record["row"], updated=now)
+        claims[key] = claim._replace(state=MEASURED, row=record["row"], marks=record.get("marks"), updated=now)
     elif op == "done":
         claims[key] = claim._replace(state=DONE, updated=now)
     elif op == "owner":
@@ -122,6 +130,7 @@ class ClaimStore(abc.ABC):
     def __init__(self, study: str) -> None:
         self.study = study
         self._claims: dict[str, Claim] = {}
+        self._numbers: dict[str, int] = {}  # key -> trial number of the claims this object made
 
     @abc.abstractmethod
     @contextmanager
@@ -133,17 +142,31 @@ class ClaimStore(abc.ABC):
         with self._locked(exclusive=False) as (claims, _):
             return dict(claims)  # claims are immutable: a shallow copy is a snapshot
 
-    def claim(self, key: str, trial: int, owner: str, worker: str, budget: int | None) -> str:
-        """Claim ``key`` for ``trial``: ``OK``; ``TAKEN`` where it is claimed
-        already; ``BUDGET`` where ``budget`` configurations are claimed or
-        measured already."""
+    def claim(self, key: str, trial: int | None, owner: str, worker: str, budget: int | None) -> str:
+        """Claim ``key``: ``OK``; ``TAKEN`` where it is claimed already;
+        ``BUDGET`` where ``budget`` configurations are claimed or measured
+        already. The claim's trial number is ``trial`` where no claim holds
+        that number, else (or where ``trial`` is None) the one after the
+        highest held; ``numbered(key)`` says which."""
         with self._locked(exclusive=True) as (claims, emit):
             if key in claims:
                 return TAKEN
             if budget is not None and len(claims) >= budget:
                 return BUDGET
+            held = {c.trial for c in claims.values()}
+            if trial is None or trial in held:
+                trial = max(held, default=-1) + 1
             emit({"k": key, "op": "claim", "trial": trial, "owner": owner, "worker": worker})
+            self._numbers[key] = trial
             return OK
+
+    def next_trial(self, claims: Mapping[str, Claim]) -> int:
+        """The number the next claim takes, as far as ``claims`` (a snapshot) tell."""
+        return max((c.trial for c in claims.values()), default=-1) + 1
+
+    def numbered(self, key: str) -> int:
+        """The trial number of the claim on ``key`` this object made last."""
+        return self._numbers[key]
 
     def _transition(self, key: str, owner: str, state: str, op: dict) -> bool:
         with self._locked(exclusive=True) as (claims, emit):
@@ -153,13 +176,14 @@ class ClaimStore(abc.ABC):
             emit({"k": key, **op})
             return True
 
-    def record(self, key: str, owner: str, row: str) -> bool:
-        """claimed -> measured with ``row``; False where ``owner`` does not
-        hold the claim (any more)."""
-        return self._transition(key, owner, CLAIMED, {"op": "measured", "row": row})
+    def record(self, key: str, owner: str, row: str, marks: Mapping[str, str] | None = None) -> bool:
+        """claimed -> measured with ``row`` (and the dashboard's ``marks``,
+        where any); False where ``owner`` does not hold the claim (any more)."""
+        op = {"op": "measured", "row": row, **({"marks": dict(marks)} if marks else {})}
+        return self._transition(key, owner, CLAIMED, op)
 
     def finish(self, key: str, owner: str) -> bool:
-        """measured -> done, once Optuna has been told."""
+        """measured -> done, once the dashboard holds the trial."""
         return self._transition(key, owner, MEASURED, {"op": "done"})
 
     def release(self, key: str, owner: str) -> bool:

@@ -34,20 +34,6 @@ from tuner.search.owners import this_owner
 PROPOSALS_PER_ASK = 8
 RANDOM_TRIES = 200  # random draws of a rescue where the space is not enumerated
 
-# Test hook: called with a point's name ("claiming", "claimed", "measured",
-# "recorded", "attrs", "told", "done") as a configuration goes through the loop.
-_hook: Callable[[str], None] | None = None
-
-# (study name, config key) of the claims this process is working on; any other
-# claim of this process is a leftover of an earlier, interrupted call.
-_HELD: set[tuple[str, str]] = set()
-
-
-def _at(point: str) -> None:
-    if _hook is not None:
-        _hook(point)
-
-
 @dataclass(frozen=True)
 class Strategy:
     """How a study makes one search strategy (an entry of ``STRATEGIES``).
@@ -101,6 +87,8 @@ STRATEGIES: dict[str, Strategy] = {
                              "ordinal steps alternated with Thompson draws from a model of parameter pairs", uses_prior=True),  # fmt: skip
 }
 SAMPLERS = tuple(STRATEGIES)
+# The strategy a study uses unless told otherwise (the settings' default too).
+DEFAULT_STRATEGY = "ordinal"
 
 
 def make_sampler(name: str, seed: int, prior: Sequence[tuple[Mapping, float]] = ()) -> optuna.samplers.BaseSampler:
@@ -186,11 +174,12 @@ def distributions(family: Family, domains: Mapping[str, Sequence] | None) -> dic
 
 
 @dataclass
-class _Decision:
+class Decision:
     """What ``DistinctSampler`` chose for one trial."""
 
     config: dict | None = None  # the claimed configuration
     key: str | None = None
+    trial: int | None = None  # the claim's trial number (the study's, from its claims)
     how: str = ""  # enqueued | sampler | neighbour | random
     refused: str = ""  # why nothing was claimed
     warm_start: str = ""  # where a warm start's configuration came from
@@ -226,6 +215,10 @@ class DistinctSampler(optuna.samplers.BaseSampler):
     through ``SpaceAware``, where it implements it: the space and its
     feasible configurations once, the claimed configurations before each
     proposal. Nothing else is set on it.
+
+    ``held`` (the run's) gets the ``config_key`` of every configuration this
+    sampler claims; the run takes it out once the claim is settled. ``at``,
+    where given, is called with "claiming" before each claim is tried.
     """
 
     def __init__(
@@ -241,8 +234,12 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         seed: int = 0,
         worker: str | None = None,
         warm_start: Mapping[str, str] | None = None,
+        held: set[str] | None = None,
+        at: Callable[[str], None] | None = None,
     ) -> None:
         self.base = base
+        self.held = held if held is not None else set()
+        self.at = at
         self.family = family
         self.problem = problem
         self.dists = dict(dists)
@@ -258,7 +255,7 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         self._spent: set[int] = set()  # enqueued configurations dealt with
         self._configs: dict[str, dict] = {}  # config_key -> config, parsed once
         self._violates: dict[str, bool] = {}
-        self._decisions: dict[int, _Decision] = {}
+        self._decisions: dict[int, Decision] = {}
         self.warm_start = dict(warm_start or {})
         self._space_aware = isinstance(base, SpaceAware)
         if self._space_aware:
@@ -294,16 +291,17 @@ class DistinctSampler(optuna.samplers.BaseSampler):
     def reseed_rng(self) -> None:
         self.base.reseed_rng()
 
-    def decision(self, number: int) -> _Decision | None:
+    def decision(self, number: int) -> Decision | None:
         """What was claimed for trial ``number`` (forgotten once asked)."""
         return self._decisions.pop(number, None)
 
     # Choosing.
 
-    def _decide(self, study: optuna.Study, trial: FrozenTrial) -> _Decision:
-        decision = _Decision()
+    def _decide(self, study: optuna.Study, trial: FrozenTrial) -> Decision:
+        decision = Decision()
         self._decisions[trial.number] = decision
-        taken = set(self.claims.snapshot())
+        snapshot = self.claims.snapshot()
+        taken, number = set(snapshot), self.claims.next_trial(snapshot)
         if self._space_aware:
             self.base.taken(taken)
         for cfg, how in self._candidates(study, trial, taken):
@@ -315,11 +313,13 @@ class DistinctSampler(optuna.samplers.BaseSampler):
             if self._infeasible(cfg, key):
                 decision.infeasible += proposed
                 continue
-            _at("claiming")
-            answer = self.claims.claim(key, trial.number, self.owner, self.worker, self.budget)
+            if self.at is not None:
+                self.at("claiming")
+            answer = self.claims.claim(key, number, self.owner, self.worker, self.budget)
             if answer == OK:
-                _HELD.add((self.claims.study, key))
+                self.held.add(key)
                 decision.config, decision.key, decision.how = cfg, key, how
+                decision.trial = self.claims.numbered(key)
                 if how == "enqueued":
                     decision.warm_start = self.warm_start.get(key, "")
                 return decision

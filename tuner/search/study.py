@@ -83,7 +83,7 @@ from tuner.search.claims import CLAIMED
 from tuner.search.outcome import StudyOutcome
 from tuner.search.owners import Heartbeat, this_owner
 from tuner.search.samplers import (
-    _HELD,
+    DEFAULT_STRATEGY,
     SAMPLERS,
     DistinctSampler,
     distributions,
@@ -91,17 +91,16 @@ from tuner.search.samplers import (
 )
 from tuner.search.storage import open_claims, open_storage, storage_problem
 from tuner.search.trials import (
-    ASKS_IN_FLIGHT,
-    _abandon,
-    _ask,
-    _Asked,
-    _check_enqueued,
-    _count,
-    _is_ok,
-    _measure_asked,
-    _recover,
-    _Run,
-    _stop_reason,
+    Asked,
+    Run,
+    abandon,
+    ask,
+    check_enqueued,
+    count_asked,
+    is_ok,
+    measure_asked,
+    recover,
+    stop_reason,
 )
 
 # Guards against a loop that asks forever without measuring.
@@ -128,7 +127,7 @@ def run_study(
     measure: Callable[[dict], dict],
     budget_trials: int | None,
     timeout_s: float | None,
-    sampler: str | optuna.samplers.BaseSampler = "tpe",
+    sampler: str | optuna.samplers.BaseSampler = DEFAULT_STRATEGY,
     seed: int = 0,
     enqueue: Iterable[Mapping] = (),
     patience: int = DEFAULT_PATIENCE,
@@ -137,6 +136,7 @@ def run_study(
     ask_ahead: bool = True,
     claimed: Callable[[dict], None] | None = None,
     warm_start: Mapping[str, str] | None = None,
+    at: Callable[[str], None] | None = None,
 ) -> StudyOutcome:
     """Search ``family``'s space for ``problem``, maximising ``bandwidth_gbs``.
 
@@ -208,7 +208,7 @@ def run_study(
     if problem.family != family.name:
         raise ValueError(f"problem.family must be {family.name!r}, got {problem.family!r}")
     dists = distributions(family, domains)
-    enqueue = [_check_enqueued(dict(cfg), dists) for cfg in enqueue]
+    enqueue = [check_enqueued(dict(cfg), dists) for cfg in enqueue]
     if isinstance(sampler, str):
         make_sampler(sampler, seed)  # validates the name and dependencies up front
 
@@ -216,53 +216,45 @@ def run_study(
     max_asks = None if budget_trials is None else ASKS_PER_BUDGET * budget_trials
 
     store = open_storage(storage)
-    study = optuna.create_study(
-        storage=store,
-        study_name=study_name,
-        direction="maximize",
-        load_if_exists=True,
-    )
-    if study.direction != optuna.study.StudyDirection.MAXIMIZE:
-        raise ValueError(f"study {study_name!r} must maximize bandwidth_gbs, got {study.direction.name}")
-    if study.metric_names != ["bandwidth_gbs"]:
-        # The dashboard's objective axis reads "bandwidth_gbs", not "Objective 0".
-        # Workers starting together may race to set it; any one of them wins.
-        with warnings.catch_warnings(), contextlib.suppress(Exception):
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study.set_metric_names(["bandwidth_gbs"])
+    dashboard = _dashboard_study(store, study_name)
+    claims = open_claims(store, study_name)
     if isinstance(sampler, str):
         # A resumed study reseeds past its history, else the sampler would
         # propose its first trials again (harmless but wasted proposals).
-        base = make_sampler(sampler, seed + len(study.get_trials(deepcopy=False)))
+        base = make_sampler(sampler, seed + len(claims.snapshot()))
     else:
         base = sampler
-    claims = open_claims(store, study_name)
     owner = this_owner()
     label = worker or owner
+    reach = at or _nowhere
+    held: set[str] = set()
     distinct = DistinctSampler(
         base, family, problem, dists, claims, budget=budget_trials, enqueue=enqueue, seed=seed, worker=label,
-        warm_start=warm_start,
+        warm_start=warm_start, held=held, at=reach,
     )  # fmt: skip
-    study.sampler = distinct
+    # The sampler's own study: in memory, fed from the claims before each ask.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        mind = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=distinct, direction="maximize")
     feasible = distinct.feasible
     heartbeat = Heartbeat(claims, owner, lease_s / 4 if claims.shared else None)
-    study_id = store.get_study_id_from_name(study_name)
-    run = _Run(study, store, study_id, claims, owner, label, lease_s, problem, f"study:{study_name}", measure, heartbeat)
+    run = Run(mind, dashboard, claims, dists, owner, label, lease_s, problem, f"study:{study_name}", measure, heartbeat,
+              at=reach, held=held)  # fmt: skip
 
-    outcome = StudyOutcome(study=study, storage=store)
+    outcome = StudyOutcome(study=dashboard, storage=store)
     idle = 0
-    # The next trial is asked (sampler, storage writes, claim) in a thread
+    # The next configuration is asked (learning, sampler, claim) in a thread
     # while this one is measured: the GPU waits and fsyncs release the GIL, so
     # the host-side cost of choosing overlaps the measurement (the tune command
     # measures in a process of its own: tuner.measure.remote). At most one ask
     # is ahead; it is settled before the claims are read again.
     ahead: Future | None = None
-    pending: _Asked | None = None
+    pending: Asked | None = None
 
-    def ask() -> _Asked:
+    def timed_ask() -> Asked:
         wall, cpu = time.perf_counter(), time.thread_time()
-        asked = _ask(study, distinct, dists, claims, owner)
-        if claimed is not None and asked.trial is not None:
+        asked = ask(run, distinct)
+        if claimed is not None and asked.key is not None:
             claimed(asked.cfg)
         outcome.asks_s += time.perf_counter() - wall
         outcome.asks_cpu_s += time.thread_time() - cpu
@@ -277,7 +269,7 @@ def run_study(
                     outcome.ask_waits_s += time.perf_counter() - waited
                 # The claims are the shared state between workers: read them fresh.
                 snapshot = claims.snapshot()
-                recovered = _recover(run, snapshot)
+                recovered = recover(run, snapshot)
                 if recovered:
                     outcome.recovered += recovered
                     continue
@@ -286,7 +278,7 @@ def run_study(
                 # Whether any feasible configuration is unclaimed (known without a
                 # set difference while there are fewer claims than configurations).
                 unclaimed = None if feasible is None or len(snapshot) < len(feasible) else feasible.keys() - snapshot.keys()
-                stop = _stop_reason(
+                stop = stop_reason(
                     measured, budget_trials, deadline, outcome.asks, max_asks, idle, patience, unclaimed, snapshot, feasible
                 )
                 if stop:
@@ -299,41 +291,59 @@ def run_study(
                         time.sleep(WAIT_S)
                         continue
                     outcome.asks += 1
-                    ASKS_IN_FLIGHT.begin()
-                    pending = ask()
+                    reach("asking")
+                    pending = timed_ask()
                     in_flight += 1  # its claim, taken after the snapshot
                 # Ask ahead only where a configuration would be left to claim.
                 claimable = budget_trials is None or measured + in_flight < budget_trials
                 claimable &= feasible is None or measured + in_flight < len(feasible)
                 asked, pending = pending, None
-                _count(outcome, asked)
-                if asked.trial is None:
+                count_asked(outcome, asked)
+                if asked.key is None:
                     idle += asked.idle
                     continue
                 idle = 0
                 if ask_ahead and claimable and (deadline is None or time.monotonic() < deadline):
                     outcome.asks += 1
-                    ASKS_IN_FLIGHT.begin()
-                    ahead = pool.submit(ask)
-                _measure_asked(run, asked, outcome, study_name)
+                    reach("asking")
+                    ahead = pool.submit(timed_ask)
+                measure_asked(run, asked, outcome)
         finally:
-            # A trial asked ahead but not measured (the search stopped, or the
-            # measurement raised): its configuration is left to others.
+            # A configuration asked ahead but not measured (the search stopped,
+            # or the measurement raised): it is left to others.
             if ahead is not None:
                 with contextlib.suppress(Exception):
                     pending = ahead.result()
             if pending is not None:
-                _count(outcome, pending)
-                if pending.trial is not None:
-                    _abandon(run, pending.trial, pending.key, "not measured: the search stopped")
-                    _HELD.discard((study_name, pending.key))
+                count_asked(outcome, pending)
+                if pending.key is not None:
+                    abandon(run, pending.key, "not measured: the search stopped")
                     outcome.lost += 1
 
     all_rows = study_rows(store, study_name)
     outcome.total_measured = sum(c.state != CLAIMED for c in claims.snapshot().values())
-    ok_rows = [r for r in all_rows if _is_ok(r)]
+    ok_rows = [r for r in all_rows if is_ok(r)]
     outcome.best = max(ok_rows, key=lambda r: r["bandwidth_gbs"]) if ok_rows else None
     return outcome
+
+
+def _nowhere(point: str) -> None:
+    pass
+
+
+def _dashboard_study(store: BaseStorage, study_name: str) -> optuna.Study:
+    """The study in the persistent storage (created where new), which shows
+    finished trials to the dashboard."""
+    study = optuna.create_study(storage=store, study_name=study_name, direction="maximize", load_if_exists=True)
+    if study.direction != optuna.study.StudyDirection.MAXIMIZE:
+        raise ValueError(f"study {study_name!r} must maximize bandwidth_gbs, got {study.direction.name}")
+    if study.metric_names != ["bandwidth_gbs"]:
+        # The dashboard's objective axis reads "bandwidth_gbs", not "Objective 0".
+        # Workers starting together may race to set it; any one of them wins.
+        with warnings.catch_warnings(), contextlib.suppress(Exception):
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(["bandwidth_gbs"])
+    return study
 
 
 def study_rows(storage: str | os.PathLike | BaseStorage | None, study_name: str) -> list[dict]:

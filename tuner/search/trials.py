@@ -1,7 +1,8 @@
-"""A study's bookkeeping around one configuration: claim, measure, record
-the row in the claim, tell Optuna; and the settling of what dead workers left
-(rows recorded but never told, claims whose owner is gone). See
-``tuner.search.study`` for the rules these keep.
+"""A study's bookkeeping around one configuration: ask (the sampler claims
+it), measure, record the row in the claim, show the trial on the dashboard,
+finish the claim; keeping this worker's in-memory Optuna study up to date
+from the claims; and settling what dead workers left (claims whose owner is
+gone). See ``tuner.search.study`` for the rules these keep.
 """
 
 from __future__ import annotations
@@ -9,220 +10,277 @@ from __future__ import annotations
 import json
 import logging
 import math
-import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import optuna
 from optuna.distributions import CategoricalDistribution
-from optuna.storages import BaseStorage
 from optuna.trial import TrialState
 
 from tuner.data.results import columns, config_key, plain_value
 from tuner.errors import FatalDeviceError, measure_raised
 from tuner.families.base import Problem
 from tuner.search.claim_records import claim_row
-from tuner.search.claims import (
-    CLAIMED,
-    DONE,
-    Claim,
-    ClaimStore,
-)
+from tuner.search.claims import CLAIMED, DONE, Claim, ClaimStore
 from tuner.search.owners import Heartbeat, owner_alive
-from tuner.search.samplers import (
-    _HELD,
-    _at,
-    _Decision,
-)
+from tuner.search.samplers import Decision, DistinctSampler
 
 _logger = logging.getLogger("tuner.search.study")
-
-
-class _AsksInFlight:
-    """Asks submitted, not finished. Tests that kill a worker at a hook point
-    wait until none is, so the kill never lands between a trial's creation and its claim."""
-
-    def __init__(self) -> None:
-        self._count, self._idle = 0, threading.Condition()
-
-    def begin(self, change: int = 1) -> None:
-        with self._idle:
-            self._count += change
-            self._idle.notify_all()
-
-    def end(self) -> None:
-        self.begin(-1)
-
-    def wait_idle(self) -> None:
-        with self._idle:
-            self._idle.wait_for(lambda: self._count == 0)
-
-
-ASKS_IN_FLIGHT = _AsksInFlight()
 
 # Statuses a measurement may return; "infeasible" is decided here, never measured.
 MEASURED_STATUSES = ("ok", "compile_error", "launch_error", "wrong_result")
 
-# User attributes copied from the row onto every measured trial (for the dashboard).
-# A trial carries only what the dashboard needs to tell trials apart; its full
-# results row lives in its claim (``study_rows`` reads it there). Every user
-# attribute is one more storage write per trial, under the storage's lock.
-TRIAL_ATTRS = ("status",)
+
+def _nowhere(point: str) -> None:
+    pass
 
 
 @dataclass
-class _Run:
-    """What the loop's helpers share."""
+class Run:
+    """One worker's search: what its steps share.
+
+    ``study`` is the worker's own Optuna study (in memory), which its sampler
+    learns from and asks; ``dashboard`` the study in the persistent storage,
+    which holds only finished trials, each written once its row is recorded
+    in its claim. ``held`` holds the ``config_key`` of the claims this run is
+    working on (any other claim of this process is a leftover of an earlier,
+    interrupted run); ``at`` is called with the name of each point of the
+    loop a configuration passes ("asking", "claiming", "asked", "claimed",
+    "measured", "recorded", "added", "done").
+    """
 
     study: optuna.Study
-    storage: BaseStorage  # the study's, for its trials by number (BaseStorage's public methods)
-    study_id: int
+    dashboard: optuna.Study
     claims: ClaimStore
+    dists: Mapping[str, CategoricalDistribution]
     owner: str
     worker: str
     lease_s: float
     problem: Problem
     source: str
     measure: Callable[[dict], dict]
-    heartbeat: Heartbeat  # refreshes the lease of the claim being measured
+    heartbeat: Heartbeat  # refreshes the lease of the claim being measured and recorded
+    at: Callable[[str], None] = _nowhere
+    held: set[str] = field(default_factory=set)
+    # This worker's asked trials in ``study`` whose rows it has not learned: config_key -> trial number.
+    asking: dict[str, int] = field(default_factory=dict)
+    learned: set[str] = field(default_factory=set)  # config_key of the rows ``study`` holds
 
 
-def _measure_claimed(run: _Run, trial: optuna.Trial, cfg: dict, key: str) -> dict | None:
-    """Measure the claimed ``cfg`` in ``trial``, record and tell it; the row,
-    or None where the claim was lost meanwhile (judged stale)."""
+@dataclass
+class Asked:
+    """One ask: the configuration the sampler claimed, with the claim's trial
+    number, or none where nothing was claimed (``idle`` counts towards
+    ``patience``)."""
+
+    key: str | None
+    cfg: dict | None
+    decision: Decision
+    trial: int | None = None
+    rescue: str = ""
+    lost: int = 0
+    idle: int = 0
+
+    @property
+    def marks(self) -> dict[str, str]:
+        """What the dashboard's trial carries besides the row."""
+        marks = {"rescue": self.rescue} if self.rescue else {}
+        if self.decision.warm_start and self.decision.key == self.key:
+            marks["warm_start"] = self.decision.warm_start
+        return marks
+
+
+# ---- the in-memory study, fed from the claims ------------------------------------
+
+
+def learn(run: Run) -> None:
+    """Bring ``run.study`` up to date with the claims: every row measured
+    since it last looked, by any worker, becomes a finished trial (COMPLETE
+    with the bandwidth where ok, else FAIL); this worker's asked trials are
+    told so, and those whose claim was released are failed."""
+    snapshot = run.claims.snapshot()
+    for claim in sorted(snapshot.values(), key=lambda c: c.trial):
+        if claim.row is None or claim.key in run.learned:
+            continue
+        run.learned.add(claim.key)
+        row = claim_row(run.claims, claim)
+        number = run.asking.pop(claim.key, None)
+        if row is None:
+            continue
+        if number is not None:
+            if is_ok(row):
+                run.study.tell(number, float(row["bandwidth_gbs"]))
+            else:
+                run.study.tell(number, state=TrialState.FAIL)
+            continue
+        cfg = json.loads(claim.key)
+        if all(name in cfg and cfg[name] in dist.choices for name, dist in run.dists.items()):
+            # (A row of a configuration outside this run's space is not the sampler's business.)
+            run.study.add_trial(_finished_trial(cfg, row, run.dists, {}))
+    for key, number in list(run.asking.items()):
+        claim = snapshot.get(key)
+        if claim is None or claim.owner != run.owner:  # released: nothing was measured
+            del run.asking[key]
+            run.study.tell(number, state=TrialState.FAIL)
+
+
+def ask(run: Run, distinct: DistinctSampler) -> Asked:
+    """Learn what the claims hold, then ask ``run.study`` for a trial;
+    ``distinct`` chooses and claims its configuration inside the ask."""
+    try:
+        learn(run)
+        trial = run.study.ask(fixed_distributions=dict(run.dists))
+        decision = distinct.decision(trial.number) or Decision(refused="the sampler was not asked")
+        if decision.key is None:
+            run.study.tell(trial, state=TrialState.FAIL)
+            return Asked(None, None, decision, lost=1, idle=1)
+        run.asking[decision.key] = trial.number
+        rescue = decision.how if decision.how in ("neighbour", "random") else ""
+        return Asked(decision.key, dict(decision.config), decision, trial=decision.trial, rescue=rescue)
+    finally:
+        run.at("asked")
+
+
+def count_asked(outcome: Any, asked: Asked) -> None:  # a StudyOutcome
+    outcome.infeasible += asked.decision.infeasible
+    outcome.duplicate += asked.decision.repeated
+    outcome.lost += asked.lost
+
+
+# ---- one configuration -------------------------------------------------------------
+
+
+def measure_asked(run: Run, asked: Asked, outcome: Any) -> None:
+    """Measure an asked configuration and count it in ``outcome`` (a ``StudyOutcome``)."""
+    try:
+        row = _measure_claimed(run, asked)
+    finally:
+        run.held.discard(asked.key)
+    if row is None:
+        outcome.lost += 1
+        return
+    outcome.rows.append(row)
+    outcome.measured += 1
+    outcome.rescued += bool(asked.rescue)
+    outcome.failed += not is_ok(row)
+
+
+def _measure_claimed(run: Run, asked: Asked) -> dict | None:
+    """Measure the claimed configuration and commit its row; the row, or
+    None where the claim was lost meanwhile (judged stale)."""
+    key, cfg = asked.key, asked.cfg
     settled = False  # the claim is recorded or released
     try:
-        _at("claimed")
-        try:
-            with run.heartbeat.holding(key):
+        run.at("claimed")
+        with run.heartbeat.holding(key):
+            try:
                 result = run.measure(dict(cfg))
-        except FatalDeviceError as error:
+            except FatalDeviceError as error:
+                settled = True
+                if error.row is None:
+                    abandon(run, key, "device context lost")
+                else:
+                    # The configuration that poisoned the context: a measurement.
+                    _commit(run, asked, _complete_row(_fault_row(error), cfg, asked.trial, run.problem, run.source))
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure of one config is data
+                result = measure_raised(exc)
+            run.at("measured")
+            problem_text = _row_problem(result)
+            if problem_text is not None:
+                settled = True
+                abandon(run, key, problem_text)
+                raise ValueError(problem_text)
+            row = _complete_row(result, cfg, asked.trial, run.problem, run.source)
             settled = True
-            if error.row is None:
-                _abandon(run, trial, key, "device context lost")
-            else:
-                # The configuration that poisoned the context: a measurement.
-                row = _complete_row(_fault_row(error), cfg, trial.number, run.problem, run.source)
-                _commit(run, trial.number, key, row)
-            raise
-        except Exception as exc:  # noqa: BLE001 - any failure of one config is data
-            result = measure_raised(exc)
-        _at("measured")
-        problem_text = _row_problem(result)
-        if problem_text is not None:
-            settled = True
-            _abandon(run, trial, key, problem_text)
-            raise ValueError(problem_text)
-        row = _complete_row(result, cfg, trial.number, run.problem, run.source)
-        settled = True
-        return row if _commit(run, trial.number, key, row) else None
-    except optuna.exceptions.UpdateFinishedTrialError:
-        # Another worker took this one for dead (its lease expired) and
-        # failed the trial; it no longer holds the claim either.
-        _logger.warning("trial %d was finished by another worker; %s is left to others", trial.number, key)
-        if not settled:
-            run.claims.release(key, run.owner)
-        return None
+            return row if _commit(run, asked, row) else None
     except BaseException as exc:
         if not settled:
             # Interrupted: leave no claim, so that the configuration is measured again.
-            _abandon(run, trial, key, "interrupted" if not isinstance(exc, Exception) else f"{type(exc).__name__}: {exc}")
+            abandon(run, key, "interrupted" if not isinstance(exc, Exception) else f"{type(exc).__name__}: {exc}")
         raise
 
 
-def _commit(run: _Run, number: int, key: str, row: dict) -> bool:
-    """Record ``row`` in the claim (durable from here on), then on the trial,
-    and tell Optuna. False where the claim is no longer this worker's."""
-    text = _row_text(row)
-    if not run.claims.record(key, run.owner, text):
-        _logger.warning("trial %d: the claim on %s was taken over while measuring; its row is dropped", number, key)
-        _fail_trial(run, number, "claim taken over by another worker while measuring")
+def _commit(run: Run, asked: Asked, row: dict) -> bool:
+    """Record ``row`` in the claim (durable from here on), show it on the
+    dashboard, finish the claim. False where the claim is no longer this worker's."""
+    marks = asked.marks
+    if not run.claims.record(asked.key, run.owner, _row_text(row), marks):
+        _logger.warning("trial %d: the claim on %s was taken over while measuring; its row is dropped", asked.trial, asked.key)
         return False
-    _at("recorded")
-    _finish_trial(run, number, row)
-    run.claims.finish(key, run.owner)
-    _at("done")
+    run.at("recorded")
+    _show(run, asked.key, row, run.worker, marks)
+    run.at("added")
+    run.claims.finish(asked.key, run.owner)
+    run.at("done")
     return True
 
 
-def _finish_trial(run: _Run, number: int, row: dict) -> None:
-    """Put ``row``'s status on a trial and tell it (COMPLETE with the bandwidth where
-    ok, else FAIL with the reason); nothing where it is finished already
-    (by a worker that took this one for dead: the row stays in the claim,
-    where ``study_rows`` finds it)."""
-    storage = run.storage
-    try:
-        trial_id = storage.get_trial_id_from_study_id_trial_number(run.study_id, number)
-        if storage.get_trial(trial_id).state.is_finished():
-            return
-        for name in TRIAL_ATTRS:
-            storage.set_trial_user_attr(trial_id, name, row.get(name))
-        _at("attrs")
-        if _is_ok(row):
-            run.study.tell(number, float(row["bandwidth_gbs"]), skip_if_finished=True)
-        else:
-            storage.set_trial_user_attr(trial_id, "reason", _reason(row))
-            run.study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
-    except KeyError:
-        _logger.warning("trial %d is not in the study's storage; its row is kept in its claim", number)
-        return
-    except optuna.exceptions.UpdateFinishedTrialError:
-        _logger.warning("trial %d was finished by another worker; its row is kept in its claim", number)
-        return
-    _at("told")
+def _show(run: Run, key: str, row: dict, worker: str, marks: Mapping[str, str]) -> None:
+    """Add the finished trial of ``row`` to the dashboard's study."""
+    cfg = json.loads(key)
+    attrs = {"config_key": key, "worker": worker, "status": row.get("status"), **marks}
+    if not is_ok(row):
+        attrs["reason"] = _reason(row)
+    run.dashboard.add_trial(_finished_trial(cfg, row, run.dists, attrs))
 
 
-def _abandon(run: _Run, trial: optuna.Trial, key: str, reason: str) -> None:
-    """Release the claim (nothing was measured) and fail the trial."""
-    try:
-        run.claims.release(key, run.owner)
-    finally:
-        _fail_trial(run, trial.number, reason)
+def _finished_trial(cfg: dict, row: Mapping, dists: Mapping[str, CategoricalDistribution], attrs: dict) -> optuna.trial.FrozenTrial:
+    # Parameters outside the run's space (a row of an earlier run over other domains) are left off.
+    params = {name: cfg[name] for name, dist in dists.items() if name in cfg and cfg[name] in dist.choices}
+    space = {name: dists[name] for name in params}
+    if is_ok(row):
+        return optuna.trial.create_trial(params=params, distributions=space, value=float(row["bandwidth_gbs"]), user_attrs=attrs)
+    return optuna.trial.create_trial(state=TrialState.FAIL, params=params, distributions=space, user_attrs=attrs)
 
 
-def _fail_trial(run: _Run, number: int, reason: str) -> None:
-    """Tell trial ``number`` FAIL with ``reason``, unless it is finished."""
-    storage = run.storage
-    try:
-        trial_id = storage.get_trial_id_from_study_id_trial_number(run.study_id, number)
-        if storage.get_trial(trial_id).state.is_finished():
-            return
-        storage.set_trial_user_attr(trial_id, "reason", reason)
-        run.study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
-    except (KeyError, optuna.exceptions.UpdateFinishedTrialError):
-        pass  # gone, or finished by another worker meanwhile
+def abandon(run: Run, key: str, reason: str) -> None:
+    """Release the claim (nothing was measured): the configuration is left to others."""
+    _logger.info("%s is left unmeasured: %s", key, reason)
+    run.claims.release(key, run.owner)
+    run.held.discard(key)
 
 
-def _recover(run: _Run, snapshot: Mapping[str, Claim]) -> int:
+# ---- what dead workers left ----------------------------------------------------------
+
+
+def recover(run: Run, snapshot: Mapping[str, Claim]) -> int:
     """Settle the claims of workers that are gone: release the unmeasured
-    ones (their trials fail as stale) and finish the trials of the measured
-    ones from their rows. Returns how many trials it settled."""
+    ones, and finish the measured ones (their trial added to the dashboard
+    where it is not there yet). Returns how many claims it settled."""
 
     def stale(claim: Claim) -> bool:
         if claim.state == DONE:
             return False
         if claim.owner == run.owner:  # this process: stale unless being worked on
-            return (run.claims.study, claim.key) not in _HELD
+            return claim.key not in run.held
         return not owner_alive(claim, run.lease_s)
 
     if not any(stale(c) for c in snapshot.values()):
         return 0
     released, taken = run.claims.reap(stale, run.owner, run.worker)
     for claim in released:
-        _logger.warning(
-            "trial %d: its worker %s is gone before measuring %s; measured again later", claim.trial, claim.worker, claim.key
-        )
-        _fail_trial(run, claim.trial, "stale: worker gone")
-    for claim in taken:
-        row = claim_row(run.claims, claim)
-        if row is not None:
-            _finish_trial(run, claim.trial, row)
-        run.claims.finish(claim.key, run.owner)
+        _logger.warning("trial %d: its worker %s is gone before measuring %s; measured again later", claim.trial, claim.worker, claim.key)
+    if taken:
+        shown = {t.user_attrs.get("config_key") for t in run.dashboard.get_trials(deepcopy=False)}
+        for claim in taken:
+            row = claim_row(run.claims, claim)
+            if row is not None and claim.key not in shown:
+                _show(run, claim.key, row, claim.worker, claim.marks or {})
+            run.claims.finish(claim.key, run.owner)
     return len(released) + len(taken)
 
 
-def _check_enqueued(cfg: dict, dists: Mapping[str, CategoricalDistribution]) -> dict:
+# ---- checks and rows -------------------------------------------------------------------
+
+
+def check_enqueued(cfg: dict, dists: Mapping[str, CategoricalDistribution]) -> dict:
+    """``cfg`` (an enqueued configuration, possibly partial) in plain values.
+
+    Raises:
+        ValueError: it names a parameter not searched or a value outside its domain.
+    """
     for name, value in cfg.items():
         if name not in dists:
             raise ValueError(f"enqueued configurations must name searched parameters {list(dists)}, got {name!r}")
@@ -264,7 +322,7 @@ def _complete_row(result: Mapping, cfg: dict, number: int, problem: Problem, sou
     row.setdefault("config_key", config_key(cfg))
     row.setdefault("source", source)
     row["trial"] = number
-    if row["status"] == "ok" and not _is_ok(row):
+    if row["status"] == "ok" and not is_ok(row):
         # A measurement without a finite bandwidth cannot be ranked.
         row["status"] = "launch_error"
         row["error"] = f"status ok needs a finite bandwidth_gbs, got {result.get('bandwidth_gbs')!r}"
@@ -276,7 +334,8 @@ def _row_text(row: dict) -> str:
     return json.dumps(row, sort_keys=True, allow_nan=False, default=str)
 
 
-def _is_ok(row: Mapping) -> bool:
+def is_ok(row: Mapping) -> bool:
+    """Whether ``row`` measured a finite bandwidth (the only rows ranked)."""
     value = row.get("bandwidth_gbs")
     return row.get("status") == "ok" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -286,83 +345,7 @@ def _reason(row: Mapping) -> str:
     return f"{row['status']}: {error}" if error else str(row["status"])
 
 
-@dataclass
-class _Asked:
-    """One ``study.ask``: the trial and the configuration it claimed, or no
-    trial where nothing was claimed (``idle`` counts towards ``patience``)."""
-
-    trial: optuna.Trial | None
-    key: str | None
-    cfg: dict | None
-    decision: _Decision
-    rescue: str = ""
-    lost: int = 0
-    idle: int = 0
-
-
-def _ask(study: optuna.Study, distinct: optuna.samplers.BaseSampler, dists: Mapping, claims: ClaimStore, owner: str) -> _Asked:
-    """Ask Optuna for a trial; ``distinct`` (a ``DistinctSampler``) chooses
-    and claims its configuration. The caller has called
-    ``ASKS_IN_FLIGHT.begin()`` (before submitting it to a thread)."""
-    try:
-        return _ask_unlocked(study, distinct, dists, claims, owner)
-    finally:
-        ASKS_IN_FLIGHT.end()
-
-
-def _ask_unlocked(study, distinct, dists, claims, owner) -> _Asked:
-    try:
-        trial = study.ask(fixed_distributions=dists)
-        decision = distinct.decision(trial.number) or _Decision(refused="the sampler was not asked")
-        params = trial.params  # a deep copy each time it is read
-        cfg = {name: plain_value(params[name]) for name in dists}
-        key = config_key(cfg)
-        trial.set_user_attr("config_key", key)
-        trial.set_user_attr("worker", distinct.worker)
-        rescue = decision.how if decision.how in ("neighbour", "random") else ""
-        if rescue:
-            trial.set_user_attr("rescue", rescue)
-        if decision.warm_start and decision.key == key:
-            trial.set_user_attr("warm_start", decision.warm_start)
-    except optuna.exceptions.UpdateFinishedTrialError:
-        # Failed as stale by a worker that took this one for dead (its
-        # lease expired) before its parameters were set.
-        return _Asked(None, None, None, _Decision(), lost=1)
-    if decision.key != key:
-        if decision.key is not None:
-            # A WAITING trial (enqueued by hand with study.enqueue_trial) was
-            # popped with its own parameters, unclaimed: it is failed.
-            claims.release(decision.key, owner)
-            _HELD.discard((study.study_name, decision.key))
-            decision.refused = "its parameters were fixed before the sampler chose"
-        trial.set_user_attr("reason", decision.refused)
-        study.tell(trial, state=TrialState.FAIL)
-        return _Asked(None, None, None, decision, lost=1, idle=1)
-    return _Asked(trial, key, cfg, decision, rescue=rescue)
-
-
-def _count(outcome: Any, asked: _Asked) -> None:  # a StudyOutcome
-    outcome.infeasible += asked.decision.infeasible
-    outcome.duplicate += asked.decision.repeated
-    outcome.lost += asked.lost
-
-
-def _measure_asked(run: _Run, asked: _Asked, outcome: Any, study_name: str) -> None:
-    """Measure an asked trial and count it in ``outcome`` (a ``StudyOutcome``)."""
-    try:
-        row = _measure_claimed(run, asked.trial, asked.cfg, asked.key)
-    finally:
-        _HELD.discard((study_name, asked.key))
-    if row is None:
-        outcome.lost += 1
-        return
-    outcome.rows.append(row)
-    outcome.measured += 1
-    outcome.rescued += bool(asked.rescue)
-    outcome.failed += not _is_ok(row)
-
-
-def _stop_reason(measured, budget_trials, deadline, asks, max_asks, idle, patience, unclaimed, snapshot, feasible) -> str:
+def stop_reason(measured, budget_trials, deadline, asks, max_asks, idle, patience, unclaimed, snapshot, feasible) -> str:
     """Why the search stops now, or "" to go on."""
     reasons = {
         "budget": budget_trials is not None and measured >= budget_trials,
