@@ -29,6 +29,7 @@ from tuner.data import results
 from tuner.errors import EXIT_DAMAGED_FILE, DamagedFile
 from tuner.families.base import Problem
 from tuner.search.replay import problem_rows, table_domains, table_measure
+from tuner.search.samplers import DEFAULT_STRATEGY
 from tuner.search.study import open_storage, run_study, study_rows
 
 
@@ -84,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     w.add_argument("--dtype", required=True)
     w.add_argument("--n", required=True, type=int)
     w.add_argument("--source", help="only the table's rows of this source, e.g. sweep:reduce_space")
-    w.add_argument("--sampler", default="tpe")
+    w.add_argument("--sampler", default=DEFAULT_STRATEGY)
     w.add_argument("--seed", type=int, default=0, help="sampler seed; give each worker its own")
     w.add_argument("--worker", help="this worker's name in the study (default: replay<seed>@<host>)")
     for p in (w, sub.add_parser("rows", help="write the study's rows; exit 1 unless they are the budget, each once")):
