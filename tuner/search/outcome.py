@@ -13,7 +13,8 @@ class StudyOutcome:
     """What one ``run_study`` call did.
 
     Attributes:
-        study: the Optuna study (all its trials, earlier runs included).
+        study: the study in the storage, as the dashboard shows it: one
+            finished trial per measured configuration, earlier runs included.
         storage: the study's storage, where its claims are found
             (``study_rows(outcome.storage, outcome.study.study_name)``).
         rows: results rows measured by this call, in trial order.
@@ -28,12 +29,13 @@ class StudyOutcome:
             sampler's proposal, or at random) because the sampler was stuck.
         failed: measured configurations whose status was not ``ok`` (a subset
             of ``measured``), exceptions raised by ``measure`` included.
-        lost: trials of this call that ended FAIL without a measurement
-            because nothing could be claimed (another worker took the last
-            of the budget, or no unclaimed configuration was found), or
-            that were asked ahead and released when the search stopped.
-        recovered: trials of dead workers this call finished from their
-            recorded rows, or failed as stale.
+        lost: asks of this call that measured nothing: nothing could be
+            claimed (another worker took the last of the budget, or no
+            unclaimed configuration was found), the claim was asked ahead
+            and released when the search stopped, or it was taken over while
+            measuring.
+        recovered: claims of dead workers this call settled: released
+            (unmeasured) or finished from their recorded rows.
         total_measured: distinct configurations measured in the whole study.
         stop_reason: budget | timeout | exhausted | stalled | ask_limit.
     """

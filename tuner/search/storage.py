@@ -34,7 +34,7 @@ class FlockJournalLock:
 
     Optuna's default (a symlink retried with exponential back-off, up to 1 s
     between tries) lets waiting workers sleep on after the lock is free, and
-    every worker writes about a dozen records per trial. ``flock`` wakes a
+    every worker writes to it after each measurement. ``flock`` wakes a
     waiter as the lock is released; it needs a local file system (or NFSv4),
     as the study's claims file does anyway. Threads of one process share it
     under the journal storage's own thread lock."""
@@ -84,11 +84,11 @@ class JournalFile(JournalFileBackend):
     """Optuna's journal file, written under ``FlockJournalLock`` and without
     an fsync per record, read defensively.
 
-    Each worker appends about a dozen records per trial under one lock, and
-    an fsync each kept that lock held for most of the time with four workers.
-    What must survive a crash is durable elsewhere: every measured row is
-    fsynced into the study's claims file before its trial is told, and a
-    rerun finishes trials from there (``tuner.search.study``). A killed
+    Each worker appends a record per measured trial under one lock, and an
+    fsync each would keep that lock held while the disk catches up.
+    What must survive a crash is durable elsewhere: the journal only shows
+    the study on the dashboard, and every measured row is fsynced into the
+    study's claims file, its record, before its trial is added here. A killed
     process loses nothing either way (its writes are in the page cache); an
     operating-system crash or a full disk may leave the journal's last line
     torn. Optuna skips a torn last line when it reads, but a record appended

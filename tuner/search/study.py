@@ -7,10 +7,10 @@ be swapped in. Around the sampler the loop enforces what the GPU needs:
 * **A configuration is measured at most once per study**, across reruns and
   concurrent workers (processes sharing one storage), and the budget (the
   number of distinct configurations measured) is never overshot. Before a
-  configuration is measured it is claimed in a store every worker shares
-  (``tuner.search.claims``: a lock in memory, a file beside a journal, a table in an
-  RDB); the claim succeeds only where the configuration is unclaimed and
-  fewer than ``budget_trials`` are claimed or measured, checked atomically.
+  configuration is measured it is claimed in a ledger every worker shares
+  (``tuner.search.claims``: a list in memory, a file beside a journal, a table
+  in an RDB); the claim succeeds only where the configuration is unclaimed
+  and fewer than ``budget_trials`` are claimed or measured, checked atomically.
 * **Every trial is a distinct, feasible configuration.** ``DistinctSampler``
   wraps the chosen sampler: when Optuna asks for a trial, it tries the
   user's enqueued configurations first, then asks the wrapped sampler for
@@ -25,43 +25,46 @@ be swapped in. Around the sampler the loop enforces what the GPU needs:
 
   Why a sampler: an Optuna trial exists before its parameters are chosen,
   and every finished trial is data. Told COMPLETE with a copied value, a
-  repeat counts twice in TPE's densities, parameter importances and the
-  dashboard's history; told PRUNED, an infeasible or good configuration
-  counts as a bad one. Choosing with ``enqueue_trial`` instead races on SQLite
-  (its FOR UPDATE is a no-op, so two workers pop one WAITING trial and one
-  dies with ``UpdateFinishedTrialError``). A sampler chooses inside ``ask``,
-  before the trial has parameters, so rejected proposals leave no trial at
-  all (they are counted in ``StudyOutcome``), no queue is shared, and the
-  study stays an ordinary Optuna study for storages, the dashboard and
-  workers. A trial ends without a value (FAIL, which TPE and GP ignore, with
-  user attribute ``reason``) only where no configuration could be claimed:
-  another worker took the last of the budget in the meantime, or a space too
-  large to enumerate seems exhausted.
-* **Nothing measured is lost or redone.** The row is written into the claim
-  (state ``measured``) before Optuna is told; a worker killed between the two
-  leaves a trial RUNNING whose row the next worker finds in the claim, and it
-  finishes that trial with it. A worker killed before the row was written
-  leaves a stale claim: once its owner is gone (its process has ended on this
-  host, or its lease of ``lease_s`` seconds, refreshed while it measures, has
-  expired for a worker on another host) the claim is released, the trial told
-  FAIL (``reason`` "stale: worker gone") and the configuration measured again.
+  repeat counts twice in TPE's densities and parameter importances; told
+  PRUNED, an infeasible or good configuration counts as a bad one. A sampler
+  chooses inside ``ask``, before the trial has parameters, so rejected
+  proposals leave no trial at all (they are counted in ``StudyOutcome``).
+* **Nothing measured is lost or redone.** The row is recorded in the claim
+  (state ``measured``) before anything else learns of it. A worker killed
+  before that leaves a stale claim: once its owner is gone (its process has
+  ended on this host, or its lease of ``lease_s`` seconds, refreshed while it
+  measures, has expired for a worker on another host) the claim is released
+  and the configuration measured again. A worker killed after it leaves the
+  row, which the next worker finishes (below).
 * **A poisoned device ends the worker.** ``measure`` raising
   ``tuner.errors.FatalDeviceError`` re-raises after the claim is settled: the
   configuration that caused the fault is recorded with its ``launch_error``
   row (it counts), or, where the error names none, the claim is released (the
-  configuration is retried) and the trial fails "device context lost". Any
-  other exception from ``measure`` is a ``launch_error`` row and the search
-  goes on.
+  configuration is retried). Any other exception from ``measure`` is a
+  ``launch_error`` row and the search goes on.
 
-**The claims are the study's record** (``tuner.search.claims``): which
-configuration each trial measured and its full results row, written before
-the trial is told, so ``study_rows`` rebuilds the results from the claims
-alone, one row per configuration. Optuna's storage holds the trials the
-sampler learns from and the dashboard shows: each measured trial carries its
-``config_key``, ``worker`` and ``status`` (a failed one its ``reason``), and
-they are written through Optuna's public API only (``ask``, ``tell``,
-``Trial.set_user_attr`` and, for a trial by its number, ``BaseStorage``'s
-methods).
+**The claims are the study's one record** (``tuner.search.claims``): which
+configuration each trial measures, the trial's number, and its full results
+row, so ``study_rows`` rebuilds the results from the claims alone, one row per
+configuration, in trial order. Optuna is a library here, used through its
+public API, in two roles:
+
+* *The sampler's memory.* Each worker keeps an Optuna study in memory and,
+  before each ask, adds to it every row any worker has recorded since it last
+  looked (``add_trial``: COMPLETE with ``bandwidth_gbs`` where ok, else FAIL),
+  so its sampler learns from every worker's measurements; the
+  ``DistinctSampler`` chooses and claims inside that study's ``ask``.
+* *The dashboard.* The study in the persistent storage (a journal file,
+  SQLite, PostgreSQL) is written for optuna-dashboard only: once a row is in
+  its claim, the finished trial is added there (``add_trial``, with user
+  attributes ``config_key``, ``worker``, ``status`` and, where they apply,
+  ``reason``, ``rescue``, ``warm_start``), then the claim goes ``done``. A
+  worker killed in between leaves the claim ``measured``; the next worker adds
+  the trial where the storage does not hold one with that ``config_key`` yet,
+  and finishes the claim. So the dashboard shows finished trials only, each
+  measurement once: nothing is RUNNING there, and no worker ever updates a
+  trial another may have finished. What is being measured now is in the
+  claims (state ``claimed``), not on the dashboard.
 """
 
 from __future__ import annotations
@@ -143,7 +146,7 @@ def run_study(
     Creates the study or resumes it (same ``storage`` and ``study_name``): the
     budget counts every distinct configuration the study has measured or is
     measuring, by this process, earlier runs and concurrent workers alike.
-    Trials that dead workers left RUNNING are settled first (see the module's
+    Claims that dead workers left are settled first (see the module's
     docstring).
 
     Args:
@@ -160,7 +163,7 @@ def run_study(
         timeout_s: wall-clock seconds after which no new trial is asked.
         sampler: a name from ``SAMPLERS`` or a sampler object (wrapped in a
             ``DistinctSampler`` either way).
-        seed: sampler seed. On resume it is offset by the number of trials so
+        seed: sampler seed. On resume it is offset by the number of claims so
             far, so the sampler does not replay its earlier proposals; give
             concurrent workers different seeds.
         enqueue: configurations (possibly partial) to try first, in order;
@@ -168,9 +171,9 @@ def run_study(
         patience: consecutive trials that measure nothing (nothing could be
             claimed) before the search is given up as stalled. Only reachable
             where the space is too large to enumerate (``MAX_ENUMERATED``).
-        worker: this worker's name in its claims and trials (user attribute
-            ``worker``), e.g. "gpu0"; default its process
-            (``tuner.search.claims.this_owner``). Claims belong to the process
+        worker: this worker's name in its claims and the dashboard's trials
+            (user attribute ``worker``), e.g. "gpu0"; default its process
+            (``tuner.search.owners.this_owner``). Claims belong to the process
             whatever the name.
         lease_s: a claim held by a process on another host whose heartbeat
             (every ``lease_s / 4`` while measuring) is older than this is
@@ -183,6 +186,12 @@ def run_study(
         warm_start: ``config_key`` -> source of the enqueued configurations
             that come from a warm start (``tuner.search.warm.study_start``);
             their trials carry the user attribute ``warm_start``.
+        at: called (in the thread that gets there) with the name of each
+            point of the loop a configuration passes: "asking" (an ask
+            begins), "claiming" (a claim is tried), "asked" (the ask ended),
+            "claimed", "measured", "recorded" (the row is in the claim),
+            "added" (the trial is on the dashboard), "done". For tests that
+            stop a worker at a point; it must not raise.
 
     Returns:
         A ``StudyOutcome``.
@@ -350,9 +359,9 @@ def study_rows(storage: str | os.PathLike | BaseStorage | None, study_name: str)
     """The results row of every configuration measured in study
     ``study_name`` of ``storage`` (a spec or a storage, as ``open_claims``
     takes), once each, in trial order, with ``trial`` set to the number of the
-    trial that measured it. The rows come from the study's claims (each
-    measurement's row is recorded there before its trial is told, so a worker
-    killed in between loses nothing); none where the study has no claims."""
+    trial that measured it. The rows come from the study's claims, its one
+    record (the dashboard's trials are written after them); none where the
+    study has no claims."""
     claims = open_claims(storage, study_name, create=False)
     rows = []
     for claim in (claims.snapshot() if claims is not None else {}).values():
