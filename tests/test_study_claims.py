@@ -179,3 +179,42 @@ def test_open_claims_picks_the_store_of_the_storage(tmp_path):
     assert open_claims(open_storage(url), "s", create=False) is None
     assert isinstance(open_claims(open_storage(url), "s"), SqlClaims)
     assert isinstance(open_claims(open_storage(url), "s", create=False), SqlClaims)
+
+
+def test_trial_numbers_come_from_the_claims(make_store):
+    a, b = make_store(), make_store()
+    assert a.claim("k0", None, ME, "w0", budget=None) == OK and a.numbered("k0") == 0
+    # A number another claim holds already (two workers read the same next
+    # number): the one after the highest held.
+    assert b.claim("k1", 0, OTHER, "w1", budget=None) == OK and b.numbered("k1") == 1
+    assert a.claim("k2", 7, ME, "w0", budget=None) == OK and a.numbered("k2") == 7
+    assert a.next_trial(a.snapshot()) == 8
+    # A released claim's number is free again: no row ever carried it.
+    assert a.release("k2", ME)
+    assert b.claim("k3", None, OTHER, "w1", budget=None) == OK and b.numbered("k3") == 2
+    assert {key: c.trial for key, c in a.snapshot().items()} == {"k0": 0, "k1": 1, "k3": 2}
+
+
+def test_a_row_keeps_its_marks_and_older_records_without_them_still_fold(tmp_path):
+    path = str(tmp_path / "study.jsonl.claims")
+    older = [{"s": "s", "k": "k0", "op": "claim", "t": 1.0, "trial": 0, "owner": OTHER, "worker": "w"},
+             {"s": "s", "k": "k0", "op": "measured", "t": 2.0, "row": '{"status": "ok"}'},
+             {"s": "s", "k": "k0", "op": "done", "t": 3.0}]  # fmt: skip
+    with open(path, "w") as f:
+        f.writelines(json.dumps(record) + "\n" for record in older)
+    store = FileClaims(path, "s")
+    assert store.snapshot()["k0"] == Claim("k0", DONE, 0, OTHER, "w", 3.0, '{"status": "ok"}', None)
+    assert store.claim("k1", None, ME, "w", budget=None) == OK and store.numbered("k1") == 1
+    assert store.record("k1", ME, '{"status": "ok"}', {"rescue": "random"})
+    assert FileClaims(path, "s").snapshot()["k1"].marks == {"rescue": "random"}
+
+
+def test_marks_that_are_not_texts_are_skipped_with_one_line(tmp_path):
+    path = str(tmp_path / "study.jsonl.claims")
+    store = FileClaims(path, "s")
+    store.claim("k", None, ME, "w", budget=None)
+    with open(path, "a") as f:
+        f.write(json.dumps({"s": "s", "k": "k", "op": "measured", "t": 2.0, "row": "{}", "marks": ["x"]}) + "\n")
+    warnings = []
+    assert FileClaims(path, "s", log=warnings.append).snapshot()["k"].state == CLAIMED
+    assert len(warnings) == 1 and "marks are" in warnings[0] and f"{path}:2" in warnings[0]
