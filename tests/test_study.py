@@ -538,6 +538,34 @@ def test_an_interrupted_measurement_is_released_and_measured_again(tmp_path):
     assert rerun.keys[0] == seen[0]
 
 
+def test_the_dashboard_shows_finished_trials_only_while_the_study_runs(tmp_path):
+    storage = str(tmp_path / "study.jsonl")
+    seen = []
+
+    def measure_watching(c):
+        # What optuna-dashboard reads now, from another connection.
+        trials = optuna.load_study(study_name="live", storage=open_storage(storage)).get_trials(deepcopy=False)
+        seen.append(([t.state for t in trials], [t.user_attrs["config_key"] for t in trials]))
+        return measure(c)
+
+    recorder = Recorder(inner=measure_watching)
+    study(recorder, storage=storage, study_name="live", budget_trials=6, sampler="random")
+    for number, (states, keys) in enumerate(seen):
+        assert set(states) <= {TrialState.COMPLETE, TrialState.FAIL}
+        assert keys == recorder.keys[:number]  # those measured before, each once; not the one being measured
+
+
+def test_a_resumed_study_reseeds_its_sampler_past_its_claims(tmp_path, monkeypatch):
+    import tuner.search.study as study_module
+
+    seeds, real = [], study_module.make_sampler
+    monkeypatch.setattr(study_module, "make_sampler", lambda name, seed, *a: seeds.append(seed) or real(name, seed, *a))
+    storage = str(tmp_path / "study.jsonl")
+    study(measure, storage=storage, study_name="seeded", budget_trials=3, sampler="random", seed=10)
+    study(measure, storage=storage, study_name="seeded", budget_trials=5, sampler="random", seed=10)
+    assert seeds == [10, 10, 10, 13]  # each run: the name checked, then the sampler seeded past 0, then 3 claims
+
+
 def dead_worker_left(storage: str, name: str, shown: bool) -> tuple[dict, dict, dict]:
     """A worker of this host, now gone, that left one configuration claimed
     and one measured (its trial on the dashboard where ``shown``), not done."""
