@@ -226,7 +226,9 @@ def _show(run: Run, key: str, row: dict, worker: str, marks: Mapping[str, str]) 
     run.dashboard.add_trial(_finished_trial(cfg, row, run.dists, attrs))
 
 
-def _finished_trial(cfg: dict, row: Mapping, dists: Mapping[str, CategoricalDistribution], attrs: dict) -> optuna.trial.FrozenTrial:
+def _finished_trial(
+    cfg: dict, row: Mapping, dists: Mapping[str, CategoricalDistribution], attrs: dict
+) -> optuna.trial.FrozenTrial:
     # Parameters outside the run's space (a row of an earlier run over other domains) are left off.
     params = {name: cfg[name] for name, dist in dists.items() if name in cfg and cfg[name] in dist.choices}
     space = {name: dists[name] for name in params}
@@ -261,7 +263,9 @@ def recover(run: Run, snapshot: Mapping[str, Claim]) -> int:
         return 0
     released, taken = run.claims.reap(stale, run.owner, run.worker)
     for claim in released:
-        _logger.warning("trial %d: its worker %s is gone before measuring %s; measured again later", claim.trial, claim.worker, claim.key)
+        _logger.warning(
+            "trial %d: its worker %s is gone before measuring %s; measured again later", claim.trial, claim.worker, claim.key
+        )
     if taken:
         shown = {t.user_attrs.get("config_key") for t in run.dashboard.get_trials(deepcopy=False)}
         for claim in taken:
