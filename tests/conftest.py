@@ -53,8 +53,9 @@ def bench(gpu, tmp_path_factory):
 
 @pytest.fixture
 def measure_in_thread(monkeypatch):
-    """``use(bench)``: the tune command's measuring side runs in a thread of
-    the test's process (not a fresh process), on ``bench`` instead of a GPU."""
+    """``use(bench)``: a stage's measuring side (``sweep``, ``tune``) runs in a
+    thread of the test's process (not a fresh process), on ``bench`` instead
+    of a GPU."""
     from tuner import harness
     from tuner.measure import remote
 

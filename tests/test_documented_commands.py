@@ -204,14 +204,17 @@ def test_every_stage_has_help():
         assert proc.returncode == 0 and "usage:" in proc.stdout, (argv, proc.stderr)
 
 
-def test_cli_sweep_writes_under_results_gpu(tmp_path, monkeypatch):
+def test_cli_sweep_writes_under_results_gpu(tmp_path, monkeypatch, capsys, measure_in_thread):
     """``python -m tuner sweep NAME`` by hand needs no --out: once its measuring
-    child is done, the sweep's rows go to results/<gpu>/sweeps/NAME.parquet."""
+    process is done, the sweep's rows go to results/<gpu>/sweeps/NAME.parquet."""
+    from types import SimpleNamespace
+
     import yaml
 
     from tuner import cli
     from tuner.data import results
     from tuner.families import REGISTRY
+    from tuner.measure.stopwatch import Phases
     from tuner.search.sweep import RowStore, store_dir
 
     config = {"results_dir": str(tmp_path / "results"), "gpu": "test-gpu",
@@ -228,8 +231,14 @@ def test_cli_sweep_writes_under_results_gpu(tmp_path, monkeypatch):
         for cfg in family.space(problem, settings.sweep("one").domains()):
             store.append({"family": "copy", "dtype": problem.dtype, "n": problem.n, "config_key": results.config_key(cfg),
                           "status": "ok", "bandwidth_gbs": 1.0, "source": "sweep:one", **cfg})  # fmt: skip
-    children = []
-    monkeypatch.setattr(cli, "supervise", lambda command, env, what: children.append(command))
+
+    class NothingToMeasure:  # the store holds every configuration: no problem is placed on the GPU
+        gpu, cache_dir, phases = SimpleNamespace(arch="sm_90"), tmp_path / "cubins", Phases()
+
+        def problem(self, family, problem):
+            raise AssertionError(f"{problem} placed on the GPU, though its store is complete")
+
+    measure_in_thread(NothingToMeasure())
     assert cli.main(["sweep", "one"]) == 0
-    assert children and "--child" in children[0] and "--out" not in children[0]
     assert len(results.read(gpu_dir / "sweeps" / "one.parquet")) == 2
+    assert "2 feasible configurations, 2 already measured" in capsys.readouterr().out
