@@ -320,10 +320,8 @@ def test_the_tune_command_compiles_ahead_and_its_rows_count_the_waits(
     tmp_path, monkeypatch, capsys, ahead, children, measure_in_thread
 ):
     from tuner import cli
-    from tuner.measure.stopwatch import STARTED_ENV
     from tuner.settings import parse
 
-    monkeypatch.setenv(STARTED_ENV, "0")
     monkeypatch.setenv("TUNER_PROGRESS", "off")
     nvcc = NvccLog(monkeypatch, delay_s=0.2)
     break_modules(monkeypatch, lambda cfg: cfg["block_size"] == 256 and cfg["unroll"] == 2)

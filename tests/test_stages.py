@@ -17,7 +17,7 @@ from tuner.data import results
 from tuner.errors import FatalDeviceError
 from tuner.families import REGISTRY
 from tuner.measure import remote
-from tuner.measure.stopwatch import STARTED_ENV, Phases
+from tuner.measure.stopwatch import Phases
 from tuner.settings import parse
 
 PARAMS = {"variant": ["copy"], "block_size": [128, 256, 512], "vector_width": [1, 4], "unroll": [1],
@@ -72,7 +72,6 @@ def faulty_bench(tmp_path, monkeypatch):
     monkeypatch.setattr(harness, "open_bench", bench.open_bench)
     monkeypatch.setattr(remote, "MeasuringProcess", InThread)
     monkeypatch.setenv("TUNER_PROGRESS", "off")
-    monkeypatch.setenv(STARTED_ENV, "0")  # restored afterwards; the tune command sets its own
     return bench
 
 

@@ -5,7 +5,6 @@ stopwatch that records them in the rows; and the report line."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
 
 import numpy as np
@@ -15,7 +14,7 @@ import pytest
 from tuner.data import results
 from tuner.data.time_to_target import reach, seconds_text, timeline, to_final_best
 from tuner.errors import FatalDeviceError
-from tuner.measure.stopwatch import STARTED_ENV, Phases, Stopwatch, stage_started, start_stage
+from tuner.measure.stopwatch import Phases, Stopwatch
 from tuner.report.document import study_items
 from tuner.report.studies import summarise_study
 
@@ -191,16 +190,6 @@ def test_the_row_of_a_device_fault_is_stamped_before_it_is_recorded():
     assert raised.value.row["error"] == "illegal address"
 
 
-def test_a_stage_marks_its_start_for_its_children_and_a_child_keeps_it(monkeypatch):
-    monkeypatch.setenv(STARTED_ENV, "12.5")
-    assert start_stage(inherit=True) == 12.5  # a measuring child: its parent's start
-    before = time.time()
-    fresh = start_stage()  # the stage command itself: now, passed on
-    assert before <= fresh <= time.time() and stage_started() == fresh
-    monkeypatch.delenv(STARTED_ENV)
-    assert before <= stage_started() <= time.time()  # a child run by hand: its own start
-
-
 # ---- end to end: the tune command on a replayed table, no GPU -----------------------------
 
 
@@ -264,7 +253,6 @@ def test_the_tune_command_records_its_wall_clock_in_the_rows_and_prints_the_time
     from tuner.families import REGISTRY
     from tuner.settings import parse
 
-    monkeypatch.setenv(STARTED_ENV, "0")  # restored afterwards; the command sets its own
     monkeypatch.setenv("TUNER_PROGRESS", "off")
     params = {"variant": ["shuffle"], "block_size": [128, 256, 512, 1024], "unroll": [1, 2, 4, 8], "vector_width": [1, 2, 4],
               "offset": [0], "grid_blocks_per_sm": [2], "cache_hint": ["none"], "min_blocks": [0], "finish": ["host"]}  # fmt: skip
@@ -286,7 +274,6 @@ def test_the_tune_command_records_its_wall_clock_in_the_rows_and_prints_the_time
     # One start for the whole run, the command's, taken before anything was measured.
     assert len(rows) == 16 and rows["stage_started_at"].nunique() == 1
     started = rows["stage_started_at"].iloc[0].timestamp()
-    assert float(os.environ[STARTED_ENV]) == pytest.approx(started, abs=1e-5)  # stored to the microsecond
     assert before <= started <= after
     elapsed = rows["stage_elapsed_s"].to_numpy()
     assert (np.diff(elapsed) > 0).all() and elapsed[-1] <= after - started

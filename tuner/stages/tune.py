@@ -38,7 +38,7 @@ def run(settings: Settings, name: str, *, started: float, gpus: list[int], devic
     """Search study ``name`` on ``gpus`` (default: the run's ``study_gpus``,
     else its ``device_index``) until its budget is spent; write its rows to
     ``out`` (default ``studies/<name>.parquet``) and print its best and its
-    time to target. ``started``: the stage's start (``start_stage``), which
+    time to target. ``started``: the stage's start (epoch seconds), which
     every row counts its seconds from."""
     from tuner.search.study import study_rows
 
