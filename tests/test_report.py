@@ -13,7 +13,6 @@ matplotlib.use("Agg")
 
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from fixtures_report import make_dataset  # noqa: E402
 
 from tuner.data.results import write_atomic, write_json_atomic  # noqa: E402
 from tuner.report import (  # noqa: E402
@@ -49,15 +48,15 @@ def markdown_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
     return tables
 
 
-@pytest.fixture(scope="module")
-def synthetic() -> tuple[pd.DataFrame, dict, dict]:
-    return make_dataset(seed=0)
+@pytest.fixture
+def synthetic(synthetic_run) -> tuple[pd.DataFrame, dict, dict]:
+    dataset, device, peaks = synthetic_run
+    return dataset.copy(), device, peaks
 
 
-@pytest.fixture(scope="module")
-def report(synthetic, tmp_path_factory) -> ReportOutputs:
-    dataset, device, peaks = synthetic
-    return build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path_factory.mktemp("report"))
+@pytest.fixture
+def report(synthetic_report) -> ReportOutputs:
+    return synthetic_report
 
 
 def test_every_figure_is_drawn_as_png_and_svg(report):
