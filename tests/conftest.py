@@ -106,8 +106,12 @@ def synthetic_run():
 
 @pytest.fixture(scope="session")
 def synthetic_report(synthetic_run, tmp_path_factory):
-    """The report of ``synthetic_run``, built once for the tests that only read it."""
+    """The report of ``synthetic_run`` as ``python -m tuner.report`` builds it
+    (profiles read from a folder that has none), built once for the tests that
+    only read it."""
+    from tuner.data.counters import read_profiles
     from tuner.report import build_report
 
     dataset, device, peaks = synthetic_run
-    return build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path_factory.mktemp("synthetic-report"))
+    return build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path_factory.mktemp("synthetic-report"),
+                        profiles=read_profiles(tmp_path_factory.mktemp("no-profiles")))  # fmt: skip

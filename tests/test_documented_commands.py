@@ -49,6 +49,8 @@ SKIPPED = {
     "python -m tuner describe": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
     "python -m tuner sweep reduce_ladder": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
     "python -m tuner best": "reads results/<gpu> of this machine's GPU; the --results form runs on the shipped results",
+    "python -m tuner.report --results results/<gpu> --out results/<gpu>/report": "the report command on a folder of one's "
+    "own GPU: the same command runs here on the shipped H200 folder (--out /tmp/h200-report)",
     "snakemake --cores 1": f"{GPU}: the whole pipeline",
     "python -m tuner <stage>": "names the stages' command line (test_every_stage_has_help runs each with --help)",
     "python -m tuner.search.replay TABLE.parquet --family reduce --dtype int32 --n 268435456": "TABLE.parquet is a placeholder; "
