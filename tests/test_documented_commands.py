@@ -26,7 +26,7 @@ HELP_SOURCES = ("tuner/cli.py", "tuner/report/__main__.py", "tuner/search/replay
 GPU = "needs an NVIDIA GPU"
 SKIPPED = {
     "pip install -e '.[cuda,dashboard]' && snakemake --cores 1": f"{GPU}: the whole pipeline",
-    "pip install -e '.[test]' && python -m pytest -q": "the test suite itself (.ci/run runs it on a fresh clone)",
+    "pip install -e '.[test]' && python -m pytest -q -n auto": "the test suite itself (.ci/run runs it on a fresh clone)",
     "python -m pytest -m gpu -q": f"{GPU}: the GPU tests",
     "compute-sanitizer --tool memcheck --target-processes application-only python -m tuner verify": f"{GPU}: the memory checker",
     "python -m tuner verify": f"{GPU}: verifies every variant on the device",
@@ -62,7 +62,7 @@ SKIPPED = {
     "pip install -e '.[cuda,postgresql,slurm]'": "installs from the package index (the slurm extra is the executor plugin)",
     "pip install 'cuda-bench[cu12]'": "installs from the package index (nvbench, for benchmarks/vs_nvbench.py on a GPU)",
     "python -m tuner.search.replay_study": "names the module; tests/test_postgres_study.py runs its worker and rows commands",
-    "python -m pytest -q": "the test suite itself (.ci/run runs it on a fresh clone)",
+    "python -m pytest -q -n auto": "the test suite itself (.ci/run runs it on a fresh clone)",
     "python -m pytest -q -m slow": "the slow tests of the suite, minutes of nvcc (the default run leaves them out)",
     "python benchmarks/energy.py": f"{GPU}: measures energy on the device (tests/test_energy_benchmark.py runs it on a stand-in)",
     "python -m tuner compare A B": "A and B are placeholders; the README's forms run on the shipped results",
