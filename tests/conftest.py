@@ -53,8 +53,9 @@ def bench(gpu, tmp_path_factory):
 
 @pytest.fixture
 def measure_in_thread(monkeypatch):
-    """``use(bench)``: the tune command's measuring side runs in a thread of
-    the test's process (not a fresh process), on ``bench`` instead of a GPU."""
+    """``use(bench)``: a stage's measuring side (``sweep``, ``tune``) runs in a
+    thread of the test's process (not a fresh process), on ``bench`` instead
+    of a GPU."""
     from tuner import harness
     from tuner.measure import remote
 
@@ -67,3 +68,50 @@ def measure_in_thread(monkeypatch):
         monkeypatch.setattr(remote, "MeasuringProcess", InThread)
 
     return use
+
+
+@pytest.fixture(scope="session")
+def h200_reference_report(tmp_path_factory):
+    """The report of the shipped H200 reference run as ``python -m tuner.report``
+    builds it (profiles read from its folder, which has none). Drawing a whole
+    report costs the better part of a minute, so the tests that only read it share one."""
+    import json
+    from pathlib import Path
+
+    from tuner.data import counters, results
+    from tuner.report import build_report
+
+    folder = Path(__file__).resolve().parents[1] / "results" / "reference" / "nvidia-h200"
+    return build_report(
+        results.read(folder / "measurements.parquet"),
+        device=json.loads((folder / "device.json").read_text()),
+        peaks=json.loads((folder / "peaks.json").read_text()),
+        out_dir=tmp_path_factory.mktemp("h200-reference-report"),
+        profiles=counters.read_profiles(folder),
+    )
+
+
+@pytest.fixture(scope="session")
+def synthetic_run():
+    """(rows, device, peaks) of the synthetic GPU (``fixtures_report.make_dataset``,
+    seed 0) plus three rows of a source that is not a sweep (the peaks), which
+    no figure, table or header may count as one. Tests take a copy of the rows."""
+    import pandas as pd
+    from fixtures_report import make_dataset
+
+    dataset, device, peaks = make_dataset(seed=0)
+    extra = dataset[dataset["source"] == "sweep:copy_widths"].head(3).assign(source="peaks")
+    return pd.concat([dataset, extra], ignore_index=True), device, peaks
+
+
+@pytest.fixture(scope="session")
+def synthetic_report(synthetic_run, tmp_path_factory):
+    """The report of ``synthetic_run`` as ``python -m tuner.report`` builds it
+    (profiles read from a folder that has none), built once for the tests that
+    only read it."""
+    from tuner.data.counters import read_profiles
+    from tuner.report import build_report
+
+    dataset, device, peaks = synthetic_run
+    return build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path_factory.mktemp("synthetic-report"),
+                        profiles=read_profiles(tmp_path_factory.mktemp("no-profiles")))  # fmt: skip

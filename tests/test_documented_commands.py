@@ -26,7 +26,7 @@ HELP_SOURCES = ("tuner/cli.py", "tuner/report/__main__.py", "tuner/search/replay
 GPU = "needs an NVIDIA GPU"
 SKIPPED = {
     "pip install -e '.[cuda,dashboard]' && snakemake --cores 1": f"{GPU}: the whole pipeline",
-    "pip install -e '.[test]' && python -m pytest -q": "the test suite itself (.ci/run runs it on a fresh clone)",
+    "pip install -e '.[test]' && python -m pytest -q -n auto": "the test suite itself (.ci/run runs it on a fresh clone)",
     "python -m pytest -m gpu -q": f"{GPU}: the GPU tests",
     "compute-sanitizer --tool memcheck --target-processes application-only python -m tuner verify": f"{GPU}: the memory checker",
     "python -m tuner verify": f"{GPU}: verifies every variant on the device",
@@ -49,6 +49,8 @@ SKIPPED = {
     "python -m tuner describe": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
     "python -m tuner sweep reduce_ladder": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
     "python -m tuner best": "reads results/<gpu> of this machine's GPU; the --results form runs on the shipped results",
+    "python -m tuner.report --results results/<gpu> --out results/<gpu>/report": "the report command on a folder of one's "
+    "own GPU: the same command runs here on the shipped H200 folder (--out /tmp/h200-report)",
     "snakemake --cores 1": f"{GPU}: the whole pipeline",
     "python -m tuner <stage>": "names the stages' command line (test_every_stage_has_help runs each with --help)",
     "python -m tuner.search.replay TABLE.parquet --family reduce --dtype int32 --n 268435456": "TABLE.parquet is a placeholder; "
@@ -60,7 +62,7 @@ SKIPPED = {
     "pip install -e '.[cuda,postgresql,slurm]'": "installs from the package index (the slurm extra is the executor plugin)",
     "pip install 'cuda-bench[cu12]'": "installs from the package index (nvbench, for benchmarks/vs_nvbench.py on a GPU)",
     "python -m tuner.search.replay_study": "names the module; tests/test_postgres_study.py runs its worker and rows commands",
-    "python -m pytest -q": "the test suite itself (.ci/run runs it on a fresh clone)",
+    "python -m pytest -q -n auto": "the test suite itself (.ci/run runs it on a fresh clone)",
     "python -m pytest -q -m slow": "the slow tests of the suite, minutes of nvcc (the default run leaves them out)",
     "python benchmarks/energy.py": f"{GPU}: measures energy on the device (tests/test_energy_benchmark.py runs it on a stand-in)",
     "python -m tuner compare A B": "A and B are placeholders; the README's forms run on the shipped results",
@@ -204,14 +206,17 @@ def test_every_stage_has_help():
         assert proc.returncode == 0 and "usage:" in proc.stdout, (argv, proc.stderr)
 
 
-def test_cli_sweep_writes_under_results_gpu(tmp_path, monkeypatch):
+def test_cli_sweep_writes_under_results_gpu(tmp_path, monkeypatch, capsys, measure_in_thread):
     """``python -m tuner sweep NAME`` by hand needs no --out: once its measuring
-    child is done, the sweep's rows go to results/<gpu>/sweeps/NAME.parquet."""
+    process is done, the sweep's rows go to results/<gpu>/sweeps/NAME.parquet."""
+    from types import SimpleNamespace
+
     import yaml
 
     from tuner import cli
     from tuner.data import results
     from tuner.families import REGISTRY
+    from tuner.measure.stopwatch import Phases
     from tuner.search.sweep import RowStore, store_dir
 
     config = {"results_dir": str(tmp_path / "results"), "gpu": "test-gpu",
@@ -228,8 +233,14 @@ def test_cli_sweep_writes_under_results_gpu(tmp_path, monkeypatch):
         for cfg in family.space(problem, settings.sweep("one").domains()):
             store.append({"family": "copy", "dtype": problem.dtype, "n": problem.n, "config_key": results.config_key(cfg),
                           "status": "ok", "bandwidth_gbs": 1.0, "source": "sweep:one", **cfg})  # fmt: skip
-    children = []
-    monkeypatch.setattr(cli, "supervise", lambda command, env, what: children.append(command))
+
+    class NothingToMeasure:  # the store holds every configuration: no problem is placed on the GPU
+        gpu, cache_dir, phases = SimpleNamespace(arch="sm_90"), tmp_path / "cubins", Phases()
+
+        def problem(self, family, problem):
+            raise AssertionError(f"{problem} placed on the GPU, though its store is complete")
+
+    measure_in_thread(NothingToMeasure())
     assert cli.main(["sweep", "one"]) == 0
-    assert children and "--child" in children[0] and "--out" not in children[0]
     assert len(results.read(gpu_dir / "sweeps" / "one.parquet")) == 2
+    assert "2 feasible configurations, 2 already measured" in capsys.readouterr().out

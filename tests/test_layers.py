@@ -16,7 +16,7 @@ ALLOWED = {
     "errors": set(),
     "progress": set(),
     "data": {"errors", "families"},
-    "processes": {"errors"},
+    "processes": set(),
     "measure": {"data", "device", "errors", "families", "progress"},
     "search": {"data", "errors", "families", "progress"},
     # checked at load as the stages read them: warm-start tables and storage servers (tuner.search)
@@ -25,8 +25,8 @@ ALLOWED = {
     # it runs the measuring harness (and settings imports measure); `profile: report` asks the report what it shows
     "profile": {"data", "families", "measure", "report", "settings"},
     "harness": {"data", "device", "measure", "settings"},
-    # a tune worker: the search in its process, the GPU work in a measuring process of its own
-    "study_worker": {"device", "families", "harness", "measure", "progress", "search", "settings"},
+    # sweep and tune: choose and record in the stage's process, measure in a measuring process per GPU
+    "stages": {"data", "errors", "families", "harness", "measure", "progress", "search", "settings"},
     "cli": {
         "check_family",
         "data",
@@ -41,7 +41,7 @@ ALLOWED = {
         "report",  # `compare --figure` draws with the report's figure code
         "search",
         "settings",
-        "study_worker",
+        "stages",
     },
     # tuning from Python: the stages' measuring, in one process
     "api": {"data", "device", "families", "measure", "search"},

@@ -281,7 +281,7 @@ def test_a_compiler_killed_mid_write_leaves_no_cubin(tmp_path, monkeypatch, chil
 
 
 class CompilingBench:
-    """The harness of ``tuner.cli`` with real nvcc and a table look-up for the
+    """The harness of the tune stage with real nvcc and a table look-up for the
     GPU: it compiles each configuration's module as ``ProblemBench.measure``
     does (under the compile phase; a compile error is a ``compile_error``
     row), then looks the measurement up."""
@@ -320,10 +320,8 @@ def test_the_tune_command_compiles_ahead_and_its_rows_count_the_waits(
     tmp_path, monkeypatch, capsys, ahead, children, measure_in_thread
 ):
     from tuner import cli
-    from tuner.measure.stopwatch import STARTED_ENV
     from tuner.settings import parse
 
-    monkeypatch.setenv(STARTED_ENV, "0")
     monkeypatch.setenv("TUNER_PROGRESS", "off")
     nvcc = NvccLog(monkeypatch, delay_s=0.2)
     break_modules(monkeypatch, lambda cfg: cfg["block_size"] == 256 and cfg["unroll"] == 2)
@@ -340,11 +338,6 @@ def test_the_tune_command_compiles_ahead_and_its_rows_count_the_waits(
     )
     bench = CompilingBench(tmp_path / "cubins")
     measure_in_thread(bench)
-
-    def supervise(command, env, what):  # the measuring child, in this process
-        assert cli.main(command[command.index("tune") :]) == 0
-
-    monkeypatch.setattr(cli, "supervise", supervise)
     settings.run.gpu_dir.mkdir(parents=True)
     (settings.run.gpu_dir / "device.json").write_text("{}")
 

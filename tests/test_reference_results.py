@@ -3,7 +3,6 @@ from them without a GPU, and the samplers replay against their exhaustive sweep.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 
 from tuner.data import results
 from tuner.families import REGISTRY, Problem
-from tuner.report import EXPECTED_FIGURES, build_report
+from tuner.report import EXPECTED_FIGURES
 from tuner.search.replay import replay
 
 REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference" / "nvidia-h200"
@@ -30,24 +29,20 @@ def test_reference_rows_are_verified_and_complete(dataset):
     assert ok["bandwidth_gbs"].sub(ok["bytes_moved"] / (ok["time_ms_median"] / 1e3) / 1e9).abs().max() < 1e-6
 
 
-def test_report_regenerates_from_reference(dataset, tmp_path):
-    outputs = build_report(
-        dataset,
-        device=json.loads((REFERENCE / "device.json").read_text()),
-        peaks=json.loads((REFERENCE / "peaks.json").read_text()),
-        out_dir=tmp_path,
-    )
+def test_report_regenerates_from_reference(h200_reference_report):
+    outputs = h200_reference_report
+    folder = outputs.out_dir
     assert not outputs.placeholders, outputs.skipped  # the reference run covers every figure
     for stem in EXPECTED_FIGURES:
-        assert (tmp_path / f"{stem}.png").stat().st_size > 1000
-        assert (tmp_path / f"{stem}.svg").exists()
-    markdown = (tmp_path / "report.md").read_text()
+        assert (folder / f"{stem}.png").stat().st_size > 1000
+        assert (folder / f"{stem}.svg").exists()
+    markdown = (folder / "report.md").read_text()
     headers = re.findall(
         r"^\|\s*blog table\s*\|\s*row\s*\|\s*blog number\s*\|\s*ours\s*\|\s*ratio\s*\|\s*holds\s*\|$", markdown, re.M
     )
     assert headers, "summary table with published and measured columns missing"
     assert re.search(r"^\| reduce_ladder_int32_1050ti\s+\|", markdown, re.M)
-    assert (tmp_path / "report.html").read_text().count("<img") >= 3
+    assert (folder / "report.html").read_text().count("<img") >= 3
 
 
 def test_replay_on_the_measured_reduction_space(dataset):

@@ -1,7 +1,8 @@
-"""A study worker's measuring process (``tuner.measure.remote``), with a fake
+"""A stage's measuring process (``tuner.measure.remote``), with a fake
 measuring side in a real spawned process: rows in order, a prefetched
 configuration compiled at once and measured back to back with the one before,
-queued ones dropped at close, device faults, errors and deaths carried over."""
+queued ones dropped at close, device faults, errors and deaths carried over,
+and a fresh process after each fault (``restarting``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import time
 import pytest
 
 from tuner.errors import FatalDeviceError
-from tuner.measure.remote import MeasuringProcess
+from tuner.measure import remote
+from tuner.measure.remote import MeasuringProcess, restarting
 
 
 @contextlib.contextmanager
@@ -46,13 +48,13 @@ def fake_side(fail_at_start: str = ""):
     yield measure, lambda cfg: hurried.append(cfg["x"]), lambda: {"measured": measured, "hurried": hurried}
 
 
-def test_rows_come_back_in_order_and_a_prefetched_one_is_measured_while_the_worker_records():
+def test_rows_come_back_in_order_and_a_prefetched_one_is_measured_while_the_stage_records():
     with MeasuringProcess(fake_side) as measuring:
         measuring.wait_ready()
         measuring.prefetch({"x": 1, "sleep": 0.5})
         measuring.prefetch({"x": 2, "sleep": 0.05})
         first = measuring.measure({"x": 1, "sleep": 0.5})
-        time.sleep(1.0)  # the worker records trial 1; trial 2 is measured meanwhile
+        time.sleep(1.0)  # the stage records trial 1; trial 2 is measured meanwhile
         called = time.time()
         second = measuring.measure({"x": 2, "sleep": 0.05})
         third = measuring.measure({"x": 3})  # never prefetched: sent now
@@ -79,14 +81,14 @@ def test_an_exception_is_a_launch_error_row_and_the_process_goes_on():
         assert measuring.measure({"x": 5})["status"] == "ok"
 
 
-def test_a_device_fault_is_raised_in_the_worker_with_its_row_and_ends_the_process():
+def test_a_device_fault_is_raised_in_the_stage_with_its_row_and_ends_the_process():
     with MeasuringProcess(fake_side) as measuring:
         measuring.prefetch({"x": -1})
         measuring.prefetch({"x": 6})
         with pytest.raises(FatalDeviceError, match="illegal address") as raised:
             measuring.measure({"x": -1})
         assert raised.value.row == {"status": "launch_error", "x": -1}
-        measuring.prefetch({"x": 7})  # the worker asks on meanwhile: no error until it measures
+        measuring.prefetch({"x": 7})  # the stage asks on meanwhile: no error until it measures
         with pytest.raises(FatalDeviceError, match="measuring process is gone"):
             measuring.measure({"x": 6})
         assert measuring.close() is None
@@ -110,7 +112,7 @@ def test_asking_on_after_a_fault_not_yet_read_raises_nothing_until_it_is_measure
 
 def test_a_fault_in_a_configuration_measured_ahead_is_not_put_on_the_one_asked_for():
     with MeasuringProcess(fake_side) as measuring:
-        measuring.prefetch({"x": -1})  # prefetched, then dropped by the worker
+        measuring.prefetch({"x": -1})  # prefetched, then dropped by the stage
         with pytest.raises(FatalDeviceError, match="illegal address") as raised:
             measuring.measure({"x": 8})
         assert raised.value.row is None
@@ -131,7 +133,7 @@ def test_a_measuring_process_that_dies_is_a_device_fault_without_a_row():
         ("die", "error: the measuring process ended before it started measuring", 1),
     ],
 )
-def test_a_side_that_cannot_start_stops_the_worker_with_its_line(capfd, how, line, code):
+def test_a_side_that_cannot_start_stops_the_stage_with_its_line(capfd, how, line, code):
     with MeasuringProcess(fake_side, how) as measuring:
         with pytest.raises(SystemExit) as raised:
             measuring.wait_ready()
@@ -139,7 +141,7 @@ def test_a_side_that_cannot_start_stops_the_worker_with_its_line(capfd, how, lin
     assert capfd.readouterr().err.strip().splitlines() == [line]
 
 
-def test_a_side_that_raises_at_start_stops_the_worker_with_its_traceback(capfd):
+def test_a_side_that_raises_at_start_stops_the_stage_with_its_traceback(capfd):
     with MeasuringProcess(fake_side, "raise") as measuring:
         with pytest.raises(SystemExit) as raised:
             measuring.wait_ready()
@@ -147,9 +149,72 @@ def test_a_side_that_raises_at_start_stops_the_worker_with_its_traceback(capfd):
     assert raised.value.code == 1 and err.startswith("error: Traceback") and err.rstrip().endswith("KeyError: 'compile'")
 
 
+
+# ---- a fresh process after each fault ---------------------------------------------
+
+
+def measure_until_done(todo: list[dict], recorded: list[dict]):
+    """A stage's body: measure what ``recorded`` lacks, recording each row and
+    a fault's row before the fault goes on up, as the sweep and study do."""
+
+    def body(measuring: MeasuringProcess) -> int:
+        for cfg in [c for c in todo if c["x"] not in {r["x"] for r in recorded}]:
+            try:
+                recorded.append(measuring.measure(cfg))
+            except FatalDeviceError as fault:
+                recorded.append(fault.row)
+                raise
+        return len(recorded)
+
+    return body
+
+
+def test_a_fault_is_recorded_and_a_fresh_process_measures_the_rest(capfd):
+    recorded: list[dict] = []
+    todo = [{"x": 1}, {"x": -1}, {"x": 2}, {"x": -1.5}, {"x": 3}]
+    # Each fault ends its process: three processes measure the five configurations.
+    count, summary = restarting(_tagged_fault_side, (), measure_until_done(todo, recorded), "sweep t")
+    assert count == 5 and [r["x"] for r in recorded] == [1, -1, 2, -1.5, 3]
+    assert [r["status"] for r in recorded] == ["ok", "launch_error", "ok", "launch_error", "ok"]
+    assert summary == {"measured": [3], "hurried": [3]}  # the last process's
+    err = capfd.readouterr().err.splitlines()
+    assert [line.split(" (")[0] for line in err] == ["sweep t: device fault recorded"] * 2
+    assert err[1].endswith("starting a fresh process (fresh CUDA context), restart 2")
+
+
+@contextlib.contextmanager
+def _tagged_fault_side():
+    """``fake_side``, where a negative ``x`` poisons the context, its row naming it."""
+    with fake_side() as (measure, hurry, summary):
+
+        def measure_or_fault(cfg):
+            if cfg["x"] < 0:
+                raise FatalDeviceError("illegal address", {"status": "launch_error", "x": cfg["x"]})
+            return measure(cfg)
+
+        yield measure_or_fault, hurry, summary
+
+
+def test_endless_device_faults_stop_with_one_line(monkeypatch):
+    monkeypatch.setattr(remote, "MAX_RESTARTS", 2)
+    recorded: list[dict] = []
+    todo = [{"x": -1 - i} for i in range(5)]
+    with pytest.raises(SystemExit, match=r"^error: sweep x hit 3 device faults in a row; stopped \(what was measured is kept\)$"):
+        restarting(_tagged_fault_side, (), measure_until_done(todo, recorded), "sweep x")
+    assert len(recorded) == 3  # each fault's row recorded before the next process
+
+
+def test_a_side_that_cannot_start_is_not_restarted(capfd):
+    calls = []
+    with pytest.raises(SystemExit) as raised:
+        restarting(fake_side, ("status",), lambda measuring: calls.append(1), "sweep t")
+    assert raised.value.code == 2 and calls == []
+    assert capfd.readouterr().err.strip().splitlines() == ["error: no CUDA device"]
+
+
 def test_the_tune_command_without_a_gpu_stops_with_one_line_before_touching_the_study(tmp_path):
-    """The measuring process finds no GPU: ``error: ...`` and exit 2, as
-    before the split, and the study's storage is never created."""
+    """The measuring process finds no GPU: one ``error: ...`` line and exit
+    2, and the study's storage is never created."""
     import subprocess
     from pathlib import Path
 
@@ -169,7 +234,7 @@ def test_the_tune_command_without_a_gpu_stops_with_one_line_before_touching_the_
     settings = parse({"results_dir": str(tmp_path / "results"), "gpu": "test-gpu", "sweeps": {}, "studies": {"search": study}})
     settings.run.gpu_dir.mkdir(parents=True)
     (settings.run.gpu_dir / "device.json").write_text(yaml.safe_dump({"name": "GPU A"}))
-    command = ["tune", "search", "--settings", settings.stage_json("study", "search"), "--child"]
+    command = ["tune", "search", "--settings", settings.stage_json("study", "search")]
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run([sys.executable, "-m", "tuner", *command], cwd=root, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr

@@ -13,7 +13,6 @@ matplotlib.use("Agg")
 
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from fixtures_report import make_dataset  # noqa: E402
 
 from tuner.data.results import write_atomic, write_json_atomic  # noqa: E402
 from tuner.report import (  # noqa: E402
@@ -49,15 +48,15 @@ def markdown_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
     return tables
 
 
-@pytest.fixture(scope="module")
-def synthetic() -> tuple[pd.DataFrame, dict, dict]:
-    return make_dataset(seed=0)
+@pytest.fixture
+def synthetic(synthetic_run) -> tuple[pd.DataFrame, dict, dict]:
+    dataset, device, peaks = synthetic_run
+    return dataset.copy(), device, peaks
 
 
-@pytest.fixture(scope="module")
-def report(synthetic, tmp_path_factory) -> ReportOutputs:
-    dataset, device, peaks = synthetic
-    return build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path_factory.mktemp("report"))
+@pytest.fixture
+def report(synthetic_report) -> ReportOutputs:
+    return synthetic_report
 
 
 def test_every_figure_is_drawn_as_png_and_svg(report):
@@ -193,26 +192,18 @@ def test_cli_names_the_missing_file(tmp_path, capsys):
     assert "measurements.parquet" in capsys.readouterr().err
 
 
-def test_cli_builds_the_report(synthetic, tmp_path, capsys):
+def test_the_command_rebuilds_the_report_elsewhere_with_worker_processes_to_the_same_bytes(synthetic, report, tmp_path, capsys):
+    """Every file (documents, PNG and SVG: no dates, no random clip-path ids, no
+    paths), so a rebuilt reference report diffs clean where nothing changed."""
     dataset, device, peaks = synthetic
     folder = tmp_path / "synthetic-x100"
     write_atomic(dataset, folder / "measurements.parquet")
     write_json_atomic(device, folder / "device.json")
     write_json_atomic(peaks, folder / "peaks.json")
-    assert main(["--results", str(folder), "--out", str(folder / "report")]) == 0
-    assert (folder / "report" / "report.md").is_file() and (folder / "report" / "report.html").is_file()
-    assert "0 skipped" in capsys.readouterr().out
-
-
-def test_the_report_rebuilt_elsewhere_by_worker_processes_is_the_same_bytes(synthetic, report, tmp_path):
-    """Every file (documents, PNG and SVG: no dates, no random clip-path ids, no
-    paths), so a rebuilt reference report diffs clean where nothing changed."""
-    dataset, device, peaks = synthetic
-    parallel = build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path, processes=2)
-    assert [r.stem for r in parallel.results] == list(EXPECTED_FIGURES)
-    assert [r.note for r in parallel.results] == [r.note for r in report.results]
+    assert main(["--results", str(folder), "--out", str(folder / "report"), "--processes", "2"]) == 0
+    assert f"; {len(EXPECTED_FIGURES)} figures, 0 skipped" in capsys.readouterr().out
     files = sorted(p.name for p in report.out_dir.iterdir())
-    assert files == sorted(p.name for p in tmp_path.iterdir())
+    assert files == sorted(p.name for p in (folder / "report").iterdir())
     assert {"report.md", "report.html", "reduce_ladder.svg", "study_history.png"} <= set(files)
     for name in files:
-        assert (tmp_path / name).read_bytes() == (report.out_dir / name).read_bytes(), name
+        assert (folder / "report" / name).read_bytes() == (report.out_dir / name).read_bytes(), name

@@ -56,7 +56,9 @@ def test_the_section_draws_the_front_and_renders_in_both_documents(tmp_path):
 
 def test_the_report_carries_the_energy_section(tmp_path):
     data, device, peaks = make_dataset()
-    data = results.to_frame(pd.concat([data, dataset()], ignore_index=True))
+    # The study's rows and the energy rows: the section's place is beside the studies, whatever else was measured.
+    studies = data[data["source"].str.startswith("study:")]
+    data = results.to_frame(pd.concat([studies, dataset()], ignore_index=True))
     outputs = build_report(data, device=device, peaks=peaks, out_dir=tmp_path)
     markdown = outputs.markdown.read_text()
     assert "## Energy beside time" in markdown and "ratio 4.00" in markdown and (tmp_path / f"{STEM}.png").exists()

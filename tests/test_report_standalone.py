@@ -14,12 +14,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from fixtures_report import make_dataset  # noqa: E402
 
 from tuner.data import results  # noqa: E402
-from tuner.report import EXPECTED_FIGURES, FIGURE_SPECS, build_report, figure_context  # noqa: E402
+from tuner.report import EXPECTED_FIGURES, FIGURE_SPECS, figure_context  # noqa: E402
 from tuner.report.blog_tables import load_blog_tables  # noqa: E402
 from tuner.report.captions import CAPTIONS_DIR, caption_files, rst_text  # noqa: E402
 from tuner.report.comparisons import BLOG_TABLES  # noqa: E402
@@ -32,19 +30,15 @@ REFERENCE = ROOT / "results" / "reference" / "nvidia-h200"
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(scope="module")
-def synthetic():
-    """The synthetic dataset plus rows of a non-sweep source (the peak
-    measurements), which the header must not count as a sweep."""
-    dataset, device, peaks = make_dataset(seed=0)
-    extra = dataset[dataset["source"] == "sweep:copy_widths"].head(3).assign(source="peaks")
-    return pd.concat([dataset, extra], ignore_index=True), device, peaks
+@pytest.fixture
+def synthetic(synthetic_run):
+    dataset, device, peaks = synthetic_run
+    return dataset.copy(), device, peaks
 
 
-@pytest.fixture(scope="module")
-def report(synthetic, tmp_path_factory):
-    dataset, device, peaks = synthetic
-    return build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path_factory.mktemp("standalone"))
+@pytest.fixture
+def report(synthetic_report):
+    return synthetic_report
 
 
 @pytest.fixture(scope="module")

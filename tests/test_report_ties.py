@@ -10,9 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pandas as pd  # noqa: E402
-from fixtures_report import make_dataset  # noqa: E402
 
-from tuner.report import build_report  # noqa: E402
 from tuner.report.document import environment  # noqa: E402
 from tuner.report.ties import ties_section  # noqa: E402
 
@@ -49,9 +47,8 @@ def test_no_verified_rows_no_section():
     assert ties_section(pd.DataFrame(rows(1 << 20, [1.0], 0.01)).assign(status="wrong_result")) is None
 
 
-def test_the_report_carries_the_section_in_both_documents(tmp_path):
-    dataset, device, peaks = make_dataset(seed=0)
-    outputs = build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path)
+def test_the_report_carries_the_section_in_both_documents(synthetic_run, synthetic_report):
+    dataset, outputs = synthetic_run[0], synthetic_report
     markdown, html = outputs.markdown.read_text(), outputs.html.read_text()
     assert markdown.index("## Best configuration per family") < markdown.index("## Is the answer stable?")
     assert '<section id="ties">' in html and "header exports" in html

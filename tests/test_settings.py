@@ -64,7 +64,14 @@ def changed(config: dict, path: tuple, value) -> dict:
     return config
 
 
-DELETE = object()
+class _Delete:
+    """Marks a setting to remove; its repr names the case (test ids must not vary between runs)."""
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+DELETE = _Delete()
 
 BAD = [
     (

@@ -14,7 +14,7 @@ import pytest
 from tuner.data import results
 from tuner.data.time_to_target import reach, seconds_text, timeline, to_final_best
 from tuner.errors import FatalDeviceError
-from tuner.measure.stopwatch import STARTED_ENV, Phases, Stopwatch, stage_started, start_stage
+from tuner.measure.stopwatch import Phases, Stopwatch
 from tuner.report.document import study_items
 from tuner.report.studies import summarise_study
 
@@ -190,21 +190,11 @@ def test_the_row_of_a_device_fault_is_stamped_before_it_is_recorded():
     assert raised.value.row["error"] == "illegal address"
 
 
-def test_a_stage_marks_its_start_for_its_children_and_a_child_keeps_it(monkeypatch):
-    monkeypatch.setenv(STARTED_ENV, "12.5")
-    assert start_stage(inherit=True) == 12.5  # a measuring child: its parent's start
-    before = time.time()
-    fresh = start_stage()  # the stage command itself: now, passed on
-    assert before <= fresh <= time.time() and stage_started() == fresh
-    monkeypatch.delenv(STARTED_ENV)
-    assert before <= stage_started() <= time.time()  # a child run by hand: its own start
-
-
 # ---- end to end: the tune command on a replayed table, no GPU -----------------------------
 
 
 class ReplayBench:
-    """The measuring harness of ``tuner.cli`` with a table look-up for the GPU:
+    """The measuring harness of the tune stage with a table look-up for the GPU:
     each module (configuration without its launch parameters) nvcc has not
     built yet costs ``COMPILE_S`` in the compile phase, as in ``Bench``."""
 
@@ -263,7 +253,6 @@ def test_the_tune_command_records_its_wall_clock_in_the_rows_and_prints_the_time
     from tuner.families import REGISTRY
     from tuner.settings import parse
 
-    monkeypatch.setenv(STARTED_ENV, "0")  # restored afterwards; the command sets its own
     monkeypatch.setenv("TUNER_PROGRESS", "off")
     params = {"variant": ["shuffle"], "block_size": [128, 256, 512, 1024], "unroll": [1, 2, 4, 8], "vector_width": [1, 2, 4],
               "offset": [0], "grid_blocks_per_sm": [2], "cache_hint": ["none"], "min_blocks": [0], "finish": ["host"]}  # fmt: skip
@@ -274,13 +263,6 @@ def test_the_tune_command_records_its_wall_clock_in_the_rows_and_prints_the_time
     study = settings.study("search")
     bench = ReplayBench(replay_table(REGISTRY["reduce"], study.problem, study.domains()))
     measure_in_thread(bench)
-    children = []
-
-    def supervise(command, env, what):  # the measuring child, in this process
-        children.append(env[STARTED_ENV])
-        assert cli.main(command[command.index("tune") :]) == 0
-
-    monkeypatch.setattr(cli, "supervise", supervise)
     (settings.run.gpu_dir).mkdir(parents=True)
     (settings.run.gpu_dir / "device.json").write_text("{}")
 
@@ -289,10 +271,9 @@ def test_the_tune_command_records_its_wall_clock_in_the_rows_and_prints_the_time
     after = time.time()
     rows = results.read(settings.run.gpu_dir / "studies" / "search.parquet").sort_values("trial", ignore_index=True)
 
-    # One start for the whole run, taken before the child measured anything, and passed to it.
+    # One start for the whole run, the command's, taken before anything was measured.
     assert len(rows) == 16 and rows["stage_started_at"].nunique() == 1
     started = rows["stage_started_at"].iloc[0].timestamp()
-    assert len(children) == 1 and float(children[0]) == pytest.approx(started, abs=1e-5)  # stored to the microsecond
     assert before <= started <= after
     elapsed = rows["stage_elapsed_s"].to_numpy()
     assert (np.diff(elapsed) > 0).all() and elapsed[-1] <= after - started

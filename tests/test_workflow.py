@@ -215,8 +215,13 @@ def test_no_folder_name_reaches_a_shell_unquoted(tmp_path):
     results_dir = tmp_path / "res $(touch PWNED)"
     folder = results_dir / "gpu-$(touch PWNED2)"
     folder.mkdir(parents=True)
-    for name in ("measurements.parquet", "device.json", "peaks.json"):
+    for name in ("device.json", "peaks.json"):
         shutil.copy(reference / name, folder / name)
+    # The layout rows only: the report is drawn (placeholders for the rest) without the minute a whole one takes.
+    from tuner.data import results
+
+    rows = results.read(reference / "measurements.parquet")
+    results.write_atomic(rows[rows.family == "layout"], folder / "measurements.parquet")
     config = small_config(tmp_path) | {"results_dir": str(results_dir)}
     proc = snakemake("report", "--cores", "1", "--configfile", str(write(tmp_path, config)), cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -260,43 +265,3 @@ def test_the_reference_reports_are_rebuilt_until_their_stamp_is_newer_than_their
     stamp.touch()
     proc = snakemake("-n", "report", "--configfile", str(config))
     assert proc.returncode == 0 and "Nothing to be done" in proc.stdout, proc.stdout + proc.stderr
-
-
-# ---- the measuring child and its supervisor -----------------------------------
-
-
-def test_a_device_fault_restarts_the_measuring_process(tmp_path):
-    """Exit status 3 (a poisoned context) starts a fresh child; other failures stop."""
-    from tuner.processes import supervise
-
-    counter = tmp_path / "runs"
-    script = f"import pathlib, sys; p = pathlib.Path({str(counter)!r}); n = len(p.read_text()) if p.exists() else 0; p.write_text('x' * (n + 1)); sys.exit(3 if n < 2 else 0)"
-    supervise([sys.executable, "-c", script])
-    assert counter.read_text() == "xxx"
-    with pytest.raises(SystemExit) as stopped:
-        supervise([sys.executable, "-c", "import sys; sys.exit(5)"])
-    assert stopped.value.code == 5
-
-
-def test_endless_device_faults_stop_with_one_line(monkeypatch):
-    from tuner import processes
-
-    monkeypatch.setattr(processes, "MAX_RESTARTS", 2)
-    with pytest.raises(SystemExit, match=r"hit 3 device faults in a row; stopped \(what was measured is kept\)"):
-        processes.supervise([sys.executable, "-c", "import sys; sys.exit(3)"], what="sweep x")
-
-
-def test_study_workers_get_one_gpu_each(tmp_path):
-    from tuner import cli
-    from tuner.settings import parse
-
-    settings = parse(small_config(tmp_path) | {"study_gpus": [0, 1]})
-    args = cli.build_parser().parse_args(["tune", "search", "--settings", settings.stage_json("study", "search")])
-    commands = cli.worker_commands(args, settings)
-    assert [env["CUDA_VISIBLE_DEVICES"] for _, env, _ in commands] == ["0", "1"]
-    for worker, (command, env, _) in enumerate(commands):
-        assert "--child" in command and command[command.index("--worker") + 1] == str(worker)
-        assert command[command.index("--device-index") + 1] == "0" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
-    args = cli.build_parser().parse_args(["tune", "search", "--settings", settings.stage_json("study", "search"), "--gpus", "1"])
-    ((command, env, gpu),) = cli.worker_commands(args, settings)
-    assert gpu == "1" and command[command.index("--device-index") + 1] == "1"

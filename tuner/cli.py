@@ -14,30 +14,29 @@ under ``results/<gpu>/`` unless given ``--out``, e.g.::
 
 Bad settings stop with one ``config error:`` line and exit status 2 before any
 work; stages that need the GPU stop the same way when PyCUDA or a device is
-missing. The GPU work of ``sweep`` and ``tune`` runs in a child process: when a
-kernel poisons the CUDA context, the faulting configuration is recorded as
-``launch_error`` and a fresh child (a fresh context) carries on.
+missing. ``sweep`` and ``tune`` are stages of their own (``tuner.stages``):
+their GPU work runs in a measuring process, and when a kernel poisons the CUDA
+context the faulting configuration is recorded as ``launch_error`` and a fresh
+measuring process (a fresh context) carries on.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import time
 from pathlib import Path
 
 from tuner import harness
 from tuner import profile as profiling
 from tuner import settings as config_settings
-from tuner.errors import EXIT_DAMAGED_FILE, EXIT_DEVICE_FAULT, DamagedFile, FatalDeviceError
+from tuner.errors import EXIT_DAMAGED_FILE, DamagedFile, FatalDeviceError
 from tuner.families import REGISTRY, Problem
-from tuner.processes import child_command, child_env, gpu_list, importing, supervise, worker_commands
+from tuner.processes import child_command, child_env, gpu_list
 from tuner.settings import ConfigError, Settings
 
 # pandas and pyarrow (0.5 s to import on a GPU host) are imported where tables are
-# written: a sweep's measuring child never needs them; a parent imports them while
-# its children measure.
+# written: a stage's measuring process never needs them.
 
 # ---- settings and paths ------------------------------------------------------
 
@@ -90,7 +89,7 @@ def cmd_compile(args) -> None:
     settings = load_settings(args)
     arch = args.arch or settings.run.arch
     if arch == "auto":
-        arch = _device_arch(harness.device_json(args, settings))
+        arch = _device_arch(harness.device_json(args.device, settings))
     frame, failed = compile_table(settings, arch)
     if failed:
         for line in failed[:10]:
@@ -117,7 +116,7 @@ def cmd_peaks(args) -> None:
 
     settings = load_settings(args)
     out = _out(args, settings, "peaks.json")
-    bench, _ = harness.open_bench(settings, harness.device_json(args, settings), settings.run.timing)
+    bench, _ = harness.open_bench(settings, harness.device_json(args.device, settings), settings.run.timing)
     peaks, rows = measure_peaks(bench)
     results.write_atomic(results.to_frame(rows), out.with_suffix(".parquet"))
     results.write_json_atomic(peaks, out)
@@ -128,79 +127,28 @@ def cmd_peaks(args) -> None:
 
 def cmd_sweep(args) -> None:
     """Measure every feasible configuration of one sweep (resumable: only what the store lacks)."""
-    from tuner.search.sweep import store_dir
+    from tuner.stages import sweep
 
     settings = load_settings(args)
-    sweep = settings.sweep(args.name)
-    gpu_dir = settings.run.gpu_dir
-    device_json = harness.device_json(args, settings)
-    family = REGISTRY[sweep.family]
-    if args.child:
-        from tuner.measure.compile import compile_ahead
-        from tuner.search.sweep import measure_sweep
-
-        bench, _ = harness.open_bench(settings, device_json, sweep.timing, energy=sweep.energy == "all")
-        harness.load_peaks(bench, gpu_dir / "peaks.json")
-        with bench.phase("sweep (all)"):
-            measure_sweep(args.name, family, sweep.problems(), sweep.domains(), store=store_dir(gpu_dir, args.name),
-                      open_problem=bench.problem, prepare=compile_ahead(bench.gpu.arch, bench.cache_dir, settings.run.compile_jobs),
-                      energy_best=sweep.energy == "best" and bench.has_energy_counter)  # fmt: skip
-        print(f"sweep {args.name} {bench.phase_summary()}", flush=True)
-        return
-    with importing("tuner.data.results"):
-        supervise(child_command(args), child_env(), f"sweep {args.name}")
-    from tuner.data import results
-    from tuner.search.sweep import sweep_rows
-
-    # Every configuration is in the store now: read it back, no GPU needed.
-    frame = sweep_rows(store_dir(gpu_dir, args.name), family, sweep.problems(), sweep.domains())
+    settings.sweep(args.name)  # an unknown sweep before a missing device.json
     out = _out(args, settings, f"sweeps/{args.name}.parquet")
-    results.write_atomic(frame, out)
-    print(results.best_line(frame, f"sweep {args.name}"))
+    sweep.run(settings, args.name, harness.device_json(args.device, settings), out)
 
 
 def cmd_tune(args) -> None:
-    """Run one Optuna study; with --gpus (or study_gpus in the config), one worker process per GPU shares its budget."""
-    from tuner.measure.stopwatch import start_stage
-    from tuner.search.study import study_rows
+    """Run one Optuna study; with --gpus (or study_gpus in the config), one search loop per GPU shares its budget."""
+    from tuner.stages import tune
 
-    start_stage(inherit=args.child)  # the study's wall clock: its rows count from here, compiling and loading included
+    started = time.time()  # the study's wall clock: its rows count from here, compiling and loading included
     settings = load_settings(args)
-    study = settings.study(args.name)
-    storage_name = study.storage_name(settings.run.gpu)
-    device_json = harness.device_json(args, settings)
-    if args.child:
-        from tuner import study_worker
-
-        study_worker.run(args, settings, study, storage_name, device_json)
-        return
-    commands = worker_commands(args, settings)
-    with importing("tuner.data.results"), ThreadPoolExecutor(len(commands)) as pool:
-        futures = [
-            pool.submit(supervise, command, env, f"study {args.name} worker on GPU {gpu}") for command, env, gpu in commands
-        ]
-    failed = [gpu for (_, _, gpu), future in zip(commands, futures) if future.exception() is not None]
-    if failed:
-        raise SystemExit(f"error: the study workers on GPUs {failed} failed; finished trials are kept in the study storage")
-    from tuner.data import results
-    from tuner.data.time_to_target import to_final_best
-
-    frame = results.to_frame(study_rows(study.storage, storage_name))
-    if not (frame.status == "ok").any():
-        raise SystemExit(
-            f"error: study {args.name} measured no configuration that verified; statuses {frame.status.value_counts().to_dict()}"
-        )
-    out = _out(args, settings, f"studies/{args.name}.parquet")
-    results.write_atomic(frame, out)
-    print(results.best_line(frame, f"study {args.name} ({study.sampler}, budget {study.budget_trials})"))
-    print(f"study {args.name}: {to_final_best(frame).sentence('its final best')}")
+    tune.run(settings, args.name, started=started, gpus=[int(g) for g in args.gpus], device=args.device, out=args.out)
 
 
 def cmd_profile(args) -> None:
     """Hardware counters (Nsight Compute) of the sweeps' verified configurations (all, those the report shows, or the fastest per problem); never timed."""
     from tuner.profile import stage as profile_stage
 
-    profile_stage.run(args, load_settings(args), bench=lambda s: harness.open_bench(s, harness.device_json(args, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
+    profile_stage.run(args, load_settings(args), bench=lambda s: harness.open_bench(s, harness.device_json(args.device, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
 
 
 def cmd_collect(args) -> None:
@@ -360,14 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = stage("sweep", cmd_sweep, out_default="sweeps/<name>.parquet")
     p.add_argument("name", help="a sweep of the config's sweeps")
     needs_device(p)
-    measuring_child(p)
     p = stage("tune", cmd_tune, out_default="studies/<name>.parquet")
     p.add_argument("name", help="a study of the config's studies")
     needs_device(p)
-    measuring_child(p)
-    p.add_argument("--gpus", type=gpu_list, default=[], help="e.g. 0,1,2,3: one worker process per GPU, sharing one budget")
-    p.add_argument("--worker", type=int, default=0, help="worker number (seed offset) of a --gpus child")
-    p.add_argument("--device-index", type=int, default=None, help="CUDA device of a child (default: the config's device_index)")
+    p.add_argument("--gpus", type=gpu_list, default=[], help="e.g. 0,1,2,3: one search loop per GPU, sharing one budget")
     profiling.arguments(stage("profile", cmd_profile, out_default="profiles/<name>.parquet"), needs_device, measuring_child)
     p = stage("collect", cmd_collect, settings=False)
     p.add_argument("inputs", nargs="*", help="Parquet files of sweeps, studies and peaks")
@@ -426,13 +370,9 @@ def main(argv: list[str] | None = None) -> int:
         # An output under a file, a folder not writable, a full disk: the path and the reason.
         print(f"error: {error.filename}: {error.strerror or error}", file=sys.stderr)
         return 1
-    except FatalDeviceError as error:
-        print(f"error: {error}; the faulting configuration is recorded, a fresh process carries on", file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        # No interpreter teardown: releasing a poisoned context can abort the
-        # process, and the supervisor must see this exit status.
-        os._exit(EXIT_DEVICE_FAULT)
+    except FatalDeviceError as error:  # a stage measuring in this process (peaks, verify, the profiled harness)
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     return status or 0  # a stage's own exit status (compare: 1 on a regression), else 0
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 class FatalDeviceError(RuntimeError):
     """The CUDA context is unusable after a failed launch (an illegal address,
     say, poisons it for every later call). The process that measures must end;
-    a fresh process gets a fresh context.
+    a fresh process gets a fresh context (``tuner.measure.remote``).
 
     Attributes:
         row: the results row of the configuration that caused the fault
@@ -27,10 +27,6 @@ class DamagedFile(RuntimeError):
 
 # Exit status of a stage stopped by a DamagedFile.
 EXIT_DAMAGED_FILE = 1
-
-# Exit status of a measuring process that stopped on a FatalDeviceError: its
-# supervisor starts a fresh process (fresh context) and carries on.
-EXIT_DEVICE_FAULT = 3
 
 
 def measure_raised(error: Exception) -> dict:

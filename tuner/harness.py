@@ -3,13 +3,15 @@ checks against, the ``Bench``, the peaks it reports fractions of."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from tuner.settings import ConfigError, Settings
 
 
-def device_json(args, settings: Settings) -> Path:
-    path = Path(args.device) if getattr(args, "device", None) else settings.run.gpu_dir / "device.json"
+def device_json(given: str | None, settings: Settings) -> Path:
+    """The describe stage's device.json: ``given`` (``--device``), else the run's."""
+    path = Path(given) if given else settings.run.gpu_dir / "device.json"
     if not path.exists():
         raise ConfigError(f"--device: must name the device.json the describe stage wrote, got {str(path)!r}, which does not exist"
                           f" (run `python -m tuner describe` first)")  # fmt: skip
@@ -39,6 +41,21 @@ def open_bench(settings: Settings, device_json: Path | None, timing, device_inde
 
         bench.energy = EnergyOptions()
     return bench, device
+
+
+def open_measuring_bench(settings: Settings, device_json: Path, timing, device_index: int, energy: bool = False):
+    """The Bench of a stage's measuring process (``tuner.measure.remote``) on
+    GPU ``device_index``, with the peaks; without a GPU, the line and exit
+    status the command gives (``error: ...``, 2) before anything is measured."""
+    from tuner.device.gpu import GpuUnavailable
+
+    try:
+        bench, _ = open_bench(settings, device_json, timing, device_index, energy=energy)
+    except GpuUnavailable as error:
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    load_peaks(bench, settings.run.gpu_dir / "peaks.json")
+    return bench
 
 
 def describe(gpu) -> dict:

@@ -76,7 +76,6 @@ class Gpu:
         self.total_memory_bytes: int = self.device.total_memory()
         self.pci_bus_id: str = self.device.pci_bus_id()
         self.memory_clock_mhz: float = self._memory_clock_mhz()
-        self._flush: DeviceBuffer | None = None
         self._modules: dict[str, object] = {}
         self._function_modules: dict[int, tuple] = {}
 
@@ -168,12 +167,6 @@ class Gpu:
 
     def fill_bytes(self, dst: np.uintp, value: int, nbytes: int) -> None:
         self.cuda.memset_d8_async(int(dst), value, int(nbytes))
-
-    def flush_l2(self) -> None:
-        """Evict the L2 cache by writing a buffer twice its size."""
-        if self._flush is None:
-            self._flush = self.alloc(2 * self.l2_bytes)
-        self.cuda.memset_d32_async(self._flush.allocation, 0x5A5A5A5A, self._flush.nbytes // 4)
 
     def synchronize(self) -> None:
         self.cuda.Context.synchronize()

@@ -1,26 +1,29 @@
-"""A study worker's measurements in a process of their own.
+"""A stage's GPU work in a measuring process of its own, restarted after a
+device fault.
 
-A study worker chooses trials (the sampler, the study's storage, the claims)
-and measures them. In one process the two share the GIL: every time the
-measuring thread returns from a GPU wait it queues behind the asking
-thread's Python, so a trial took about as long as its measurement plus the
-next ask, and longer the more workers share the study (more of the history
-to read per ask). Here the GPU work runs in a measuring process, and the
-worker's process only chooses and records:
+The ``sweep`` and ``tune`` stages choose what to measure and record it (the
+sweep's store; the sampler, the study's storage, the claims) in their own
+process, which never touches CUDA, and send each configuration to one
+measuring process per GPU. Apart, the two never wait for each other's
+Python: in one process every return from a GPU wait queued behind the
+asking thread, so a trial took about as long as its measurement plus the
+next ask, and longer the more workers shared the study.
 
-* ``prefetch(cfg)``: the worker claimed ``cfg`` (asked ahead while the one
-  before is measured); the measuring process starts compiling its module at
-  once and measures it as soon as the one before is done, while the worker
-  records that one;
+* ``prefetch(cfg)``: the stage chose ``cfg`` ahead (asked and claimed while
+  the one before is measured); the measuring process starts compiling its
+  module at once and measures it as soon as the one before is done, while
+  the stage records that one;
 * ``measure(cfg)``: its row (prefetching it first if it was not);
 * ``close()``: queued configurations are dropped, the process ends, and its
   summary comes back.
 
-A ``FatalDeviceError`` in the measuring process (the context is poisoned)
-ends it and is raised again in the worker, with the faulting row, as if it
-had been raised there; so is a measuring process that dies. The rows are
-the same as measuring in the worker's process would give, stamped by the
-measuring process (``tuner.measure.stopwatch``).
+The one fault protocol: a ``FatalDeviceError`` in the measuring process (an
+illegal address poisons the CUDA context for every later call) ends it and is
+raised again in the stage, with the faulting row, as if it had been raised
+there; so is a measuring process that dies. The stage records that row, and
+``restarting`` starts a fresh measuring process (a fresh context) that goes
+on from what is recorded. The rows are the same as measuring in the stage's
+process would give.
 """
 
 from __future__ import annotations
@@ -34,11 +37,15 @@ import sys
 import threading
 import traceback
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from tuner.errors import FatalDeviceError, measure_raised
 
-CLOSE_WAIT_S = 60.0  # for the measurement under way when the worker closes (one takes at most timing.max_time_s)
+CLOSE_WAIT_S = 60.0  # for the measurement under way when the stage closes (one takes at most timing.max_time_s)
+# Fresh measuring processes started after device faults, per GPU and stage run.
+MAX_RESTARTS = 20
+
+T = TypeVar("T")
 
 # What the measuring side provides: measure(cfg) -> row, hurry(cfg) (start
 # compiling cfg's module now), summary() -> what ``close`` returns (picklable);
@@ -59,7 +66,7 @@ def serve(conn: Connection, open_side: Callable[..., Side], *args: Any) -> bool:
                 requests.put(message[1])
                 hurry(message[1])
         except (EOFError, OSError):
-            pass  # the worker is gone
+            pass  # the stage is gone
         finally:
             stopping.set()
             requests.put(None)
@@ -67,7 +74,7 @@ def serve(conn: Connection, open_side: Callable[..., Side], *args: Any) -> bool:
     with contextlib.ExitStack() as stack:
         try:
             measure, hurry, summary = stack.enter_context(open_side(*args))
-        except BaseException as error:  # noqa: BLE001 - told to the worker, which stops with it
+        except BaseException as error:  # noqa: BLE001 - told to the stage, which stops with it
             conn.send(("failed", *_failure(error)))
             return True
         conn.send(("ready",))
@@ -85,7 +92,7 @@ def serve(conn: Connection, open_side: Callable[..., Side], *args: Any) -> bool:
 
 
 def _failure(error: BaseException) -> tuple[str, int]:
-    """What a worker stops with when the measuring side could not start:
+    """What the stage stops with when the measuring side could not start:
     a ``SystemExit``'s own line and status (the side prints its own lines,
     e.g. ``error: no CUDA device``, and exits 2), else the traceback and 1."""
     if isinstance(error, SystemExit):
@@ -97,7 +104,7 @@ def _failure(error: BaseException) -> tuple[str, int]:
 def _serve_process(conn: Connection, open_side: Callable[..., Side], *args: Any) -> None:
     try:
         healthy = serve(conn, open_side, *args)
-    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the worker reports it
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the stage reports it
         return
     sys.stdout.flush()
     sys.stderr.flush()
@@ -106,7 +113,7 @@ def _serve_process(conn: Connection, open_side: Callable[..., Side], *args: Any)
 
 
 class MeasuringProcess:
-    """The worker's end: ``measure``, ``prefetch`` and ``close`` (see the module).
+    """The stage's end: ``measure``, ``prefetch`` and ``close`` (see the module).
 
     ``open_side(*args)`` runs in a fresh process (``spawn``: no CUDA state is
     inherited), so it and its arguments must be importable and picklable;
@@ -159,7 +166,7 @@ class MeasuringProcess:
                 raise FatalDeviceError(rest[0], rest[1] if measured == cfg else None)
             if measured == cfg:
                 return rest[0]
-            # a row of a configuration prefetched and then dropped by the worker: not its to keep
+            # a row of a configuration prefetched and then dropped by the stage: not its to keep
 
     def _reply(self) -> tuple:
         """The next row or fault."""
@@ -169,7 +176,7 @@ class MeasuringProcess:
 
     def _receive(self) -> tuple:
         """The next word of the measuring process; where it could not start
-        or is gone, raise what the worker stops with."""
+        or is gone, raise what the stage stops with."""
         if not self._ended:
             try:
                 reply = self._conn.recv()
@@ -202,7 +209,7 @@ class MeasuringProcess:
                     if kind == "summary":
                         summary = rest[0]
                         break
-                    if kind == "fault":  # in a configuration the worker had dropped: nothing to record it on
+                    if kind == "fault":  # in a configuration the stage had dropped: nothing to record it on
                         print(f"error: device fault in a configuration no longer wanted: {rest[0]}", file=sys.stderr, flush=True)
                         break
         except (EOFError, OSError):
@@ -219,3 +226,32 @@ class MeasuringProcess:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def restarting(open_side: Callable[..., Side], args: tuple, body: Callable[[MeasuringProcess], T], what: str) -> tuple[T, Any]:
+    """``body(measuring)`` with a measuring process on ``open_side(*args)``,
+    started and ready; where ``body`` raises ``FatalDeviceError`` (once it has
+    recorded the faulting row it carries), a fresh process and ``body`` again,
+    which goes on from what is recorded. Returns (what ``body`` returned, the
+    last process's summary).
+
+    Raises:
+        SystemExit: the measuring side could not start (its line is printed),
+            or ``MAX_RESTARTS`` fresh processes faulted too.
+    """
+    for restart in range(MAX_RESTARTS + 1):
+        measuring = MeasuringProcess(open_side, *args)
+        try:
+            measuring.wait_ready()
+            result = body(measuring)
+        except FatalDeviceError as fault:
+            measuring.close()
+            if restart < MAX_RESTARTS:
+                print(f"{what}: device fault recorded ({fault}); starting a fresh process (fresh CUDA context), restart {restart + 1}",
+                      file=sys.stderr, flush=True)  # fmt: skip
+            continue
+        except BaseException:
+            measuring.close()
+            raise
+        return result, measuring.close()
+    raise SystemExit(f"error: {what} hit {MAX_RESTARTS + 1} device faults in a row; stopped (what was measured is kept)")

@@ -4,9 +4,9 @@ A study's time to target counts from the start of its ``tune`` command (before
 any worker starts, compiles or loads anything), so its rows carry that start
 (``stage_started_at``), the seconds from it to the end of each row's
 measurement (``stage_elapsed_s``) and the nvcc seconds spent since the
-measuring process's previous row (``compile_s``). The command's measuring
-children, restarted after device faults too, read the start from the
-environment, so every worker of one run shares it. The rows are durable in the
+measuring process's previous row (``compile_s``). The stage hands its start
+to every measuring process it starts, restarted after device faults too, so
+the rows of every GPU of one run share it. The rows are durable in the
 study's storage as they are measured: a killed and resumed study keeps each
 run's start with its rows.
 """
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 import time
 from typing import Callable
 
@@ -39,32 +38,12 @@ class Phases(dict):
         return ", ".join(f"{name} {seconds:.1f} s" for name, seconds in sorted(self.items(), key=lambda item: -item[1]))
 
 
-STARTED_ENV = "TUNER_STAGE_STARTED_AT"  # epoch seconds, set by the stage command for its children
-
-
-def start_stage(*, inherit: bool = False) -> float:
-    """Mark the stage's start (epoch seconds) for this process and the children
-    it starts: now, or with ``inherit`` (a measuring child) the start its
-    parent command passed down, if any."""
-    started = stage_started() if inherit else time.time()
-    os.environ[STARTED_ENV] = repr(started)
-    return started
-
-
-def stage_started() -> float:
-    """The stage's start as ``start_stage`` marked it, else now."""
-    try:
-        return float(os.environ[STARTED_ENV])
-    except (KeyError, ValueError):
-        return time.time()
-
-
 class Stopwatch:
     """Stamps results rows with the stage's start, the seconds since it and
     the compile seconds since the previous row.
 
     Args:
-        started: the stage's start (epoch seconds, ``stage_started``).
+        started: the stage's start (epoch seconds).
         compile_seconds: the measuring process's nvcc seconds so far
             (e.g. ``lambda: bench.phases.get("compile", 0.0)``).
     """

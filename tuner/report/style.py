@@ -91,10 +91,16 @@ def write(fig: Figure, folder: Path, stem: str) -> list[Path]:
     unchanged data gives identical files)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for suffix in ("png", "svg"):
-        path = folder / f"{stem}.{suffix}"
-        fig.savefig(path, dpi=DPI, metadata={"Date": None} if suffix == "svg" else {"Software": None})
-        paths.append(path)
+    engine = fig.get_layout_engine()
+    try:
+        for suffix in ("png", "svg"):
+            path = folder / f"{stem}.{suffix}"
+            fig.savefig(path, dpi=DPI, metadata={"Date": None} if suffix == "svg" else {"Software": None})
+            paths.append(path)
+            # The layout is in inches, the same for both files: solved once, for the first.
+            fig.set_layout_engine("none")
+    finally:
+        fig.set_layout_engine(engine)
     return paths
 
 

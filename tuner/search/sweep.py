@@ -198,7 +198,8 @@ def measure_sweep(
     ``measure(cfg, source) -> row``; ``prepare`` (e.g. compile ahead in
     parallel) sees each problem's configurations still to measure. A
     ``FatalDeviceError`` from ``measure`` stores the faulting configuration's
-    row, then propagates: the process must end (see ``tuner.errors``).
+    row, then propagates: the measuring process must end, and a fresh one
+    goes on with what the store lacks (``tuner.measure.remote``).
 
     ``energy_best``: then each problem's fastest verified configuration gets
     its energy (the session's ``measure_energy(cfg) -> columns``, about 0.7 s),
@@ -261,6 +262,8 @@ def _store_energy(session, rows: RowStore, family: Family, problem: Problem, bes
     cfg = {name: best[name] for name in family.param_names}
     try:
         columns = session.measure_energy(cfg)
+    except FatalDeviceError:
+        raise  # the context is lost: a fresh measuring process carries on (and tries again)
     except Exception as error:  # a configuration that verified and was timed: not worth stopping the sweep for
         log(f"warning: {source} {problem.key}: the energy of the fastest configuration failed: {type(error).__name__}: {error}")
         return
