@@ -189,6 +189,13 @@ BAD = [
 ]
 
 
+def test_a_study_without_a_sampler_gets_the_default_strategy(tmp_path):
+    from tuner.search.samplers import DEFAULT_STRATEGY
+
+    assert "sampler" not in base_config(tmp_path)["studies"]["search"]
+    assert parse(base_config(tmp_path)).study("search").sampler == DEFAULT_STRATEGY
+
+
 @pytest.mark.parametrize("path, value, message", BAD, ids=[f"{'.'.join(p)}={v!r}"[:60] for p, v, _ in BAD])
 def test_bad_values_are_named_in_one_line(tmp_path, path, value, message):
     config = changed(base_config(tmp_path), path, value)

@@ -708,6 +708,26 @@ def test_the_schema_and_the_readme_name_the_registered_strategies():
 
     walk(schema)
     assert enums and all(sorted(enum) == sorted(SAMPLERS) for enum in enums)
+    # One default: the schema says it, and the settings, the library call and the study loop take it.
+    import inspect
+
+    from tuner import api
+    from tuner.search.samplers import DEFAULT_STRATEGY
+
+    def sampler_descriptions(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("sampler"), dict):
+                yield node["sampler"].get("description", "")
+            for value in node.values():
+                yield from sampler_descriptions(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from sampler_descriptions(value)
+
+    descriptions = list(sampler_descriptions(schema))
+    assert descriptions and all(f"default: {DEFAULT_STRATEGY}" in d for d in descriptions), descriptions
+    assert inspect.signature(run_study).parameters["sampler"].default == DEFAULT_STRATEGY
+    assert inspect.signature(api.tune).parameters["sampler"].default == DEFAULT_STRATEGY
     readme = " ".join((root / "README.md").read_text().split())
     sentence = re.search(r"`studies` are Optuna searches \(sampler (.*?), a seed", readme)
     assert sentence, "README.md must list the study samplers where it describes studies"

@@ -28,6 +28,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from tuner.families import REGISTRY, Family, Problem, register
+from tuner.search.samplers import DEFAULT_STRATEGY
 
 
 @dataclass
@@ -54,7 +55,7 @@ def tune(
     n: int,
     dtype: str | None = None,
     budget: int | None = None,
-    sampler: str = "ordinal",
+    sampler: str = DEFAULT_STRATEGY,
     seed: int = 0,
     name: str | None = None,
     results: str | Path = "results",

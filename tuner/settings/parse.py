@@ -414,8 +414,10 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
         problem_text = warm_start_problem(warm, family, problem, domains)  # the rule the tune stage applies
         if problem_text:
             raise ConfigError(f"{where}.{problem_text}")
+    from tuner.search.samplers import DEFAULT_STRATEGY
+
     return StudySettings(name=name, family=family.name, dtype=section["dtype"], n=section["n"],
-                         sampler=section.get("sampler", "ordinal"), seed=section.get("seed", config.get("seed", 0)),
+                         sampler=section.get("sampler", DEFAULT_STRATEGY), seed=section.get("seed", config.get("seed", 0)),
                          budget_trials=budget, timeout_s=section.get("timeout_s"), storage=storage,
                          params=_frozen_params(params), enqueue=tuple(MappingProxyType(dict(e)) for e in section.get("enqueue", [])),
                          compare_with_sweep=section.get("compare_with_sweep"), timing=_merged_timing(config, section, where),
