@@ -46,7 +46,8 @@ def config_for(work: Path) -> Path:
 
 def snakemake(config: Path, log: Path, *extra: str) -> subprocess.Popen:
     handle = open(log, "a")
-    command = [sys.executable, "-m", "snakemake", "--cores", "1", "--rerun-incomplete", "--configfile", str(config), *extra]
+    # Targets before --configfile, which takes every argument after it as a config file.
+    command = [sys.executable, "-m", "snakemake", *extra, "--cores", "1", "--rerun-incomplete", "--configfile", str(config)]
     return subprocess.Popen(command,
                             cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
 
@@ -91,7 +92,9 @@ def main() -> int:
     gpu_dir = args.work / "results" / slugify(probe_devices().names[0])
     events = []
     start = time.monotonic()
-    run = snakemake(config, log)
+    # The first run is asked for the sweep alone: Snakemake may order independent jobs either way, and a
+    # study finished before the sweep's kill would leave the second kill nothing to interrupt.
+    run = snakemake(config, log, str(gpu_dir / "sweeps" / "reduce_space.parquet"))
     events.append(kill_when(run, lambda: (n := store_lines(gpu_dir)) >= args.sweep_kill_at and n or None, "sweep"))
     subprocess.run([sys.executable, "-m", "snakemake", "--unlock", "--configfile", str(config)], cwd=ROOT, capture_output=True)
     run = snakemake(config, log)
@@ -141,10 +144,12 @@ def main() -> int:
         "study_status": study_rows.status.value_counts().to_dict(),
         "study_best_over_sweep_best": float(study_rows.bandwidth_gbs.max() / sweep_rows.bandwidth_gbs.max()),
     }
+    # Each kill must have landed mid-stage, or it tested nothing.
+    summary["kills_mid_stage"] = events[0]["seen"] < len(grid) and events[1]["seen"] < study.budget_trials
     (args.work / "kill-resume.json").write_text(json.dumps(summary, indent=2))
     for key, value in summary.items():
         print(f"{key:30s} {value}")
-    ok = (status == 0 and summary["sweep_rows_match_grid"] and summary["sweep_measured_twice"] == 0
+    ok = (status == 0 and summary["kills_mid_stage"] and summary["sweep_rows_match_grid"] and summary["sweep_measured_twice"] == 0
           and summary["study_rows"] == summary["study_distinct"] == study.budget_trials)  # fmt: skip
     print("kill-resume:", "PASS" if ok else "FAIL")
     return 0 if ok else 1
