@@ -70,25 +70,29 @@ def measure_in_thread(monkeypatch):
     return use
 
 
+H200_REPORT_COMMAND = "python -m tuner.report --results results/reference/nvidia-h200 --out /tmp/h200-report"
+
+
 @pytest.fixture(scope="session")
 def h200_reference_report(tmp_path_factory):
-    """The report of the shipped H200 reference run as ``python -m tuner.report``
-    builds it (profiles read from its folder, which has none). Drawing a whole
-    report costs the better part of a minute, so the tests that only read it share one."""
-    import json
+    """(report folder, what the command printed) of the README's command that
+    redraws the shipped H200 reference report (``H200_REPORT_COMMAND``, its
+    output under a temporary folder instead of /tmp). Drawing a whole report
+    costs the better part of a minute, so the tests that read it share one run
+    (and tests/test_documented_commands.py leaves this command to them)."""
+    import os
+    import shlex
+    import subprocess
+    import sys
     from pathlib import Path
 
-    from tuner.data import counters, results
-    from tuner.report import build_report
-
-    folder = Path(__file__).resolve().parents[1] / "results" / "reference" / "nvidia-h200"
-    return build_report(
-        results.read(folder / "measurements.parquet"),
-        device=json.loads((folder / "device.json").read_text()),
-        peaks=json.loads((folder / "peaks.json").read_text()),
-        out_dir=tmp_path_factory.mktemp("h200-reference-report"),
-        profiles=counters.read_profiles(folder),
-    )
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path_factory.mktemp("h200-reference-report")
+    argv = shlex.split(H200_REPORT_COMMAND.replace("/tmp/h200-report", str(out)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
+    proc = subprocess.run([sys.executable, *argv[1:]], cwd=root, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return out, proc.stdout + proc.stderr
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import H200_REPORT_COMMAND
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ("python", "snakemake", "pip", "compute-sanitizer", "optuna-dashboard", "nvcc")
@@ -26,7 +27,7 @@ HELP_SOURCES = ("tuner/cli.py", "tuner/report/__main__.py", "tuner/search/replay
 GPU = "needs an NVIDIA GPU"
 SKIPPED = {
     "pip install -e '.[cuda,dashboard]' && snakemake --cores 1": f"{GPU}: the whole pipeline",
-    "pip install -e '.[test]' && python -m pytest -q -n auto": "the test suite itself (.ci/run runs it on a fresh clone)",
+    "pip install -e '.[test]' && python -m pytest -q -n auto --dist loadgroup": "the test suite itself (.ci/run runs it on a fresh clone)",
     "python -m pytest -m gpu -q": f"{GPU}: the GPU tests",
     "compute-sanitizer --tool memcheck --target-processes application-only python -m tuner verify": f"{GPU}: the memory checker",
     "python -m tuner verify": f"{GPU}: verifies every variant on the device",
@@ -48,6 +49,8 @@ SKIPPED = {
     "python benchmarks/pipeline_timing.py --results /tmp/cold": f"{GPU}: the whole pipeline, timed",
     "python -m tuner describe": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
     "python -m tuner sweep reduce_ladder": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
+    H200_REPORT_COMMAND: "tests/test_reference_results.py and tests/test_profile_report.py read what it draws (the "
+    "h200_reference_report fixture of tests/conftest.py runs it as written, its output in a temporary folder)",
     "python -m tuner best": "reads results/<gpu> of this machine's GPU; the --results form runs on the shipped results",
     "python -m tuner.report --results results/<gpu> --out results/<gpu>/report": "the report command on a folder of one's "
     "own GPU: the same command runs here on the shipped H200 folder (--out /tmp/h200-report)",
@@ -62,7 +65,7 @@ SKIPPED = {
     "pip install -e '.[cuda,postgresql,slurm]'": "installs from the package index (the slurm extra is the executor plugin)",
     "pip install 'cuda-bench[cu12]'": "installs from the package index (nvbench, for benchmarks/vs_nvbench.py on a GPU)",
     "python -m tuner.search.replay_study": "names the module; tests/test_postgres_study.py runs its worker and rows commands",
-    "python -m pytest -q -n auto": "the test suite itself (.ci/run runs it on a fresh clone)",
+    "python -m pytest -q -n auto --dist loadgroup": "the test suite itself (.ci/run runs it on a fresh clone)",
     "python -m pytest -q -m slow": "the slow tests of the suite, minutes of nvcc (the default run leaves them out)",
     "python benchmarks/energy.py": f"{GPU}: measures energy on the device (tests/test_energy_benchmark.py runs it on a stand-in)",
     "python -m tuner compare A B": "A and B are placeholders; the README's forms run on the shipped results",
@@ -144,8 +147,12 @@ def run(command: str, cwd: Path, tmp: Path) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=400, env=env)
 
 
+# Redrawing a reference report through the whole workflow is a minute of CI: the slow set runs it.
+SLOW = ("snakemake --cores 1 report",)
+
+
 # Order matters: the Snakemake report bundles what `snakemake --cores 1 report` drew.
-@pytest.mark.parametrize("command", RUN)
+@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW else c for c in RUN])
 def test_documented_command_runs_as_written(command, repository, tmp_path):
     if command == "snakemake --cores 1 report":
         # A fresh clone rebuilds every reference report; one (the H200's) is enough to show it.

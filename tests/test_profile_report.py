@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 H100 = ROOT / "results" / "reference" / "nvidia-h100-80gb-hbm3"
 H200 = ROOT / "results" / "reference" / "nvidia-h200"
 
+# The tests that read one shared report run in one pytest-xdist process (with --dist loadgroup), so it is drawn once.
+pytestmark = pytest.mark.xdist_group("h200_reference_report")
+
 
 def report(folder: Path, out: Path, profiles) -> str:
     build_report(results.read(folder / "measurements.parquet"), device=json.loads((folder / "device.json").read_text()),
@@ -67,7 +70,8 @@ def test_every_lesson_that_changed_is_explained_from_counters(h100_report):
 
 
 def test_a_folder_without_profiles_says_so(h200_reference_report):
-    markdown = h200_reference_report.markdown.read_text()
+    folder, _ = h200_reference_report
+    markdown = (folder / "report.md").read_text()
     assert "Not profiled: this results folder has no profiles" in markdown
 
 

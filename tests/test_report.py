@@ -31,6 +31,9 @@ from tuner.report.studies import param_importances  # noqa: E402
 
 ALLOWED_HOLDS = re.compile(r"^(yes|no|n/a \(.+\))$")
 
+# The tests that read one shared report run in one pytest-xdist process (with --dist loadgroup), so it is drawn once.
+pytestmark = pytest.mark.xdist_group("synthetic_report")
+
 
 def markdown_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
     """(header cells, body rows) of every Markdown table in ``text``."""

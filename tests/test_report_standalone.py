@@ -29,6 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "reference" / "nvidia-h200"
 PNG = b"\x89PNG\r\n\x1a\n"
 
+# The tests that read one shared report run in one pytest-xdist process (with --dist loadgroup), so it is drawn once.
+pytestmark = pytest.mark.xdist_group("synthetic_report")
+
 
 @pytest.fixture
 def synthetic(synthetic_run):

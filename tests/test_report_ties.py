@@ -10,9 +10,13 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
 
 from tuner.report.document import environment  # noqa: E402
 from tuner.report.ties import ties_section  # noqa: E402
+
+# The tests that read one shared report run in one pytest-xdist process (with --dist loadgroup), so it is drawn once.
+pytestmark = pytest.mark.xdist_group("synthetic_report")
 
 
 def rows(n: int, medians: list[float], half: float) -> list[dict]:
