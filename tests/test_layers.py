@@ -71,3 +71,16 @@ def test_only_the_device_package_touches_pycuda():
     users = [p.relative_to(ROOT) for p in TUNER.rglob("*.py") if re.search(r"^\s*(?:from|import) pycuda", p.read_text(), re.M)]
     assert users and all(p.parts[1] == "device" for p in users), users
 
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A leading underscore means "this module's own": a name another module needs is public."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for path in sorted((root / "tuner").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tuner"):
+                found += [f"{path.relative_to(root)}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert not found, found

@@ -203,7 +203,7 @@ def _upgrade_old_rows(frame: pd.DataFrame) -> None:
         frame.loc[ok, "error"] = None
 
 
-def _write_via_temporary(path: str | os.PathLike, write: Callable[[int, str], None]) -> Path:
+def write_via_temporary(path: str | os.PathLike, write: Callable[[int, str], None]) -> Path:
     """Create ``path`` through a temporary file beside it and a rename, so a
     reader never sees a partial file; ``write(fd, tmp)`` fills the temporary
     file (and closes ``fd``)."""
@@ -226,7 +226,7 @@ def write_atomic(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
         os.close(fd)
         frame.to_parquet(tmp, index=False)
 
-    return _write_via_temporary(path, write)
+    return write_via_temporary(path, write)
 
 
 def write_text_atomic(text: str, path: str | os.PathLike) -> Path:
@@ -236,7 +236,7 @@ def write_text_atomic(text: str, path: str | os.PathLike) -> Path:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
 
-    return _write_via_temporary(path, write)
+    return write_via_temporary(path, write)
 
 
 def write_json_atomic(data: Mapping, path: str | os.PathLike) -> Path:

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from tuner.data.results import _write_via_temporary, plain_value, write_text_atomic
+from tuner.data.results import plain_value, write_text_atomic, write_via_temporary
 
 SCHEMA_VERSION = "1.0.0"
 TIME_UNIT = "milliseconds"
@@ -180,7 +180,7 @@ def write_t4(document: Mapping, path: str | os.PathLike) -> Path:
     text = json.dumps(document, allow_nan=False)
     path = Path(path)
     if path.suffix == ".gz":
-        return _write_via_temporary(path, lambda fd, _tmp: _write_gzip(fd, text))
+        return write_via_temporary(path, lambda fd, _tmp: _write_gzip(fd, text))
     return write_text_atomic(text + "\n", path)
 
 

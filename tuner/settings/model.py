@@ -18,7 +18,7 @@ class ConfigError(ValueError):
     """A configuration value breaks a rule; the message names key, rule and value."""
 
 
-def _frozen_params(params: Mapping[str, Any]) -> Mapping[str, tuple]:
+def frozen_params(params: Mapping[str, Any]) -> Mapping[str, tuple]:
     return MappingProxyType({name: tuple(values) for name, values in params.items()})
 
 
@@ -106,7 +106,7 @@ class SweepSettings:
     @classmethod
     def from_dict(cls, data: Mapping) -> "SweepSettings":
         return cls(data["name"], data["family"], tuple(data["dtypes"]), tuple(data["sizes"]),
-                   _frozen_params(data["params"]), TimingOptions(**data["timing"]), energy=data.get("energy", "best"))  # fmt: skip
+                   frozen_params(data["params"]), TimingOptions(**data["timing"]), energy=data.get("energy", "best"))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ class StudySettings:
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "StudySettings":
-        return cls(**{**data, "params": _frozen_params(data["params"]), "enqueue": tuple(MappingProxyType(dict(e)) for e in data["enqueue"]),
+        return cls(**{**data, "params": frozen_params(data["params"]), "enqueue": tuple(MappingProxyType(dict(e)) for e in data["enqueue"]),
                       "timing": TimingOptions(**data["timing"])})  # fmt: skip
 
 
@@ -210,7 +210,7 @@ class Settings:
             # not rerun the compile stage.
             grids = [(s.name, s.family, s.dtypes, s.sizes, s.domains()) for s in self.sweeps.values()]
             grids += [(f"study:{s.name}", s.family, (s.dtype,), (s.n,), s.domains()) for s in self.studies.values()]
-            data["sweeps"] = [SweepSettings(name, family, dtypes, sizes, _frozen_params(params), TimingOptions()).to_dict()
+            data["sweeps"] = [SweepSettings(name, family, dtypes, sizes, frozen_params(params), TimingOptions()).to_dict()
                               for name, family, dtypes, sizes, params in grids]  # fmt: skip
         return json.dumps(data, sort_keys=True)
 

@@ -17,7 +17,7 @@ from typing import Any, Iterator, Mapping, MutableMapping
 import yaml
 
 from tuner.settings.model import ConfigError
-from tuner.settings.yaml_file import _StrictLoader
+from tuner.settings.yaml_file import StrictLoader
 
 _ARTICLE = {"integer": "an integer", "array": "a list", "object": "a mapping", "number": "a number", "boolean": "true or false"}
 
@@ -40,7 +40,7 @@ def typed_overrides(config: MutableMapping, overrides: Mapping, schema: Mapping 
         if sub is not None and _takes_string(schema, sub, text):
             continue
         try:
-            value = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a safe loader that also refuses duplicate keys
+            value = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a safe loader that also refuses duplicate keys
         except yaml.YAMLError as error:
             if sub is None:
                 continue  # no type is known here: the schema's own check speaks

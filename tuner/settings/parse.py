@@ -16,7 +16,7 @@ import yaml
 from tuner.device.describe import DeviceFacts
 from tuner.families import REGISTRY, Problem, load_family_paths
 from tuner.measure.timing import TimingOptions
-from tuner.settings.model import ConfigError, RunSettings, Settings, StudySettings, SweepSettings, _frozen_params
+from tuner.settings.model import ConfigError, RunSettings, Settings, StudySettings, SweepSettings, frozen_params
 from tuner.settings.yaml_file import read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -363,7 +363,7 @@ def _sweep(name: str, section: Mapping, config: Mapping, memory: int | None) -> 
     params = section.get("params", {})
     _check_params(family, params, f"{where}.params")
     profile = section.get("profile")
-    sweep = SweepSettings(name, family.name, tuple(section["dtypes"]), tuple(section["sizes"]), _frozen_params(params),
+    sweep = SweepSettings(name, family.name, tuple(section["dtypes"]), tuple(section["sizes"]), frozen_params(params),
                           _merged_timing(config, section, where), profile if profile in (None, "all", "report") else profile["top"],
                           energy=SWEEP_ENERGY[section.get("energy", "best")])  # fmt: skip
     if not any(family.space(p, sweep.domains()) for p in sweep.problems()):
@@ -419,7 +419,7 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
     return StudySettings(name=name, family=family.name, dtype=section["dtype"], n=section["n"],
                          sampler=section.get("sampler", DEFAULT_STRATEGY), seed=section.get("seed", config.get("seed", 0)),
                          budget_trials=budget, timeout_s=section.get("timeout_s"), storage=storage,
-                         params=_frozen_params(params), enqueue=tuple(MappingProxyType(dict(e)) for e in section.get("enqueue", [])),
+                         params=frozen_params(params), enqueue=tuple(MappingProxyType(dict(e)) for e in section.get("enqueue", [])),
                          compare_with_sweep=section.get("compare_with_sweep"), timing=_merged_timing(config, section, where),
                          space_size=space_size or 0, warm_start=warm, compile_ahead=section.get("compile_ahead", True),
                          energy=section.get("energy", False))  # fmt: skip

@@ -21,7 +21,7 @@ MAX_YAML_NODES = 200_000  # values once every alias is expanded (an alias "bomb"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-class _StrictLoader(yaml.SafeLoader):
+class StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses a key given twice in one mapping (plain YAML
     keeps the last silently, so a duplicated sweep would vanish) and nesting
     deeper than ``MAX_YAML_DEPTH`` (before Python's recursion limit does)."""
@@ -40,7 +40,7 @@ class _StrictLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen: dict[Any, yaml.Mark] = {}
     for key_node, _ in node.value:
         if key_node.tag == _MERGE_TAG:
@@ -56,7 +56,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     return loader.construct_mapping(node, deep=deep)  # SafeLoader's: merges `<<` first
 
 
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def _expanded_size(node: yaml.Node, limit: int) -> int:
@@ -104,7 +104,7 @@ def read_yaml(path: str | Path) -> dict:
     text = _utf8(data, path)
     loader = None
     try:
-        loader = _StrictLoader(text)  # its reader refuses characters YAML does not allow, here
+        loader = StrictLoader(text)  # its reader refuses characters YAML does not allow, here
         loader.name = str(path)
         node = loader.get_single_node()
         if node is not None:
