@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from tuner.data.front import ENERGY, TIME, knee, pareto_mask
-from tuner.report.style import styled, write
+from tuner.report.style import blank_figure, styled, write
 
 STEM = "energy_front"
 MAX_PANELS = 12
@@ -86,7 +85,7 @@ def draw_energy(dataset: pd.DataFrame, gpu: str, out_dir: Path) -> tuple[list[Pa
     columns = min(3, len(problems))
     panel_rows = math.ceil(len(problems) / columns)
     with styled():
-        fig = Figure(figsize=(max(4.6 * columns, 7.5), 3.6 * panel_rows + 0.8), layout="constrained")
+        fig = blank_figure(max(4.6 * columns, 7.5), 3.6 * panel_rows + 0.8)
         axes = np.atleast_1d(fig.subplots(panel_rows, columns, squeeze=False)).ravel()
         for ax in axes[len(problems) :]:
             ax.set_visible(False)

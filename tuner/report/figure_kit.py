@@ -13,17 +13,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from tuner.report.comparisons import Comparison
 from tuner.report.panels import HLine, Mark, Panel, draw_panel
 from tuner.report.selection import best_by, format_n, problem_label, select
 from tuner.report.studies import StudySummary
 from tuner.report.style import PEAK_STYLES, figure_legend, new_figure, placeholder, styled, write
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # y column -> (axis label, bar label format, panel title suffix)
 Y_AXES = {

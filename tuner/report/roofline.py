@@ -10,10 +10,9 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from tuner.report.explanations import best_profiled
-from tuner.report.style import styled, write
+from tuner.report.style import blank_figure, styled, write
 
 STEM = "roofline"
 
@@ -51,7 +50,7 @@ def draw_roofline(profiles: pd.DataFrame, peaks: Mapping[str, Any], gpu: str, ou
         200,
     )
     with styled():
-        fig = Figure(figsize=(7.5, 4.8), layout="constrained")
+        fig = blank_figure(7.5, 4.8)
         ax = fig.subplots()
         ax.loglog(
             x,
