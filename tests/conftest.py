@@ -70,16 +70,17 @@ def measure_in_thread(monkeypatch):
     return use
 
 
-H200_REPORT_COMMAND = "python -m tuner.report --results results/reference/nvidia-h200 --out /tmp/h200-report"
+REFERENCE_REPORT_COMMAND = "python -m tuner.report --results results/reference/nvidia-h100-80gb-hbm3 --out /tmp/h100-report"
 
 
 @pytest.fixture(scope="session")
-def h200_reference_report(tmp_path_factory):
+def reference_report(tmp_path_factory):
     """(report folder, what the command printed) of the README's command that
-    redraws the shipped H200 reference report (``H200_REPORT_COMMAND``, its
-    output under a temporary folder instead of /tmp). Drawing a whole report
-    costs the better part of a minute, so the tests that read it share one run
-    (and tests/test_documented_commands.py leaves this command to them)."""
+    redraws the shipped H100 reference report, hardware counters included
+    (``REFERENCE_REPORT_COMMAND``, its output under a temporary folder instead
+    of /tmp). Drawing a whole report costs the better part of a minute, so the
+    tests that read it share one run (and tests/test_documented_commands.py
+    leaves this command to them)."""
     import os
     import shlex
     import subprocess
@@ -87,8 +88,8 @@ def h200_reference_report(tmp_path_factory):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    out = tmp_path_factory.mktemp("h200-reference-report")
-    argv = shlex.split(H200_REPORT_COMMAND.replace("/tmp/h200-report", str(out)))
+    out = tmp_path_factory.mktemp("reference-report")
+    argv = shlex.split(REFERENCE_REPORT_COMMAND.replace("/tmp/h100-report", str(out)))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
     proc = subprocess.run([sys.executable, *argv[1:]], cwd=root, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

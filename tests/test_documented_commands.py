@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import H200_REPORT_COMMAND
+from conftest import REFERENCE_REPORT_COMMAND
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ("python", "snakemake", "pip", "compute-sanitizer", "optuna-dashboard", "nvcc")
@@ -49,11 +49,11 @@ SKIPPED = {
     "python benchmarks/pipeline_timing.py --results /tmp/cold": f"{GPU}: the whole pipeline, timed",
     "python -m tuner describe": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
     "python -m tuner sweep reduce_ladder": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
-    H200_REPORT_COMMAND: "tests/test_reference_results.py and tests/test_profile_report.py read what it draws (the "
-    "h200_reference_report fixture of tests/conftest.py runs it as written, its output in a temporary folder)",
+    REFERENCE_REPORT_COMMAND: "tests/test_reference_results.py and tests/test_profile_report.py read what it draws (the "
+    "reference_report fixture of tests/conftest.py runs it as written, its output in a temporary folder)",
     "python -m tuner best": "reads results/<gpu> of this machine's GPU; the --results form runs on the shipped results",
     "python -m tuner.report --results results/<gpu> --out results/<gpu>/report": "the report command on a folder of one's "
-    "own GPU: the same command runs here on the shipped H200 folder (--out /tmp/h200-report)",
+    "own GPU: the same command runs here on the shipped H100 folder (--out /tmp/h100-report)",
     "snakemake --cores 1": f"{GPU}: the whole pipeline",
     "python -m tuner <stage>": "names the stages' command line (test_every_stage_has_help runs each with --help)",
     "python -m tuner.search.replay TABLE.parquet --family reduce --dtype int32 --n 268435456": "TABLE.parquet is a placeholder; "

@@ -22,7 +22,7 @@ H100 = ROOT / "results" / "reference" / "nvidia-h100-80gb-hbm3"
 H200 = ROOT / "results" / "reference" / "nvidia-h200"
 
 # The tests that read one shared report run in one pytest-xdist process (with --dist loadgroup), so it is drawn once.
-pytestmark = pytest.mark.xdist_group("h200_reference_report")
+pytestmark = pytest.mark.xdist_group("reference_report")
 
 
 def report(folder: Path, out: Path, profiles) -> str:
@@ -32,9 +32,22 @@ def report(folder: Path, out: Path, profiles) -> str:
 
 
 @pytest.fixture(scope="module")
-def h100_report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("h100")
-    return report(H100, out, counters.read_profiles(H100)), out
+def h100_report(reference_report):
+    """The README's command's report of the shipped H100 folder, which holds its profiles."""
+    out, _ = reference_report
+    return (out / "report.md").read_text(), out
+
+
+def offset_folder(tmp_path: Path) -> Path:
+    """A results folder of the shipped H200's offset rows (enough for a report
+    of its own, quick to draw), without profiles."""
+    folder = tmp_path / "gpu"
+    folder.mkdir()
+    for name in ("device.json", "peaks.json"):
+        (folder / name).write_text((H200 / name).read_text())
+    rows = results.read(H200 / "measurements.parquet")
+    results.write_atomic(rows[rows.family == "offset"], folder / "measurements.parquet")
+    return folder
 
 
 def table_after(markdown: str, heading: str) -> pd.DataFrame:
@@ -69,25 +82,19 @@ def test_every_lesson_that_changed_is_explained_from_counters(h100_report):
     assert all(re.search(r"\d\.\d\d× the time of", line) for line in lines)
 
 
-def test_a_folder_without_profiles_says_so(h200_reference_report):
-    folder, _ = h200_reference_report
-    markdown = (folder / "report.md").read_text()
+def test_a_folder_without_profiles_says_so(tmp_path):
+    folder = offset_folder(tmp_path)
+    markdown = report(folder, tmp_path / "out", counters.read_profiles(folder))
     assert "Not profiled: this results folder has no profiles" in markdown
 
 
 def test_a_profile_that_could_not_be_taken_gives_its_reason(tmp_path):
-    folder = tmp_path / "gpu"
-    folder.mkdir()
+    folder = offset_folder(tmp_path)
     counters.write_profile(
         [], folder / "profiles" / "offset_read_write.parquet", "not profiled: counters not permitted (ERR_NVGPUCTRPERM)"
     )
     frame, notes = counters.read_profiles(folder)
     assert frame.empty and notes == ["offset_read_write: not profiled: counters not permitted (ERR_NVGPUCTRPERM)"]
-    # The offset rows are enough: the note is about the profiles, whatever else the run measured.
-    for name in ("device.json", "peaks.json"):
-        (folder / name).write_text((H200 / name).read_text())
-    rows = results.read(H200 / "measurements.parquet")
-    results.write_atomic(rows[rows.family == "offset"], folder / "measurements.parquet")
     markdown = report(folder, tmp_path / "out", (frame, notes))
     assert "Not profiled: offset_read_write: not profiled: counters not permitted (ERR_NVGPUCTRPERM)." in markdown
 

@@ -1,5 +1,6 @@
-"""The shipped reference results (measured on an H200): the report regenerates
-from them without a GPU, and the samplers replay against their exhaustive sweep."""
+"""The shipped reference results: the H100's report regenerates from them
+without a GPU (the README's command), and the H200's rows are verified and
+complete and the samplers replay against their exhaustive sweep."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tuner.search.replay import replay
 REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference" / "nvidia-h200"
 
 # The tests that read one shared report run in one pytest-xdist process (with --dist loadgroup), so it is drawn once.
-pytestmark = pytest.mark.xdist_group("h200_reference_report")
+pytestmark = pytest.mark.xdist_group("reference_report")
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +33,8 @@ def test_reference_rows_are_verified_and_complete(dataset):
     assert ok["bandwidth_gbs"].sub(ok["bytes_moved"] / (ok["time_ms_median"] / 1e3) / 1e9).abs().max() < 1e-6
 
 
-def test_report_regenerates_from_reference(h200_reference_report):
-    folder, printed = h200_reference_report
+def test_report_regenerates_from_reference(reference_report):
+    folder, printed = reference_report
     # the reference run covers every figure
     assert f"; {len(EXPECTED_FIGURES)} figures, 0 skipped" in printed, printed
     for stem in EXPECTED_FIGURES:

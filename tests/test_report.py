@@ -18,6 +18,7 @@ from tuner.data.results import write_atomic, write_json_atomic  # noqa: E402
 from tuner.report import (  # noqa: E402
     BLOG_TABLES,
     EXPECTED_FIGURES,
+    FIGURE_SPECS,
     ReportOutputs,
     best_per_family,
     build_report,
@@ -25,6 +26,7 @@ from tuner.report import (  # noqa: E402
 )
 from tuner.report.__main__ import main  # noqa: E402
 from tuner.report.comparisons import ROW_COLUMNS, evaluate  # noqa: E402
+from tuner.report.lessons import LESSON_FAMILIES, lesson_scope  # noqa: E402
 from tuner.report.published import ladder_speedups  # noqa: E402
 from tuner.report.selection import usable  # noqa: E402
 from tuner.report.studies import param_importances  # noqa: E402
@@ -135,26 +137,31 @@ def test_non_ok_rows_never_appear_as_best(synthetic, report):
     assert max(float(row[4]) for row in best_table) < 1e4
 
 
-def test_missing_family_builds_with_a_note(synthetic, tmp_path):
+def test_missing_families_build_with_a_note(synthetic, tmp_path):
+    """Only the offset family's rows (a report quick to draw): every other
+    lesson is left out, not drawn or tabled empty, and one note says which."""
     dataset, device, peaks = synthetic
-    without = dataset[(dataset["family"] != "layout") & ~dataset["source"].str.startswith("study:")]
-    outputs = build_report(without, device=device, peaks={**peaks, "cub_reduce_gbs": None}, out_dir=tmp_path)
-    assert set(outputs.skipped) == {"layout_aos_soa", "study_history", "study_importance"}
-    assert "layout" in outputs.skipped["layout_aos_soa"]
+    offset = dataset[dataset["family"] == "offset"]
+    outputs = build_report(offset, device=device, peaks={**peaks, "cub_reduce_gbs": None}, out_dir=tmp_path)
+    assert set(outputs.skipped) == {spec.stem for spec in FIGURE_SPECS if spec.family not in (None, "offset")} | {
+        "study_history", "study_importance"}  # fmt: skip
+    assert "layout" in outputs.skipped["layout_aos_soa"] and "study" in outputs.skipped["study_history"]
     # The workflow still finds every stem: skipped ones are placeholders saying why.
     for stem in EXPECTED_FIGURES:
         assert (tmp_path / f"{stem}.png").is_file() and (tmp_path / f"{stem}.svg").is_file()
     markdown = outputs.markdown.read_text()
-    # A lesson whose family was not measured is left out (not drawn or tabled
-    # empty), and one note names what was left out.
-    assert ("no ok rows of a sweep or study for families: layout; their lessons are left out "
-            "(figure `layout_aos_soa`, blog table `aos_soa_m2070`)") in markdown  # fmt: skip
-    assert "](layout_aos_soa.png)" not in markdown and "AoS vs SoA" not in markdown
+    assert ("no ok rows of a sweep or study for families: reduce, copy, vector_add, layout, matmul; their lessons are "
+            "left out (8 figures and 10 blog tables)") in markdown  # fmt: skip
+    assert "](layout_aos_soa.png)" not in markdown and "AoS vs SoA" not in markdown and "](offset_read_write.png)" in markdown
     assert "### Array of structures vs structure of arrays" not in markdown and "Skipped:" not in markdown
     aos_soa = next(c for c in outputs.comparisons if c.spec.key == "aos_soa_m2070")
     assert set(aos_soa.rows[ROW_COLUMNS[-1]]) <= {"n/a (no data)", "n/a (reference)"}
     peaks = next(body for head, body in markdown_tables(markdown) if head[:2] == ["peak", "GB/s"])
     assert ["cub reduce", "not measured"] == next(row[:2] for row in peaks if row[0] == "cub reduce")
+    # One family left out: the note names its lessons.
+    _, notes = lesson_scope(set(LESSON_FAMILIES) - {"layout"}, outputs.comparisons, list(outputs.results))
+    assert notes[0] == ("no ok rows of a sweep or study for families: layout; their lessons are left out "
+                        "(figure `layout_aos_soa`, blog table `aos_soa_m2070`)")  # fmt: skip
 
 
 def test_a_failed_conclusion_reads_no(synthetic):
