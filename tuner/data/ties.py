@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -69,7 +70,7 @@ class Problem:
     def winner(self) -> pd.Series:
         return self.table.iloc[0]
 
-    @property
+    @cached_property
     def ties(self) -> pd.DataFrame:
         return self.table[self.table["tie"]]
 
@@ -117,14 +118,13 @@ def choose(problem: Problem, every: dict[tuple[str, str, int], Problem]) -> Choi
     sizes = [p for k, p in every.items() if k[:2] == problem.key[:2] and not p.table.empty]
     if len(sizes) < 2:
         return Choice(winner, "the winner: no other size of this family and dtype was measured")
+    # config_key -> (tie, behind) per size: a rank's keys are distinct.
+    standings = [dict(zip(size.table["config_key"], zip(size.table["tie"], size.table["behind"]))) for size in sizes]
     scores = []
     for position, key in enumerate(ties["config_key"]):
-        tied, slowdowns = 0, []
-        for size in sizes:
-            found = size.table[size.table["config_key"] == key]
-            if len(found):
-                tied += bool(found.iloc[0]["tie"])
-                slowdowns.append(1.0 + float(found.iloc[0]["behind"]))
+        found = [standing[key] for standing in standings if key in standing]
+        tied = sum(bool(tie) for tie, _ in found)
+        slowdowns = [1.0 + float(behind) for _, behind in found]
         scores.append((-tied, math.exp(np.mean(np.log(slowdowns))), position, key))
     count, slowdown, position, key = min(scores)
     others = ", ".join(str(p.n) for p in sizes if p is not problem)
