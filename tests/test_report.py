@@ -137,12 +137,25 @@ def test_non_ok_rows_never_appear_as_best(synthetic, report):
     assert max(float(row[4]) for row in best_table) < 1e4
 
 
-def test_missing_families_build_with_a_note(synthetic, tmp_path):
-    """Only the offset family's rows (a report quick to draw): every other
-    lesson is left out, not drawn or tabled empty, and one note says which."""
-    dataset, device, peaks = synthetic
-    offset = dataset[dataset["family"] == "offset"]
-    outputs = build_report(offset, device=device, peaks={**peaks, "cub_reduce_gbs": None}, out_dir=tmp_path)
+@pytest.fixture(scope="module")
+def offset_run(synthetic_run, tmp_path_factory) -> tuple[pd.DataFrame, dict, dict, ReportOutputs]:
+    """The synthetic GPU's offset rows alone (no other family, no study, no
+    CUB peak) and their report as ``python -m tuner.report`` builds it (no
+    profiles): one family's report is quick to draw."""
+    from tuner.data.counters import read_profiles
+
+    dataset, device, peaks = synthetic_run
+    offset, peaks = dataset[dataset["family"] == "offset"], {**peaks, "cub_reduce_gbs": None}
+    report = build_report(offset, device=device, peaks=peaks, out_dir=tmp_path_factory.mktemp("offset"),
+                          profiles=read_profiles(tmp_path_factory.mktemp("no-profiles")))  # fmt: skip
+    return offset, device, peaks, report
+
+
+def test_missing_families_build_with_a_note(offset_run):
+    """Every lesson of a family without rows is left out, not drawn or tabled
+    empty, and one note says which."""
+    *_, outputs = offset_run
+    tmp_path = outputs.out_dir
     assert set(outputs.skipped) == {spec.stem for spec in FIGURE_SPECS if spec.family not in (None, "offset")} | {
         "study_history", "study_importance"}  # fmt: skip
     assert "layout" in outputs.skipped["layout_aos_soa"] and "study" in outputs.skipped["study_history"]
@@ -202,18 +215,20 @@ def test_cli_names_the_missing_file(tmp_path, capsys):
     assert "measurements.parquet" in capsys.readouterr().err
 
 
-def test_the_command_rebuilds_the_report_elsewhere_with_worker_processes_to_the_same_bytes(synthetic, report, tmp_path, capsys):
+def test_the_command_rebuilds_the_report_elsewhere_with_worker_processes_to_the_same_bytes(offset_run, tmp_path, capsys):
     """Every file (documents, PNG and SVG: no dates, no random clip-path ids, no
-    paths), so a rebuilt reference report diffs clean where nothing changed."""
-    dataset, device, peaks = synthetic
+    paths; placeholders too), so a rebuilt reference report diffs clean where
+    nothing changed."""
+    dataset, device, peaks, report = offset_run
     folder = tmp_path / "synthetic-x100"
     write_atomic(dataset, folder / "measurements.parquet")
     write_json_atomic(device, folder / "device.json")
     write_json_atomic(peaks, folder / "peaks.json")
     assert main(["--results", str(folder), "--out", str(folder / "report"), "--processes", "2"]) == 0
-    assert f"; {len(EXPECTED_FIGURES)} figures, 0 skipped" in capsys.readouterr().out
+    drawn = len(EXPECTED_FIGURES) - len(report.skipped)
+    assert f"; {drawn} figures, {len(report.skipped)} skipped, 1 family figures" in capsys.readouterr().out
     files = sorted(p.name for p in report.out_dir.iterdir())
     assert files == sorted(p.name for p in (folder / "report").iterdir())
-    assert {"report.md", "report.html", "reduce_ladder.svg", "study_history.png"} <= set(files)
+    assert {"report.md", "report.html", "offset_read_write.svg", "family_offset.png", "study_history.png"} <= set(files)
     for name in files:
         assert (folder / "report" / name).read_bytes() == (report.out_dir / name).read_bytes(), name
