@@ -81,25 +81,37 @@ def test_dry_run_of_the_shipped_config_lists_every_stage(tmp_path):
         assert f"rule {stage}:" in out or f"localrule {stage}:" in out, f"{stage} missing from the dry run:\n{out[-3000:]}"
 
 
-def test_configfile_names_the_whole_config(tmp_path):
-    """Nothing of config.yaml comes back under --configfile: exactly its sweeps and studies run."""
-    config = small_config(tmp_path)
-    proc = snakemake("-n", "--configfile", str(write(tmp_path, config)))
+# The tests that read one dry run run in one pytest-xdist process (with --dist loadgroup), so it runs once.
+SHARES_THE_DRY_RUN = pytest.mark.xdist_group("small_dry_run")
+
+
+@pytest.fixture(scope="module")
+def small_dry_run(tmp_path_factory) -> tuple[Path, str]:
+    """(its folder, what it printed) of the dry run of ``small_config``, each
+    job's command printed (-p) and one key overridden (--config seed=7)."""
+    tmp_path = tmp_path_factory.mktemp("dry-run")
+    proc = snakemake("-n", "-p", "--configfile", str(write(tmp_path, small_config(tmp_path))), "--config", "seed=7")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
+    return tmp_path, out
+
+
+@SHARES_THE_DRY_RUN
+def test_configfile_names_the_whole_config(small_dry_run):
+    """Nothing of config.yaml comes back under --configfile: exactly its sweeps and studies run."""
+    tmp_path, out = small_dry_run
     assert jobs(out) == {"all": 1, "collect": 1, "compile_variants": 1, "describe_device": 1, "export_best": 1, "peaks": 1,
                          "plot_report": 1, "sweep_one": 1, "sweep_two": 1, "tune_search": 1}  # fmt: skip
     assert f"{tmp_path}/results/test-gpu/sweeps/one.parquet" in out
+    config = small_config(tmp_path)
     del config["studies"]  # a deleted key stays deleted
-    out = snakemake("-n", "--configfile", str(write(tmp_path, config))).stdout
+    out = snakemake("-n", "--configfile", str(write(tmp_path, config, name="without-studies.yaml"))).stdout
     assert "tune_search" not in jobs(out) and "sweep_one" in jobs(out)
 
 
-def test_the_stage_gets_exactly_the_validated_settings(tmp_path):
-    config = small_config(tmp_path)
-    proc = snakemake("-n", "-p", "--configfile", str(write(tmp_path, config)), "--config", "seed=7")
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
+@SHARES_THE_DRY_RUN
+def test_the_stage_gets_exactly_the_validated_settings(small_dry_run):
+    _, out = small_dry_run
     line = next(x for x in out.splitlines() if "-m tuner sweep one " in x)
     settings = json.loads(re.search(r"--settings '(\{.*?\})'", line).group(1))
     assert settings["sweep"]["params"] == {"vector_width": [1, 4]}
@@ -166,10 +178,10 @@ def test_a_finished_run_replans_only_what_an_edit_touched(tmp_path):
     assert planned_after(tmp_path, grid) == {"compile_variants": 1, "sweep_one": 1} | DOWNSTREAM
 
 
-def test_gpu_rules_ask_for_one_gpu_and_cpu_rules_for_none(tmp_path):
+@SHARES_THE_DRY_RUN
+def test_gpu_rules_ask_for_one_gpu_and_cpu_rules_for_none(small_dry_run):
     """What a cluster executor sees (the SLURM profile submits gpu=1 as --gpus=1)."""
-    config = small_config(tmp_path) | {"study_gpus": []}
-    out = snakemake("-n", "--configfile", str(write(tmp_path, config))).stdout
+    _, out = small_dry_run
     gpus = {}
     for job in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n)*)", out, re.M):
         found = re.search(r"resources: .*\bgpu=(\d+)", job.group(2))
