@@ -344,7 +344,7 @@ def test_a_space_without_feasible_configurations_ends_at_once():
 def test_patience_ends_a_stuck_search_of_a_space_too_large_to_enumerate(monkeypatch):
     # Not enumerated, the space's exhaustion is unknown; random rescues only
     # find the one configuration again, so each trial fails unmeasured.
-    monkeypatch.setattr("tuner.search.samplers.MAX_ENUMERATED", 0)
+    monkeypatch.setattr("tuner.families.base.MAX_ENUMERATED", 0)
     recorder = Recorder()
     one = {name: [value] for name, value in cfg().items()}
     outcome = study(recorder, domains=one, budget_trials=5, sampler=Scripted([cfg()]), patience=30)
@@ -358,7 +358,7 @@ def test_patience_ends_a_stuck_search_of_a_space_too_large_to_enumerate(monkeypa
 def test_ask_limit_bounds_the_loop(monkeypatch):
     # Only infeasible proposals, rescues included: the ask limit (50 x budget)
     # ends it before the (larger) patience does.
-    monkeypatch.setattr("tuner.search.samplers.MAX_ENUMERATED", 0)
+    monkeypatch.setattr("tuner.families.base.MAX_ENUMERATED", 0)
     recorder = Recorder()
     domains = {"unroll": [8], "vector_width": [4, 8]}
     outcome = study(recorder, domains=domains, budget_trials=1, sampler="random", patience=10_000)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
-import math
 import random
 import warnings
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
-from tuner.families.base import MAX_ENUMERATED, Family, Problem
+from tuner.families.base import Family, Problem
 from tuner.search.claims import (
     BUDGET,
     OK,
@@ -249,7 +248,8 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         self.seed = seed
         self.owner = this_owner()
         self.worker = worker or self.owner
-        self.feasible = _feasible_configs(family, problem, self.dists)
+        listed = family.listed_space(problem, {name: d.choices for name, d in self.dists.items()})
+        self.feasible = None if listed is None else {config_key(cfg): cfg for cfg in listed}
         self._ordered = list(self.feasible.items()) if self.feasible is not None else None
         self._cursor = 0
         self._spent: set[int] = set()  # enqueued configurations dealt with
@@ -430,13 +430,3 @@ class DistinctSampler(optuna.samplers.BaseSampler):
 
 def _matches(cfg: Mapping, wanted: Mapping) -> bool:
     return all(name in cfg and cfg[name] == value for name, value in wanted.items())
-
-
-def _feasible_configs(family: Family, problem: Problem, dists: Mapping[str, CategoricalDistribution]) -> dict[str, dict] | None:
-    """config_key -> config of every feasible configuration, or None where
-    the space is too large to enumerate (then exhaustion is not detected)."""
-    size = math.prod(len(d.choices) for d in dists.values())
-    if size > MAX_ENUMERATED:
-        return None
-    space = family.space(problem, {name: list(d.choices) for name, d in dists.items()})
-    return {config_key(cfg): cfg for cfg in space}
