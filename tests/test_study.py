@@ -202,7 +202,7 @@ def test_every_trial_has_every_parameter_and_slim_attributes_and_its_row_is_in_t
         assert set(trial.params) == set(FAMILY.param_names)
         assert trial.user_attrs["config_key"] == config_key(trial.params)
         # Slim: the dashboard's columns, not the results row.
-        assert set(trial.user_attrs) <= {"config_key", "worker", "status", "rescue", "reason"}
+        assert set(trial.user_attrs) <= {"config_key", "trial", "worker", "status", "rescue", "reason"}
         assert len(json.dumps(trial.user_attrs)) < 200
     measured = trials_with(outcome, "status")
     assert len(measured) == 15
@@ -600,8 +600,8 @@ def test_claims_left_by_a_dead_worker_are_settled_and_shown_once(tmp_path, shown
     assert len(trials) == 1 and len(outcome.study.trials) == 4
     (trial,) = trials
     assert trial.state == TrialState.COMPLETE and trial.value == row["bandwidth_gbs"]
-    if not shown:  # written from the claim: the row's status, the measuring worker, its marks
-        assert trial.user_attrs == {"config_key": config_key(measured), "status": row["status"], "worker": "ghost",
+    if not shown:  # written from the claim: its number, the row's status, the measuring worker, its marks
+        assert trial.user_attrs == {"config_key": config_key(measured), "trial": 1, "status": row["status"], "worker": "ghost",
                                     "rescue": "random"}  # fmt: skip
     rows = study_rows(outcome.storage, outcome.study.study_name)
     assert len(rows) == 4 and [r for r in rows if r["trial"] == 1] == [row]

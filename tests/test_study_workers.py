@@ -101,6 +101,7 @@ def check_study(storage: str, name: str, calls: Path, budget: int) -> list[optun
     for trial in trials:
         row = by_key[trial.user_attrs["config_key"]]
         assert trial.user_attrs["status"] == row["status"]
+        assert trial.user_attrs["trial"] == row["trial"]  # the dashboard numbers trials as they finish
         assert trial.value == (row["bandwidth_gbs"] if row["status"] == "ok" else None)
     return trials
 

@@ -210,17 +210,18 @@ def _commit(run: Run, asked: Asked, row: dict) -> bool:
         _logger.warning("trial %d: the claim on %s was taken over while measuring; its row is dropped", asked.trial, asked.key)
         return False
     run.at("recorded")
-    _show(run, asked.key, row, run.worker, marks)
+    _show(run, asked.key, asked.trial, row, run.worker, marks)
     run.at("added")
     run.claims.finish(asked.key, run.owner)
     run.at("done")
     return True
 
 
-def _show(run: Run, key: str, row: dict, worker: str, marks: Mapping[str, str]) -> None:
-    """Add the finished trial of ``row`` to the dashboard's study."""
+def _show(run: Run, key: str, trial: int, row: dict, worker: str, marks: Mapping[str, str]) -> None:
+    """Add the finished trial of ``row`` to the dashboard's study. The dashboard
+    numbers trials as they finish; ``trial`` is the record's number, the rows' own."""
     cfg = json.loads(key)
-    attrs = {"config_key": key, "worker": worker, "status": row.get("status"), **marks}
+    attrs = {"config_key": key, "trial": int(trial), "worker": worker, "status": row.get("status"), **marks}
     if not is_ok(row):
         attrs["reason"] = _reason(row)
     run.dashboard.add_trial(_finished_trial(cfg, row, run.dists, attrs))
@@ -271,7 +272,7 @@ def recover(run: Run, snapshot: Mapping[str, Claim]) -> int:
         for claim in taken:
             row = claim_row(run.claims, claim)
             if row is not None and claim.key not in shown:
-                _show(run, claim.key, row, claim.worker, claim.marks or {})
+                _show(run, claim.key, claim.trial, row, claim.worker, claim.marks or {})
             run.claims.finish(claim.key, run.owner)
     return len(released) + len(taken)
 
