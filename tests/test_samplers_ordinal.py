@@ -180,6 +180,11 @@ def test_a_climb_restarts_after_patience_steps_without_progress():
         OrdinalSampler(patience=-1)
 
 
+def test_the_global_phase_is_off_in_the_default_and_on_in_ordinal_global():
+    assert make_sampler("ordinal", 0).global_phase == 0
+    assert make_sampler("ordinal_global", 0).global_phase == 30
+
+
 def test_after_a_restart_the_global_phase_is_not_counted_against_patience():
     sampler = OrdinalSampler(seed=0, patience=2, global_phase=3)
     sampler.bind(RIDGE_DISTS, lambda cfg: True, None)
