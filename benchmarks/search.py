@@ -77,7 +77,7 @@ from tuner.search.warm import warm_start  # noqa: E402
 
 FRACTIONS = [0.025, 0.05, 0.10]  # of each space (main's --fractions may change them)
 SEEDS = 50
-OURS = ("ordinal", "interactions", "tpe")  # the default search, its successor on interacting spaces, and the one it replaced
+OURS = ("ordinal", "interactions", "ordinal_global", "tpe")  # the default search, two candidates to succeed it, and the one it replaced
 WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
 TPE_MAX_SPACE = 2000  # on larger tables tpe runs to at most TPE_MAX_TRIALS
 TPE_MAX_TRIALS = 300  # multivariate TPE slows with every trial: 1113 trials of an 11,130 space take a minute a run

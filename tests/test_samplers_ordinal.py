@@ -178,3 +178,52 @@ def test_a_climb_restarts_after_patience_steps_without_progress():
     assert never._climb(measured) == measured
     with pytest.raises(ValueError, match="patience must be >= 0"):
         OrdinalSampler(patience=-1)
+
+
+def test_the_global_phase_is_off_in_the_default_and_on_in_ordinal_global():
+    assert make_sampler("ordinal", 0).global_phase == 0
+    assert make_sampler("ordinal_global", 0).global_phase == 30
+
+
+def test_after_a_restart_the_global_phase_is_not_counted_against_patience():
+    sampler = OrdinalSampler(seed=0, patience=2, global_phase=3)
+    sampler.bind(RIDGE_DISTS, lambda cfg: True, None)
+    cfgs = [{"block": b, "unroll": u, "vector": 1} for b in (64, 128, 256, 512, 1024) for u in (1, 2)]
+    values = [100.0, 90.0, 80.0] + [50.0, 40.0, 30.0] + [60.0, 55.0] + [20.0, 10.0]
+    measured = {config_key(cfg): (cfg, value) for cfg, value in zip(cfgs, values)}
+    # Two measurements without progress: a restart at position 3, then three of the global
+    # phase (no progress after its first, yet no restart), then two more without: a restart.
+    assert sampler._climbs.read(dict(list(measured.items())[:6]))["start"] == 3
+    assert sampler._climbs.read(dict(list(measured.items())[:6]))["until"] == 6
+    assert sampler._climbs.read(dict(list(measured.items())[:7]))["start"] == 3  # 60 gains on the phase's 50
+    assert sampler._climbs.read(dict(list(measured.items())[:9]))["start"] == 9
+    plain = OrdinalSampler(seed=0, patience=2, global_phase=0)
+    plain.bind(RIDGE_DISTS, lambda cfg: True, None)
+    assert plain._climbs.read(dict(list(measured.items())[:6]))["start"] == 6  # no phase: 40 and 30 end the climb of 50
+    with pytest.raises(ValueError, match="global_phase must be >= 0"):
+        OrdinalSampler(global_phase=-1)
+
+
+PARZEN_DISTS = {name: optuna.distributions.CategoricalDistribution(list(range(8))) for name in ("a", "b", "c", "d")}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_global_phase_proposes_what_the_best_measured_configurations_share(seed):
+    # The fast configurations share a = 7 and b = 0 (c and d do not matter); the slow ones are
+    # anything else. The Parzen proposal keeps both values, where a random draw would keep them
+    # together one time in 64.
+    rng = __import__("random").Random(seed)
+    sampler = OrdinalSampler(seed=seed)
+    sampler.bind(PARZEN_DISTS, lambda cfg: True, None)
+    measured = {}
+    for _ in range(60):
+        cfg = {name: rng.randrange(8) for name in PARZEN_DISTS}
+        fast = rng.random() < 0.1
+        if fast:
+            cfg |= {"a": 7, "b": 0}
+        elif cfg["a"] == 7 and cfg["b"] == 0:
+            cfg["a"] = 3
+        measured[config_key(cfg)] = (cfg, 100.0 + rng.random() if fast else 10.0 + rng.random())
+    proposals = [sampler._parzen(measured, set(measured), __import__("random").Random(seed * 100 + i)) for i in range(5)]
+    assert all(cfg is not None and config_key(cfg) not in measured for cfg in proposals)
+    assert sum(cfg["a"] == 7 and cfg["b"] == 0 for cfg in proposals) >= 4, proposals

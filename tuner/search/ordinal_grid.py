@@ -61,3 +61,24 @@ def nearest_distances(candidates: Sequence[list[float]], points: np.ndarray, ord
             total += diff * diff if is_ordered else (diff != 0)
         nearest[start : start + 32] = np.sqrt(total).min(axis=1)
     return nearest
+
+
+def parzen_log_density(drawn: np.ndarray, observed: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Log density of each row of ``drawn`` (codes, one column per parameter)
+    under a mixture of one categorical kernel per row of ``observed`` and a
+    uniform one: a kernel gives its own value (1 + e) / (1 + k e) and every
+    other value e / (1 + k e), k the parameter's number of values and
+    e = 1 / (observations + 1)."""
+    uniform = -np.log(sizes).sum()
+    if len(observed) == 0:
+        return np.full(len(drawn), uniform)
+    e = 1.0 / (len(observed) + 1)
+    same, other = np.log((1 + e) / (1 + sizes * e)), np.log(e / (1 + sizes * e))
+    log_p = np.empty((len(drawn), len(observed) + 1))
+    for start in range(0, len(observed), 256):  # bounded memory: 256 observations at a time
+        block = observed[start : start + 256]
+        match = drawn[:, None, :] == block[None, :, :]
+        log_p[:, start : start + len(block)] = np.where(match, same, other).sum(axis=2)
+    log_p[:, -1] = uniform
+    top = log_p.max(axis=1, keepdims=True)
+    return top[:, 0] + np.log(np.exp(log_p - top).sum(axis=1)) - np.log(len(observed) + 1)

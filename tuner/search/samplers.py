@@ -25,6 +25,7 @@ from tuner.search.claims import (
     ClaimStore,
 )
 from tuner.search.interactions import InteractionSampler
+from tuner.search.ordinal import GLOBAL_PHASE as ORDINAL_GLOBAL_PHASE
 from tuner.search.ordinal import OrdinalSampler
 from tuner.search.owners import this_owner
 
@@ -82,6 +83,8 @@ STRATEGIES: dict[str, Strategy] = {
     "brute_force": Strategy(lambda seed, prior: _BruteForceSampler(seed=seed), "every feasible configuration, in order"),
     "ordinal": Strategy(lambda seed, prior: OrdinalSampler(seed=seed, prior=prior),
                         "the project's own: space-filling, then model-ranked steps", uses_prior=True),  # fmt: skip
+    "ordinal_global": Strategy(lambda seed, prior: OrdinalSampler(seed=seed, prior=prior, global_phase=ORDINAL_GLOBAL_PHASE),
+                               "ordinal, with a phase of Parzen (TPE-like) proposals after each restart", uses_prior=True),  # fmt: skip
     "interactions": Strategy(lambda seed, prior: InteractionSampler(seed=seed, prior=prior),
                              "ordinal steps alternated with Thompson draws from a model of parameter pairs", uses_prior=True),  # fmt: skip
 }
