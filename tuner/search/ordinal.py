@@ -76,7 +76,14 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
-from tuner.search.ordinal_grid import nearest_distances, one_hot_sums, ordered_values, parzen_log_density, powers_below
+from tuner.search.ordinal_grid import (
+    kernel_keep,
+    nearest_distances,
+    one_hot_sums,
+    ordered_values,
+    parzen_log_density,
+    powers_below,
+)
 from tuner.search.ordinal_history import FinishedPrefix, climb_read, sums_read
 
 DEFAULT_STARTUP = 5  # space-filling configurations before the neighbourhood steps
@@ -350,7 +357,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         good, rest = codes[:good_count], codes[good_count:]
         sizes = np.array([len(dist.choices) for dist in self._dists.values()], dtype=float)
         names = list(self._dists)
-        keep = (1 + 1 / (good_count + 1)) / (1 + sizes / (good_count + 1))  # a good kernel keeps its value
+        keep = kernel_keep(sizes, good_count)  # a good kernel keeps its value
         candidates: dict[str, dict] = {}
         for _ in range(8 * PARZEN_CANDIDATES):
             if len(candidates) >= PARZEN_CANDIDATES:

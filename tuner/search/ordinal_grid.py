@@ -63,6 +63,14 @@ def nearest_distances(candidates: Sequence[list[float]], points: np.ndarray, ord
     return nearest
 
 
+def kernel_keep(sizes: np.ndarray, observations: int) -> np.ndarray:
+    """The chance that a Parzen kernel of a mixture of ``observations`` keeps
+    its own value of each parameter, (1 + e) / (1 + k e), with k the
+    parameter's number of values and e = 1 / (observations + 1)."""
+    e = 1.0 / (observations + 1)
+    return (1 + e) / (1 + sizes * e)
+
+
 def parzen_log_density(drawn: np.ndarray, observed: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """Log density of each row of ``drawn`` (codes, one column per parameter)
     under a mixture of one categorical kernel per row of ``observed`` and a
@@ -72,8 +80,8 @@ def parzen_log_density(drawn: np.ndarray, observed: np.ndarray, sizes: np.ndarra
     uniform = -np.log(sizes).sum()
     if len(observed) == 0:
         return np.full(len(drawn), uniform)
-    e = 1.0 / (len(observed) + 1)
-    same, other = np.log((1 + e) / (1 + sizes * e)), np.log(e / (1 + sizes * e))
+    same = np.log(kernel_keep(sizes, len(observed)))
+    other = same - np.log(len(observed) + 2)  # e / (1 + k e): the kept value's (1 + e) / (1 + k e) over 1 + 1 / e
     log_p = np.empty((len(drawn), len(observed) + 1))
     for start in range(0, len(observed), 256):  # bounded memory: 256 observations at a time
         block = observed[start : start + 256]
