@@ -23,7 +23,7 @@ import pandas as pd
 from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
 from tuner.search.replay import _quiet_optuna, problem_rows, table_domains, table_measure
-from tuner.search.samplers import make_sampler
+from tuner.search.strategies import make_sampler
 from tuner.search.study import run_study
 from tuner.search.tables import SpaceTable, table_family, table_key, table_problem
 from tuner.search.tables import table_measure as space_measure

@@ -494,7 +494,7 @@ SERVERS = {
 
 @pytest.mark.parametrize("server", list(SERVERS), ids=list(SERVERS))
 def test_a_storage_server_that_cannot_serve_is_refused_at_load_in_seconds_naming_its_host(tmp_path, server):
-    from tuner.search.storage import storage_problem
+    from tuner.search.storage_spec import storage_problem
 
     reply, pattern = SERVERS[server]
     with contextlib.ExitStack() as stack:

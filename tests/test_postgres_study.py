@@ -30,7 +30,8 @@ from released import run_released  # noqa: E402
 from tuner.data.results import config_key, plain_value  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.search.claims import DONE, fold  # noqa: E402
-from tuner.search.storage import open_claims, open_storage, storage_problem  # noqa: E402
+from tuner.search.storage import open_claims, open_storage  # noqa: E402
+from tuner.search.storage_spec import storage_problem  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "results" / "reference" / "nvidia-h200" / "measurements.parquet"

@@ -190,7 +190,7 @@ BAD = [
 
 
 def test_a_study_without_a_sampler_gets_the_default_strategy(tmp_path):
-    from tuner.search.samplers import DEFAULT_STRATEGY
+    from tuner.search.strategies import DEFAULT_STRATEGY
 
     assert "sampler" not in base_config(tmp_path)["studies"]["search"]
     assert parse(base_config(tmp_path)).study("search").sampler == DEFAULT_STRATEGY
@@ -320,7 +320,7 @@ def test_a_study_may_search_any_value_its_parameter_rule_accepts(tmp_path):
     ],
 )
 def test_storage_urls_and_journal_paths_are_checked_up_front(tmp_path, storage, workers, message):
-    from tuner.search.study import storage_problem
+    from tuner.search.storage_spec import storage_problem
 
     (tmp_path / "file.txt").write_text("x")
     config = changed(base_config(tmp_path), ("studies", "search", "storage"), storage.format(tmp=tmp_path))

@@ -16,13 +16,13 @@ from tuner.data.results import COLUMNS, config_key
 from tuner.errors import FatalDeviceError
 from tuner.search.claims import DONE
 from tuner.search.storage import open_claims
+from tuner.search.storage_spec import storage_problem
 from tuner.search.study import (
     SAMPLERS,
     StudyOutcome,
     make_sampler,
     open_storage,
     run_study,
-    storage_problem,
     study_rows,
 )
 
@@ -712,7 +712,7 @@ def test_the_schema_and_the_readme_name_the_registered_strategies():
     import inspect
 
     from tuner import api
-    from tuner.search.samplers import DEFAULT_STRATEGY
+    from tuner.search.strategies import DEFAULT_STRATEGY
 
     def sampler_descriptions(node):
         if isinstance(node, dict):

@@ -28,7 +28,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from tuner.families import REGISTRY, Family, Problem, register
-from tuner.search.samplers import DEFAULT_STRATEGY
+from tuner.search.strategies import DEFAULT_STRATEGY
 
 
 @dataclass

@@ -55,7 +55,7 @@ def load_settings(args) -> Settings:
                               f"got {args.settings[:60]!r}, which fails with {type(error).__name__}: {text}") from None  # fmt: skip
     from tuner.device.describe import probe_devices
     from tuner.measure.compile import nvcc_architectures
-    from tuner.search.study import storage_problem
+    from tuner.search.storage_spec import storage_problem
 
     return config_settings.load(args.config, device=probe_devices(), nvcc_archs=nvcc_architectures(),
                                 storage_check=storage_problem)  # fmt: skip

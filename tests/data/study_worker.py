@@ -34,8 +34,8 @@ from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
 
 import tuner.search.study as study_module  # noqa: E402
 from tuner.data.results import config_key  # noqa: E402
-from tuner.search.samplers import make_sampler  # noqa: E402
 from tuner.search.storage import open_claims  # noqa: E402
+from tuner.search.strategies import make_sampler  # noqa: E402
 
 
 class Watching(optuna.samplers.BaseSampler):

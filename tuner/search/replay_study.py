@@ -29,7 +29,7 @@ from tuner.data import results
 from tuner.errors import EXIT_DAMAGED_FILE, DamagedFile
 from tuner.families.base import Problem
 from tuner.search.replay import problem_rows, table_domains, table_measure
-from tuner.search.samplers import DEFAULT_STRATEGY
+from tuner.search.strategies import DEFAULT_STRATEGY
 from tuner.search.study import open_storage, run_study, study_rows
 
 

@@ -1,15 +1,13 @@
-"""The samplers a study can name, and ``DistinctSampler``, which wraps the
-chosen one so that every trial is a distinct, feasible configuration claimed
+"""``DistinctSampler``, which wraps the sampler of the strategy a study names
+(``tuner.search.strategies``) so that every trial is a distinct, feasible configuration claimed
 for this worker before it exists (why a sampler: see ``tuner.search.study``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import random
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
@@ -24,99 +22,12 @@ from tuner.search.claims import (
     OK,
     ClaimStore,
 )
-from tuner.search.interactions import InteractionSampler
-from tuner.search.ordinal import GLOBAL_PHASE as ORDINAL_GLOBAL_PHASE
-from tuner.search.ordinal import OrdinalSampler
 from tuner.search.owners import this_owner
 
 # Proposals asked of the wrapped sampler per trial before a rescue (fewer where
 # it proposes the same configuration twice: it is stuck).
 PROPOSALS_PER_ASK = 8
 RANDOM_TRIES = 200  # random draws of a rescue where the space is not enumerated
-
-@dataclass(frozen=True)
-class Strategy:
-    """How a study makes one search strategy (an entry of ``STRATEGIES``).
-
-    Attributes:
-        make: (seed, prior) -> the Optuna sampler; ``prior`` holds a warm
-            start's (configuration, GB/s) rows, used where ``uses_prior``.
-        summary: what it does, in a few words (for help texts and docs).
-        modules: optional packages it imports, checked before the search starts.
-        uses_prior: whether it learns from a warm start's prior rows (every
-            strategy measures a warm start's configurations first).
-
-    A strategy that searches the space the study enumerates, or passes over
-    claimed configurations itself, says so by implementing ``SpaceAware``.
-    """
-
-    make: Callable[[int, Sequence[tuple[Mapping, float]]], optuna.samplers.BaseSampler]
-    summary: str
-    modules: tuple[str, ...] = ()
-    uses_prior: bool = False
-
-
-# The search strategies a study can name; the config schema's sampler enum and
-# the docs are checked against it (tests/test_study.py).
-STRATEGIES: dict[str, Strategy] = {
-    "tpe": Strategy(
-        # multivariate: parameters interact (unroll x vector_width);
-        # constant_liar: concurrent workers do not all propose the same point.
-        lambda seed, prior: optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True),
-        "Optuna's TPE, multivariate, with a constant liar for concurrent workers",
-    ),
-    "gp": Strategy(lambda seed, prior: optuna.samplers.GPSampler(seed=seed), "Optuna's Gaussian process",
-                   modules=("torch", "scipy")),  # fmt: skip
-    "random": Strategy(lambda seed, prior: optuna.samplers.RandomSampler(seed=seed), "uniform draws"),
-    "cmaes": Strategy(
-        # Every parameter is categorical, which CMA-ES does not support: it
-        # samples such spaces with its independent (random) sampler.
-        lambda seed, prior: optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False),
-        "Optuna's CMA-ES (random on categorical spaces)",
-    ),
-    "qmc": Strategy(
-        # Scrambled, so that seeds differ (unscrambled Sobol starts at the
-        # centre of every domain whatever the seed).
-        lambda seed, prior: optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False),
-        "scrambled Sobol points", modules=("scipy",),
-    ),  # fmt: skip
-    "brute_force": Strategy(lambda seed, prior: _BruteForceSampler(seed=seed), "every feasible configuration, in order"),
-    "ordinal": Strategy(lambda seed, prior: OrdinalSampler(seed=seed, prior=prior),
-                        "the project's own: space-filling, then model-ranked steps", uses_prior=True),  # fmt: skip
-    "ordinal_global": Strategy(lambda seed, prior: OrdinalSampler(seed=seed, prior=prior, global_phase=ORDINAL_GLOBAL_PHASE),
-                               "ordinal, with a phase of Parzen (TPE-like) proposals after each restart", uses_prior=True),  # fmt: skip
-    "interactions": Strategy(lambda seed, prior: InteractionSampler(seed=seed, prior=prior),
-                             "ordinal steps alternated with Thompson draws from a model of parameter pairs", uses_prior=True),  # fmt: skip
-}
-SAMPLERS = tuple(STRATEGIES)
-# The strategy a study uses unless told otherwise (the settings' default too).
-DEFAULT_STRATEGY = "ordinal"
-
-
-def make_sampler(name: str, seed: int, prior: Sequence[tuple[Mapping, float]] = ()) -> optuna.samplers.BaseSampler:
-    """The sampler of strategy ``name`` (``STRATEGIES``), seeded with ``seed``;
-    ``prior`` (configuration, bandwidth) pairs of a warm start inform the
-    strategies that use them.
-
-    Raises:
-        ValueError: ``name`` is not one of ``SAMPLERS``.
-        ImportError: the strategy's optional packages are missing.
-    """
-    strategy = STRATEGIES.get(name)
-    if strategy is None:
-        raise ValueError(f"sampler must be one of {list(SAMPLERS)}, got {name!r}")
-    # Fail at construction, not at the eleventh ask when the GP is first fitted.
-    missing = [m for m in strategy.modules if importlib.util.find_spec(m) is None]
-    if missing:
-        raise ImportError(
-            f"sampler {name!r} needs the packages {list(strategy.modules)}; "
-            f"missing: {missing} (pip install {' '.join(missing)})"
-        )
-    # Some samplers (QMC, multivariate TPE) are flagged experimental; the flag
-    # is Optuna's API promise, not a problem with the run.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return strategy.make(seed, prior)
 
 
 @runtime_checkable
@@ -137,7 +48,7 @@ class SpaceAware(Protocol):
         (by any worker) now: not to be proposed."""
 
 
-class _BruteForceSampler(optuna.samplers.BruteForceSampler):
+class BruteForceWithoutStop(optuna.samplers.BruteForceSampler):
     """BruteForceSampler that does not call ``study.stop()``.
 
     The stock sampler stops the study from ``after_trial`` once the grid is

@@ -1,6 +1,6 @@
 """Where a study is kept: the Optuna storage a spec names (``open_storage``),
-the claims that go with it (``open_claims``), and why a spec cannot serve a
-study (``storage_problem``), checked before any work. Optuna is used through
+and the claims that go with it (``open_claims``); whether a spec can serve a
+study is ``tuner.search.storage_spec``'s. Optuna is used through
 its public API: a journal is Optuna's ``JournalStorage`` over ``JournalFile``,
 a ``JournalFileBackend`` that overrides only the backend interface
 (``append_logs``, ``read_logs``)."""
@@ -8,7 +8,6 @@ a ``JournalFileBackend`` that overrides only the backend interface
 from __future__ import annotations
 
 import fcntl
-import importlib.util
 import json
 import os
 import sys
@@ -25,7 +24,7 @@ from optuna.storages.journal import JournalFileBackend
 from tuner.errors import DamagedFile
 from tuner.search.claims import ClaimStore, FileClaims, MemoryClaims, claims_path
 from tuner.search.claims_sql import SQLITE_BUSY_TIMEOUT_S
-from tuner.search.storage_server import server_engine_kwargs, server_problem, with_password
+from tuner.search.storage_server import server_engine_kwargs, with_password
 
 
 class FlockJournalLock:
@@ -281,80 +280,3 @@ def _retry(make: Callable[[], Any], attempts: int = 5) -> Any:
             time.sleep(0.1 * (attempt + 1))
 
 
-# Driver modules SQLAlchemy dialects import, and what to install for them.
-_DRIVER_PACKAGES = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]", "pymysql": "PyMySQL", "MySQLdb": "mysqlclient"}
-
-
-def storage_problem(spec: str | os.PathLike | None, workers: int = 1) -> str | None:
-    """Why ``spec`` cannot serve as the storage of a study run by ``workers``
-    worker processes, in one line, or None where it can. Creates nothing.
-
-    Checked: the form (a journal path ending in .log or .jsonl, or a URL that
-    SQLAlchemy parses, of a database it knows, whose driver imports); for a
-    journal or SQLite file, that its folder exists or can be created and is
-    writable; that storage private to one process (in memory) has one worker.
-    SQLite with several workers works (claims take SQLite's write lock, and
-    everyone waits up to ``SQLITE_BUSY_TIMEOUT_S`` for it), though not on a
-    network file system, where its locks are unreliable.
-    """
-    if workers < 1:
-        return f"workers must be >= 1, got {workers}"
-    if spec is None:
-        return (
-            None
-            if workers == 1
-            else f"in-memory storage cannot be shared by {workers} worker processes; give a journal file or a database URL"
-        )
-    text = os.fspath(spec)
-    if text.endswith((".log", ".jsonl")):
-        if importlib.util.find_spec("fcntl") is None:
-            return f"journal storage {text!r} needs fcntl file locks, which this platform lacks; use a database URL"
-        return _file_problem(Path(text), "journal file")
-    if "://" not in text:
-        return f"storage must be an Optuna URL (sqlite:///path.db) or a journal file path ending in .log or .jsonl, got {text!r}"
-    import sqlalchemy
-
-    try:
-        url = sqlalchemy.engine.make_url(text)
-    except Exception as exc:  # noqa: BLE001 - the parser's message says what is wrong
-        return f"storage URL {text.split('://')[0]}://... is malformed: {exc}"
-    shown = url.render_as_string(hide_password=True)
-    try:
-        dialect = url.get_dialect()
-    except Exception:  # noqa: BLE001 - NoSuchModuleError and kin
-        return f"storage URL {shown} names the database {url.drivername!r}, which SQLAlchemy does not know (use sqlite:///path.db or postgresql://...)"
-    try:
-        dialect.import_dbapi()
-    except ImportError as exc:
-        module = (exc.name or "").split(".")[0] or str(exc)
-        package = _DRIVER_PACKAGES.get(module, module)
-        other = ""
-        if module == "psycopg2" and importlib.util.find_spec("psycopg") is not None:
-            other = (
-                f", or use the installed psycopg: {url.set(drivername='postgresql+psycopg').render_as_string(hide_password=True)}"
-            )
-        return f"storage URL {shown} needs the database driver {module!r}, which is not installed (pip install {package}{other})"
-    if url.get_backend_name() == "sqlite":
-        database = url.database or ""
-        if database in ("", ":memory:") or database.startswith("file::memory:"):
-            if workers > 1:
-                return f"storage URL {shown} is an in-memory SQLite database, which {workers} worker processes cannot share"
-            return None
-        return _file_problem(Path(database), "SQLite database")
-    return server_problem(text)
-
-
-def _file_problem(path: Path, what: str) -> str | None:
-    if path.is_dir():
-        return f"{what} {str(path)!r} is a folder"
-    if path.exists():
-        return None if os.access(path, os.R_OK | os.W_OK) else f"{what} {str(path)!r} is not writable"
-    folder = path.parent
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"folder of {what} {str(path)!r} cannot be created: {str(existing)!r} is a file"
-    if not os.access(existing, os.W_OK | os.X_OK):
-        return f"folder of {what} {str(path)!r} cannot be written: {str(existing)!r} is not writable"
-    return None

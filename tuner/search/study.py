@@ -85,14 +85,9 @@ from tuner.search.claim_records import claim_row
 from tuner.search.claims import CLAIMED
 from tuner.search.outcome import StudyOutcome
 from tuner.search.owners import Heartbeat, this_owner
-from tuner.search.samplers import (
-    DEFAULT_STRATEGY,
-    SAMPLERS,
-    DistinctSampler,
-    distributions,
-    make_sampler,
-)
-from tuner.search.storage import open_claims, open_storage, storage_problem
+from tuner.search.samplers import DistinctSampler, distributions
+from tuner.search.storage import open_claims, open_storage
+from tuner.search.strategies import DEFAULT_STRATEGY, SAMPLERS, make_sampler
 from tuner.search.trials import (
     Asked,
     Run,
@@ -117,7 +112,7 @@ _logger = logging.getLogger(__name__)
 
 # What callers use; samplers and storages live in their own modules.
 __all__ = ["SAMPLERS", "StudyOutcome", "distributions", "make_sampler", "open_storage", "run_study",
-           "storage_problem", "study_rows"]  # fmt: skip
+           "study_rows"]  # fmt: skip
 
 
 def run_study(
@@ -154,7 +149,7 @@ def run_study(
         problem: what is computed; passed to ``family.violations``.
         domains: parameter name -> values to search (others: full domain).
         storage: see ``open_storage``. Worker processes sharing a study need
-            a journal file or a database (``storage_problem`` says whether a
+            a journal file or a database (``storage_spec.storage_problem`` says whether a
             storage can work).
         study_name: the study's name in the storage.
         measure: config -> results row (``tuner.data.results.columns()`` keys, with at

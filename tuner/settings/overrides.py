@@ -32,9 +32,9 @@ def typed_overrides(config: MutableMapping, overrides: Mapping, schema: Mapping 
             wants another type; one line naming the key.
     """
     if schema is None:
-        from tuner.settings.parse import SCHEMA
+        from tuner.settings.parse import config_schema
 
-        schema = yaml.safe_load(SCHEMA.read_text())
+        schema = config_schema()
     for path, text in _string_leaves(overrides):
         sub = _at(schema, schema, path)
         if sub is not None and _takes_string(schema, sub, text):

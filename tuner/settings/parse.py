@@ -4,6 +4,7 @@ are known (the YAML file itself is read by ``tuner.settings.yaml_file``)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import fields
@@ -21,6 +22,14 @@ from tuner.settings.yaml_file import read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+@functools.cache
+def config_schema() -> dict:
+    """The config's JSON schema, read once per process with libyaml's parser
+    where PyYAML has it (the pure-Python one takes a good part of a second for
+    this file, paid at every Snakemake start). Shared: do not modify."""
+    return yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
 
 # Without a device to ask, sizes are judged against this much device memory.
 ASSUMED_DEVICE_BYTES = 192 << 30
@@ -127,7 +136,7 @@ def check_schema(config: Mapping) -> None:
     message is a multi-line dump)."""
     import jsonschema
 
-    schema = yaml.safe_load(SCHEMA.read_text())
+    schema = config_schema()
     # JSON Schema counts 4.0 as an integer; here a float where an integer is
     # meant is a mistake (it would reach nvcc as -DVEC=4.0), and so is a bool.
     strict = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
@@ -414,7 +423,7 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
         problem_text = warm_start_problem(warm, family, problem, domains)  # the rule the tune stage applies
         if problem_text:
             raise ConfigError(f"{where}.{problem_text}")
-    from tuner.search.samplers import DEFAULT_STRATEGY
+    from tuner.search.strategies import DEFAULT_STRATEGY
 
     return StudySettings(name=name, family=family.name, dtype=section["dtype"], n=section["n"],
                          sampler=section.get("sampler", DEFAULT_STRATEGY), seed=section.get("seed", config.get("seed", 0)),

@@ -2,14 +2,22 @@
 # into tuner.settings.Settings; each rule hands its stage exactly its own part
 # of those settings as JSON through `params:` (so `--rerun-triggers params`
 # reruns only the jobs whose settings changed), every value shell-quoted.
+import functools
 import shlex
 import sys
 from pathlib import Path
 
 sys.path.insert(0, workflow.basedir)
 
-from tuner.report import EXPECTED_FIGURES
 from tuner import settings as tuner_settings
+
+# The report's figures, one caption file each (written from the report's figure
+# specs, and kept in step with them by a test): read from the folder so that
+# planning a run does not import the report's plotting code.
+EXPECTED_FIGURES = sorted(
+    p.stem
+    for p in Path(workflow.basedir, "workflow", "report", "captions").glob("*.rst")
+)
 
 # The interpreter running Snakemake runs the stages; set in the shell prefix,
 # not in params or the command, so switching virtual environments reruns nothing.
@@ -21,11 +29,15 @@ def _config_error(message):
     sys.exit(2)
 
 
+# Each config file is read once per start (checked, then searched for family_paths).
+_read_yaml = functools.cache(tuner_settings.read_yaml)
+
+
 def check_yaml_or_exit(path):
     """Syntax errors with their line, duplicate keys refused (Snakemake's own
     reader reports neither)."""
     try:
-        tuner_settings.read_yaml(path)
+        _read_yaml(path)
     except tuner_settings.ConfigError as error:
         _config_error(error)
 
@@ -37,7 +49,7 @@ def _family_paths_base():
         str(Path(workflow.basedir) / "config.yaml")
     ]
     for path in reversed(files):
-        if "family_paths" in (tuner_settings.read_yaml(path) or {}):
+        if "family_paths" in (_read_yaml(path) or {}):
             return Path(path).resolve().parent
     return Path.cwd()
 
@@ -45,7 +57,7 @@ def _family_paths_base():
 def settings_or_exit(config):
     from tuner.measure.compile import nvcc_architectures
     from tuner.device.describe import probe_devices
-    from tuner.search.study import storage_problem
+    from tuner.search.storage_spec import storage_problem
 
     from tuner.search.storage_server import export_passwords
 
