@@ -56,6 +56,12 @@ def reference_ctx(tmp_path_factory):
     )
 
 
+@pytest.fixture(scope="module")
+def synthetic_ctx(synthetic_run, tmp_path_factory):
+    dataset, device, peaks = synthetic_run
+    return figure_context(dataset.copy(), device=device, peaks=peaks, out_dir=tmp_path_factory.mktemp("synthetic"))
+
+
 def figures_of(ctx):
     """stem -> the rendered matplotlib Figure (not written)."""
     drawn = {}
@@ -65,6 +71,19 @@ def figures_of(ctx):
             if panels:
                 drawn[spec.stem] = render(ctx, spec, panels)
     return drawn
+
+
+@pytest.fixture(scope="module")
+def drawn(synthetic_ctx, reference_ctx):
+    """source -> its figures, drawn once for the module's tests, which only read them."""
+    cache = {}
+
+    def figures(source):
+        if source not in cache:
+            cache[source] = figures_of(synthetic_ctx if source == "synthetic" else reference_ctx)
+        return cache[source]
+
+    return figures
 
 
 # ---- one self-contained HTML ---------------------------------------------------------------
@@ -96,10 +115,8 @@ def test_overview_comes_first_then_figures_then_tables(report):
     assert markdown.index("](overview.png)") < markdown.index("](reduce_ladder.png)") < markdown.index("\n|")
 
 
-def test_overview_draws_every_conclusion_published_and_ours(report, synthetic, tmp_path):
-    dataset, device, peaks = synthetic
-    ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=tmp_path)
-    figure = figures_of(ctx)["overview"]
+def test_overview_draws_every_conclusion_published_and_ours(drawn):
+    figure = drawn("synthetic")["overview"]
     gids = [line.get_gid() for ax in figure.axes for line in ax.get_lines() if line.get_gid()]
     assert {f"published:{t.key}" for t in BLOG_TABLES} <= {gid.rpartition(":")[0] for gid in gids}
     assert len(set(gids)) == len(gids)  # unique ids in the SVG
@@ -131,13 +148,9 @@ def test_powers_render_as_superscripts_in_html_only(report):
 
 
 @pytest.mark.parametrize("source", ["synthetic", "reference"])
-def test_each_published_number_is_drawn(source, report, reference_ctx, synthetic, tmp_path):
-    if source == "synthetic":
-        dataset, device, peaks = synthetic
-        ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=tmp_path)
-    else:
-        ctx = reference_ctx
-    figures = figures_of(ctx)
+def test_each_published_number_is_drawn(source, reference_ctx, synthetic_ctx, drawn):
+    ctx = synthetic_ctx if source == "synthetic" else reference_ctx
+    figures = drawn(source)
     specs = [s for s in FIGURE_SPECS if s.published]
     assert len(specs) >= 8
     for spec in specs:
@@ -167,14 +180,9 @@ def test_published_mark_is_our_reference_times_the_blog_speedup(reference_ctx):
 
 
 @pytest.mark.parametrize("source", ["synthetic", "reference"])
-def test_value_axes_start_at_zero(source, reference_ctx, synthetic, tmp_path):
-    if source == "synthetic":
-        dataset, device, peaks = synthetic
-        ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=tmp_path)
-    else:
-        ctx = reference_ctx
+def test_value_axes_start_at_zero(source, drawn):
     checked = 0
-    for stem, figure in figures_of(ctx).items():
+    for stem, figure in drawn(source).items():
         for ax in figure.axes:
             if any(unit in ax.get_ylabel() for unit in ("GB/s", "GFLOP/s", "speed-up", "fraction")):
                 assert ax.get_ylim()[0] == 0, (stem, ax.get_title(), ax.get_ylim())
@@ -182,8 +190,8 @@ def test_value_axes_start_at_zero(source, reference_ctx, synthetic, tmp_path):
     assert checked >= 15
 
 
-def test_offset_bars_carry_their_ratio_to_offset_zero(reference_ctx):
-    figure = figures_of(reference_ctx)["offset_read_write"]
+def test_offset_bars_carry_their_ratio_to_offset_zero(drawn):
+    figure = drawn("reference")["offset_read_write"]
     labels = [text.get_text() for ax in figure.axes for text in ax.texts]  # bar labels are axes texts
     assert any(re.fullmatch(r"0\.9\d×", text) for text in labels)
 

@@ -78,7 +78,7 @@ def test_benchmark_rows_and_files(case, tmp_path):
         strategies.append("basinhopping")
     except ImportError:
         pass
-    assert search.main(["--tables", "reduce_space_offset11", "--seeds", "3", "--jobs", "1", "--strategies", *strategies,
+    assert search.main(["--tables", "reduce_space_offset11", "--seeds", "2", "--jobs", "1", "--strategies", *strategies,
                         "--out", str(tmp_path)]) == 0  # fmt: skip
     rows = json.loads((tmp_path / "search-benchmark.json").read_text())["rows"]
     assert {(r["order"], r["strategy"], r["budget"]) for r in rows} == {
