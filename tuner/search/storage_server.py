@@ -90,13 +90,19 @@ def _passwords() -> dict:
     return known if isinstance(known, dict) else {}
 
 
+def driver_connect_timeout_s() -> int:
+    """The connect timeout the stage's driver gets (libpq counts whole
+    seconds, and takes 1 as 2)."""
+    return max(2, round(CONNECT_TIMEOUT_S))
+
+
 def server_engine_kwargs(text: str) -> dict:
     """SQLAlchemy engine arguments for a server URL: the driver's connect
     timeout, so the stage's own connections give up rather than hang."""
     url = _url(text) if "://" in text else None
     if url is None or url.get_backend_name() not in _DEFAULT_PORTS:
         return {}
-    return {"connect_args": {"connect_timeout": max(2, round(CONNECT_TIMEOUT_S))}}
+    return {"connect_args": {"connect_timeout": driver_connect_timeout_s()}}
 
 
 def server_problem(text: str, timeout_s: float | None = None) -> str | None:
