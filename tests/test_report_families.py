@@ -107,31 +107,27 @@ def test_a_lesson_family_beside_a_plugin_keeps_its_lessons_and_one_note_names_th
     assert SECTION in markdown and "### Family `layout`" in markdown
 
 
-def test_a_family_that_counts_flops_is_judged_by_gflops(plugin, tmp_path):
+def test_a_family_that_counts_flops_is_judged_by_gflops_and_its_counters_name_each_parameter(plugin, tmp_path):
+    """A plug-in family with a gflops column is compute-bound in every table;
+    its profiles keep its own parameter columns, and the counters' line names
+    each parameter, from the configuration key (one report shows both)."""
     dataset, device, peaks = plugin
     ok = usable(dataset)[usable(dataset)["family"] == FAMILY].index
     flops = dataset.assign(gflops=np.nan)
     flops.loc[ok, "gflops"] = 2 * dataset.loc[ok, "n"].astype(float) / (dataset.loc[ok, "time_ms_median"] * 1e-3) / 1e9
-    markdown = build_report(flops, device=device, peaks=peaks, out_dir=tmp_path).markdown.read_text()
-    text = section(markdown)
-    assert "judged by GFLOP/s" in text and "| GFLOP/s   | GB/s   |" in text and "best GFLOP/s at each value" in text
-    assert f"`{FAMILY}` counts floating-point work and is compute-bound" in markdown
-    best = next(line for line in markdown.splitlines() if line.startswith(f"| {FAMILY} "))
-    assert "— (compute-bound)" in best
-
-
-def test_counters_of_a_plugin_family_name_each_parameter(plugin, tmp_path):
-    """Profiles keep a plug-in's own parameter columns, and the counters' line
-    names each parameter, from the configuration key."""
-    dataset, device, peaks = plugin
     top = usable(dataset).sort_values("bandwidth_gbs", ascending=False).head(3)
     counters = {c.column: 50.0 for c in COUNTERS} | {"dram_read_bytes": 2.0**29, "dram_write_bytes": 2.0**29,
                                                        "fp32_flops": 0.0, "fp32_peak_gflops": 60000.0}  # fmt: skip
     profiles = to_profile_frame(top.assign(**counters))
     assert {"tile", "block_rows", "pad"} <= set(profiles.columns)
-    markdown = build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path, profiles=(profiles, [])).markdown.read_text()
+    markdown = build_report(flops, device=device, peaks=peaks, out_dir=tmp_path, profiles=(profiles, [])).markdown.read_text()
+    text = section(markdown)
+    assert "judged by GFLOP/s" in text and "| GFLOP/s   | GB/s   |" in text and "best GFLOP/s at each value" in text
+    assert f"`{FAMILY}` counts floating-point work and is compute-bound" in markdown
+    best = next(line for line in markdown.splitlines() if line.startswith(f"| {FAMILY} "))
+    assert "— (compute-bound)" in best
     line = rf"^- \*\*{FAMILY}\*\* \(float32, n = 2\^26; tile=32, block_rows=8, pad=1\): DRAM 50 %"
-    assert re.search(line, section(markdown), re.M)
+    assert re.search(line, text, re.M)
     assert "## Why it is fast: hardware counters" in markdown and "Counters of the blog tables" not in markdown
 
 
