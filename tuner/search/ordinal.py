@@ -84,7 +84,7 @@ from tuner.search.ordinal_grid import (
     parzen_log_density,
     powers_below,
 )
-from tuner.search.ordinal_history import FinishedPrefix, climb_read, credit_read, sums_read
+from tuner.search.ordinal_history import FinishedPrefix, climb_read, sums_read
 
 DEFAULT_STARTUP = 5  # space-filling configurations before the neighbourhood steps
 DEFAULT_TOP_K = 1  # neighbourhoods of this many best configurations compete
@@ -97,7 +97,6 @@ GLOBAL_PHASE = 30  # measurements drawn from the Parzen model after a restart (s
 ELITE = 0.1  # the Parzen model's good share of the measurements (at most ELITE_MAX of them)
 ELITE_MAX = 25
 PARZEN_CANDIDATES = 24  # draws from the good model per global-phase ask
-DISCOUNT = 0.9  # the portfolio's memory: each arm's earlier outcomes count this much less per new one
 
 
 class OrdinalSampler(optuna.samplers.BaseSampler):
@@ -121,17 +120,6 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             space-filling point instead).
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
-        start_phase: Parzen proposals right after the start, before the
-            first climb (screened for issue 27, ``docs/search.md``).
-        portfolio: each step chosen by Thompson sampling between the climb's
-            step and a Parzen proposal (credit: beating the study's best).
-        typical_first: the start begins with a random feasible configuration
-            before the centre and the corners (one start point more).
-        optimism: steps ranked by the model's mean plus this many standard
-            deviations of its prediction (0: by the mean).
-        track: every ``track``-th proposal is a Parzen draw beside the climb
-            (the climb does not go on from it).
-        phase_aside: the start phase's measurements are beside the climb.
     """
 
     def __init__(
@@ -146,12 +134,6 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         diagonals: bool = True,
         patience: int = DEFAULT_PATIENCE,
         global_phase: int = 0,
-        start_phase: int = 0,
-        portfolio: bool = False,
-        typical_first: bool = False,
-        optimism: float = 0.0,
-        track: int = 0,
-        phase_aside: bool = False,
     ) -> None:
         if n_startup < 1 or top_k < 1:
             raise ValueError(f"n_startup and top_k must be >= 1, got {n_startup} and {top_k}")
@@ -165,13 +147,6 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self.corners = corners
         self.ends, self.diagonals, self.patience = ends, diagonals, patience
         self.global_phase = global_phase
-        self.start_phase = start_phase
-        self.portfolio = portfolio
-        self.typical_first = typical_first
-        self.optimism = optimism
-        self.track = track
-        self.phase_aside = phase_aside
-        self._arm_of: dict[str, str] = {}  # proposed key -> "climb" or "parzen" (the portfolio's credit)
         self.prior = sorted(((dict(cfg), float(value)) for cfg, value in prior if value > 0), key=lambda item: -item[1])
         self._rng = random.Random(seed)
         self._dists: dict[str, CategoricalDistribution] | None = None
@@ -200,9 +175,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._finished, self._steps, self._column_cache, self._points = {}, {}, {}, {}
         self._base = FinishedPrefix()
         # The climb and the model's sums, each folded over the history one new measurement at a time.
-        self._climbs = climb_read(self.patience, PROGRESS, self.global_phase, first=self.n_startup + self.start_phase if self.start_phase else 0,
-                                  aside=lambda key: self._arm_of.get(key) == "track")
-        self._credit = credit_read(PROGRESS, DISCOUNT, self._arm_of)
+        self._climbs = climb_read(self.patience, PROGRESS, self.global_phase)
         self._sums = sums_read(len(self._columns), lambda key: self._columns_of([key])[0])
         # The prior rows within this space, best first, and their sums for the model.
         self._prior = []
@@ -250,22 +223,14 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             measured, visited = self._history(study, trial)
             self._recent = (trial.number, measured, visited)
         cfg = None
-        if len(visited) - len(self._asked.get(trial.number, ())) < self.n_startup + self.typical_first or not measured:
+        if len(visited) - len(self._asked.get(trial.number, ())) < self.n_startup or not measured:
             # A warm start's best rows stand in for the space-filling start.
             cfg = self._best_prior(visited) if self._prior else None
-            cfg = cfg or self._spread(visited, rng, start=True)
-        arm = "start"
+            cfg = cfg or self._spread(visited, rng)
         if cfg is None and len(measured) < self._climbs.read(measured)["until"]:
             # A climb just restarted: the global phase draws where the Parzen model expects fast ones.
-            first = self._climbs.read(measured)["start"] == 0
-            cfg, arm = self._parzen(measured, visited, rng), ("track" if first and self.phase_aside else "parzen")
-        if cfg is None and self.track and (len(visited) - len(self._asked.get(trial.number, ()))) % self.track == 0:
-            # Every ``track``-th proposal is a Parzen draw beside the climb (the climb does not go on from it).
-            cfg, arm = self._parzen(measured, visited, rng), "track"
-        if cfg is None and self.portfolio and self._choose(measured, rng) == "parzen":
-            cfg, arm = self._parzen(measured, visited, rng), "parzen"
+            cfg = self._parzen(measured, visited, rng)
         if cfg is None:
-            arm = "climb"
             climb = self._climb(measured)
             # A climb just restarted begins at a new space-filling point.
             cfg = self._step(climb, measured, visited, rng) if climb else self._spread(visited, rng)
@@ -276,15 +241,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         if cfg is None:
             return {}
         self._asked.setdefault(trial.number, set()).add(config_key(cfg))
-        self._arm_of[config_key(cfg)] = arm
         return cfg
-
-    def _choose(self, measured: dict[str, tuple[dict, float]], rng: random.Random) -> str:
-        """Thompson sampling between the climb's step and a Parzen proposal:
-        a draw from each one's Beta posterior of beating the study's best."""
-        stats = self._credit.read(measured)
-        draws = {arm: rng.betavariate(1.0 + wins, 1.0 + losses) for arm, (wins, losses) in stats["arms"].items()}
-        return max(draws, key=draws.get)
 
     # Choosing.
 
@@ -321,19 +278,17 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
                 self._finished[trial.number] = seen
         return seen
 
-    def _spread(self, visited: set[str], rng: random.Random, start: bool = False) -> dict | None:
+    def _spread(self, visited: set[str], rng: random.Random) -> dict | None:
         """The random feasible candidate farthest from every visited one; the
         grid's centre and its two extreme corners are candidates too."""
         points = [self._point(key) for key in visited]
-        if start and self.typical_first and not points:
-            return self._unseen(visited, rng)
         landmarks = []
         if self.corners:
             for pick in ((lambda v: v[len(v) // 2]), (lambda v: v[-1]), (lambda v: v[0])):
                 cfg = {name: pick(values) if ordered else rng.choice(values) for name, (ordered, values) in self._order.items()}
                 if config_key(cfg) not in visited and self._feasible(cfg):
                     landmarks.append(cfg)
-            if len(points) == (1 if start and self.typical_first else 0) and landmarks:
+            if not points and landmarks:
                 return landmarks[0]
         candidates = landmarks + self._random_unseen(visited, rng, CANDIDATES)
         if not candidates or not points:
@@ -361,7 +316,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         failed to beat its best by ``PROGRESS``; the fold over the whole history
         (carried between asks), so a resumed study or another worker agrees."""
         start = self._climbs.read(measured)["start"]
-        return {key: item for key, item in itertools.islice(measured.items(), start, None) if self._arm_of.get(key) != "track"}
+        return dict(itertools.islice(measured.items(), start, None))  # in trial order
 
     def _step(self, climb: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]], visited: set[str],
               rng: random.Random) -> dict | None:  # fmt: skip
@@ -385,14 +340,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             return None
         weights, mean = self._fit(measured)
         keys = list(candidates)
-        columns = self._columns_of(keys)
-        scores = weights[columns].sum(axis=1) + mean + np.array([rng.random() * 1e-9 for _ in keys])
-        if self.optimism:
-            # An upper confidence bound: a step to values the model has seen little of ranks above a
-            # switch it knows barely matters.
-            inverse, spread = self._fitted[2]
-            variance = inverse[columns[:, :, None], columns[:, None, :]].sum(axis=(1, 2))
-            scores = scores + self.optimism * spread * np.sqrt(np.maximum(variance, 0.0))
+        scores = weights[self._columns_of(keys)].sum(axis=1) + mean + np.array([rng.random() * 1e-9 for _ in keys])
         return candidates[keys[int(np.argmax(scores))]]
 
     def _parzen(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
@@ -485,10 +433,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             count += len(self._prior)
         mean = total / count
         weights = np.linalg.solve(gram + RIDGE * np.eye(len(ones)), moment - mean * ones)
-        extra = None
-        if self.optimism:
-            extra = (np.linalg.inv(gram + RIDGE * np.eye(len(ones))), float(np.std(y)) if len(y) > 1 else 1.0)
-        self._fitted = (measured, (weights, mean), extra)
+        self._fitted = (measured, (weights, mean))
         return weights, mean
 
     def _columns_of(self, keys: list[str]) -> np.ndarray:

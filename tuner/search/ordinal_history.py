@@ -94,7 +94,7 @@ class RunningRead:
         return done
 
 
-def climb_read(patience: int, progress: float, phase: int = 0, first: int = 0, aside: Callable[[str], bool] = lambda key: False) -> RunningRead:
+def climb_read(patience: int, progress: float, phase: int = 0) -> RunningRead:
     """Where the current climb starts (``state["start"]``, a position in trial
     order): a climb restarts once ``patience`` measurements in a row failed to
     beat its best by ``progress``. The first ``phase`` measurements after a
@@ -102,9 +102,6 @@ def climb_read(patience: int, progress: float, phase: int = 0, first: int = 0, a
     set the new climb's best but are not counted against its patience."""
 
     def fold(state: dict, key: str, cfg: dict, value: float) -> None:
-        if aside(key):  # measured beside the climb: neither its progress nor its patience
-            state["seen"] += 1
-            return
         if value > state["best"] * (1 + progress):
             state["best"], state["since"] = value, 0
         elif state["seen"] >= state["until"]:
@@ -113,23 +110,7 @@ def climb_read(patience: int, progress: float, phase: int = 0, first: int = 0, a
         if patience and state["since"] >= patience:
             state.update(start=state["seen"], best=0.0, since=0, until=state["seen"] + phase)
 
-    return RunningRead(lambda: {"start": 0, "best": 0.0, "since": 0, "seen": 0, "until": first}, fold, dict)
-
-
-def credit_read(progress: float, discount: float, arm_of: dict) -> RunningRead:
-    """Each arm's discounted (wins, losses): a measurement proposed by an arm
-    (``arm_of``: key -> arm) wins where it beats every earlier one by ``progress``."""
-
-    def fold(state: dict, key: str, cfg: dict, value: float) -> None:
-        arm = arm_of.get(key)
-        if arm in state["arms"]:
-            wins, losses = state["arms"][arm]
-            won = value > state["best"] * (1 + progress)
-            state["arms"][arm] = (discount * wins + won, discount * losses + (not won))
-        state["best"] = max(state["best"], value)
-
-    return RunningRead(lambda: {"best": 0.0, "arms": {"climb": (0.0, 0.0), "parzen": (0.0, 0.0)}}, fold,
-                       lambda state: {"best": state["best"], "arms": dict(state["arms"])})
+    return RunningRead(lambda: {"start": 0, "best": 0.0, "since": 0, "seen": 0, "until": 0}, fold, dict)
 
 
 def sums_read(width: int, columns_of: Callable[[str], np.ndarray]) -> RunningRead:
