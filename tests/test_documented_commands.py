@@ -27,7 +27,7 @@ HELP_SOURCES = ("tuner/cli.py", "tuner/report/__main__.py", "tuner/search/replay
 GPU = "needs an NVIDIA GPU"
 SKIPPED = {
     "pip install -e '.[cuda,dashboard]' && snakemake --cores 1": f"{GPU}: the whole pipeline",
-    "pip install --no-compile -e '.[test]' && python -m pytest -q -n auto --dist loadgroup": "the test suite itself (.ci/run runs it on a fresh clone)",
+    "pip install -e '.[test]' && python -m pytest -q -n auto --dist loadgroup": "the test suite itself (.ci/run runs it on a fresh clone)",
     "python -m pytest -m gpu -q": f"{GPU}: the GPU tests",
     "compute-sanitizer --tool memcheck --target-processes application-only python -m tuner verify": f"{GPU}: the memory checker",
     "python -m tuner verify": f"{GPU}: verifies every variant on the device",
