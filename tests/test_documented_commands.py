@@ -260,3 +260,15 @@ def test_cli_sweep_writes_under_results_gpu(tmp_path, monkeypatch, capsys, measu
     assert cli.main(["sweep", "one"]) == 0
     assert len(results.read(gpu_dir / "sweeps" / "one.parquet")) == 2
     assert "2 feasible configurations, 2 already measured" in capsys.readouterr().out
+
+
+@pytest.mark.xdist_group("grouping_check")
+def test_the_test_command_keeps_each_group_on_one_worker(request):
+    """The README's test command (--dist loadgroup) runs the tests of one
+    xdist_group in one worker, so a fixture they share (a whole report) is
+    built once. pytest-xdist marks the group in the test's id, which pytest 9.2
+    no longer reads (the test extra bounds pytest below it): then every group
+    is split and each worker builds the shared reports itself."""
+    if not hasattr(request.config, "workerinput") or not request.config.getvalue("loadgroup"):
+        pytest.skip("run by pytest-xdist with --dist loadgroup only")
+    assert request.node.nodeid.endswith("@grouping_check"), request.node.nodeid
