@@ -1,6 +1,7 @@
 """``DistinctSampler``, which wraps the sampler of the strategy a study names
-(``tuner.search.strategies``) so that every trial is a distinct, feasible configuration claimed
-for this worker before it exists (why a sampler: see ``tuner.search.study``).
+(``tuner.search.strategies``) so that every trial is a distinct, feasible
+configuration claimed for this worker before it exists (why a sampler: see
+``tuner.search.study``).
 """
 
 from __future__ import annotations

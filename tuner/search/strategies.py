@@ -44,40 +44,10 @@ class Strategy:
     uses_prior: bool = False
 
 
-def _tpe(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
+def _optuna_samplers():
     import optuna
 
-    # multivariate: parameters interact (unroll x vector_width);
-    # constant_liar: concurrent workers do not all propose the same point.
-    return optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True)
-
-
-def _gp(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
-    import optuna
-
-    return optuna.samplers.GPSampler(seed=seed)
-
-
-def _random(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
-    import optuna
-
-    return optuna.samplers.RandomSampler(seed=seed)
-
-
-def _cmaes(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
-    import optuna
-
-    # Every parameter is categorical, which CMA-ES does not support: it
-    # samples such spaces with its independent (random) sampler.
-    return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
-
-
-def _qmc(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
-    import optuna
-
-    # Scrambled, so that seeds differ (unscrambled Sobol starts at the
-    # centre of every domain whatever the seed).
-    return optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False)
+    return optuna.samplers
 
 
 def _brute_force(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
@@ -105,11 +75,27 @@ def _interactions(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
 
 
 STRATEGIES: dict[str, Strategy] = {
-    "tpe": Strategy(_tpe, "Optuna's TPE, multivariate, with a constant liar for concurrent workers"),
-    "gp": Strategy(_gp, "Optuna's Gaussian process", modules=("torch", "scipy")),
-    "random": Strategy(_random, "uniform draws"),
-    "cmaes": Strategy(_cmaes, "Optuna's CMA-ES (random on categorical spaces)"),
-    "qmc": Strategy(_qmc, "scrambled Sobol points", modules=("scipy",)),
+    "tpe": Strategy(
+        # multivariate: parameters interact (unroll x vector_width);
+        # constant_liar: concurrent workers do not all propose the same point.
+        lambda seed, prior: _optuna_samplers().TPESampler(seed=seed, multivariate=True, constant_liar=True),
+        "Optuna's TPE, multivariate, with a constant liar for concurrent workers",
+    ),
+    "gp": Strategy(lambda seed, prior: _optuna_samplers().GPSampler(seed=seed), "Optuna's Gaussian process",
+                   modules=("torch", "scipy")),  # fmt: skip
+    "random": Strategy(lambda seed, prior: _optuna_samplers().RandomSampler(seed=seed), "uniform draws"),
+    "cmaes": Strategy(
+        # Every parameter is categorical, which CMA-ES does not support: it
+        # samples such spaces with its independent (random) sampler.
+        lambda seed, prior: _optuna_samplers().CmaEsSampler(seed=seed, warn_independent_sampling=False),
+        "Optuna's CMA-ES (random on categorical spaces)",
+    ),
+    "qmc": Strategy(
+        # Scrambled, so that seeds differ (unscrambled Sobol starts at the
+        # centre of every domain whatever the seed).
+        lambda seed, prior: _optuna_samplers().QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False),
+        "scrambled Sobol points", modules=("scipy",),
+    ),  # fmt: skip
     "brute_force": Strategy(_brute_force, "every feasible configuration, in order"),
     "ordinal": Strategy(_ordinal, "the project's own: space-filling, then model-ranked steps", uses_prior=True),
     "ordinal_global": Strategy(_ordinal_global, "ordinal, with a phase of Parzen (TPE-like) proposals after each restart",
