@@ -66,10 +66,11 @@ def profile_row(profiles: pd.DataFrame, row: pd.Series | None) -> pd.Series | No
     """The profile of the measured ``row``'s configuration, or None."""
     if row is None or profiles.empty:
         return None
-    hit = profiles
+    # One mask over the key columns, then one row taken: not a filtered copy per column.
+    hit = np.ones(len(profiles), dtype=bool)
     for column in KEY:
-        hit = hit[(hit[column] == row[column]).fillna(False).to_numpy(dtype=bool)]
-    return None if hit.empty else hit.iloc[0]
+        hit = hit & (profiles[column] == row[column]).fillna(False).to_numpy(dtype=bool)
+    return profiles.iloc[int(np.argmax(hit))] if hit.any() else None
 
 
 def fmt(value: float, column: str) -> str:

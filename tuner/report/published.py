@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+import numpy as np
 import pandas as pd
 
 PUBLISHED_CSV = Path(__file__).resolve().parents[1] / "data" / "published.csv"
@@ -65,12 +66,14 @@ def published_value(
     wins; several rows (repeated runs in several tables) give their median.
     """
     params = dict(params or {})
-    rows = published[published["table"].isin(list(tables)) & (published["variant"] == variant)]
-    rows = rows[[all(p.get(k) == v for k, v in params.items()) for p in rows["param_dict"]]]
+    # Masks over the columns instead of filtered copies of the whole table:
+    # a report looks up hundreds of published numbers.
+    keep = (published["table"].isin(list(tables)) & (published["variant"] == variant)).fillna(False).to_numpy(dtype=bool)
+    keep = keep & np.array([all(p.get(k) == v for k, v in params.items()) for p in published["param_dict"]], dtype=bool)
     for metric in metrics:
-        picked = rows[rows["metric"] == metric]
-        if len(picked):
-            return metric, float(picked["value"].median()), str(picked["gpu"].iloc[0])
+        picked = keep & (published["metric"] == metric).fillna(False).to_numpy(dtype=bool)
+        if picked.any():
+            return metric, float(published["value"][picked].median()), str(published["gpu"][picked].iloc[0])
     return None
 
 

@@ -59,12 +59,14 @@ def study_frames(dataset: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {str(source)[len(STUDY_PREFIX) :]: group for source, group in rows.groupby("source", sort=True)}
 
 
-def _matches(frame: pd.DataFrame, column: str, value: Any) -> pd.Series:
+def _matches(frame: pd.DataFrame, column: str, value: Any) -> np.ndarray:
+    """Which rows of ``frame`` have ``value`` in ``column`` (one of them for a
+    list), as a boolean array; no row where there is no such column."""
     if column not in frame:
-        return pd.Series(False, index=frame.index)
+        return np.zeros(len(frame), dtype=bool)
     if isinstance(value, (list, tuple, set)):
-        return frame[column].isin(list(value)).fillna(False)
-    return (frame[column] == value).fillna(False)
+        return frame[column].isin(list(value)).fillna(False).to_numpy(dtype=bool)
+    return (frame[column] == value).fillna(False).to_numpy(dtype=bool)
 
 
 def select(
@@ -86,29 +88,32 @@ def select(
     ``hint`` sweep win over others; study rows are used only when nothing else
     matches, since studies sample the space unevenly.
     """
-    rows = ok[(ok["family"] == family).fillna(False).to_numpy(dtype=bool)]
+    # The steps narrow a boolean mask over ``ok``, and the rows are taken once
+    # at the end: the results table is wide, and taking its rows is what costs
+    # (a report selects a hundred times), not comparing one column.
+    keep = (ok["family"] == family).fillna(False).to_numpy(dtype=bool)
     if variants is not None:
-        rows = rows[_matches(rows, "variant", list(variants)).to_numpy(dtype=bool)]
+        keep = keep & _matches(ok, "variant", list(variants))
     if dtype is not None:
-        rows = rows[(rows["dtype"] == dtype).fillna(False).to_numpy(dtype=bool)]
+        keep = keep & (ok["dtype"] == dtype).fillna(False).to_numpy(dtype=bool)
     if n is not None:
-        rows = rows[(rows["n"] == n).fillna(False).to_numpy(dtype=bool)]
+        keep = keep & (ok["n"] == n).fillna(False).to_numpy(dtype=bool)
     for column, value in (must or {}).items():
-        rows = rows[_matches(rows, column, value).to_numpy(dtype=bool)]
-    if rows.empty:
-        return rows
+        keep = keep & _matches(ok, column, value)
+    if not keep.any():
+        return ok[keep]
     if hint is not None:
-        hinted = rows[(rows["source"] == hint).fillna(False).to_numpy(dtype=bool)]
-        if len(hinted):
-            rows = hinted
-    sweeps = rows[~is_study(rows).to_numpy(dtype=bool)]
-    if len(sweeps):
-        rows = sweeps
+        hinted = keep & (ok["source"] == hint).fillna(False).to_numpy(dtype=bool)
+        if hinted.any():
+            keep = hinted
+    sweeps = keep & ~is_study(ok).to_numpy(dtype=bool)
+    if sweeps.any():
+        keep = sweeps
     for column, value in (prefer or {}).items():
-        narrowed = rows[_matches(rows, column, value).to_numpy(dtype=bool)]
-        if len(narrowed):
-            rows = narrowed
-    return rows
+        narrowed = keep & _matches(ok, column, value)
+        if narrowed.any():
+            keep = narrowed
+    return ok[keep]
 
 
 def best(rows: pd.DataFrame) -> pd.Series | None:
