@@ -177,6 +177,14 @@ def test_missing_families_build_with_a_note(offset_run):
                         "(figure `layout_aos_soa`, blog table `aos_soa_m2070`)")  # fmt: skip
 
 
+def test_a_folder_without_profiles_says_so(offset_run):
+    """The offset report reads its profiles from a folder that has none, as
+    the command does for a results folder without profiles: the counters
+    section says so (one report fewer to draw than a folder of its own)."""
+    *_, outputs = offset_run
+    assert "Not profiled: this results folder has no profiles" in outputs.markdown.read_text()
+
+
 def test_a_failed_conclusion_reads_no(synthetic):
     dataset, _, _ = synthetic
     ok = usable(dataset).copy()
