@@ -224,8 +224,12 @@ class Family(ABC):
         domains, the family's full tuning space."""
         if domains is None:
             domains = {p.name: list(p.values) for p in self.params}
-        every_value_accepted = all(p.accepts(v) for p in self.params for v in domains.get(p.name, [p.default]))
-        if type(self).violations is Family.violations and every_value_accepted and problem.dtype in self.dtypes:
+        checks_only_values_and_rules = type(self).violations is Family.violations
+        if (
+            checks_only_values_and_rules
+            and problem.dtype in self.dtypes
+            and all(p.accepts(v) for p in self.params for v in domains.get(p.name, [p.default]))
+        ):
             # Then ``violations`` of each configuration is its rules between
             # parameters alone: each value and the dtype were checked once here,
             # not once per configuration (reduce's full space is 135,000 of them).

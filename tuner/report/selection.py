@@ -91,19 +91,19 @@ def select(
     # The steps narrow a boolean mask over ``ok``, and the rows are taken once
     # at the end: the results table is wide, and taking its rows is what costs
     # (a report selects a hundred times), not comparing one column.
-    keep = (ok["family"] == family).fillna(False).to_numpy(dtype=bool)
+    keep = _matches(ok, "family", family)
     if variants is not None:
         keep = keep & _matches(ok, "variant", list(variants))
     if dtype is not None:
-        keep = keep & (ok["dtype"] == dtype).fillna(False).to_numpy(dtype=bool)
+        keep = keep & _matches(ok, "dtype", dtype)
     if n is not None:
-        keep = keep & (ok["n"] == n).fillna(False).to_numpy(dtype=bool)
+        keep = keep & _matches(ok, "n", n)
     for column, value in (must or {}).items():
         keep = keep & _matches(ok, column, value)
     if not keep.any():
         return ok[keep]
     if hint is not None:
-        hinted = keep & (ok["source"] == hint).fillna(False).to_numpy(dtype=bool)
+        hinted = keep & _matches(ok, "source", hint)
         if hinted.any():
             keep = hinted
     sweeps = keep & ~is_study(ok).to_numpy(dtype=bool)
