@@ -180,9 +180,57 @@ def test_a_climb_restarts_after_patience_steps_without_progress():
         OrdinalSampler(patience=-1)
 
 
-def test_the_global_phase_is_off_in_the_default_and_on_in_ordinal_global():
-    assert make_sampler("ordinal", 0).global_phase == 0
-    assert make_sampler("ordinal_global", 0).global_phase == 30
+def test_the_default_strategy_starts_with_a_parzen_phase_from_the_far_corner():
+    from tuner.search.strategies import DEFAULT_STRATEGY
+
+    assert DEFAULT_STRATEGY == "ordinal_global"
+    default = make_sampler(DEFAULT_STRATEGY, 0)
+    assert (default.global_phase, default.start_phase, default.landmarks) == (30, 80, ("last",))
+    ordinal = make_sampler("ordinal", 0)
+    assert (ordinal.global_phase, ordinal.start_phase, ordinal.landmarks) == (0, 0, ("centre", "last", "first"))
+    with pytest.raises(ValueError, match="landmarks must be of"):
+        OrdinalSampler(landmarks=("middle",))
+    with pytest.raises(ValueError, match="global_phase and start_phase must be >= 0"):
+        OrdinalSampler(start_phase=-1)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_start_phase_draws_from_the_parzen_model_before_the_first_climb(seed, monkeypatch):
+    calls = []
+    for method in ("_spread", "_parzen", "_step"):
+        original = getattr(OrdinalSampler, method)
+
+        def spy(self, *args, _original=original, _method=method, **kwargs):
+            found = _original(self, *args, **kwargs)
+            if found is not None:
+                calls.append(_method)
+            return found
+
+        monkeypatch.setattr(OrdinalSampler, method, spy)
+    sampler = OrdinalSampler(seed=seed, start_phase=20, global_phase=30, landmarks=("last",))
+    domains = {**DOMAINS, "vector_width": [1, 2]}  # so that the far corner (unroll 8, width 2) is feasible
+    outcome = study(seed, 40, domains=domains, sampler=sampler, name=f"start-{seed}")
+    assert len(set(keys(outcome))) == len(outcome.rows) == 40
+    # The space-filling start (5), then Parzen proposals up to the 20th measurement (a wrong
+    # result is no measurement), then steps.
+    first_step = calls.index("_step")
+    assert calls[:5] == ["_spread"] * 5 and calls[5:first_step] == ["_parzen"] * (first_step - 5), calls
+    assert sum(row["status"] == "ok" for row in outcome.rows[:first_step]) == 20, outcome.rows[:first_step]
+    # The first proposal is the far corner: every ordered parameter at its largest value.
+    first = outcome.rows[0]
+    assert (first["block_size"], first["unroll"], first["vector_width"]) == (512, 8, 2), first
+
+
+def test_the_start_phase_is_not_counted_against_patience():
+    sampler = OrdinalSampler(seed=0, patience=2, start_phase=4)
+    sampler.bind(RIDGE_DISTS, lambda cfg: True, None)
+    cfgs = [{"block": b, "unroll": u, "vector": 1} for b in (64, 128, 256, 512, 1024) for u in (1, 2)]
+    values = [100.0, 90.0, 80.0, 70.0, 60.0, 50.0]
+    measured = {config_key(cfg): (cfg, value) for cfg, value in zip(cfgs, values)}
+    # Three measurements without progress inside the start phase: no restart; two after it: one.
+    assert sampler._climbs.read(dict(list(measured.items())[:4]))["start"] == 0
+    assert sampler._climbs.read(dict(list(measured.items())[:5]))["start"] == 0
+    assert sampler._climbs.read(measured)["start"] == 6
 
 
 def test_after_a_restart_the_global_phase_is_not_counted_against_patience():
@@ -200,7 +248,7 @@ def test_after_a_restart_the_global_phase_is_not_counted_against_patience():
     plain = OrdinalSampler(seed=0, patience=2, global_phase=0)
     plain.bind(RIDGE_DISTS, lambda cfg: True, None)
     assert plain._climbs.read(dict(list(measured.items())[:6]))["start"] == 6  # no phase: 40 and 30 end the climb of 50
-    with pytest.raises(ValueError, match="global_phase must be >= 0"):
+    with pytest.raises(ValueError, match="global_phase and start_phase must be >= 0"):
         OrdinalSampler(global_phase=-1)
 
 
@@ -227,3 +275,17 @@ def test_the_global_phase_proposes_what_the_best_measured_configurations_share(s
     proposals = [sampler._parzen(measured, set(measured), __import__("random").Random(seed * 100 + i)) for i in range(5)]
     assert all(cfg is not None and config_key(cfg) not in measured for cfg in proposals)
     assert sum(cfg["a"] == 7 and cfg["b"] == 0 for cfg in proposals) >= 4, proposals
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_landmarks_first_tries_the_far_corner_with_other_unordered_values(seed):
+    domains = {**DOMAINS, "vector_width": [1, 2]}  # the far corner (512, 8, 2) is feasible, with any of 3 hints
+
+    def corners(landmarks_first):
+        sampler = OrdinalSampler(seed=seed, landmarks=("last",), landmarks_first=landmarks_first, patience=0)
+        rows = study(seed, 5, domains=domains, sampler=sampler, name=f"corner-{landmarks_first}-{seed}").rows
+        return [row["cache_hint"] for row in rows if (row["block_size"], row["unroll"], row["vector_width"]) == (512, 8, 2)]
+
+    first = corners(True)
+    assert len(first) >= 2 and len(set(first)) == len(first), first  # distinct hints, before any far-apart point
+    assert len(corners(False)) == 1  # otherwise the corner starts, then far-apart points follow

@@ -66,9 +66,9 @@ class InteractionSampler(OrdinalSampler):
 
     def __init__(self, seed: int = 0, *, n_startup: int = DEFAULT_STARTUP, top_k: int = 1, **kwargs) -> None:
         kwargs.setdefault("patience", 0)
-        # No corners: on spaces with restrictions and failures the grid's extremes are often its
+        # No landmarks: on spaces with restrictions and failures the grid's extremes are often its
         # worst configurations, which sets an anytime score back for every seed alike.
-        kwargs.setdefault("corners", False)
+        kwargs.setdefault("landmarks", ())
         super().__init__(seed, n_startup=n_startup, top_k=top_k, **kwargs)
         self._failed: dict[str, None] = {}  # in the order seen, so a run repeats
 

@@ -94,6 +94,12 @@ RIDGE = 1.0  # the model's L2 penalty (per one-hot column; values are log GB/s)
 CANDIDATES = 128  # random feasible candidates per space-filling choice
 UNSEEN = 200  # random draws where no enumerated space is bound
 GLOBAL_PHASE = 30  # measurements drawn from the Parzen model after a restart (strategy ordinal_global)
+START_PHASE = 80  # the study's first measurements, after the space-filling start, drawn from it (ordinal_global)
+# The grid points the space-filling start tries first: its centre, the corner of
+# every ordered parameter's last (largest) value and that of every first one.
+LANDMARKS = ("centre", "last", "first")
+_PICK = {"centre": lambda values: values[len(values) // 2], "last": lambda values: values[-1],
+         "first": lambda values: values[0]}  # fmt: skip
 ELITE = 0.1  # the Parzen model's good share of the measurements (at most ELITE_MAX of them)
 ELITE_MAX = 25
 PARZEN_CANDIDATES = 24  # draws from the good model per global-phase ask
@@ -107,8 +113,13 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         seed: seeds the space-filling draws and the tie-breaks.
         n_startup: space-filling configurations before the steps.
         top_k: best configurations whose neighbourhoods are searched.
-        corners: whether the start tries the grid's centre and its two
-            extreme corners (fast kernels often sit at an edge).
+        landmarks: the grid points (of ``LANDMARKS``; unordered parameters
+            drawn at random) the start tries, in this order: fast kernels
+            often sit at an edge. The first is the start's first point.
+        landmarks_first: whether the start proposes a landmark, as long as
+            one drawn is unvisited, before any far-apart point (the far
+            corner with one unordered value, then with others); otherwise
+            the rest compete with the random candidates for being far apart.
         ends: whether a step may move an ordered parameter to its first or
             last value.
         diagonals: whether a step may move two ordered parameters at once,
@@ -118,6 +129,9 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         global_phase: measurements after a restart drawn from the Parzen
             model of every measurement (0: a restart begins at a new
             space-filling point instead).
+        start_phase: the study's first measurements (counted from its
+            first, space-filling start included) after which the first climb
+            begins; those after the start are drawn from the Parzen model.
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
     """
@@ -128,25 +142,29 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         *,
         n_startup: int = DEFAULT_STARTUP,
         top_k: int = DEFAULT_TOP_K,
-        corners: bool = True,
+        landmarks: Sequence[str] = LANDMARKS,
+        landmarks_first: bool = False,
         prior: Sequence[tuple[Mapping, float]] = (),
         ends: bool = True,
         diagonals: bool = True,
         patience: int = DEFAULT_PATIENCE,
         global_phase: int = 0,
+        start_phase: int = 0,
     ) -> None:
         if n_startup < 1 or top_k < 1:
             raise ValueError(f"n_startup and top_k must be >= 1, got {n_startup} and {top_k}")
         if patience < 0:
             raise ValueError(f"patience must be >= 0, got {patience}")
-        if global_phase < 0:
-            raise ValueError(f"global_phase must be >= 0, got {global_phase}")
+        if global_phase < 0 or start_phase < 0:
+            raise ValueError(f"global_phase and start_phase must be >= 0, got {global_phase} and {start_phase}")
+        if not set(landmarks) <= set(LANDMARKS):
+            raise ValueError(f"landmarks must be of {list(LANDMARKS)}, got {list(landmarks)}")
         self.seed = seed
         self.n_startup = n_startup
         self.top_k = top_k
-        self.corners = corners
+        self.landmarks, self.landmarks_first = tuple(landmarks), landmarks_first
         self.ends, self.diagonals, self.patience = ends, diagonals, patience
-        self.global_phase = global_phase
+        self.global_phase, self.start_phase = global_phase, start_phase
         self.prior = sorted(((dict(cfg), float(value)) for cfg, value in prior if value > 0), key=lambda item: -item[1])
         self._rng = random.Random(seed)
         self._dists: dict[str, CategoricalDistribution] | None = None
@@ -175,7 +193,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._finished, self._steps, self._column_cache, self._points = {}, {}, {}, {}
         self._base = FinishedPrefix()
         # The climb and the model's sums, each folded over the history one new measurement at a time.
-        self._climbs = climb_read(self.patience, PROGRESS, self.global_phase)
+        self._climbs = climb_read(self.patience, PROGRESS, self.global_phase, self.start_phase)
         self._sums = sums_read(len(self._columns), lambda key: self._columns_of([key])[0])
         # The prior rows within this space, best first, and their sums for the model.
         self._prior = []
@@ -280,16 +298,17 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
 
     def _spread(self, visited: set[str], rng: random.Random) -> dict | None:
         """The random feasible candidate farthest from every visited one; the
-        grid's centre and its two extreme corners are candidates too."""
+        landmarks (unordered parameters drawn at random) are candidates too,
+        and the first of them is the start's first point."""
         points = [self._point(key) for key in visited]
         landmarks = []
-        if self.corners:
-            for pick in ((lambda v: v[len(v) // 2]), (lambda v: v[-1]), (lambda v: v[0])):
-                cfg = {name: pick(values) if ordered else rng.choice(values) for name, (ordered, values) in self._order.items()}
-                if config_key(cfg) not in visited and self._feasible(cfg):
-                    landmarks.append(cfg)
-            if not points and landmarks:
-                return landmarks[0]
+        for landmark in self.landmarks:
+            pick = _PICK[landmark]
+            cfg = {name: pick(values) if ordered else rng.choice(values) for name, (ordered, values) in self._order.items()}
+            if config_key(cfg) not in visited and self._feasible(cfg):
+                landmarks.append(cfg)
+        if landmarks and (not points or self.landmarks_first):
+            return landmarks[0]
         candidates = landmarks + self._random_unseen(visited, rng, CANDIDATES)
         if not candidates or not points:
             return candidates[0] if candidates else None

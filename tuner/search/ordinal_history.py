@@ -94,12 +94,13 @@ class RunningRead:
         return done
 
 
-def climb_read(patience: int, progress: float, phase: int = 0) -> RunningRead:
+def climb_read(patience: int, progress: float, phase: int = 0, start_phase: int = 0) -> RunningRead:
     """Where the current climb starts (``state["start"]``, a position in trial
     order): a climb restarts once ``patience`` measurements in a row failed to
     beat its best by ``progress``. The first ``phase`` measurements after a
-    restart (until position ``state["until"]``) are the global phase's: they
-    set the new climb's best but are not counted against its patience."""
+    restart, and the first ``start_phase`` of the study (until position
+    ``state["until"]``), are the global phase's: they set the climb's best but
+    are not counted against its patience."""
 
     def fold(state: dict, key: str, cfg: dict, value: float) -> None:
         if value > state["best"] * (1 + progress):
@@ -110,7 +111,7 @@ def climb_read(patience: int, progress: float, phase: int = 0) -> RunningRead:
         if patience and state["since"] >= patience:
             state.update(start=state["seen"], best=0.0, since=0, until=state["seen"] + phase)
 
-    return RunningRead(lambda: {"start": 0, "best": 0.0, "since": 0, "seen": 0, "until": 0}, fold, dict)
+    return RunningRead(lambda: {"start": 0, "best": 0.0, "since": 0, "seen": 0, "until": start_phase}, fold, dict)
 
 
 def sums_read(width: int, columns_of: Callable[[str], np.ndarray]) -> RunningRead:
