@@ -1,5 +1,8 @@
-"""``OrdinalSampler``: the default search, a model-guided neighbourhood search
-that treats ordered parameters as ordered.
+"""``OrdinalSampler``: the project's search, a model-guided neighbourhood search
+that treats ordered parameters as ordered, between phases of Parzen proposals.
+The default strategy, ``ordinal_global``, is this sampler with a start phase,
+a restart phase and only the far corner as a landmark (``docs/search.md`` says
+why and how it compares); ``ordinal`` is it without the phases.
 
 Kernel spaces are grids of ordered values (block size, unroll, grid size)
 with a few unordered ones (cache hint, variant), and the fast configurations
@@ -7,10 +10,13 @@ sit together, often at an edge of the grid. A sampler that sees only
 categories (TPE, GP over one-hot choices) cannot tell that block 992 lies
 between 960 and 1024. This one works on each ordered parameter's sorted values:
 
-1. **Space-filling start**: the grid's centre, then each the candidate
-   farthest from those chosen (maximin) among random feasible ones and the
-   two extreme corners; ``n_startup`` of them. A warm start's best
-   configurations take their place.
+1. **Space-filling start**: the landmarks (by default the grid's centre and
+   its two extreme corners; ``ordinal_global`` the far corner only, while a
+   draw of its unordered values is unvisited), then each the candidate
+   farthest from those chosen (maximin) among random feasible ones;
+   ``n_startup`` of them. A warm start's best configurations take their
+   place. ``start_phase``: proposals after it come from the Parzen model
+   (4.) until that many measurements, before the first climb.
 2. **Steps around the best** of the current climb (the ``top_k`` best with
    unmeasured neighbours): one ordered parameter moved 1, 2, 4, ... positions
    or to an end, one unordered parameter changed, or two ordered ones moved
@@ -26,8 +32,8 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    neighbourhoods also lead into broad plateaus (the H200's 2^24 table: many
    configurations at 97-98 % around block 320, the best at block 512) where
    climbs spent hundreds of evaluations.
-4. **A global phase after each restart** (``global_phase``; off in the
-   default ``ordinal``, 30 in the ``ordinal_global`` strategy): the next
+4. **A global phase after each restart** (``global_phase``; off in
+   ``ordinal``, 30 in the default ``ordinal_global``): the next
    ``global_phase`` proposals come from a tree-structured Parzen estimator (TPE's model) over
    every measurement so far: the best tenth (at most 25) and the rest each
    make a mixture of one categorical kernel per configuration; of 24
@@ -42,17 +48,13 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    sizes are fast) one-parameter steps and a main-effects model stall in a
    region that is good in most parameters; TPE's kernels, centred on whole
    good configurations, recombine them. It costs a few array operations per
-   ask (no fit). On the community's convolution and dedispersion tables it
-   raises the aggregate methodology score from 0.429 to 0.470; on the H200's
-   2^24 table it lands within 1 % at 2.5 % for 72 % of seeds instead of 78 %
-   (94 % instead of 92 % at 5 %), which is why it is not the default yet
-   (``docs/search.md``).
+   ask (no fit).
 5. **A model picks the step**: a ridge regression of log-bandwidth on every
    parameter value (main effects, refitted each trial on every measurement)
    ranks the candidates; the best predicted is proposed. Prior rows (a warm
    start) join its data until the study's own measurements outnumber them.
 
-With 2 and 3 (``benchmarks/search.py``, 50 seeds), at 2.5 % of the H100's
+With 2 and 3 (``ordinal``; ``benchmarks/search.py``, 50 seeds), at 2.5 % of the H100's
 2^24 table 96 % of searches got within 1 % instead of 54 % (Kernel Tuner's
 best 86 %), the median first hit after 48.5 evaluations instead of 147; on
 the H200's 78 % instead of 84 % at 2.5 %, 92 % instead of 100 % at 5 %.

@@ -32,7 +32,7 @@ from tuner.data.time_to_target import STUDY_CLOCK
 from tuner.families.base import Family, Problem
 from tuner.search.study import make_sampler, run_study
 
-DEFAULT_SAMPLERS = ("ordinal", "tpe", "random")  # gp needs PyTorch
+DEFAULT_SAMPLERS = ("ordinal_global", "ordinal", "tpe", "random")  # gp needs PyTorch
 DEFAULT_BUDGETS = (8, 16, 32, 64)
 DEFAULT_SEEDS = 10
 NEAR = 0.02  # "within 2 % of the optimum"
