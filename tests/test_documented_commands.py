@@ -79,6 +79,15 @@ SKIPPED = {
     "python benchmarks/search.py --tables --hub ../shared/benchmark_hub/convolution_milo ../shared/benchmark_hub/dedispersion_milo "
     "--seeds 10 --jobs 1 --fixed 50 100 200 --orders ascending --out benchmarks/results --name search-hub": "the benchmark hub's "
     "files lie outside the repository, and the run takes an hour on one core (tests/test_search_bench.py runs one of its tables)",
+    "python benchmarks/search.py --tables --hub ../shared/benchmark_hub/convolution_milo ../shared/benchmark_hub/dedispersion_milo "
+    "--seeds 50 --strategies ordinal_global ordinal random --fixed 50 100 200 --orders ascending --merge "
+    "benchmarks/results/search-hub-greywolf-50seeds.json --out benchmarks/results --name search-hub-default": "the benchmark "
+    "hub's files lie outside the repository, and 50 seeds take half an hour on two cores (tests/test_search_bench.py runs "
+    "one of its tables)",
+    "python benchmarks/search.py --tables reduce_space_offset11 reduce_hard_2e24_h200 reduce_hard_2e24_h100 reduce_hard_h200 "
+    "reduce_hard_h100 --no-warm --seeds 50 --strategies ordinal_global ordinal random --fractions 0.025 0.05 0.1 --orders "
+    "ascending --out benchmarks/results --name search-own-default": "50 seeds on five tables, tens of minutes on two cores "
+    "(tests/test_search_bench.py runs the benchmark on a few seeds)",
     "snakemake --profile workflow/profiles/slurm --default-resources slurm_partition=YOURS": "needs a SLURM cluster "
     "(benchmarks/slurm_cluster.sh starts one as root; benchmarks/results/history/slurm-run.txt is its log)",
 }
