@@ -176,7 +176,7 @@ def _pipeline(family: Family, problem: Problem, space: list[dict], say) -> None:
         folder = Path(scratch) / "check"
         outcome = run_study(family=family, problem=problem, domains=None, storage=str(Path(scratch) / "study.log"),
                             study_name="check", measure=table_measure(table, family), budget_trials=budget, timeout_s=None,
-                            sampler="ordinal", seed=0)  # fmt: skip
+                            seed=0)  # fmt: skip  (the default search, as a study of the family would run)
         study = results.to_frame([r | {"source": "study:check"} for r in study_rows(outcome.storage, outcome.study.study_name)])
         results.write_atomic(results.to_frame(pd.concat([table, study], ignore_index=True), keep_unknown=True),
                              folder / "measurements.parquet")  # fmt: skip
