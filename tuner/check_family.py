@@ -174,9 +174,10 @@ def _pipeline(family: Family, problem: Problem, space: list[dict], say) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with tempfile.TemporaryDirectory() as scratch, contextlib.redirect_stdout(io.StringIO()):  # the stages' own lines stay out
         folder = Path(scratch) / "check"
+        # The default search, as a study of the family would run.
         outcome = run_study(family=family, problem=problem, domains=None, storage=str(Path(scratch) / "study.log"),
                             study_name="check", measure=table_measure(table, family), budget_trials=budget, timeout_s=None,
-                            seed=0)  # fmt: skip  (the default search, as a study of the family would run)
+                            seed=0)  # fmt: skip
         study = results.to_frame([r | {"source": "study:check"} for r in study_rows(outcome.storage, outcome.study.study_name)])
         results.write_atomic(results.to_frame(pd.concat([table, study], ignore_index=True), keep_unknown=True),
                              folder / "measurements.parquet")  # fmt: skip
