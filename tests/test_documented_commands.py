@@ -156,8 +156,13 @@ def run(command: str, cwd: Path, tmp: Path) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=400, env=env)
 
 
-# Redrawing a reference report through the whole workflow is a minute of CI: the slow set runs it.
-SLOW = ("snakemake --cores 1 report",)
+# The slow set runs these: redrawing a reference report through the whole workflow is a minute
+# of CI, and the replay of four samplers over ten seeds is 2,560 trials (tests/test_replay.py
+# runs the same command line on a small table).
+SLOW = (
+    "snakemake --cores 1 report",
+    "python -m tuner.search.replay results/reference/nvidia-h200/measurements.parquet --family reduce --dtype int32 --n 268435456",
+)
 
 
 @pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW else c for c in RUN])
