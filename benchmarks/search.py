@@ -79,11 +79,14 @@ FRACTIONS = [0.025, 0.05, 0.10]  # of each space (main's --fractions may change 
 SEEDS = 50
 OURS = ("ordinal_global", "ordinal", "interactions", "tpe")  # the default search, the project's others, and Optuna's TPE
 WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
-TPE_MAX_SPACE = 2000  # on larger tables tpe runs to at most TPE_MAX_TRIALS
-TPE_MAX_TRIALS = 300  # multivariate TPE slows with every trial: 1113 trials of an 11,130 space take a minute a run
+# Model-based samplers slow with every trial (multivariate TPE: 1113 trials of an 11,130-point space
+# take a minute a run; the GP sampler far longer): by default each runs to at most this many trials,
+# and budgets beyond it are left out of its rows (--cap changes it; 0: no cap).
+DEFAULT_CAPS = {"tpe": 300, "gp": 200}
+CAPS: dict[str, int] = dict(DEFAULT_CAPS)  # this run's (set by main)
 # Kernel Tuner strategies whose course depends on max_fevals (a cooling schedule,
 # scipy's maxfun): one run per budget. The others only stop there.
-KT_BUDGET_AWARE = {"hybrid_vndx", "dual_annealing"}
+KT_BUDGET_AWARE = {"hybrid_vndx", "dual_annealing", "simulated_annealing"}
 REFERENCE = REPO / "results" / "reference"
 GIB = 268435456  # 2^28 int32: the default space's problem
 # name -> (table file, source or None, row filter, warm-start table, problem size)
@@ -270,9 +273,8 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
                 per_budget = strategy in KT_BUDGET_AWARE
                 # A warm start is judged on its first evaluations: run it to the smallest budget.
                 last = budgets[:1] if strategy.startswith("warm:") else budgets[-1:]
-                if strategy == "tpe" and case.size > TPE_MAX_SPACE:
-                    # Multivariate TPE slows with every trial: 100 runs of 10 % of a large space take hours.
-                    last = [max([b for b in budgets if b <= TPE_MAX_TRIALS], default=budgets[0])]
+                if CAPS.get(strategy) and budgets[-1] > CAPS[strategy]:
+                    last = [max([b for b in budgets if b <= CAPS[strategy]], default=budgets[0])]
                 for seed in range(seeds):
                     for budget in budgets if per_budget else last:
                         tasks.append((name, order, strategy, seed, budget, cache if strategy in KT_STRATEGIES else None))
@@ -420,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fractions", nargs="*", type=float, default=list(FRACTIONS), help="budgets as fractions of each space")
     parser.add_argument("--orders", nargs="+", choices=ORDERS, default=list(ORDERS), help="orders of the parameter values")
     parser.add_argument("--name", default="search-benchmark", help="the output files' name (NAME.txt, NAME.json)")
+    parser.add_argument("--cap", nargs="*", default=[], metavar="STRATEGY=TRIALS",
+                        help=f"most trials of a model-based sampler's run (default {DEFAULT_CAPS}; 0: none)")  # fmt: skip
     args = parser.parse_args(argv)
     started = time.monotonic()
     names = args.tables if args.tables is not None else [n for n, spec in TABLES.items() if (REFERENCE / spec[0]).exists()]
@@ -437,6 +441,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     if any(not 0 < f <= 1 for f in args.fractions) or not (args.fractions or args.fixed):
         parser.error(f"--fractions must be in (0, 1] and some budget given, got {args.fractions} and --fixed {args.fixed}")
+    CAPS.clear()  # one run's caps (main may run twice in a process: the tests)
+    CAPS.update(DEFAULT_CAPS)
+    try:
+        CAPS.update({name: int(trials) for name, trials in (item.split("=") for item in args.cap)})
+    except ValueError:
+        parser.error(f"--cap must be STRATEGY=TRIALS (an integer), got {args.cap}")
     FIXED[:] = args.fixed
     FRACTIONS[:] = args.fractions
     names += list(HUB)

@@ -96,6 +96,17 @@ def test_benchmark_rows_and_files(case, tmp_path):
     assert "reduce_space_offset11 (ascending values): 768 configurations" in text
 
 
+def test_a_capped_sampler_has_rows_only_for_budgets_within_its_cap(case, tmp_path, capsys):
+    argv = ["--tables", "reduce_space_offset11", "--seeds", "1", "--jobs", "1", "--orders", "ascending", "--no-warm",
+            "--strategies", "tpe", "random", "--out", str(tmp_path)]  # fmt: skip
+    assert search.main([*argv, "--cap", "tpe=20"]) == 0
+    rows = json.loads((tmp_path / "search-benchmark.json").read_text())["rows"]
+    assert sorted((r["strategy"], r["budget"]) for r in rows) == [("random", 19), ("random", 38), ("random", 77), ("tpe", 19)]
+    with pytest.raises(SystemExit):
+        search.main([*argv, "--cap", "tpe=many"])
+    assert "--cap must be STRATEGY=TRIALS (an integer), got ['tpe=many']" in capsys.readouterr().err
+
+
 HUB = REPO.parent / "shared" / "benchmark_hub" / "convolution_milo"
 needs_hub = pytest.mark.skipif(not (HUB / "A100.json.gz").exists(), reason="the benchmark hub's files are not here")
 
