@@ -83,7 +83,6 @@ WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
 # take a minute a run; the GP sampler far longer): by default each runs to at most this many trials,
 # and budgets beyond it are left out of its rows (--cap changes it; 0: no cap).
 DEFAULT_CAPS = {"tpe": 300, "gp": 200}
-CAPS: dict[str, int] = dict(DEFAULT_CAPS)  # this run's (set by main)
 # Kernel Tuner strategies whose course depends on max_fevals (a cooling schedule,
 # scipy's maxfun): one run per budget. The others only stop there.
 KT_BUDGET_AWARE = {"hybrid_vndx", "dual_annealing", "simulated_annealing"}
@@ -252,8 +251,9 @@ def methodology_score(case: Case, runs: list[list[float]], budget: int, stats=No
 
 
 def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, warm: bool = True,
-              orders: tuple[str, ...] = ORDERS) -> list[dict]:  # fmt: skip
-    """Every (table, order, strategy, budget) row of the benchmark."""
+              orders: tuple[str, ...] = ORDERS, caps: dict[str, int] = DEFAULT_CAPS) -> list[dict]:  # fmt: skip
+    """Every (table, order, strategy, budget) row of the benchmark; ``caps``: a
+    strategy's most trials a run (0: none)."""
     _init(names)
     folder = Path(tempfile.mkdtemp(prefix="kt-cache-"))
     tasks = []
@@ -273,8 +273,8 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
                 per_budget = strategy in KT_BUDGET_AWARE
                 # A warm start is judged on its first evaluations: run it to the smallest budget.
                 last = budgets[:1] if strategy.startswith("warm:") else budgets[-1:]
-                if CAPS.get(strategy) and budgets[-1] > CAPS[strategy]:
-                    last = [max([b for b in budgets if b <= CAPS[strategy]], default=budgets[0])]
+                if caps.get(strategy) and budgets[-1] > caps[strategy]:
+                    last = [max([b for b in budgets if b <= caps[strategy]], default=budgets[0])]
                 for seed in range(seeds):
                     for budget in budgets if per_budget else last:
                         tasks.append((name, order, strategy, seed, budget, cache if strategy in KT_STRATEGIES else None))
@@ -441,16 +441,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     if any(not 0 < f <= 1 for f in args.fractions) or not (args.fractions or args.fixed):
         parser.error(f"--fractions must be in (0, 1] and some budget given, got {args.fractions} and --fixed {args.fixed}")
-    CAPS.clear()  # one run's caps (main may run twice in a process: the tests)
-    CAPS.update(DEFAULT_CAPS)
     try:
-        CAPS.update({name: int(trials) for name, trials in (item.split("=") for item in args.cap)})
+        caps = DEFAULT_CAPS | {name: int(trials) for name, trials in (item.split("=") for item in args.cap)}
     except ValueError:
         parser.error(f"--cap must be STRATEGY=TRIALS (an integer), got {args.cap}")
     FIXED[:] = args.fixed
     FRACTIONS[:] = args.fractions
     names += list(HUB)
-    rows = benchmark(names, args.seeds, args.strategies, args.jobs, warm=not args.no_warm, orders=tuple(args.orders)) if names else []
+    rows = benchmark(names, args.seeds, args.strategies, args.jobs, warm=not args.no_warm, orders=tuple(args.orders),
+                     caps=caps) if names else []  # fmt: skip
     for earlier in args.merge:
         fresh = {(r["table"], r["order"], r["strategy"], r["budget"]) for r in rows}
         old = json.loads(Path(earlier).read_text())["rows"]
