@@ -2,7 +2,9 @@
 tables, no GPU needed.
 
 For every table (an exhaustive sweep, or a subspace of one) and both orders
-of the parameter values, each strategy runs with 50 seeds at budgets of
+of the parameter values, each strategy (by default random search, the project's
+own, Optuna's TPE and GP samplers where their packages import, and Kernel
+Tuner's) runs with 50 seeds at budgets of
 2.5 %, 5 % and 10 % of the space (distinct configurations measured). Per
 strategy and budget it reports the share of seeds within 1 % and 2 % of the
 table's optimum, the median best / optimum, the median number of evaluations
@@ -47,6 +49,7 @@ naming that folder rewrites it.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -72,12 +75,15 @@ from search_rivals import KT_STRATEGIES, ORDERS, Case, kt_cache, run_kt, run_our
 from tuner.data.results import read, write_json_atomic, write_text_atomic  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import Problem  # noqa: E402
+from tuner.search.strategies import STRATEGIES  # noqa: E402
 from tuner.search.tables import load_table  # noqa: E402
 from tuner.search.warm import warm_start  # noqa: E402
 
-FRACTIONS = [0.025, 0.05, 0.10]  # of each space (main's --fractions may change them)
+DEFAULT_FRACTIONS = (0.025, 0.05, 0.10)  # of each space
+FRACTIONS = list(DEFAULT_FRACTIONS)  # this run's (main's --fractions)
 SEEDS = 50
-OURS = ("ordinal_global", "ordinal", "interactions", "tpe")  # the default search, the project's others, and Optuna's TPE
+# The default search, the project's others, and Optuna's TPE and GP samplers (run through the study loop).
+OURS = ("ordinal_global", "ordinal", "interactions", "tpe", "gp")
 WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
 # Model-based samplers slow with every trial (multivariate TPE: 1113 trials of an 11,130-point space
 # take a minute a run; the GP sampler far longer): by default each runs to at most this many trials,
@@ -126,6 +132,17 @@ def hub_files(paths: list[str]) -> dict[str, str]:
                 continue
             found[f"{f.parent.name}/{stem}"] = str(f)
     return found
+
+
+def installed(names: tuple[str, ...]) -> list[str]:
+    """The strategies of ``names`` whose optional packages (the GP sampler's PyTorch) are installed."""
+    return [name for name in names if all(importlib.util.find_spec(module) for module in STRATEGIES[name].modules)]
+
+
+def chunk_size(tasks: int, jobs: int | None) -> int:
+    """Tasks a worker takes at once: chunks save the pool's round trips on short runs, but a
+    chunk runs in one worker, so a few long runs (a GP sampler's) each get their own."""
+    return max(1, tasks // (4 * (jobs or os.cpu_count() or 1)))
 
 
 def budgets_of(case: Case) -> list[int]:
@@ -280,7 +297,7 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
                         tasks.append((name, order, strategy, seed, budget, cache if strategy in KT_STRATEGIES else None))
     runs: dict[tuple, list[list[float]]] = {}
     with ProcessPoolExecutor(jobs, initializer=_init, initargs=(list(_CASES), dict(HUB))) as pool:
-        for done, ((name, order, strategy, _seed, budget), found) in enumerate(pool.map(_run, tasks, chunksize=4), 1):
+        for done, ((name, order, strategy, _seed, budget), found) in enumerate(pool.map(_run, tasks, chunksize=chunk_size(len(tasks), jobs)), 1):
             runs.setdefault((name, order, strategy, budget), []).append(found)
             if done % 50 == 0 or done == len(tasks):  # a long run says how far it is
                 print(f"{done}/{len(tasks)} runs ({name}, {strategy})", file=sys.stderr, flush=True)
@@ -411,7 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tables", nargs="*", default=None, help=f"of {list(TABLES)} (default: every shipped one)")
     parser.add_argument("--seeds", type=int, default=SEEDS)
-    parser.add_argument("--strategies", nargs="*", default=["random", *OURS, *KT_STRATEGIES])
+    parser.add_argument("--strategies", nargs="*", default=None,
+                        help="default: random, ours, Optuna's (those whose packages are installed) and Kernel Tuner's")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per CPU)")
     parser.add_argument("--no-warm", action="store_true", help="skip the warm-start rows")
     parser.add_argument("--merge", nargs="*", default=[], help="earlier search-benchmark.json files whose other rows to keep")
@@ -419,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="folder for NAME.{txt,json} (default results/search-benchmark, untracked)")
     parser.add_argument("--hub", nargs="*", default=[], help="community tables: Kernel Tuner caches or T4 files, or folders of them")
     parser.add_argument("--fixed", nargs="*", type=int, default=[], help="budgets in evaluations, beside the fractions (e.g. 50 100 200)")
-    parser.add_argument("--fractions", nargs="*", type=float, default=list(FRACTIONS), help="budgets as fractions of each space")
+    parser.add_argument("--fractions", nargs="*", type=float, default=list(DEFAULT_FRACTIONS), help="budgets as fractions of each space")
     parser.add_argument("--orders", nargs="+", choices=ORDERS, default=list(ORDERS), help="orders of the parameter values")
     parser.add_argument("--name", default="search-benchmark", help="the output files' name (NAME.txt, NAME.json)")
     parser.add_argument("--cap", nargs="*", default=[], metavar="STRATEGY=TRIALS",
@@ -448,7 +466,8 @@ def main(argv: list[str] | None = None) -> int:
     FIXED[:] = args.fixed
     FRACTIONS[:] = args.fractions
     names += list(HUB)
-    rows = benchmark(names, args.seeds, args.strategies, args.jobs, warm=not args.no_warm, orders=tuple(args.orders),
+    strategies = args.strategies if args.strategies is not None else ["random", *installed(OURS), *KT_STRATEGIES]
+    rows = benchmark(names, args.seeds, strategies, args.jobs, warm=not args.no_warm, orders=tuple(args.orders),
                      caps=caps) if names else []  # fmt: skip
     for earlier in args.merge:
         fresh = {(r["table"], r["order"], r["strategy"], r["budget"]) for r in rows}

@@ -168,3 +168,23 @@ def test_a_hub_folder_gives_each_gpus_table_once():
     # T1.json describes the space; A100_T4 is the A100 cache's space again.
     assert search.hub_files([str(HUB)]) == {f"convolution_milo/{g}": str(HUB / f"{g}.json.gz") for g in ("A100", "A4000", "A6000")}
     assert search.hub_files([str(HUB / "A100_T4.json.gz")]) == {"convolution_milo/A100_T4": str(HUB / "A100_T4.json.gz")}
+
+
+def test_the_default_strategies_are_those_whose_packages_are_installed(monkeypatch, tmp_path):
+    """Without ``--strategies`` the benchmark runs every strategy it can: the GP sampler only
+    where PyTorch imports, so a machine without it runs the rest instead of failing."""
+    real = search.importlib.util.find_spec
+    monkeypatch.setattr(search.importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    assert "gp" not in search.installed(search.OURS) and "ordinal_global" in search.installed(search.OURS)
+    planned = []
+    monkeypatch.setattr(search, "benchmark", lambda names, seeds, strategies, *a, **k: planned.append(strategies) or [])
+    assert search.main(["--tables", "reduce_space_offset11", "--seeds", "1", "--out", str(tmp_path)]) == 0
+    assert planned == [["random", *[s for s in search.OURS if s != "gp"], *search.KT_STRATEGIES]]
+    monkeypatch.setattr(search.importlib.util, "find_spec", lambda name, *a: object())
+    assert search.installed(search.OURS) == list(search.OURS)
+
+
+def test_long_runs_are_not_chunked_onto_one_worker():
+    assert search.chunk_size(50, 64) == 1  # 50 GP runs on 64 cores: one each
+    assert search.chunk_size(4000, 2) == 500  # thousands of short runs: few round trips
+    assert search.chunk_size(3, None) == 1
