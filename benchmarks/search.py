@@ -49,7 +49,6 @@ naming that folder rewrites it.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -75,7 +74,7 @@ from search_rivals import KT_STRATEGIES, ORDERS, Case, kt_cache, run_kt, run_our
 from tuner.data.results import read, write_json_atomic, write_text_atomic  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import Problem  # noqa: E402
-from tuner.search.strategies import STRATEGIES  # noqa: E402
+from tuner.search.strategies import missing_modules  # noqa: E402
 from tuner.search.tables import load_table  # noqa: E402
 from tuner.search.warm import warm_start  # noqa: E402
 
@@ -136,7 +135,7 @@ def hub_files(paths: list[str]) -> dict[str, str]:
 
 def installed(names: tuple[str, ...]) -> list[str]:
     """The strategies of ``names`` whose optional packages (the GP sampler's PyTorch) are installed."""
-    return [name for name in names if all(importlib.util.find_spec(module) for module in STRATEGIES[name].modules)]
+    return [name for name in names if not missing_modules(name)]
 
 
 def chunk_size(tasks: int, jobs: int | None) -> int:

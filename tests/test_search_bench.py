@@ -3,6 +3,7 @@ H200 offset = 11 subspace, a few seeds."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import sys
@@ -173,14 +174,14 @@ def test_a_hub_folder_gives_each_gpus_table_once():
 def test_the_default_strategies_are_those_whose_packages_are_installed(monkeypatch, tmp_path):
     """Without ``--strategies`` the benchmark runs every strategy it can: the GP sampler only
     where PyTorch imports, so a machine without it runs the rest instead of failing."""
-    real = search.importlib.util.find_spec
-    monkeypatch.setattr(search.importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
     assert "gp" not in search.installed(search.OURS) and "ordinal_global" in search.installed(search.OURS)
     planned = []
     monkeypatch.setattr(search, "benchmark", lambda names, seeds, strategies, *a, **k: planned.append(strategies) or [])
     assert search.main(["--tables", "reduce_space_offset11", "--seeds", "1", "--out", str(tmp_path)]) == 0
     assert planned == [["random", *[s for s in search.OURS if s != "gp"], *search.KT_STRATEGIES]]
-    monkeypatch.setattr(search.importlib.util, "find_spec", lambda name, *a: object())
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
     assert search.installed(search.OURS) == list(search.OURS)
 
 

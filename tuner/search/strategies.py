@@ -112,6 +112,11 @@ SAMPLERS = tuple(STRATEGIES)
 DEFAULT_STRATEGY = "ordinal_global"
 
 
+def missing_modules(name: str) -> list[str]:
+    """The optional packages of strategy ``name`` that do not import here."""
+    return [m for m in STRATEGIES[name].modules if importlib.util.find_spec(m) is None]
+
+
 def make_sampler(name: str, seed: int, prior: Prior = ()) -> optuna.samplers.BaseSampler:
     """The sampler of strategy ``name`` (``STRATEGIES``), seeded with ``seed``;
     ``prior`` (configuration, bandwidth) pairs of a warm start inform the
@@ -127,7 +132,7 @@ def make_sampler(name: str, seed: int, prior: Prior = ()) -> optuna.samplers.Bas
     if strategy is None:
         raise ValueError(f"sampler must be one of {list(SAMPLERS)}, got {name!r}")
     # Fail at construction, not at the eleventh ask when the GP is first fitted.
-    missing = [m for m in strategy.modules if importlib.util.find_spec(m) is None]
+    missing = missing_modules(name)
     if missing:
         raise ImportError(
             f"sampler {name!r} needs the packages {list(strategy.modules)}; "
