@@ -57,6 +57,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 # One BLAS thread per worker process: the jobs are many small fits, run in parallel already.
@@ -79,7 +80,6 @@ from tuner.search.tables import load_table  # noqa: E402
 from tuner.search.warm import warm_start  # noqa: E402
 
 DEFAULT_FRACTIONS = (0.025, 0.05, 0.10)  # of each space
-FRACTIONS = list(DEFAULT_FRACTIONS)  # this run's (main's --fractions)
 SEEDS = 50
 # The default search, the project's others, and Optuna's TPE and GP samplers (run through the study loop).
 OURS = ("ordinal_global", "ordinal", "interactions", "tpe", "gp")
@@ -113,7 +113,6 @@ TABLES = {
 
 # Community tables of this run: label -> file (set by main, passed to worker processes).
 HUB: dict[str, str] = {}
-FIXED: list[int] = []  # budgets in evaluations, beside FRACTIONS of each space
 
 
 def hub_files(paths: list[str]) -> dict[str, str]:
@@ -144,8 +143,21 @@ def chunk_size(tasks: int, jobs: int | None) -> int:
     return max(1, tasks // (4 * (jobs or os.cpu_count() or 1)))
 
 
-def budgets_of(case: Case) -> list[int]:
-    return sorted({case.budget(f) for f in FRACTIONS} | {b for b in FIXED if b <= case.size})
+@dataclass(frozen=True)
+class Budgets:
+    """The budgets a run is judged at: fractions of each space, and numbers of
+    evaluations (those larger than a space are left out there)."""
+
+    fractions: tuple[float, ...] = DEFAULT_FRACTIONS
+    fixed: tuple[int, ...] = ()
+
+    def of(self, case: Case) -> list[int]:
+        return sorted({case.budget(f) for f in self.fractions} | {b for b in self.fixed if b <= case.size})
+
+    def labels(self, case: Case, budget: int) -> list[str]:
+        """What ``budget`` stands for on ``case`` (``5.0%``, ``200 evaluations``)."""
+        return [f"{f:.1%}" for f in self.fractions if case.budget(f) == budget] + (
+            [f"{budget} evaluations"] if budget in self.fixed else [])  # fmt: skip
 
 
 def load_case(name: str) -> Case:
@@ -267,15 +279,16 @@ def methodology_score(case: Case, runs: list[list[float]], budget: int, stats=No
 
 
 def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, warm: bool = True,
-              orders: tuple[str, ...] = ORDERS, caps: dict[str, int] = DEFAULT_CAPS) -> list[dict]:  # fmt: skip
-    """Every (table, order, strategy, budget) row of the benchmark; ``caps``: a
-    strategy's most trials a run (0: none)."""
+              orders: tuple[str, ...] = ORDERS, caps: dict[str, int] = DEFAULT_CAPS,
+              budgets_at: Budgets = Budgets()) -> list[dict]:  # fmt: skip
+    """Every (table, order, strategy, budget) row of the benchmark, at the
+    budgets of ``budgets_at``; ``caps``: a strategy's most trials a run (0: none)."""
     _init(names)
     folder = Path(tempfile.mkdtemp(prefix="kt-cache-"))
     tasks = []
     for name in names:
         case = _CASES[name]
-        budgets = budgets_of(case)
+        budgets = budgets_at.of(case)
         plan = list(strategies)
         warm_source = TABLES[name][3] if name in TABLES else None
         if warm and warm_source in TABLES and (REFERENCE / TABLES[warm_source][0]).exists():
@@ -303,7 +316,7 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
     rows = []
     for name in names:
         case = _CASES[name]
-        budgets = budgets_of(case)
+        budgets = budgets_at.of(case)
         curve = random_expected_best(case, budgets[-1])
         # Once per table: case.optimum scans the table (quadratic inside the sum on 10^4 points).
         optimum = case.optimum
@@ -317,8 +330,7 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
                            "near_1pct": near} | summarise(case, found, b, curve)  # fmt: skip
                     if name in HUB:
                         row["score_m"] = methodology_score(case, found, b)
-                        row["budget_of"] = [f"{f:.1%}" for f in FRACTIONS if case.budget(f) == b] + (
-                            [f"{b} evaluations"] if b in FIXED else [])  # fmt: skip
+                        row["budget_of"] = budgets_at.labels(case, b)
                     if strategy.startswith("warm:"):
                         row["within_1pct_in_5"] = sum(max(r[:WARM_TOP], default=0) >= 0.99 * case.optimum for r in found) / len(
                             found
@@ -462,12 +474,11 @@ def main(argv: list[str] | None = None) -> int:
         caps = DEFAULT_CAPS | {name: int(trials) for name, trials in (item.split("=") for item in args.cap)}
     except ValueError:
         parser.error(f"--cap must be STRATEGY=TRIALS (an integer), got {args.cap}")
-    FIXED[:] = args.fixed
-    FRACTIONS[:] = args.fractions
+    budgets_at = Budgets(tuple(args.fractions), tuple(args.fixed))
     names += list(HUB)
     strategies = args.strategies if args.strategies is not None else ["random", *installed(OURS), *KT_STRATEGIES]
     rows = benchmark(names, args.seeds, strategies, args.jobs, warm=not args.no_warm, orders=tuple(args.orders),
-                     caps=caps) if names else []  # fmt: skip
+                     caps=caps, budgets_at=budgets_at) if names else []  # fmt: skip
     for earlier in args.merge:
         fresh = {(r["table"], r["order"], r["strategy"], r["budget"]) for r in rows}
         old = json.loads(Path(earlier).read_text())["rows"]
@@ -480,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python benchmarks/search.py", *(argv if argv is not None else sys.argv[1:])])
     wall = f"{time.monotonic() - started:.0f} s wall, jobs={args.jobs or os.cpu_count()}"
     write_text_atomic(f"{command}\n{wall}\n\n{text}\n", out / f"{args.name}.txt")
-    write_json_atomic({"command": command, "wall": wall, "seeds": args.seeds, "fractions": list(FRACTIONS), "fixed": FIXED,
+    write_json_atomic({"command": command, "wall": wall, "seeds": args.seeds, "fractions": list(budgets_at.fractions), "fixed": list(budgets_at.fixed),
                        "rows": rows, "aggregate": summary}, out / f"{args.name}.json")  # fmt: skip
     print(text)
     return 0

@@ -31,7 +31,7 @@ def case() -> Case:
 def test_the_offset11_subspace_is_the_shipped_hard_half(case):
     assert case.size == 768
     assert sum(v >= 0.99 * case.optimum for v in case.lookup.values()) == 8
-    assert [case.budget(f) for f in search.FRACTIONS] == [19, 38, 77]
+    assert [case.budget(f) for f in search.DEFAULT_FRACTIONS] == [19, 38, 77]
     assert case.ordered_domains("descending")["block_size"] == [1024, 512, 256, 128]
 
 
@@ -189,3 +189,10 @@ def test_long_runs_are_not_chunked_onto_one_worker():
     assert search.chunk_size(50, 64) == 1  # 50 GP runs on 64 cores: one each
     assert search.chunk_size(4000, 2) == 500  # thousands of short runs: few round trips
     assert search.chunk_size(3, None) == 1
+
+
+def test_budgets_are_fractions_and_evaluations_within_the_space(case):
+    both = search.Budgets((0.05,), (50, 1000))
+    assert both.of(case) == [38, 50]  # 1000 evaluations exceed the 768 configurations
+    assert both.labels(case, 38) == ["5.0%"] and both.labels(case, 50) == ["50 evaluations"]
+    assert search.Budgets().of(case) == [19, 38, 77]
