@@ -286,9 +286,10 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
     _init(names)
     folder = Path(tempfile.mkdtemp(prefix="kt-cache-"))
     tasks = []
+    budgets_by = {name: budgets_at.of(_CASES[name]) for name in names}
     for name in names:
         case = _CASES[name]
-        budgets = budgets_at.of(case)
+        budgets = budgets_by[name]
         plan = list(strategies)
         warm_source = TABLES[name][3] if name in TABLES else None
         if warm and warm_source in TABLES and (REFERENCE / TABLES[warm_source][0]).exists():
@@ -316,7 +317,7 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
     rows = []
     for name in names:
         case = _CASES[name]
-        budgets = budgets_at.of(case)
+        budgets = budgets_by[name]
         curve = random_expected_best(case, budgets[-1])
         # Once per table: case.optimum scans the table (quadratic inside the sum on 10^4 points).
         optimum = case.optimum
