@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -160,6 +161,78 @@ def test_unreadable_tables_fail_in_one_line_naming_the_file_and_rule(tmp_path):
     (tmp_path / "bad.json").write_text("{nope")
     with pytest.raises(ValueError, match=r"bad.json: must be JSON \(gzipped or not\)"):
         load_table(tmp_path / "bad.json")
+
+
+GOOD_CACHE = {"tune_params": {"x": [1, 2, 3]}, "objective": "time", "cache": {"1": {"x": 1, "time": 2.0}, "2": {"x": 2, "time": 1.0}}}
+T4_RESULT = {"configuration": {"x": 1}, "invalidity": "correct", "correctness": 1, "objectives": ["time"],
+             "measurements": [{"name": "time", "value": 1.0, "unit": "ms"}]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        (GOOD_CACHE | {"tune_params": [1, 2]}, r"tune_params must map each parameter to its values, got list"),
+        (GOOD_CACHE | {"tune_params": {"x": 3}}, r"parameter 'x' must have a non-empty list of values, got 3"),
+        (GOOD_CACHE | {"tune_params": {"x": [[1], 2]}}, r"values of 'x' must be numbers, strings or booleans, got \[1\]"),
+        (GOOD_CACHE | {"objective": 3}, r"objective must name the measured quantity, got 3"),
+        (GOOD_CACHE | {"problem_size": "big"}, r"problem_size must be a whole number or a list of them, got 'big'"),
+        (GOOD_CACHE | {"cache": {"1": 5}}, r"cache entry '1' must be an object, got int"),
+        (GOOD_CACHE | {"cache": {"1": {"x": 7, "time": 1.0}}}, r"cache entry '1' x must be one of tune_params \[1, 2, 3\], got 7"),
+        (GOOD_CACHE | {"cache": {"1": {"x": [1], "time": 1.0}}}, r"cache entry '1' x must be one of tune_params \[1, 2, 3\], got \[1\]"),
+        (GOOD_CACHE | {"cache": {"1": {"x": 1, "time": True}}}, r"cache entry '1' time must be a positive finite number, got True"),
+        ({"results": [T4_RESULT | {"measurements": 5}]}, r"results\[0\]\.measurements must be a list of \{name, value, unit\} objects, got 5"),
+        ({"results": [T4_RESULT | {"measurements": [{"name": "time", "value": "fast"}]}]},
+         r"results\[0\] is correct, so measurement 'time' must be a positive number, got 'fast'"),
+        ({"results": [T4_RESULT | {"configuration": {"x": [1]}}]}, r"results\[0\]\.configuration x must be a number, a string or a boolean, got \[1\]"),
+    ],
+)  # fmt: skip
+def test_malformed_tables_fail_in_one_line_naming_the_file_rule_and_value(tmp_path, document, message):
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(tmp_path))}/table.json: {message}$") as err:
+        load_table(path)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("condition", "message"),
+    [
+        ("x.real > 0", r"T1.json: a restriction must be plain arithmetic over parameters, got 'x.real > 0' \(Attribute is not allowed\)"),
+        ("open('/etc/passwd')", r"T1.json: a restriction must be plain arithmetic over parameters, got .* may be called\)"),
+        ("[y for y in range(9)]", r"T1.json: a restriction must be plain arithmetic over parameters, got .*\(ListComp is not allowed\)"),
+        ("[0] * 10**9", r"T1.json: a restriction must be plain arithmetic over parameters, got .*\(a list or tuple may only follow 'in'\)"),
+        ("y > 1", r"T1.json: a restriction may name only parameters \['x'\], got 'y > 1' naming \['y'\]"),
+        ("x > ", r"T1.json: a restriction must be a Python expression, got 'x > ' \(invalid syntax\)"),
+        (5, r"T1.json: a restriction must be a Python expression \(a string\), got 5"),
+        # Evaluated for each configuration, these would not finish: refused as they run.
+        ("9**9**9 > x", r"table.json: restriction '9\*\*9\*\*9 > x' must evaluate for \{'x': 1\}, got ValueError: an exponent must be at most 64, got 387420489"),
+        ("(((x + 9) ** 64) ** 64) ** 64 > 0", r"table.json: restriction .* got ValueError: a power must stay under 65536 bits, got .*"),
+        ("'a' * 10**9 != 'b'", r"table.json: restriction .* got ValueError: a string may be repeated at most 10000 times, got 1000000000"),
+        ("x % 0 == 0", r"table.json: restriction 'x % 0 == 0' must evaluate for \{'x': 1\}, got ZeroDivisionError: integer modulo by zero"),
+    ],
+)  # fmt: skip
+def test_hostile_restrictions_are_refused_in_one_line(tmp_path, condition, message):
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {
+        "TuningParameters": [{"Name": "x", "Values": "[1, 2, 3]"}], "Conditions": [{"Expression": condition}]}}))  # fmt: skip
+    (tmp_path / "table.json").write_text(json.dumps(GOOD_CACHE))
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(tmp_path))}/{message}$") as err:
+        load_table(tmp_path / "table.json")
+    assert "\n" not in str(err.value)
+
+
+def test_plain_restrictions_still_hold(tmp_path):
+    """What T1 files and Kernel Tuner write: comparisons, chains, membership,
+    powers and the allowed calls, over every parameter."""
+    conditions = ["1 <= x * 2 <= 6", "x in [1, 2]", "max(x, 1) ** 2 < 2 ** 8", "x % 2 == 1 or int(x / 2) == 1", "-x < 0 if x else True"]
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {
+        "TuningParameters": [{"Name": "x", "Values": "[1, 2, 3]"}], "Conditions": [{"Expression": c} for c in conditions]}}))  # fmt: skip
+    (tmp_path / "table.json").write_text(json.dumps(GOOD_CACHE))
+    table = load_table(tmp_path / "table.json")
+    assert table.restrictions == conditions and table.size == 2
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {
+        "TuningParameters": [{"Name": "x", "Values": "[1, 2, 3]"}], "Conditions": [{"Expression": "x != 2"}]}}))  # fmt: skip
+    with pytest.raises(ValueError, match=r"configuration \{'x': 2\} must pass the restriction 'x != 2'"):
+        load_table(tmp_path / "table.json")
 
 
 def test_the_t4_command_writes_a_problem(tmp_path, capsys):

@@ -208,8 +208,9 @@ def read_json(path: str | os.PathLike) -> Any:
 
 def read_t4(path: str | os.PathLike) -> list[dict]:
     """A T4 results file's results as ``{"configuration", "status", "values",
-    "error"}`` dicts: our status from its ``invalidity``, ``values`` its
-    numeric measurements by name (none for a failed result).
+    "unread", "error"}`` dicts: our status from its ``invalidity``, ``values`` its
+    numeric measurements by name (none for a failed result), ``unread`` those
+    whose value is not a finite number, as written.
 
     Raises:
         ValueError: the file breaks the rules a replay needs (one line naming
@@ -227,23 +228,31 @@ def read_t4(path: str | os.PathLike) -> list[dict]:
         invalidity = result.get("invalidity")
         if invalidity not in STATUS_OF:
             raise ValueError(f"{where}.invalidity must be one of {sorted(STATUS_OF)}, got {invalidity!r}")
-        values = {}
-        for m in result.get("measurements") or []:
-            value = m.get("value") if isinstance(m, dict) else None
+        measurements = result.get("measurements") or []
+        if not isinstance(measurements, list) or not all(isinstance(m, dict) for m in measurements):
+            raise ValueError(
+                f"{where}.measurements must be a list of {{name, value, unit}} objects, got {str(measurements)[:80]}"
+            )
+        values, unread = {}, {}
+        for m in measurements:
+            value = m.get("value")
             if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
                 values[m.get("name")] = float(value)
+            else:
+                unread[m.get("name")] = value
         status = STATUS_OF[invalidity]
         if status == "ok" and result.get("correctness", 1) == 0:
             status = "wrong_result"
         out.append({"configuration": result["configuration"], "status": status, "values": values if status == "ok" else {},
-                    "error": result.get("error")})  # fmt: skip
+                    "unread": unread, "error": result.get("error")})  # fmt: skip
     return out
 
 
 def t4_metadata(path: str | os.PathLike) -> dict:
     """A T4 file's ``metadata`` object (empty where it has none)."""
     document = read_json(path)
-    return document.get("metadata") or {} if isinstance(document, dict) else {}
+    metadata = document.get("metadata") if isinstance(document, dict) else None
+    return metadata if isinstance(metadata, dict) else {}
 
 
 def schema_files() -> list[Path]:

@@ -20,6 +20,7 @@ configurations up:
 
 from __future__ import annotations
 
+import ast
 import math
 import os
 from dataclasses import dataclass, field
@@ -95,33 +96,132 @@ def read_t1(path: str | os.PathLike) -> tuple[dict[str, list], list[str]]:
             values = p["Values"]
             # T1 writes the values as a Python list literal in a string.
             params[p["Name"]] = _literal(values) if isinstance(values, str) else list(values)
-        restrictions = [c["Expression"] if isinstance(c, dict) else str(c) for c in space.get("Conditions", [])]
-    except (KeyError, TypeError, ValueError) as exc:
+        conditions = space.get("Conditions") or []
+        if not isinstance(conditions, list):
+            raise TypeError(f"Conditions must be a list, got {type(conditions).__name__}")
+        restrictions = [c["Expression"] if isinstance(c, dict) else c for c in conditions]
+    except (KeyError, TypeError, ValueError, SyntaxError, MemoryError, RecursionError) as exc:
         raise ValueError(f"{path}: a T1 file must hold ConfigurationSpace.TuningParameters (Name, Values), got {exc!r}") from None
+    _check_space(path, params)
     for expression in restrictions:
-        _compile(expression, path)
+        code = _compile(expression, path)
+        unknown = sorted({name for name in code.co_names if name not in params and name not in SAFE_NAMES | GUARDS})
+        if unknown:
+            raise ValueError(
+                f"{path}: a restriction may name only parameters {sorted(params)}, got {expression!r} naming {unknown}"
+            )
     return params, restrictions
 
 
-def _literal(text: str) -> list:
-    import ast
+def _check_space(path: Any, params: Mapping[Any, Any]) -> None:
+    """Parameters named by strings, each with a list of distinct plain values
+    (numbers, strings, booleans): what a study's categorical choices can be."""
+    for name, values in params.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{path}: a parameter's name must be a non-empty string, got {name!r}")
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"{path}: parameter {name!r} must have a non-empty list of values, got {values!r}")
+        odd = [v for v in values if not _plain(v)]
+        if odd:
+            raise ValueError(f"{path}: values of {name!r} must be numbers, strings or booleans, got {odd[0]!r}")
+        if len(set(map(_hashed, values))) != len(values):
+            raise ValueError(f"{path}: values of {name!r} must be distinct, got {values!r}")
 
+
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, str)) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _hashed(value: Any) -> tuple:
+    # 1, 1.0 and True are one dict key; told apart here as the study tells them apart.
+    return (type(value).__name__, value)
+
+
+def _literal(text: str) -> list:
     values = ast.literal_eval(text)
     if not isinstance(values, (list, tuple)):
         raise ValueError(f"Values must be a list, got {text!r}")
     return list(values)
 
 
-def _compile(expression: str, where: Any) -> Any:
-    # T1 restrictions are Python expressions over the parameters; evaluated
-    # without builtins, and names with dunders refused, so a file cannot reach
-    # the interpreter's internals.
-    if "__" in expression:
-        raise ValueError(f"{where}: a restriction must be plain arithmetic over parameters, got {expression!r}")
+# What a restriction may be made of: comparisons, arithmetic and logic over
+# parameters and constants, and calls of SAFE_NAMES; lists and tuples only to
+# test membership in. Anything else (attributes, subscripts, comprehensions,
+# lambdas) is refused before it runs.
+_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd, ast.BinOp, ast.Add,
+          ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.Compare, ast.Eq, ast.NotEq, ast.Lt, ast.LtE,
+          ast.Gt, ast.GtE, ast.In, ast.NotIn, ast.IfExp, ast.Name, ast.Load, ast.Constant, ast.Call, ast.Tuple, ast.List)  # fmt: skip
+# 9**9**9 or 'a' * 10**9 would not finish: a restriction's powers and products
+# are refused, as the expression runs, beyond these sizes.
+MAX_EXPONENT = 64
+MAX_BITS = 1 << 16  # of a whole number made by ** or *
+MAX_REPEAT = 10_000  # times a string is repeated
+
+
+def _power(base: Any, exponent: Any) -> Any:
+    if isinstance(exponent, (int, float)) and abs(exponent) > MAX_EXPONENT:
+        raise ValueError(f"an exponent must be at most {MAX_EXPONENT}, got {exponent!r}")
+    if isinstance(base, int) and isinstance(exponent, int) and base.bit_length() * abs(exponent) > MAX_BITS:
+        raise ValueError(f"a power must stay under {MAX_BITS} bits, got {base!r} ** {exponent!r}")
+    return base**exponent
+
+
+def _times(a: Any, b: Any) -> Any:
+    if isinstance(a, str) or isinstance(b, str):
+        count = b if isinstance(a, str) else a
+        if isinstance(count, int) and count > MAX_REPEAT:
+            raise ValueError(f"a string may be repeated at most {MAX_REPEAT} times, got {count!r}")
+    elif isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > MAX_BITS:
+        raise ValueError(f"a product must stay under {MAX_BITS} bits, got {a.bit_length()} and {b.bit_length()}-bit factors")
+    return a * b
+
+
+# The guarded operators run in place of ** and * (names the checks refuse in a file's text).
+GUARDS = {"__power": _power, "__times": _times}
+
+
+class _Guarded(ast.NodeTransformer):
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        guard = {ast.Pow: "__power", ast.Mult: "__times"}.get(type(node.op))
+        if guard is None:
+            return node
+        return ast.copy_location(ast.Call(ast.Name(guard, ast.Load()), [node.left, node.right], []), node)
+
+
+def _compile(expression: Any, where: Any) -> Any:
+    """A T1 restriction compiled, after checking it is plain arithmetic over
+    names (see ``_NODES``): the file comes from elsewhere, and what it says is
+    evaluated for every configuration, so it must not reach the interpreter's
+    internals nor build huge numbers or strings (``GUARDS``)."""
+    if not isinstance(expression, str):
+        raise ValueError(f"{where}: a restriction must be a Python expression (a string), got {expression!r}")
     try:
-        return compile(expression, str(where), "eval")
+        tree = ast.parse(expression, mode="eval")
     except SyntaxError as exc:
         raise ValueError(f"{where}: a restriction must be a Python expression, got {expression!r} ({exc.msg})") from None
+    why = _unsafe(tree)
+    if why:
+        raise ValueError(f"{where}: a restriction must be plain arithmetic over parameters, got {expression!r} ({why})")
+    return compile(ast.fix_missing_locations(_Guarded().visit(tree)), str(where), "eval")
+
+
+def _unsafe(tree: ast.AST) -> str | None:
+    """Why a parsed restriction is refused, or None."""
+    members = {id(node.comparators[i]) for node in ast.walk(tree) if isinstance(node, ast.Compare)
+               for i, op in enumerate(node.ops) if isinstance(op, (ast.In, ast.NotIn))}  # fmt: skip
+    for node in ast.walk(tree):
+        if not isinstance(node, _NODES):
+            return f"{type(node).__name__} is not allowed"
+        if isinstance(node, ast.Name) and "__" in node.id:
+            return f"name {node.id!r} is not allowed"
+        if isinstance(node, ast.Call) and (
+            not isinstance(node.func, ast.Name) or node.func.id not in SAFE_NAMES or node.keywords
+        ):
+            return f"only {sorted(SAFE_NAMES)} may be called"
+        if isinstance(node, (ast.Tuple, ast.List)) and id(node) not in members:
+            return "a list or tuple may only follow 'in'"
+    return None
 
 
 def read_kernel_tuner_cache(path: str | os.PathLike, t1: str | os.PathLike | None = None, name: str = "") -> SpaceTable:
@@ -135,15 +235,29 @@ def read_kernel_tuner_cache(path: str | os.PathLike, t1: str | os.PathLike | Non
     if not isinstance(document, dict) or not isinstance(document.get("cache"), dict) or "tune_params" not in document:
         got = sorted(document) if isinstance(document, dict) else type(document).__name__
         raise ValueError(f"{path}: a Kernel Tuner cache must hold 'tune_params' and a 'cache' object, got {got}")
-    params = {k: list(v) for k, v in document["tune_params"].items()}
+    if not isinstance(document["tune_params"], dict):
+        raise ValueError(
+            f"{path}: tune_params must map each parameter to its values, got {type(document['tune_params']).__name__}"
+        )
+    params = dict(document["tune_params"])
+    _check_space(path, params)
     objective = document.get("objective", "time")
+    if not isinstance(objective, str):
+        raise ValueError(f"{path}: objective must name the measured quantity, got {objective!r}")
     minimise = not document.get("objective_higher_is_better", False)
     table = SpaceTable(name or _label(path), params, objective=objective, minimise=minimise,
-                       problem_size=tuple(document.get("problem_size") or ()))  # fmt: skip
+                       problem_size=_problem_size(path, document.get("problem_size")))  # fmt: skip
+    allowed = {n: set(map(_hashed, values)) for n, values in params.items()}
     for text, record in document["cache"].items():
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}: cache entry {text!r} must be an object, got {type(record).__name__}")
         missing = [p for p in params if p not in record]
         if missing:
             raise ValueError(f"{path}: cache entry {text!r} must give every parameter, missing {missing}")
+        outside = [p for p in params if not _plain(record[p]) or _hashed(record[p]) not in allowed[p]]
+        if outside:
+            p = outside[0]
+            raise ValueError(f"{path}: cache entry {text!r} {p} must be one of tune_params {params[p]}, got {record[p]!r}")
         value = record.get(objective)
         if value == KT_INVALID:
             continue
@@ -152,11 +266,20 @@ def read_kernel_tuner_cache(path: str | os.PathLike, t1: str | os.PathLike | Non
                 raise ValueError(f"{path}: cache entry {text!r} {objective} must be a number or one of "
                                  f"{[*KT_FAILED, KT_INVALID]}, got {value!r}")  # fmt: skip
             table.entries[tuple(record[p] for p in params)] = (KT_FAILED[value], None)
-        elif isinstance(value, (int, float)) and math.isfinite(value) and (value > 0 or not minimise):
+        elif (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+              and (value > 0 or not minimise)):  # fmt: skip
             table.entries[tuple(record[p] for p in params)] = ("ok", rate(float(value), minimise))
         else:
             raise ValueError(f"{path}: cache entry {text!r} {objective} must be a positive finite number, got {value!r}")
     return _with_t1(table, path, t1)
+
+
+def _problem_size(path: Any, size: Any) -> tuple[int, ...]:
+    """Kernel Tuner writes a problem size as a number or a list of them."""
+    sizes = size if isinstance(size, list) else [] if size is None else [size]
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in sizes):
+        raise ValueError(f"{path}: problem_size must be a whole number or a list of them, got {size!r}")
+    return tuple(sizes)
 
 
 def read_t4_table(
@@ -173,18 +296,27 @@ def read_t4_table(
         ValueError: the file breaks the rules a replay needs (one line naming it).
     """
     results = read_t4(path)
-    meta = t4_metadata(path).get("tuner") or {}
-    directions = meta.get("objectives") or {}
+    meta = t4_metadata(path).get("tuner")
+    meta = meta if isinstance(meta, dict) else {}
+    directions = meta.get("objectives") if isinstance(meta.get("objectives"), dict) else {}
     if objective is None:
-        objective = meta.get("ranked_by") or next(iter(_first_objectives(path)), "time")
+        ranked_by = meta.get("ranked_by")
+        objective = ranked_by if isinstance(ranked_by, str) else next(iter(_first_objectives(path)), "time")
     minimise = directions.get(objective, "min" if objective.startswith("time") else "max") == "min"
-    names = list(meta.get("parameters") or dict.fromkeys(k for r in results for k in r["configuration"]))
+    order = [n for n in meta.get("parameters") or [] if isinstance(n, str)] if isinstance(meta.get("parameters"), list) else []
+    names = list(dict.fromkeys(order) or dict.fromkeys(k for r in results for k in r["configuration"]))
     names = [n for n in names if any(n in r["configuration"] for r in results)]
-    values: dict[str, set] = {n: set() for n in names}
+    for index, r in enumerate(results):
+        odd = [n for n in names if not _plain(r["configuration"].get(n))]
+        if odd:
+            raise ValueError(f"{path}: results[{index}].configuration {odd[0]} must be a number, a string or a boolean, "
+                             f"got {r['configuration'][odd[0]]!r}")  # fmt: skip
+    # A parameter a result leaves out (our writer leaves out empty ones) is None there.
+    values: dict[str, dict] = {n: {} for n in names}
     for r in results:
         for n in names:
-            values[n].add(r["configuration"].get(n))
-    params = {n: sorted(v, key=lambda x: (x is None, isinstance(x, str), x)) for n, v in values.items()}
+            values[n].setdefault(_hashed(r["configuration"].get(n)), r["configuration"].get(n))
+    params = {n: sorted(v.values(), key=lambda x: (x is None, isinstance(x, str), x)) for n, v in values.items()}
     table = SpaceTable(name or _label(path), params, objective=objective, minimise=minimise)
     for index, r in enumerate(results):
         key = tuple(r["configuration"].get(n) for n in names)
@@ -196,7 +328,7 @@ def read_t4_table(
         value = r["values"].get(objective)
         if value is None or (minimise and value <= 0):
             raise ValueError(f"{path}: results[{index}] is correct, so measurement {objective!r} must be a "
-                             f"{'positive ' if minimise else ''}number, got {value!r}")  # fmt: skip
+                             f"{'positive ' if minimise else ''}number, got {r['unread'].get(objective, value)!r}")  # fmt: skip
         table.entries[key] = ("ok", rate(value, minimise))
     return _with_t1(table, path, t1)
 
@@ -204,7 +336,8 @@ def read_t4_table(
 def _first_objectives(path: str | os.PathLike) -> list[str]:
     document = read_json(path)
     for result in document.get("results", [])[:1]:
-        return [o for o in result.get("objectives") or [] if isinstance(o, str)]
+        objectives = result.get("objectives")
+        return [o for o in objectives if isinstance(o, str)] if isinstance(objectives, list) else []
     return []
 
 
@@ -260,9 +393,15 @@ def restriction_check(restrictions: list[str], where: Any = "restriction") -> Ca
     compiled = [(text, _compile(text, where)) for text in restrictions]
 
     def check(cfg: Mapping) -> str | None:
-        names = SAFE_NAMES | dict(cfg)
+        names = SAFE_NAMES | GUARDS | dict(cfg)
         for text, code in compiled:
-            if not eval(code, {"__builtins__": {}}, names):  # noqa: S307 - see _compile
+            try:
+                holds = eval(code, {"__builtins__": {}}, names)  # noqa: S307 - see _compile
+            except Exception as exc:  # noqa: BLE001 - whatever the expression raises, said in one line
+                raise ValueError(
+                    f"{where}: restriction {text!r} must evaluate for {dict(cfg)}, got {type(exc).__name__}: {exc}"
+                ) from None
+            if not holds:
                 return text
         return None
 
