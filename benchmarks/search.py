@@ -122,6 +122,8 @@ def hub_files(paths: list[str]) -> dict[str, str]:
     found = {}
     for given in paths:
         path = Path(given)
+        if not path.exists():
+            raise ValueError(f"--hub {given}: must be a table file or a folder of them, and does not exist")
         files = sorted(path.glob("*.json*")) if path.is_dir() else [path]
         stems = {f.name.split(".")[0] for f in files}
         for f in files:
@@ -130,6 +132,44 @@ def hub_files(paths: list[str]) -> dict[str, str]:
                 continue
             found[f"{f.parent.name}/{stem}"] = str(f)
     return found
+
+
+KNOWN = ("random", *OURS, *KT_STRATEGIES)
+ROW_KEYS = ("table", "order", "strategy", "budget")  # what a merged row must have, at least
+
+
+def strategies_unfit(strategies: list[str]) -> str | None:
+    """Why these strategies cannot run here (unknown, or a package missing), or None."""
+    unknown = sorted(set(strategies) - set(KNOWN))
+    if unknown:
+        return f"must be of {list(KNOWN)}, got {unknown}"
+    for name in strategies:
+        missing = missing_modules(name) if name in OURS else ["kernel_tuner"] if name in KT_STRATEGIES and not _imports("kernel_tuner") else []
+        if missing:
+            return f"{name} needs {missing}, which do not import here"
+    return None
+
+
+def _imports(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def merged_rows(path: str) -> list[dict]:
+    """The rows of an earlier run's NAME.json, to merge.
+
+    Raises:
+        ValueError: the file is missing or not such a file (one line naming it).
+    """
+    try:
+        rows = json.loads(Path(path).read_text())["rows"]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ValueError(f"--merge {path}: must be a search benchmark's NAME.json, got {type(exc).__name__}: {exc}") from None
+    bad = next((r for r in rows if not isinstance(r, dict) or any(k not in r for k in ROW_KEYS)), None) if isinstance(rows, list) else rows
+    if bad is not None:
+        raise ValueError(f"--merge {path}: every row must have {list(ROW_KEYS)}, got {str(bad)[:80]}")
+    return rows
 
 
 def installed(names: tuple[str, ...]) -> list[str]:
@@ -464,25 +504,36 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
     if any(b < 1 for b in args.fixed):
         parser.error(f"--fixed budgets must be >= 1, got {args.fixed}")
-    HUB.clear()  # one run's tables (main may run twice in a process: the tests)
-    try:
-        HUB.update(hub_files(args.hub))
-    except ValueError as error:
-        parser.error(str(error))
+    if args.jobs is not None and args.jobs < 1:
+        parser.error(f"--jobs must be >= 1, got {args.jobs}")
     if any(not 0 < f <= 1 for f in args.fractions) or not (args.fractions or args.fixed):
         parser.error(f"--fractions must be in (0, 1] and some budget given, got {args.fractions} and --fixed {args.fixed}")
+    strategies = args.strategies if args.strategies is not None else ["random", *installed(OURS), *KT_STRATEGIES]
+    why = strategies_unfit(strategies)
+    if why:
+        parser.error(f"--strategies {why}")
     try:
         caps = DEFAULT_CAPS | {name: int(trials) for name, trials in (item.split("=") for item in args.cap)}
     except ValueError:
         parser.error(f"--cap must be STRATEGY=TRIALS (an integer), got {args.cap}")
+    odd = {name: trials for name, trials in caps.items() if name not in KNOWN or trials < 0}
+    if odd:
+        parser.error(f"--cap must be STRATEGY=TRIALS, a strategy of --strategies' choices and trials >= 0, got {odd}")
+    # Every input read before any run: a damaged table or merged file stops here, in one line.
+    HUB.clear()  # one run's tables (main may run twice in a process: the tests)
+    try:
+        HUB.update(hub_files(args.hub))
+        for path in HUB.values():
+            load_table(path)
+        merged = [merged_rows(path) for path in args.merge]
+    except ValueError as error:
+        parser.error(str(error))
     budgets_at = Budgets(tuple(args.fractions), tuple(args.fixed))
     names += list(HUB)
-    strategies = args.strategies if args.strategies is not None else ["random", *installed(OURS), *KT_STRATEGIES]
     rows = benchmark(names, args.seeds, strategies, args.jobs, warm=not args.no_warm, orders=tuple(args.orders),
                      caps=caps, budgets_at=budgets_at) if names else []  # fmt: skip
-    for earlier in args.merge:
+    for old in merged:
         fresh = {(r["table"], r["order"], r["strategy"], r["budget"]) for r in rows}
-        old = json.loads(Path(earlier).read_text())["rows"]
         rows = [r for r in old if (r["table"], r["order"], r["strategy"], r["budget"]) not in fresh] + rows
     rows = _order_rows(rows)
     _fisher(rows)

@@ -108,6 +108,31 @@ def test_a_capped_sampler_has_rows_only_for_budgets_within_its_cap(case, tmp_pat
     assert "--cap must be STRATEGY=TRIALS (an integer), got ['tpe=many']" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--jobs", "0"], "--jobs must be >= 1, got 0"),
+        (["--strategies", "ordinal_global", "nosuch"], "--strategies must be of ['random', 'ordinal_global', "),
+        (["--cap", "tpe=-1"], "--cap must be STRATEGY=TRIALS, a strategy of --strategies' choices and trials >= 0, got {'tpe': -1}"),
+        (["--cap", "nosuch=5"], "got {'nosuch': 5}"),
+        (["--hub", "{tmp}/absent"], "--hub {tmp}/absent: must be a table file or a folder of them, and does not exist"),
+        (["--hub", "{tmp}/bad.json"], "{tmp}/bad.json: cache entry '1' must be an object, got int"),
+        (["--merge", "{tmp}/absent.json"], "--merge {tmp}/absent.json: must be a search benchmark's NAME.json, got FileNotFoundError"),
+        (["--merge", "{tmp}/rows.json"], "--merge {tmp}/rows.json: every row must have ['table', 'order', 'strategy', 'budget'], got {'table': 1}"),
+    ],
+)  # fmt: skip
+def test_bad_arguments_and_damaged_inputs_stop_in_one_line_before_any_run(tmp_path, capsys, monkeypatch, extra, message):
+    (tmp_path / "bad.json").write_text(json.dumps({"tune_params": {"x": [1]}, "cache": {"1": 5}}))
+    (tmp_path / "rows.json").write_text(json.dumps({"rows": [{"table": 1}]}))
+    monkeypatch.setattr(search, "benchmark", lambda *a, **k: pytest.fail("ran before its arguments were checked"))
+    argv = ["--tables", "reduce_space_offset11", "--seeds", "1", "--strategies", "random", "--out", str(tmp_path / "out")]
+    with pytest.raises(SystemExit):
+        search.main([*argv, *(a.replace("{tmp}", str(tmp_path)) for a in extra)])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert ": error: " in error and message.replace("{tmp}", str(tmp_path)) in error
+    assert not (tmp_path / "out").exists()
+
+
 HUB = REPO.parent / "shared" / "benchmark_hub" / "convolution_milo"
 needs_hub = pytest.mark.skipif(not (HUB / "A100.json.gz").exists(), reason="the benchmark hub's files are not here")
 

@@ -242,3 +242,6 @@ def test_the_t4_command_writes_a_problem(tmp_path, capsys):
     assert len(json.loads(out.read_text())["results"]) == 1536
     assert cli_main(["t4", str(H200), "--out", str(out)]) == 2
     assert "config error: t4: --problem must name one of the table's problems" in capsys.readouterr().err
+    assert cli_main(["t4", str(H200), "--problem", PROBLEM.key, "--out", str(tmp_path)]) == 2
+    assert f"config error: t4: --out must name the file to write, got '{tmp_path}', a folder" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h200.json"]  # nothing half-written beside it

@@ -333,6 +333,8 @@ def export_t4(results: str | os.PathLike, out: str | os.PathLike, problem: str |
 
     if not Path(results).exists():
         raise FileNotFoundError(f"{results} does not exist")
+    if Path(out).is_dir():
+        raise ValueError(f"--out must name the file to write, got {str(out)!r}, a folder")
     rows = problem_rows(read(results), problem, source)
     family = REGISTRY.families.get(str(rows["family"].iloc[0]))
     params = [p.name for p in family.params] if family else param_columns(rows)
