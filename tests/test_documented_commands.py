@@ -88,6 +88,8 @@ SKIPPED = {
     "reduce_hard_h100 --no-warm --seeds 50 --strategies ordinal_global ordinal random --fractions 0.025 0.05 0.1 --orders "
     "ascending --out benchmarks/results --name search-own-default": "50 seeds on five tables, tens of minutes on two cores "
     "(tests/test_search_bench.py runs the benchmark on a few seeds)",
+    "python benchmarks/space_scale.py --sizes 4 5 6 --strategies ordinal_global interactions --restricted": "builds "
+    "spaces of up to 10^6 configurations, half a minute and a GB of memory (tests/test_space_scale.py runs it on small ones)",
     "snakemake --profile workflow/profiles/slurm --default-resources slurm_partition=YOURS": "needs a SLURM cluster "
     "(benchmarks/slurm_cluster.sh starts one as root; benchmarks/results/history/slurm-run.txt is its log)",
 }

@@ -182,13 +182,13 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
     # What DistinctSampler tells it.
 
     def bind(self, dists: Mapping[str, CategoricalDistribution], feasible: Callable[[dict], bool],
-             enumerated: Sequence[dict] | None) -> None:  # fmt: skip
+             enumerated: Mapping[str, dict] | None) -> None:  # fmt: skip
         """The searched space: its distributions, a feasibility test and, where
-        the space is small enough, every feasible configuration."""
+        the space is small enough, every feasible configuration by its key."""
         self._dists = dict(dists)
         self._feasible = feasible
         # Sorted by key, so that the order the values are listed in changes nothing.
-        self._enumerated = None if enumerated is None else sorted((config_key(cfg), cfg) for cfg in enumerated)
+        self._enumerated = None if enumerated is None else sorted(enumerated.items(), key=lambda item: item[0])
         self._order = {name: ordered_values(dist.choices) for name, dist in self._dists.items()}
         self._columns = {(name, value): i for i, (name, value) in enumerate(
             (name, value) for name, dist in self._dists.items() for value in dist.choices)}  # fmt: skip

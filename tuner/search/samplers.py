@@ -39,10 +39,12 @@ class SpaceAware(Protocol):
     wraps the sampler, and ``taken`` before each of its proposals."""
 
     def bind(self, dists: Mapping[str, CategoricalDistribution], feasible: Callable[[dict], bool],
-             enumerated: Sequence[dict] | None) -> None:  # fmt: skip
+             enumerated: Mapping[str, dict] | None) -> None:  # fmt: skip
         """The searched space: its distributions, a feasibility test and,
         where the space is small enough (``MAX_ENUMERATED``), every feasible
-        configuration; None where it is not enumerated."""
+        configuration by its ``config_key`` (worked out once: on a space of
+        10^6 points the keys are most of a study's setup); None where it is
+        not enumerated."""
 
     def taken(self, keys: set[str]) -> None:
         """The ``config_key`` of every configuration claimed in the study
@@ -174,8 +176,7 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         self.warm_start = dict(warm_start or {})
         self._space_aware = isinstance(base, SpaceAware)
         if self._space_aware:
-            base.bind(self.dists, lambda cfg: not self._infeasible(cfg, config_key(cfg)),
-                      None if self.feasible is None else list(self.feasible.values()))  # fmt: skip
+            base.bind(self.dists, lambda cfg: not self._infeasible(cfg, config_key(cfg)), self.feasible)
 
     # Optuna's sampler interface.
 
