@@ -68,7 +68,10 @@ def test_twice_the_elements_cost_about_twice_the_energy(counted):
     rows = [counted.problem(VECTOR_ADD, Problem("vector_add", "float32", n)).measure(cfg, "test:energy", energy=True)
             for n in (1 << 26, 1 << 27)]  # fmt: skip
     assert all(r["status"] == "ok" for r in rows)
-    assert 1.6 < rows[1]["energy_j"] / rows[0]["energy_j"] < 2.4
+    # Per byte moved the two agree within a third, not exactly: the board's power differs
+    # between the launches (clocks, temperature), so the larger may cost well over twice.
+    ratio = rows[1]["energy_j"] / rows[0]["energy_j"]
+    assert 2 * 0.75 < ratio < 2 / 0.75, [(r["energy_j"], r["energy_j_err"], r["power_w_energy"]) for r in rows]
 
 
 def test_a_sweep_stores_the_energy_of_its_fastest(counted, tmp_path):
