@@ -64,6 +64,8 @@ SKIPPED = {
     "pip install -e '.[cuda,postgresql]'": "installs from the package index (CI installs the test extra, which holds the driver)",
     "pip install -e '.[cuda,postgresql,slurm]'": "installs from the package index (the slurm extra is the executor plugin)",
     "pip install 'cuda-bench[cu12]'": "installs from the package index (nvbench, for benchmarks/vs_nvbench.py on a GPU)",
+    "python -m tuner.search.replay CACHE.json.gz": "CACHE.json.gz is a placeholder for another tuner's table "
+    "(tests/test_replay.py runs the form on a Kernel Tuner cache it writes, with a T1 file beside it)",
     "python -m tuner.search.replay_study": "names the module; tests/test_postgres_study.py runs its worker and rows commands",
     "python -m pytest -q -n auto --dist loadgroup": "the test suite itself (.ci/run runs it on a fresh clone)",
     "python -m pytest -q -m slow": "the slow tests of the suite, minutes of nvcc (the default run leaves them out)",

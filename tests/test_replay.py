@@ -155,3 +155,53 @@ def test_default_samplers_need_no_pytorch():
     from tuner.search.replay import DEFAULT_SAMPLERS
 
     assert "gp" not in DEFAULT_SAMPLERS and {"tpe", "random"} <= set(DEFAULT_SAMPLERS)
+
+
+def _community_table(tmp_path: Path) -> Path:
+    """A Kernel Tuner cache of a 6 x 6 grid with a T1 restriction (a + b <= 8)
+    beside it, the optimum at a = 4, b = 4 and one configuration that failed
+    to compile."""
+    import json
+
+    cache = {}
+    for a in range(6):
+        for b in range(6):
+            if a + b > 8:
+                cache[f"{a},{b}"] = {"a": a, "b": b, "time": "InvalidConfig"}
+            else:
+                cache[f"{a},{b}"] = {"a": a, "b": b, "time": 1.0 + abs(a - 4) + abs(b - 4)}
+    cache["5,3"]["time"] = "CompilationFailedConfig"
+    path = tmp_path / "cache.json"
+    path.write_text(json.dumps({"tune_params": {"a": list(range(6)), "b": list(range(6))}, "objective": "time", "cache": cache}))
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {
+        "TuningParameters": [{"Name": "a", "Values": "[0, 1, 2, 3, 4, 5]"}, {"Name": "b", "Values": "[0, 1, 2, 3, 4, 5]"}],
+        "Conditions": [{"Expression": "a + b <= 8"}]}}))  # fmt: skip
+    return path
+
+
+def test_the_cli_replays_another_tuners_table_without_a_family(tmp_path, capsys):
+    path = _community_table(tmp_path)
+    assert main([str(path), "--samplers", "ordinal_global", "random", "--budgets", "5", "33", "--seeds", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{tmp_path.name}/cache: 33 configurations, 2 parameters, 1 restrictions, ranked by time (lower is better), 3 seeds"
+    rows = {(r.split()[0], int(r.split()[1])): r.split() for r in lines[3:]}
+    assert set(rows) == {("ordinal_global", 5), ("ordinal_global", 33), ("random", 5), ("random", 33)}
+    # The whole space (33 of 36: the restriction leaves out 3) is measured by 33 evaluations, the failed
+    # configuration among them: every seed finds the optimum.
+    for sampler in ("ordinal_global", "random"):
+        fraction, median, low, within, measured = rows[(sampler, 33)][2:7]
+        assert (fraction, median, low, within, measured) == ("100.0%", "1.000", "1.000", "100%", "33")
+
+
+def test_the_cli_says_which_form_needs_which_arguments(tmp_path, capsys):
+    path = _community_table(tmp_path)
+    with pytest.raises(SystemExit):
+        main([str(path), "--family", "reduce"])
+    assert f"--family name a Parquet table's problem; {path} is its own space, got them" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(TABLE_PATH), "--family", "fake"])
+    assert "a Parquet table needs --dtype --n (which problem of it to replay)" in capsys.readouterr().err
+    (tmp_path / "T1.json").write_text('{"ConfigurationSpace": {"TuningParameters": [{"Name": "a", "Values": "[0, 1]"}]}}')
+    with pytest.raises(SystemExit):
+        main([str(path)])
+    assert f"{path}: parameters must be those of {tmp_path / 'T1.json'} ['a'], got ['a', 'b']" in capsys.readouterr().err

@@ -7,11 +7,16 @@ to the table's optimum each sampler gets within each budget, which is how the
 default sampler and budget are chosen.
 
     python -m tuner.search.replay TABLE.parquet --family reduce --dtype int32 --n 268435456
+    python -m tuner.search.replay CACHE.json.gz
 
 The table may be a whole ``measurements.parquet``: the problem's rows are
 taken from one source (``--source``; default: the source with the most rows
-for the problem, the exhaustive sweep). The default samplers need no PyTorch;
-``--samplers tpe gp random`` adds the GP sampler where PyTorch is installed.
+for the problem, the exhaustive sweep). Or it is another tuner's brute-forced
+space, a Kernel Tuner cache or a T4 results file (``.json``, gzipped or not;
+``--t1`` its T1 file, by default ``T1.json`` beside it): the space is the
+file's, so no family, type or size is named. The default samplers need no
+PyTorch; ``--samplers tpe gp random`` adds the GP sampler where PyTorch is
+installed.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import logging
 import statistics
 import sys
 import warnings
+from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 import optuna
@@ -146,6 +152,7 @@ def replay(
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     seeds: Iterable[int] = range(DEFAULT_SEEDS),
     source: str | None = None,
+    measure: Callable[[dict], dict] | None = None,
 ) -> pd.DataFrame:
     """How close each sampler gets to the table's optimum within each budget.
 
@@ -161,6 +168,9 @@ def replay(
         budgets: budgets to report, in distinct configurations measured.
         seeds: sampler seeds; each (sampler, seed) is one study.
         source: which source's rows to replay (see ``problem_rows``).
+        measure: the look-up a study measures by (default: ``table_measure``
+            of the rows; a community table brings its own,
+            ``tuner.search.tables.table_measure``).
 
     Returns:
         One row per sampler x budget with ``COLUMNS``: ``median_ratio`` and
@@ -195,7 +205,7 @@ def replay(
     optimum = float(ok["bandwidth_gbs"].max())
     domains = table_domains(rows, family)
     feasible = len(family.space(problem, domains))
-    measure = table_measure(rows, family)
+    measure = measure or table_measure(rows, family)
 
     # Per sampler, per seed: the measured rows in order, and which were rescues.
     found: dict[str, list[list[tuple[dict, bool]]]] = {name: [] for name in samplers}
@@ -298,10 +308,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m tuner.search.replay",
         description="Replay Optuna samplers against an exhaustive results table (no GPU).",
     )
-    parser.add_argument("table", help="Parquet file (or folder of them) in the results schema")
-    parser.add_argument("--family", required=True, help="family name, e.g. reduce")
-    parser.add_argument("--dtype", required=True, help="element type, e.g. int32")
-    parser.add_argument("--n", required=True, type=int, help="problem size")
+    parser.add_argument("table", help="Parquet file (or folder of them) in the results schema, "
+                        "or a Kernel Tuner cache or T4 file (.json, .json.gz)")  # fmt: skip
+    parser.add_argument("--family", help="family name, e.g. reduce (a Parquet table's)")
+    parser.add_argument("--dtype", help="element type, e.g. int32 (a Parquet table's)")
+    parser.add_argument("--n", type=int, help="problem size (a Parquet table's)")
+    parser.add_argument("--t1", help="a cache's or T4 file's T1 space description (default: T1.json beside it)")
     parser.add_argument("--source", help="the rows' source, e.g. sweep:reduce_space (default: the problem's largest)")
     parser.add_argument("--samplers", nargs="+", default=list(DEFAULT_SAMPLERS),
                         help=f"sampler names (default: {' '.join(DEFAULT_SAMPLERS)}; gp needs PyTorch)")  # fmt: skip
@@ -310,6 +322,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
+    if ".json" in Path(args.table).suffixes:
+        return _replay_community_table(parser, args)
+    missing = [f"--{name}" for name in ("family", "dtype", "n") if getattr(args, name) is None]
+    if missing:
+        parser.error(f"a Parquet table needs {' '.join(missing)} (which problem of it to replay)")
 
     from tuner.data.results import read
 
@@ -329,6 +346,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     source = f" of {rows['source'].iloc[0]}" if "source" in rows and rows["source"].notna().any() else ""
     print(f"{problem.key}: {len(rows)} table rows{source}, {args.seeds} seeds")
+    print(format_table(df))
+    return 0
+
+
+def _replay_community_table(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The command line's form for a Kernel Tuner cache or a T4 file."""
+    from tuner.search import tables
+
+    given = [f"--{name}" for name in ("family", "dtype", "n", "source") if getattr(args, name) is not None]
+    if given:
+        parser.error(f"{' '.join(given)} name a Parquet table's problem; {args.table} is its own space, got them")
+    try:
+        table = tables.load_table(args.table, args.t1)
+        df = replay(tables.table_rows(table), tables.table_family(table), tables.table_problem(table), _split(args.samplers),
+                    args.budgets, range(args.seeds), measure=tables.table_measure(table))  # fmt: skip
+    except (ValueError, ImportError) as exc:
+        parser.error(str(exc))
+    direction = "lower" if table.minimise else "higher"
+    print(f"{table.name}: {table.size} configurations, {len(table.params)} parameters, {len(table.restrictions)} restrictions, "
+          f"ranked by {table.objective} ({direction} is better), {args.seeds} seeds")  # fmt: skip
     print(format_table(df))
     return 0
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+import pandas as pd
+
 from tuner.data.results import config_key
 from tuner.data.t4 import read_json, read_t4, t4_metadata
 from tuner.families.base import Family, Param, Problem
@@ -455,6 +457,14 @@ def table_measure(table: SpaceTable) -> Callable[[dict], dict]:
         return {"status": status, "error": f"{status} in table {table.name}"}
 
     return measure
+
+
+def table_rows(table: SpaceTable) -> pd.DataFrame:
+    """The table as results rows (its parameters, ``status`` and the rate as
+    ``bandwidth_gbs``), for what replays a results table
+    (``tuner.search.replay``)."""
+    measure = table_measure(table)
+    return pd.DataFrame([table.config(key) | measure(table.config(key)) for key in table.entries])
 
 
 def table_key(table: SpaceTable, cfg: Mapping) -> str:
