@@ -201,6 +201,9 @@ def test_the_cli_says_which_form_needs_which_arguments(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(TABLE_PATH), "--family", "fake"])
     assert "a Parquet table needs --dtype --n (which problem of it to replay)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(TABLE_PATH), "--t1", str(tmp_path / "T1.json")])
+    assert f"--t1 describes a Kernel Tuner cache's or T4 file's space; {TABLE_PATH} is a Parquet table" in capsys.readouterr().err
     (tmp_path / "T1.json").write_text('{"ConfigurationSpace": {"TuningParameters": [{"Name": "a", "Values": "[0, 1]"}]}}')
     with pytest.raises(SystemExit):
         main([str(path)])

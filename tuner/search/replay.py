@@ -324,6 +324,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
     if ".json" in Path(args.table).suffixes:
         return _replay_community_table(parser, args)
+    if args.t1 is not None:
+        parser.error(f"--t1 describes a Kernel Tuner cache's or T4 file's space; {args.table} is a Parquet table, got {args.t1}")
     missing = [f"--{name}" for name in ("family", "dtype", "n") if getattr(args, name) is None]
     if missing:
         parser.error(f"a Parquet table needs {' '.join(missing)} (which problem of it to replay)")
