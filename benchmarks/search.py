@@ -135,7 +135,8 @@ def hub_files(paths: list[str]) -> dict[str, str]:
 
 
 KNOWN = ("random", *OURS, *KT_STRATEGIES)
-ROW_KEYS = ("table", "order", "strategy", "budget")  # what a merged row must have, at least
+# What a merged row must have: what every row of this benchmark has had, and the table and summary read.
+ROW_KEYS = ("table", "order", "strategy", "budget", "seeds", "space", "within_1pct", "hits_1pct", "median_first_1pct")
 
 
 def strategies_unfit(strategies: list[str]) -> str | None:
@@ -166,7 +167,9 @@ def merged_rows(path: str) -> list[dict]:
         rows = json.loads(Path(path).read_text())["rows"]
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
         raise ValueError(f"--merge {path}: must be a search benchmark's NAME.json, got {type(exc).__name__}: {exc}") from None
-    bad = next((r for r in rows if not isinstance(r, dict) or any(k not in r for k in ROW_KEYS)), None) if isinstance(rows, list) else rows
+    if not isinstance(rows, list):
+        raise ValueError(f"--merge {path}: rows must be a list, got {type(rows).__name__}")
+    bad = next((r for r in rows if not isinstance(r, dict) or any(k not in r for k in ROW_KEYS)), None)
     if bad is not None:
         raise ValueError(f"--merge {path}: every row must have {list(ROW_KEYS)}, got {str(bad)[:80]}")
     return rows
@@ -508,7 +511,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--jobs must be >= 1, got {args.jobs}")
     if any(not 0 < f <= 1 for f in args.fractions) or not (args.fractions or args.fixed):
         parser.error(f"--fractions must be in (0, 1] and some budget given, got {args.fractions} and --fixed {args.fixed}")
-    strategies = args.strategies if args.strategies is not None else ["random", *installed(OURS), *KT_STRATEGIES]
+    kernel_tuner = list(KT_STRATEGIES) if _imports("kernel_tuner") else []
+    strategies = args.strategies if args.strategies is not None else ["random", *installed(OURS), *kernel_tuner]
     why = strategies_unfit(strategies)
     if why:
         parser.error(f"--strategies {why}")

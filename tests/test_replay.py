@@ -191,6 +191,8 @@ def test_the_cli_replays_another_tuners_table_without_a_family(tmp_path, capsys)
     for sampler in ("ordinal_global", "random"):
         fraction, median, low, within, measured = rows[(sampler, 33)][2:7]
         assert (fraction, median, low, within, measured) == ("100.0%", "1.000", "1.000", "100%", "33")
+        assert rows[(sampler, 5)][2] == "15.2%" and rows[(sampler, 5)][6] == "5"  # 5 of the 33 feasible
+        assert 0 < float(rows[(sampler, 5)][4]) <= float(rows[(sampler, 5)][3]) <= 1  # min <= median <= optimum
 
 
 def test_the_cli_says_which_form_needs_which_arguments(tmp_path, capsys):
@@ -208,3 +210,20 @@ def test_the_cli_says_which_form_needs_which_arguments(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(path)])
     assert f"{path}: parameters must be those of {tmp_path / 'T1.json'} ['a'], got ['a', 'b']" in capsys.readouterr().err
+
+
+def test_a_table_whose_parameters_the_results_cannot_hold_is_refused(tmp_path, capsys):
+    import json
+
+    clash = tmp_path / "clash.json"
+    clash.write_text(json.dumps({"tune_params": {"n": [1, 2], "b": [1, 2]}, "objective": "time",
+                                 "cache": {f"{n},{b}": {"n": n, "b": b, "time": n + b} for n in (1, 2) for b in (1, 2)}}))  # fmt: skip
+    with pytest.raises(SystemExit):
+        main([str(clash)])
+    assert "a replayed table's parameters must not be named as results columns, got ['n']" in capsys.readouterr().err
+    result = {"invalidity": "correct", "correctness": 1, "objectives": ["time"], "measurements": [{"name": "time", "value": 1.0}]}
+    gaps = tmp_path / "gaps.json"
+    gaps.write_text(json.dumps({"results": [result | {"configuration": {"a": 1, "b": 1}}, result | {"configuration": {"a": 2}}]}))
+    with pytest.raises(SystemExit):
+        main([str(gaps)])
+    assert "a replayed table's configurations must give every parameter a value, got {'a': 2, 'b': None}" in capsys.readouterr().err

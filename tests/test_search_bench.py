@@ -118,12 +118,14 @@ def test_a_capped_sampler_has_rows_only_for_budgets_within_its_cap(case, tmp_pat
         (["--hub", "{tmp}/absent"], "--hub {tmp}/absent: must be a table file or a folder of them, and does not exist"),
         (["--hub", "{tmp}/bad.json"], "{tmp}/bad.json: cache entry '1' must be an object, got int"),
         (["--merge", "{tmp}/absent.json"], "--merge {tmp}/absent.json: must be a search benchmark's NAME.json, got FileNotFoundError"),
-        (["--merge", "{tmp}/rows.json"], "--merge {tmp}/rows.json: every row must have ['table', 'order', 'strategy', 'budget'], got {'table': 1}"),
+        (["--merge", "{tmp}/rows.json"], "--merge {tmp}/rows.json: every row must have ['table', 'order', 'strategy', 'budget', "),
+        (["--merge", "{tmp}/null.json"], "--merge {tmp}/null.json: rows must be a list, got NoneType"),
     ],
 )  # fmt: skip
 def test_bad_arguments_and_damaged_inputs_stop_in_one_line_before_any_run(tmp_path, capsys, monkeypatch, extra, message):
     (tmp_path / "bad.json").write_text(json.dumps({"tune_params": {"x": [1]}, "cache": {"1": 5}}))
-    (tmp_path / "rows.json").write_text(json.dumps({"rows": [{"table": 1}]}))
+    (tmp_path / "rows.json").write_text(json.dumps({"rows": [{"table": 1, "order": "ascending", "strategy": "random", "budget": 5}]}))
+    (tmp_path / "null.json").write_text(json.dumps({"rows": None}))
     monkeypatch.setattr(search, "benchmark", lambda *a, **k: pytest.fail("ran before its arguments were checked"))
     argv = ["--tables", "reduce_space_offset11", "--seeds", "1", "--strategies", "random", "--out", str(tmp_path / "out")]
     with pytest.raises(SystemExit):

@@ -184,6 +184,10 @@ T4_RESULT = {"configuration": {"x": 1}, "invalidity": "correct", "correctness": 
         ({"results": [T4_RESULT | {"measurements": [{"name": "time", "value": "fast"}]}]},
          r"results\[0\] is correct, so measurement 'time' must be a positive number, got 'fast'"),
         ({"results": [T4_RESULT | {"configuration": {"x": [1]}}]}, r"results\[0\]\.configuration x must be a number, a string or a boolean, got \[1\]"),
+        ({"results": [T4_RESULT | {"measurements": [{"name": [1], "value": 1.0}]}]},
+         r"results\[0\]\.measurements: a measurement's name must be a string, got \[1\]"),
+        (GOOD_CACHE | {"cache": {"1": {"x": 1, "time": 10**400}}}, r"cache entry '1' time must be a positive finite number, got 1000+"),
+        (GOOD_CACHE | {"tune_params": {"x": [1, True]}}, r"values of 'x' must be distinct, got \[1, True\]"),
     ],
 )  # fmt: skip
 def test_malformed_tables_fail_in_one_line_naming_the_file_rule_and_value(tmp_path, document, message):
@@ -200,14 +204,21 @@ def test_malformed_tables_fail_in_one_line_naming_the_file_rule_and_value(tmp_pa
         ("x.real > 0", r"T1.json: a restriction must be plain arithmetic over parameters, got 'x.real > 0' \(Attribute is not allowed\)"),
         ("open('/etc/passwd')", r"T1.json: a restriction must be plain arithmetic over parameters, got .* may be called\)"),
         ("[y for y in range(9)]", r"T1.json: a restriction must be plain arithmetic over parameters, got .*\(ListComp is not allowed\)"),
-        ("[0] * 10**9", r"T1.json: a restriction must be plain arithmetic over parameters, got .*\(a list or tuple may only follow 'in'\)"),
+        ("[0] * 10**9", r"T1.json: a restriction must be plain arithmetic over parameters, got .*\(a list, tuple or set may only stand beside 'in'\)"),
+        ("b'a' * 9 == x", r"T1.json: a restriction must be plain arithmetic over parameters, got .*\(constant b'a' is not allowed\)"),
+        ("+".join(["x"] * 20_000), r"T1.json: a restriction must be at most 10000 characters, got 39999"),
         ("y > 1", r"T1.json: a restriction may name only parameters \['x'\], got 'y > 1' naming \['y'\]"),
         ("x > ", r"T1.json: a restriction must be a Python expression, got 'x > ' \(invalid syntax\)"),
         (5, r"T1.json: a restriction must be a Python expression \(a string\), got 5"),
         # Evaluated for each configuration, these would not finish: refused as they run.
         ("9**9**9 > x", r"table.json: restriction '9\*\*9\*\*9 > x' must evaluate for \{'x': 1\}, got ValueError: an exponent must be at most 64, got 387420489"),
         ("(((x + 9) ** 64) ** 64) ** 64 > 0", r"table.json: restriction .* got ValueError: a power must stay under 65536 bits, got .*"),
-        ("'a' * 10**9 != 'b'", r"table.json: restriction .* got ValueError: a string may be repeated at most 10000 times, got 1000000000"),
+        ("'a' * 10**9 != 'b'", r"table.json: restriction .* got ValueError: a string or list repeated must stay under 10000 items, got 1 x 1000000000"),
+        ("'a' * 5000 * 5000 != 'b'", r"table.json: restriction .* got ValueError: a string or list repeated must stay under 10000 items, got 5000 x 5000"),
+        ("'%0999999999d' % x == ''", r"table.json: restriction .* got ValueError: % must take numbers \(string formatting is not a restriction\), got .*"),
+        ("x in [0] * 10**9", r"table.json: restriction .* got ValueError: a string or list repeated must stay under 10000 items, got 1 x 1000000000"),
+        ("round(x, -(10**9)) == 0", r"table.json: restriction .* got ValueError: round's digits must be at most 64, got -1000000000"),
+        ("x << 10**9 > 0", r"table.json: restriction .* got ValueError: a shift must be at most 65536 bits, got 1000000000"),
         ("x % 0 == 0", r"table.json: restriction 'x % 0 == 0' must evaluate for \{'x': 1\}, got ZeroDivisionError: integer modulo by zero"),
     ],
 )  # fmt: skip
@@ -223,7 +234,9 @@ def test_hostile_restrictions_are_refused_in_one_line(tmp_path, condition, messa
 def test_plain_restrictions_still_hold(tmp_path):
     """What T1 files and Kernel Tuner write: comparisons, chains, membership,
     powers and the allowed calls, over every parameter."""
-    conditions = ["1 <= x * 2 <= 6", "x in [1, 2]", "max(x, 1) ** 2 < 2 ** 8", "x % 2 == 1 or int(x / 2) == 1", "-x < 0 if x else True"]
+    conditions = ["1 <= x * 2 <= 6", "x in [1, 2]", "max(x, 1) ** 2 < 2 ** 8", "x % 2 == 1 or int(x / 2) == 1", "-x < 0 if x else True",
+                  "x in {1, 2}", "(x, 1) in [(1, 1), (2, 1)]", "x & (x - 1) == 0", "x is not None", "~x < 0 and x << 1 <= 4",
+                  "round(x / 3, 2) < 1"]  # fmt: skip
     (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {
         "TuningParameters": [{"Name": "x", "Values": "[1, 2, 3]"}], "Conditions": [{"Expression": c} for c in conditions]}}))  # fmt: skip
     (tmp_path / "table.json").write_text(json.dumps(GOOD_CACHE))
@@ -233,6 +246,19 @@ def test_plain_restrictions_still_hold(tmp_path):
         "TuningParameters": [{"Name": "x", "Values": "[1, 2, 3]"}], "Conditions": [{"Expression": "x != 2"}]}}))  # fmt: skip
     with pytest.raises(ValueError, match=r"configuration \{'x': 2\} must pass the restriction 'x != 2'"):
         load_table(tmp_path / "table.json")
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage", "BadGzipFile|error"), (b"[" * 100_000, "RecursionError"),
+     (b'{"cache": ' + b"1" * 5000 + b"}", "ValueError")],
+)  # fmt: skip
+def test_damaged_files_fail_in_one_line_naming_them(tmp_path, content, why):
+    path = tmp_path / "table.json.gz"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: must be JSON \(gzipped or not\), got ({why})") as err:
+        load_table(path)
+    assert "\n" not in str(err.value)
 
 
 def test_the_t4_command_writes_a_problem(tmp_path, capsys):

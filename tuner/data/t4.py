@@ -27,6 +27,7 @@ import gzip
 import json
 import math
 import os
+import zlib
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -202,8 +203,16 @@ def read_json(path: str | os.PathLike) -> Any:
         if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
         return json.loads(data)
-    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: must be JSON (gzipped or not), got {type(exc).__name__}: {exc}") from None
+    except (OSError, EOFError, zlib.error, ValueError, RecursionError, MemoryError) as exc:
+        # ValueError: not JSON, not UTF-8, or a number of more digits than Python reads.
+        raise ValueError(f"{path}: must be JSON (gzipped or not), got {type(exc).__name__}: {str(exc)[:200]}") from None
+
+
+def _finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        return False
 
 
 def read_t4(path: str | os.PathLike) -> list[dict]:
@@ -235,11 +244,13 @@ def read_t4(path: str | os.PathLike) -> list[dict]:
             )
         values, unread = {}, {}
         for m in measurements:
-            value = m.get("value")
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                values[m.get("name")] = float(value)
+            name, value = m.get("name"), m.get("value")
+            if not isinstance(name, str):
+                raise ValueError(f"{where}.measurements: a measurement's name must be a string, got {str(name)[:80]}")
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value):
+                values[name] = float(value)
             else:
-                unread[m.get("name")] = value
+                unread[name] = value
         status = STATUS_OF[invalidity]
         if status == "ok" and result.get("correctness", 1) == 0:
             status = "wrong_result"

@@ -126,8 +126,18 @@ def _check_space(path: Any, params: Mapping[Any, Any]) -> None:
         odd = [v for v in values if not _plain(v)]
         if odd:
             raise ValueError(f"{path}: values of {name!r} must be numbers, strings or booleans, got {odd[0]!r}")
-        if len(set(map(_hashed, values))) != len(values):
+        if len(set(values)) != len(values):  # as a dict's keys tell them apart: 1, 1.0 and True are one
             raise ValueError(f"{path}: values of {name!r} must be distinct, got {values!r}")
+
+
+def _finite(value: Any) -> bool:
+    """A number that is not a boolean, infinite, NaN or too large for a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _plain(value: Any) -> bool:
@@ -146,18 +156,20 @@ def _literal(text: str) -> list:
     return list(values)
 
 
-# What a restriction may be made of: comparisons, arithmetic and logic over
-# parameters and constants, and calls of SAFE_NAMES; lists and tuples only to
-# test membership in. Anything else (attributes, subscripts, comprehensions,
-# lambdas) is refused before it runs.
-_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd, ast.BinOp, ast.Add,
-          ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.Compare, ast.Eq, ast.NotEq, ast.Lt, ast.LtE,
-          ast.Gt, ast.GtE, ast.In, ast.NotIn, ast.IfExp, ast.Name, ast.Load, ast.Constant, ast.Call, ast.Tuple, ast.List)  # fmt: skip
-# 9**9**9 or 'a' * 10**9 would not finish: a restriction's powers and products
-# are refused, as the expression runs, beyond these sizes.
+# What a restriction may be made of: comparisons, arithmetic, bitwise and
+# logical operators over parameters and constants, and calls of SAFE_NAMES;
+# lists, tuples and sets only to test membership in. Anything else (attributes,
+# subscripts, comprehensions, lambdas) is refused before it runs.
+_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd, ast.Invert, ast.BinOp,
+          ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.BitAnd, ast.BitOr, ast.BitXor,
+          ast.LShift, ast.RShift, ast.Compare, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In, ast.NotIn,
+          ast.Is, ast.IsNot, ast.IfExp, ast.Name, ast.Load, ast.Constant, ast.Call, ast.Tuple, ast.List, ast.Set)  # fmt: skip
+MAX_EXPRESSION = 10_000  # characters of one restriction
+# 9**9**9, 1 << 10**9 or 'a' * 10**9 would not finish: a restriction's powers,
+# shifts, products, roundings and repeats are refused, as it runs, beyond these.
 MAX_EXPONENT = 64
-MAX_BITS = 1 << 16  # of a whole number made by ** or *
-MAX_REPEAT = 10_000  # times a string is repeated
+MAX_BITS = 1 << 16  # of a whole number made by **, << or *
+MAX_LENGTH = 10_000  # of a string or list made by *
 
 
 def _power(base: Any, exponent: Any) -> Any:
@@ -169,23 +181,42 @@ def _power(base: Any, exponent: Any) -> Any:
 
 
 def _times(a: Any, b: Any) -> Any:
-    if isinstance(a, str) or isinstance(b, str):
-        count = b if isinstance(a, str) else a
-        if isinstance(count, int) and count > MAX_REPEAT:
-            raise ValueError(f"a string may be repeated at most {MAX_REPEAT} times, got {count!r}")
-    elif isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > MAX_BITS:
+    sequence, count = (a, b) if isinstance(a, (str, bytes, list, tuple)) else (b, a)
+    if isinstance(sequence, (str, bytes, list, tuple)) and isinstance(count, int) and len(sequence) * count > MAX_LENGTH:
+        raise ValueError(f"a string or list repeated must stay under {MAX_LENGTH} items, got {len(sequence)} x {count!r}")
+    if isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > MAX_BITS:
         raise ValueError(f"a product must stay under {MAX_BITS} bits, got {a.bit_length()} and {b.bit_length()}-bit factors")
     return a * b
 
 
-# The guarded operators run in place of ** and * (names the checks refuse in a file's text).
-GUARDS = {"__power": _power, "__times": _times}
+def _shift(a: Any, b: Any) -> Any:
+    if isinstance(b, int) and b > MAX_BITS:
+        raise ValueError(f"a shift must be at most {MAX_BITS} bits, got {b!r}")
+    return a << b
+
+
+def _modulo(a: Any, b: Any) -> Any:
+    if isinstance(a, (str, bytes)):
+        raise ValueError(f"% must take numbers (string formatting is not a restriction), got {a!r}")
+    return a % b
+
+
+def _round(number: Any, digits: Any = None) -> Any:
+    if isinstance(digits, int) and abs(digits) > MAX_EXPONENT:
+        raise ValueError(f"round's digits must be at most {MAX_EXPONENT}, got {digits!r}")
+    return round(number) if digits is None else round(number, digits)
+
+
+# The guarded operators and calls run in place of **, *, <<, % and round
+# (under names the checks refuse in a file's text).
+GUARDS = {"__power": _power, "__times": _times, "__shift": _shift, "__modulo": _modulo, "round": _round}
+_GUARDED_OPS = {ast.Pow: "__power", ast.Mult: "__times", ast.LShift: "__shift", ast.Mod: "__modulo"}
 
 
 class _Guarded(ast.NodeTransformer):
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
-        guard = {ast.Pow: "__power", ast.Mult: "__times"}.get(type(node.op))
+        guard = _GUARDED_OPS.get(type(node.op))
         if guard is None:
             return node
         return ast.copy_location(ast.Call(ast.Name(guard, ast.Load()), [node.left, node.right], []), node)
@@ -198,31 +229,43 @@ def _compile(expression: Any, where: Any) -> Any:
     internals nor build huge numbers or strings (``GUARDS``)."""
     if not isinstance(expression, str):
         raise ValueError(f"{where}: a restriction must be a Python expression (a string), got {expression!r}")
+    if len(expression) > MAX_EXPRESSION:
+        raise ValueError(f"{where}: a restriction must be at most {MAX_EXPRESSION} characters, got {len(expression)}")
     try:
         tree = ast.parse(expression, mode="eval")
+        why = _unsafe(tree)
+        if why:
+            raise ValueError(f"{where}: a restriction must be plain arithmetic over parameters, got {expression!r} ({why})")
+        return compile(ast.fix_missing_locations(_Guarded().visit(tree)), str(where), "eval")
     except SyntaxError as exc:
         raise ValueError(f"{where}: a restriction must be a Python expression, got {expression!r} ({exc.msg})") from None
-    why = _unsafe(tree)
-    if why:
-        raise ValueError(f"{where}: a restriction must be plain arithmetic over parameters, got {expression!r} ({why})")
-    return compile(ast.fix_missing_locations(_Guarded().visit(tree)), str(where), "eval")
+    except (RecursionError, MemoryError):
+        raise ValueError(f"{where}: a restriction must be plain arithmetic over parameters, got one nested too deep "
+                         f"({expression[:60]!r}...)") from None  # fmt: skip
 
 
 def _unsafe(tree: ast.AST) -> str | None:
     """Why a parsed restriction is refused, or None."""
-    members = {id(node.comparators[i]) for node in ast.walk(tree) if isinstance(node, ast.Compare)
-               for i, op in enumerate(node.ops) if isinstance(op, (ast.In, ast.NotIn))}  # fmt: skip
+    members = set()  # either side of 'in' (a literal list, tuple or set, or a tuple of values) and what is inside it
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for i, op in enumerate(node.ops):
+                if isinstance(op, (ast.In, ast.NotIn)):
+                    members |= {id(inner) for side in operands[i : i + 2] for inner in ast.walk(side)}
     for node in ast.walk(tree):
         if not isinstance(node, _NODES):
             return f"{type(node).__name__} is not allowed"
         if isinstance(node, ast.Name) and "__" in node.id:
             return f"name {node.id!r} is not allowed"
+        if isinstance(node, ast.Constant) and not _plain(node.value):
+            return f"constant {node.value!r} is not allowed"
         if isinstance(node, ast.Call) and (
             not isinstance(node.func, ast.Name) or node.func.id not in SAFE_NAMES or node.keywords
         ):
             return f"only {sorted(SAFE_NAMES)} may be called"
-        if isinstance(node, (ast.Tuple, ast.List)) and id(node) not in members:
-            return "a list or tuple may only follow 'in'"
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and id(node) not in members:
+            return "a list, tuple or set may only stand beside 'in'"
     return None
 
 
@@ -268,8 +311,7 @@ def read_kernel_tuner_cache(path: str | os.PathLike, t1: str | os.PathLike | Non
                 raise ValueError(f"{path}: cache entry {text!r} {objective} must be a number or one of "
                                  f"{[*KT_FAILED, KT_INVALID]}, got {value!r}")  # fmt: skip
             table.entries[tuple(record[p] for p in params)] = (KT_FAILED[value], None)
-        elif (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-              and (value > 0 or not minimise)):  # fmt: skip
+        elif _finite(value) and (value > 0 or not minimise):
             table.entries[tuple(record[p] for p in params)] = ("ok", rate(float(value), minimise))
         else:
             raise ValueError(f"{path}: cache entry {text!r} {objective} must be a positive finite number, got {value!r}")
@@ -314,10 +356,10 @@ def read_t4_table(
             raise ValueError(f"{path}: results[{index}].configuration {odd[0]} must be a number, a string or a boolean, "
                              f"got {r['configuration'][odd[0]]!r}")  # fmt: skip
     # A parameter a result leaves out (our writer leaves out empty ones) is None there.
-    values: dict[str, dict] = {n: {} for n in names}
+    values: dict[str, dict] = {n: {} for n in names}  # as the entries' keys tell values apart
     for r in results:
         for n in names:
-            values[n].setdefault(_hashed(r["configuration"].get(n)), r["configuration"].get(n))
+            values[n].setdefault(r["configuration"].get(n), r["configuration"].get(n))
     params = {n: sorted(v.values(), key=lambda x: (x is None, isinstance(x, str), x)) for n, v in values.items()}
     table = SpaceTable(name or _label(path), params, objective=objective, minimise=minimise)
     for index, r in enumerate(results):
@@ -463,8 +505,17 @@ def table_rows(table: SpaceTable) -> pd.DataFrame:
     """The table as results rows (its parameters, ``status`` and the rate as
     ``bandwidth_gbs``), for what replays a results table
     (``tuner.search.replay``)."""
+    from tuner.data.results import COLUMNS, PARAM_COLUMNS
+
+    clash = sorted(set(table.params) & (set(COLUMNS) - set(PARAM_COLUMNS)))
+    if clash:
+        raise ValueError(f"{table.name}: a replayed table's parameters must not be named as results columns, got {clash}")
+    gaps = next((table.config(key) for key in table.entries if None in key), None)
+    if gaps is not None:
+        raise ValueError(f"{table.name}: a replayed table's configurations must give every parameter a value, got {gaps}")
     measure = table_measure(table)
-    return pd.DataFrame([table.config(key) | measure(table.config(key)) for key in table.entries])
+    rows = pd.DataFrame([table.config(key) | measure(table.config(key)) for key in table.entries])
+    return rows.astype({name: object for name in table.params})  # values as the file gives them, not as floats
 
 
 def table_key(table: SpaceTable, cfg: Mapping) -> str:
