@@ -223,3 +223,12 @@ def test_budgets_are_fractions_and_evaluations_within_the_space(case):
     assert both.of(case) == [38, 50]  # 1000 evaluations exceed the 768 configurations
     assert both.labels(case, 38) == ["5.0%"] and both.labels(case, 50) == ["50 evaluations"]
     assert search.Budgets().of(case) == [19, 38, 77]
+
+
+def test_the_default_strategies_leave_out_kernel_tuners_where_it_is_not_installed(tmp_path, monkeypatch):
+    ran = {}
+    monkeypatch.setattr(search, "_imports", lambda module: module != "kernel_tuner")
+    monkeypatch.setattr(search, "benchmark", lambda names, seeds, strategies, *a, **k: ran.setdefault("strategies", strategies) and [])
+    assert search.main(["--tables", "reduce_space_offset11", "--seeds", "1", "--out", str(tmp_path)]) == 0
+    assert "random" in ran["strategies"] and "ordinal_global" in ran["strategies"]
+    assert not set(ran["strategies"]) & set(search.KT_STRATEGIES)
