@@ -271,3 +271,28 @@ def test_the_t4_command_writes_a_problem(tmp_path, capsys):
     assert cli_main(["t4", str(H200), "--problem", PROBLEM.key, "--out", str(tmp_path)]) == 2
     assert f"config error: t4: --out must name the file to write, got '{tmp_path}', a folder" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h200.json"]  # nothing half-written beside it
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ("[2**i for i in range(0, 6)]", [1, 2, 4, 8, 16, 32]),
+        ("[16 * i for i in range(1, 5)]", [16, 32, 48, 64]),
+        ("[i for i in range(10) if i % 4 == 0]", [0, 4, 8]),
+        ("[i for i in range(10**9)]", "a range must hold at most 100000 values, got 1000000000"),
+        ("[2**i for i in range(0, 100)]", "an exponent must be at most 64, got 65"),
+        ("[x.__class__ for x in range(3)]", r"comprehension over range\(\), got .* \(Attribute is not allowed\)"),
+        ("[y for i in range(3)]", r"\(name 'y' is not one of its loop's variables\)"),
+        ("[i for i in range(3) for j in range(3)]", r"must be a list or a list comprehension over range\(\), got"),
+        ("[1 / i for i in range(2)]", "must evaluate, got ZeroDivisionError"),
+    ],
+)  # fmt: skip
+def test_t1_values_may_be_a_comprehension_over_range(tmp_path, values, expected):
+    """T1 files write powers of two as comprehensions; read like restrictions, never run beyond that."""
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {"TuningParameters": [{"Name": "x", "Values": values}]}}))
+    if isinstance(expected, list):
+        assert read_t1(tmp_path / "T1.json") == ({"x": expected}, [])
+    else:
+        with pytest.raises(ValueError, match=expected) as err:
+            read_t1(tmp_path / "T1.json")
+        assert "\n" not in str(err.value) and str(err.value).startswith(f"{tmp_path / 'T1.json'}: ")

@@ -150,10 +150,64 @@ def _hashed(value: Any) -> tuple:
 
 
 def _literal(text: str) -> list:
-    values = ast.literal_eval(text)
+    """A T1 parameter's values: a list literal, or a list comprehension over
+    ``range`` such as ``[2**i for i in range(0, 6)]`` (as T1 files write powers
+    of two), checked and guarded as a restriction is."""
+    if len(text) > MAX_EXPRESSION:
+        raise ValueError(f"Values must be at most {MAX_EXPRESSION} characters, got {len(text)}")
+    try:
+        values = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        values = _comprehension(text)
     if not isinstance(values, (list, tuple)):
         raise ValueError(f"Values must be a list, got {text!r}")
     return list(values)
+
+
+MAX_RANGE = 100_000  # values a T1 comprehension may range over
+
+
+def _range(*bounds: Any) -> range:
+    span = range(*bounds)
+    if len(span) > MAX_RANGE:
+        raise ValueError(f"a range must hold at most {MAX_RANGE} values, got {len(span)}")
+    return span
+
+
+def _comprehension(text: str) -> list:
+    """``[expression for name in range(...) (if condition)]``, one loop: nothing else."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"Values must be a list, got {text!r} ({exc.msg})") from None
+    body = tree.body
+    if not (isinstance(body, ast.ListComp) and len(body.generators) == 1 and all(
+            isinstance(g.target, ast.Name) and isinstance(g.iter, ast.Call) and isinstance(g.iter.func, ast.Name)
+            and g.iter.func.id == "range" and not g.is_async for g in body.generators)):  # fmt: skip
+        raise ValueError(f"Values must be a list or a list comprehension over range(), got {text!r}")
+    loops = {g.target.id for g in body.generators}
+    callable_names = set(SAFE_NAMES) | {"range"}
+    for node in ast.walk(body):
+        why = None
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) or not isinstance(
+            node, (*_NODES, ast.ListComp, ast.comprehension, ast.Store)
+        ):
+            why = f"{type(node).__name__} is not allowed"
+        elif isinstance(node, ast.Constant) and not _plain(node.value):
+            why = f"constant {node.value!r} is not allowed"
+        elif isinstance(node, ast.Call) and (
+            not isinstance(node.func, ast.Name) or node.func.id not in callable_names or node.keywords
+        ):
+            why = f"only {sorted(callable_names)} may be called"
+        elif isinstance(node, ast.Name) and node.id not in loops | callable_names:
+            why = f"name {node.id!r} is not one of its loop's variables"
+        if why:
+            raise ValueError(f"Values must be a list or a list comprehension over range(), got {text!r} ({why})")
+    code = compile(ast.fix_missing_locations(_Guarded().visit(tree)), "<T1 values>", "eval")
+    try:
+        return eval(code, {"__builtins__": {}, **SAFE_NAMES, **GUARDS, "range": _range})  # noqa: S307 - checked above
+    except Exception as exc:  # noqa: BLE001 - whatever the expression raises, said in one line
+        raise ValueError(f"Values {text!r} must evaluate, got {type(exc).__name__}: {exc}") from None
 
 
 # What a restriction may be made of: comparisons, arithmetic, bitwise and
