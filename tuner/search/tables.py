@@ -144,11 +144,6 @@ def _plain(value: Any) -> bool:
     return value is None or isinstance(value, (bool, int, str)) or (isinstance(value, float) and math.isfinite(value))
 
 
-def _hashed(value: Any) -> tuple:
-    # 1, 1.0 and True are one dict key; told apart here as the study tells them apart.
-    return (type(value).__name__, value)
-
-
 def _literal(text: str) -> list:
     """A T1 parameter's values: a list literal, or a list comprehension over
     ``range`` such as ``[2**i for i in range(0, 6)]`` (as T1 files write powers
@@ -345,15 +340,15 @@ def read_kernel_tuner_cache(path: str | os.PathLike, t1: str | os.PathLike | Non
         raise ValueError(f"{path}: objective must name the measured quantity, got {objective!r}")
     minimise = not document.get("objective_higher_is_better", False)
     table = SpaceTable(name or _label(path), params, objective=objective, minimise=minimise,
-                       problem_size=_problem_size(path, document.get("problem_size")))  # fmt: skip
-    allowed = {n: set(map(_hashed, values)) for n, values in params.items()}
+                       problem_size=_problem_size(document.get("problem_size")))  # fmt: skip
+    allowed = {n: set(values) for n, values in params.items()}  # as the entries' keys compare: 1 == 1.0
     for text, record in document["cache"].items():
         if not isinstance(record, dict):
             raise ValueError(f"{path}: cache entry {text!r} must be an object, got {type(record).__name__}")
         missing = [p for p in params if p not in record]
         if missing:
             raise ValueError(f"{path}: cache entry {text!r} must give every parameter, missing {missing}")
-        outside = [p for p in params if not _plain(record[p]) or _hashed(record[p]) not in allowed[p]]
+        outside = [p for p in params if not _plain(record[p]) or record[p] not in allowed[p]]
         if outside:
             p = outside[0]
             raise ValueError(f"{path}: cache entry {text!r} {p} must be one of tune_params {params[p]}, got {record[p]!r}")
@@ -372,11 +367,12 @@ def read_kernel_tuner_cache(path: str | os.PathLike, t1: str | os.PathLike | Non
     return _with_t1(table, path, t1)
 
 
-def _problem_size(path: Any, size: Any) -> tuple[int, ...]:
-    """Kernel Tuner writes a problem size as a number or a list of them."""
+def _problem_size(size: Any) -> tuple[int, ...]:
+    """Kernel Tuner writes a problem size as a number or a list of them; it
+    only labels the table, so any other form is left out rather than refused."""
     sizes = size if isinstance(size, list) else [] if size is None else [size]
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in sizes):
-        raise ValueError(f"{path}: problem_size must be a whole number or a list of them, got {size!r}")
+        return ()
     return tuple(sizes)
 
 
