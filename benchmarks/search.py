@@ -145,10 +145,16 @@ def strategies_unfit(strategies: list[str]) -> str | None:
     if unknown:
         return f"must be of {list(KNOWN)}, got {unknown}"
     for name in strategies:
-        missing = missing_modules(name) if name in OURS else ["kernel_tuner"] if name in KT_STRATEGIES and not _imports("kernel_tuner") else []
-        if missing:
-            return f"{name} needs {missing}, which do not import here"
+        if needs(name):
+            return f"{name} needs {needs(name)}, which do not import here"
     return None
+
+
+def needs(name: str) -> list[str]:
+    """The packages strategy ``name`` needs that do not import here."""
+    if name in KT_STRATEGIES:
+        return [] if _imports("kernel_tuner") else ["kernel_tuner"]
+    return missing_modules(name) if name in OURS else []
 
 
 def _imports(module: str) -> bool:
@@ -176,8 +182,8 @@ def merged_rows(path: str) -> list[dict]:
 
 
 def installed(names: tuple[str, ...]) -> list[str]:
-    """The strategies of ``names`` whose optional packages (the GP sampler's PyTorch) are installed."""
-    return [name for name in names if not missing_modules(name)]
+    """The strategies of ``names`` whose optional packages (the GP sampler's PyTorch, Kernel Tuner) are installed."""
+    return [name for name in names if not needs(name)]
 
 
 def chunk_size(tasks: int, jobs: int | None) -> int:
@@ -511,8 +517,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--jobs must be >= 1, got {args.jobs}")
     if any(not 0 < f <= 1 for f in args.fractions) or not (args.fractions or args.fixed):
         parser.error(f"--fractions must be in (0, 1] and some budget given, got {args.fractions} and --fixed {args.fixed}")
-    kernel_tuner = list(KT_STRATEGIES) if _imports("kernel_tuner") else []
-    strategies = args.strategies if args.strategies is not None else ["random", *installed(OURS), *kernel_tuner]
+    strategies = args.strategies if args.strategies is not None else ["random", *installed((*OURS, *KT_STRATEGIES))]
     why = strategies_unfit(strategies)
     if why:
         parser.error(f"--strategies {why}")

@@ -208,24 +208,28 @@ def read_json(path: str | os.PathLike) -> Any:
         raise ValueError(f"{path}: must be JSON (gzipped or not), got {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
-def _finite(value: int | float) -> bool:
+def finite_number(value: Any) -> bool:
+    """A number (not a boolean) that is neither infinite, NaN nor too large for a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
     try:
         return math.isfinite(value)
     except OverflowError:  # an integer too large for a float
         return False
 
 
-def read_t4(path: str | os.PathLike) -> list[dict]:
+def read_t4(path: str | os.PathLike, document: Any = None) -> list[dict]:
     """A T4 results file's results as ``{"configuration", "status", "values",
     "unread", "error"}`` dicts: our status from its ``invalidity``, ``values`` its
     numeric measurements by name (none for a failed result), ``unread`` those
-    whose value is not a finite number, as written.
+    whose value is not a finite number, as written. ``document``: the file
+    already read (``read_json``), so that it is parsed once.
 
     Raises:
         ValueError: the file breaks the rules a replay needs (one line naming
             the file, the rule and the value).
     """
-    document = read_json(path)
+    document = read_json(path) if document is None else document
     if not isinstance(document, dict) or not isinstance(document.get("results"), list):
         got = sorted(document) if isinstance(document, dict) else type(document).__name__
         raise ValueError(f"{path}: a T4 file must hold a 'results' list, got {got}")
@@ -247,7 +251,7 @@ def read_t4(path: str | os.PathLike) -> list[dict]:
             name, value = m.get("name"), m.get("value")
             if not isinstance(name, str):
                 raise ValueError(f"{where}.measurements: a measurement's name must be a string, got {str(name)[:80]}")
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value):
+            if finite_number(value):
                 values[name] = float(value)
             else:
                 unread[name] = value
@@ -259,9 +263,10 @@ def read_t4(path: str | os.PathLike) -> list[dict]:
     return out
 
 
-def t4_metadata(path: str | os.PathLike) -> dict:
-    """A T4 file's ``metadata`` object (empty where it has none)."""
-    document = read_json(path)
+def t4_metadata(path: str | os.PathLike, document: Any = None) -> dict:
+    """A T4 file's ``metadata`` object (empty where it has none); ``document``
+    as ``read_t4`` takes it."""
+    document = read_json(path) if document is None else document
     metadata = document.get("metadata") if isinstance(document, dict) else None
     return metadata if isinstance(metadata, dict) else {}
 

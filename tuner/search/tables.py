@@ -25,12 +25,12 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 import pandas as pd
 
-from tuner.data.results import config_key
-from tuner.data.t4 import read_json, read_t4, t4_metadata
+from tuner.data.results import COLUMNS, PARAM_COLUMNS, config_key
+from tuner.data.t4 import finite_number, read_json, read_t4, t4_metadata
 from tuner.families.base import Family, Param, Problem
 
 DTYPE = "table"  # a replay table's problem has no element type of ours
@@ -130,16 +130,6 @@ def _check_space(path: Any, params: Mapping[Any, Any]) -> None:
             raise ValueError(f"{path}: values of {name!r} must be distinct, got {values!r}")
 
 
-def _finite(value: Any) -> bool:
-    """A number that is not a boolean, infinite, NaN or too large for a float."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
-
-
 def _plain(value: Any) -> bool:
     return value is None or isinstance(value, (bool, int, str)) or (isinstance(value, float) and math.isfinite(value))
 
@@ -181,23 +171,13 @@ def _comprehension(text: str) -> list:
             and g.iter.func.id == "range" and not g.is_async for g in body.generators)):  # fmt: skip
         raise ValueError(f"Values must be a list or a list comprehension over range(), got {text!r}")
     loops = {g.target.id for g in body.generators}
-    callable_names = set(SAFE_NAMES) | {"range"}
-    for node in ast.walk(body):
-        why = None
-        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) or not isinstance(
-            node, (*_NODES, ast.ListComp, ast.comprehension, ast.Store)
-        ):
-            why = f"{type(node).__name__} is not allowed"
-        elif isinstance(node, ast.Constant) and not _plain(node.value):
-            why = f"constant {node.value!r} is not allowed"
-        elif isinstance(node, ast.Call) and (
-            not isinstance(node.func, ast.Name) or node.func.id not in callable_names or node.keywords
-        ):
-            why = f"only {sorted(callable_names)} may be called"
-        elif isinstance(node, ast.Name) and node.id not in loops | callable_names:
-            why = f"name {node.id!r} is not one of its loop's variables"
-        if why:
-            raise ValueError(f"Values must be a list or a list comprehension over range(), got {text!r} ({why})")
+    why = _unsafe(tree, calls={*SAFE_NAMES, "range"}, also=(ast.ListComp, ast.comprehension, ast.Store))
+    unknown = next(
+        (node.id for node in ast.walk(body) if isinstance(node, ast.Name) and node.id not in {*loops, *SAFE_NAMES, "range"}), None
+    )
+    why = why or (f"name {unknown!r} is not one of its loop's variables" if unknown else None)
+    if why:
+        raise ValueError(f"Values must be a list or a list comprehension over range(), got {text!r} ({why})")
     code = compile(ast.fix_missing_locations(_Guarded().visit(tree)), "<T1 values>", "eval")
     try:
         return eval(code, {"__builtins__": {}, **SAFE_NAMES, **GUARDS, "range": _range})  # noqa: S307 - checked above
@@ -293,8 +273,10 @@ def _compile(expression: Any, where: Any) -> Any:
                          f"({expression[:60]!r}...)") from None  # fmt: skip
 
 
-def _unsafe(tree: ast.AST) -> str | None:
-    """Why a parsed restriction is refused, or None."""
+def _unsafe(tree: ast.AST, calls: Collection[str] = frozenset(SAFE_NAMES), also: tuple = ()) -> str | None:
+    """Why a parsed restriction is refused, or None; ``calls``: the names it
+    may call, ``also``: node types allowed beside ``_NODES`` (a T1 value
+    list's comprehension)."""
     members = set()  # either side of 'in' (a literal list, tuple or set, or a tuple of values) and what is inside it
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
@@ -303,29 +285,29 @@ def _unsafe(tree: ast.AST) -> str | None:
                 if isinstance(op, (ast.In, ast.NotIn)):
                     members |= {id(inner) for side in operands[i : i + 2] for inner in ast.walk(side)}
     for node in ast.walk(tree):
-        if not isinstance(node, _NODES):
+        if not isinstance(node, (*_NODES, *also)):
             return f"{type(node).__name__} is not allowed"
         if isinstance(node, ast.Name) and "__" in node.id:
             return f"name {node.id!r} is not allowed"
         if isinstance(node, ast.Constant) and not _plain(node.value):
             return f"constant {node.value!r} is not allowed"
-        if isinstance(node, ast.Call) and (
-            not isinstance(node.func, ast.Name) or node.func.id not in SAFE_NAMES or node.keywords
-        ):
-            return f"only {sorted(SAFE_NAMES)} may be called"
+        if isinstance(node, ast.Call) and (not isinstance(node.func, ast.Name) or node.func.id not in calls or node.keywords):
+            return f"only {sorted(calls)} may be called"
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and id(node) not in members:
             return "a list, tuple or set may only stand beside 'in'"
     return None
 
 
-def read_kernel_tuner_cache(path: str | os.PathLike, t1: str | os.PathLike | None = None, name: str = "") -> SpaceTable:
+def read_kernel_tuner_cache(
+    path: str | os.PathLike, t1: str | os.PathLike | None = None, name: str = "", document: Any = None
+) -> SpaceTable:
     """A Kernel Tuner cache file (gzipped or not) as a ``SpaceTable``.
 
     Raises:
         ValueError: the file breaks the rules a replay needs (one line naming
             the file, the rule and the value).
     """
-    document = read_json(path)
+    document = read_json(path) if document is None else document  # read once where load_table did
     if not isinstance(document, dict) or not isinstance(document.get("cache"), dict) or "tune_params" not in document:
         got = sorted(document) if isinstance(document, dict) else type(document).__name__
         raise ValueError(f"{path}: a Kernel Tuner cache must hold 'tune_params' and a 'cache' object, got {got}")
@@ -360,7 +342,7 @@ def read_kernel_tuner_cache(path: str | os.PathLike, t1: str | os.PathLike | Non
                 raise ValueError(f"{path}: cache entry {text!r} {objective} must be a number or one of "
                                  f"{[*KT_FAILED, KT_INVALID]}, got {value!r}")  # fmt: skip
             table.entries[tuple(record[p] for p in params)] = (KT_FAILED[value], None)
-        elif _finite(value) and (value > 0 or not minimise):
+        elif finite_number(value) and (value > 0 or not minimise):
             table.entries[tuple(record[p] for p in params)] = ("ok", rate(float(value), minimise))
         else:
             raise ValueError(f"{path}: cache entry {text!r} {objective} must be a positive finite number, got {value!r}")
@@ -377,7 +359,11 @@ def _problem_size(size: Any) -> tuple[int, ...]:
 
 
 def read_t4_table(
-    path: str | os.PathLike, t1: str | os.PathLike | None = None, name: str = "", objective: str | None = None
+    path: str | os.PathLike,
+    t1: str | os.PathLike | None = None,
+    name: str = "",
+    objective: str | None = None,
+    document: Any = None,
 ) -> SpaceTable:
     """A T4 results file as a ``SpaceTable``, ranked by ``objective`` (default:
     the one our metadata names, else the results' first objective, else
@@ -389,15 +375,17 @@ def read_t4_table(
     Raises:
         ValueError: the file breaks the rules a replay needs (one line naming it).
     """
-    results = read_t4(path)
-    meta = t4_metadata(path).get("tuner")
+    document = read_json(path) if document is None else document
+    results = read_t4(path, document)
+    meta = t4_metadata(path, document).get("tuner")
     meta = meta if isinstance(meta, dict) else {}
     directions = meta.get("objectives") if isinstance(meta.get("objectives"), dict) else {}
     if objective is None:
         ranked_by = meta.get("ranked_by")
-        objective = ranked_by if isinstance(ranked_by, str) else next(iter(_first_objectives(path)), "time")
+        objective = ranked_by if isinstance(ranked_by, str) else next(iter(_first_objectives(document)), "time")
     minimise = directions.get(objective, "min" if objective.startswith("time") else "max") == "min"
-    order = [n for n in meta.get("parameters") or [] if isinstance(n, str)] if isinstance(meta.get("parameters"), list) else []
+    listed = meta.get("parameters")
+    order = [n for n in listed if isinstance(n, str)] if isinstance(listed, list) else []
     names = list(dict.fromkeys(order) or dict.fromkeys(k for r in results for k in r["configuration"]))
     names = [n for n in names if any(n in r["configuration"] for r in results)]
     for index, r in enumerate(results):
@@ -406,11 +394,11 @@ def read_t4_table(
             raise ValueError(f"{path}: results[{index}].configuration {odd[0]} must be a number, a string or a boolean, "
                              f"got {r['configuration'][odd[0]]!r}")  # fmt: skip
     # A parameter a result leaves out (our writer leaves out empty ones) is None there.
-    values: dict[str, dict] = {n: {} for n in names}  # as the entries' keys tell values apart
+    values: dict[str, set] = {n: set() for n in names}  # as the entries' keys tell values apart
     for r in results:
         for n in names:
-            values[n].setdefault(r["configuration"].get(n), r["configuration"].get(n))
-    params = {n: sorted(v.values(), key=lambda x: (x is None, isinstance(x, str), x)) for n, v in values.items()}
+            values[n].add(r["configuration"].get(n))
+    params = {n: sorted(v, key=lambda x: (x is None, isinstance(x, str), x)) for n, v in values.items()}
     table = SpaceTable(name or _label(path), params, objective=objective, minimise=minimise)
     for index, r in enumerate(results):
         key = tuple(r["configuration"].get(n) for n in names)
@@ -427,8 +415,7 @@ def read_t4_table(
     return _with_t1(table, path, t1)
 
 
-def _first_objectives(path: str | os.PathLike) -> list[str]:
-    document = read_json(path)
+def _first_objectives(document: Mapping) -> list[str]:
     for result in document.get("results", [])[:1]:
         objectives = result.get("objectives")
         return [o for o in objectives if isinstance(o, str)] if isinstance(objectives, list) else []
@@ -444,9 +431,9 @@ def load_table(path: str | os.PathLike, t1: str | os.PathLike | None = None, nam
         t1 = path.parent / "T1.json"
     document = read_json(path)
     if isinstance(document, dict) and "cache" in document:
-        return read_kernel_tuner_cache(path, t1, name)
+        return read_kernel_tuner_cache(path, t1, name, document=document)
     if isinstance(document, dict) and "results" in document:
-        return read_t4_table(path, t1, name)
+        return read_t4_table(path, t1, name, document=document)
     got = sorted(document) if isinstance(document, dict) else type(document).__name__
     raise ValueError(f"{path}: a replay table must be a Kernel Tuner cache ('cache') or a T4 file ('results'), got {got}")
 
@@ -555,8 +542,6 @@ def table_rows(table: SpaceTable) -> pd.DataFrame:
     """The table as results rows (its parameters, ``status`` and the rate as
     ``bandwidth_gbs``), for what replays a results table
     (``tuner.search.replay``)."""
-    from tuner.data.results import COLUMNS, PARAM_COLUMNS
-
     clash = sorted(set(table.params) & (set(COLUMNS) - set(PARAM_COLUMNS)))
     if clash:
         raise ValueError(f"{table.name}: a replayed table's parameters must not be named as results columns, got {clash}")
