@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
+import random
 import re
 from pathlib import Path
 
@@ -18,10 +20,18 @@ from tuner.cli import main as cli_main
 from tuner.data import t4
 from tuner.data.results import read
 from tuner.families import REGISTRY
-from tuner.families.base import Problem
+from tuner.families.base import MAX_ENUMERATED, Problem
 from tuner.search.replay import _quiet_optuna
 from tuner.search.study import run_study
-from tuner.search.tables import load_table, read_kernel_tuner_cache, read_t1, table_family, table_measure, table_problem
+from tuner.search.tables import (
+    load_table,
+    read_kernel_tuner_cache,
+    read_t1,
+    restriction_check,
+    table_family,
+    table_measure,
+    table_problem,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 H200 = REPO / "results" / "reference" / "nvidia-h200" / "measurements.parquet"
@@ -132,6 +142,57 @@ def test_the_hub_cache_and_its_t4_are_the_same_table():
     absent = {"block_size_x": 256, "block_size_y": 16, "tile_size_x": 1, "tile_size_y": 1, "read_only": 0, "use_padding": 0,
               "use_shmem": 0, "use_cmem": 1, "filter_height": 15, "filter_width": 15}  # fmt: skip
     assert family.violations(absent, problem) and table_measure(cache)(absent)["status"] == "launch_error"
+
+
+# A space shaped as the hub's hotspot T1 writes it: block widths as a sum of a
+# list and a range, tiles as comprehensions, and restrictions that leave a small
+# part of a product past the listing limit (37 x 6 x 10^4 x 2 = 4.4 million).
+HOTSPOT_LIKE = {
+    "block_size_x": "[1, 2, 4, 8, 16] + list(range(32, 1024+1, 32))",
+    "block_size_y": "[2**i for i in range(0, 6)]",
+    "tile_size_x": "[i for i in range(1, 11)]",
+    "tile_size_y": "[i for i in range(1, 11)]",
+    "temporal_tiling_factor": "[i for i in range(1, 11)]",
+    "loop_unroll_factor_t": "[i for i in range(1, 10+1)]",
+    "sh_power": "[0, 1]",
+}
+HOTSPOT_RULES = ["block_size_x*block_size_y>= 32", "temporal_tiling_factor % loop_unroll_factor_t == 0",
+                 "block_size_x*block_size_y <= 1024",
+                 "(block_size_x*tile_size_x + temporal_tiling_factor * 2) * (block_size_y*tile_size_y + "
+                 "temporal_tiling_factor * 2) * (2+sh_power) * 4 <= 49152"]  # fmt: skip
+
+
+def test_a_table_past_the_listing_limit_is_listed_from_its_configurations(tmp_path):
+    """A study on a table whose product of values is too large to list still
+    draws only the table's configurations (before, it searched the product and
+    found almost none of them)."""
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {
+        "TuningParameters": [{"Name": n, "Type": "int", "Values": v} for n, v in HOTSPOT_LIKE.items()],
+        "Conditions": [{"Expression": e, "Parameters": []} for e in HOTSPOT_RULES]}}))  # fmt: skip
+    params, restrictions = read_t1(tmp_path / "T1.json")
+    assert len(params["block_size_x"]) == 37 and params["block_size_y"] == [1, 2, 4, 8, 16, 32]
+    names, allowed = list(params), restriction_check(restrictions)
+    rng = random.Random(5)
+    cache = {}
+    while len(cache) < 300:
+        cfg = {n: rng.choice(v) for n, v in params.items()}
+        if allowed(cfg) is None:
+            time = 1.0 + abs(cfg["block_size_x"] * cfg["block_size_y"] - 256) / 64 + cfg["temporal_tiling_factor"] / 7
+            cache[",".join(str(cfg[n]) for n in names)] = cfg | {"time": time}
+    path = tmp_path / "hot.json"
+    path.write_text(json.dumps({"tune_params": params, "objective": "time", "cache": cache}))
+    table = load_table(path)  # checked against the T1 beside it
+    family, problem = table_family(table), table_problem(table)
+    assert math.prod(len(values) for values in params.values()) > MAX_ENUMERATED
+    listed = family.listed_space(problem, table.params)
+    assert listed is not None and len(listed) == 300
+    in_product_order = sorted(listed, key=lambda cfg: [params[n].index(cfg[n]) for n in names])
+    assert listed == in_product_order  # as a family lists its space
+    with _quiet_optuna():
+        outcome = run_study(family=family, problem=problem, domains=table.params, storage=None, study_name="hot",
+                            measure=table_measure(table), budget_trials=60, timeout_s=None, sampler="ordinal_global",
+                            seed=1)  # fmt: skip
+    assert len(outcome.rows) == 60 and all(row["status"] == "ok" for row in outcome.rows)
 
 
 def _cache(tmp_path: Path, cache: dict, **header) -> Path:
@@ -291,14 +352,26 @@ def test_the_t4_command_writes_a_problem(tmp_path, capsys):
         ("[i for i in range(10) if i % 4 == 0]", [0, 4, 8]),
         ("[i for i in range(10**9)]", "a range must hold at most 100000 values, got 1000000000"),
         ("[2**i for i in range(0, 100)]", "an exponent must be at most 64, got 65"),
-        ("[x.__class__ for x in range(3)]", r"comprehension over range\(\), got .* \(Attribute is not allowed\)"),
+        ("[x.__class__ for x in range(3)]", r"or a sum of these, got .* \(Attribute is not allowed\)"),
         ("[y for i in range(3)]", r"\(name 'y' is not one of its loop's variables\)"),
-        ("[i for i in range(3) for j in range(3)]", r"must be a list or a list comprehension over range\(\), got"),
+        ("[i for i in range(3) for j in range(3)]", r"\(a comprehension must have one loop over range\(\)\)"),
         ("[1 / i for i in range(2)]", "must evaluate, got ZeroDivisionError"),
+        # As the hub's hotspot space writes its block widths: a list and a range, summed.
+        ("[1, 2, 4, 8, 16] + list(range(32, 1024+1, 32))", [1, 2, 4, 8, 16, *range(32, 1025, 32)]),
+        ("list(range(1, 4)) + [2**4] + [i * 10 for i in range(2, 4)]", [1, 2, 3, 16, 20, 30]),
+        ("range(3)", [0, 1, 2]),
+        ("list(range(60000)) + list(range(60000, 120000))", "must hold at most 100000 values, got 120000 or more"),
+        ("[1] + open('T1.json')", r"\(Call is not one of these\)"),
+        ("[1] + list([2])", r"\(list\(\) must take one range\(\)\)"),
+        ("[1] * 3", r"\(BinOp is not one of these\)"),
+        ("[2] + [x]", r"\(name 'x' is not allowed\)"),
+        ("['a' * 10000 for i in range(100000)]", r"\(a comprehension must build numbers\)"),
+        ("[1, 2] + [2]", r"values of 'x' must be distinct, got \[1, 2, 2\]"),
     ],
 )  # fmt: skip
-def test_t1_values_may_be_a_comprehension_over_range(tmp_path, values, expected):
-    """T1 files write powers of two as comprehensions; read like restrictions, never run beyond that."""
+def test_t1_values_may_be_comprehensions_ranges_and_sums(tmp_path, values, expected):
+    """T1 files write powers of two as comprehensions and block widths as sums of lists and ranges;
+    read like restrictions, never run beyond that."""
     (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {"TuningParameters": [{"Name": "x", "Values": values}]}}))
     if isinstance(expected, list):
         assert read_t1(tmp_path / "T1.json") == ({"x": expected}, [])

@@ -25,7 +25,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Collection, Mapping
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import pandas as pd
 
@@ -135,21 +135,24 @@ def _plain(value: Any) -> bool:
 
 
 def _literal(text: str) -> list:
-    """A T1 parameter's values: a list literal, or a list comprehension over
-    ``range`` such as ``[2**i for i in range(0, 6)]`` (as T1 files write powers
-    of two), checked and guarded as a restriction is."""
+    """A T1 parameter's values: a list literal, a list comprehension over
+    ``range`` (``[2**i for i in range(0, 6)]``, as T1 files write powers of
+    two), ``range(...)`` or ``list(range(...))``, or a sum of these
+    (``[1, 2, 4, 8, 16] + list(range(32, 1024 + 1, 32))``), each checked and
+    guarded as a restriction is, at most ``MAX_RANGE`` values in all."""
     if len(text) > MAX_EXPRESSION:
         raise ValueError(f"Values must be at most {MAX_EXPRESSION} characters, got {len(text)}")
     try:
         values = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        values = _comprehension(text)
+        values = _values_expression(text)
     if not isinstance(values, (list, tuple)):
         raise ValueError(f"Values must be a list, got {text!r}")
     return list(values)
 
 
-MAX_RANGE = 100_000  # values a T1 comprehension may range over
+MAX_RANGE = 100_000  # values a T1 parameter's Values may hold (each range and the whole sum)
+_VALUES_FORMS = "a list, a list comprehension over range(), range() or list(range()), or a sum of these"
 
 
 def _range(*bounds: Any) -> range:
@@ -159,30 +162,67 @@ def _range(*bounds: Any) -> range:
     return span
 
 
-def _comprehension(text: str) -> list:
-    """``[expression for name in range(...) (if condition)]``, one loop: nothing else."""
+def _values_expression(text: str) -> list:
+    """``text`` as a sum of pieces (see ``_literal``), each checked before any runs."""
     try:
         tree = ast.parse(text, mode="eval")
-    except SyntaxError as exc:
-        raise ValueError(f"Values must be a list, got {text!r} ({exc.msg})") from None
-    body = tree.body
-    if not (isinstance(body, ast.ListComp) and len(body.generators) == 1 and all(
-            isinstance(g.target, ast.Name) and isinstance(g.iter, ast.Call) and isinstance(g.iter.func, ast.Name)
-            and g.iter.func.id == "range" and not g.is_async for g in body.generators)):  # fmt: skip
-        raise ValueError(f"Values must be a list or a list comprehension over range(), got {text!r}")
-    loops = {g.target.id for g in body.generators}
-    why = _unsafe(tree, calls={*SAFE_NAMES, "range"}, also=(ast.ListComp, ast.comprehension, ast.Store))
-    unknown = next(
-        (node.id for node in ast.walk(body) if isinstance(node, ast.Name) and node.id not in {*loops, *SAFE_NAMES, "range"}), None
-    )
-    why = why or (f"name {unknown!r} is not one of its loop's variables" if unknown else None)
-    if why:
-        raise ValueError(f"Values must be a list or a list comprehension over range(), got {text!r} ({why})")
-    code = compile(ast.fix_missing_locations(_Guarded().visit(tree)), "<T1 values>", "eval")
-    try:
-        return eval(code, {"__builtins__": {}, **SAFE_NAMES, **GUARDS, "range": _range})  # noqa: S307 - checked above
-    except Exception as exc:  # noqa: BLE001 - whatever the expression raises, said in one line
-        raise ValueError(f"Values {text!r} must evaluate, got {type(exc).__name__}: {exc}") from None
+    except (SyntaxError, MemoryError, RecursionError) as exc:
+        raise ValueError(f"Values must be {_VALUES_FORMS}, got {text!r} ({getattr(exc, 'msg', 'nested too deep')})") from None
+    pieces, sums = [], [tree.body]
+    while sums:  # a + b + c parses as (a + b) + c
+        node = sums.pop()
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            sums += [node.right, node.left]
+        else:
+            pieces.append(node)
+    for piece in pieces:
+        why = _values_piece_unsafe(piece)
+        if why:
+            raise ValueError(f"Values must be {_VALUES_FORMS}, got {text!r} ({why})")
+    values: list = []
+    for piece in pieces:
+        code = compile(ast.fix_missing_locations(_Guarded().visit(ast.Expression(piece))), "<T1 values>", "eval")
+        try:
+            values += eval(code, {"__builtins__": {}, **SAFE_NAMES, **GUARDS, "range": _range, "list": list})  # noqa: S307 - checked above
+        except Exception as exc:  # noqa: BLE001 - whatever the expression raises, said in one line
+            raise ValueError(f"Values {text!r} must evaluate, got {type(exc).__name__}: {exc}") from None
+        if len(values) > MAX_RANGE:
+            raise ValueError(f"Values {text!r} must hold at most {MAX_RANGE} values, got {len(values)} or more")
+    return values
+
+
+def _is_range(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+
+
+def _values_piece_unsafe(piece: ast.AST) -> str | None:
+    """Why one piece of a Values sum is refused, or None."""
+    loops: set[str] = set()
+    if isinstance(piece, ast.ListComp):
+        generators = piece.generators
+        if len(generators) != 1 or not isinstance(generators[0].target, ast.Name) or not _is_range(generators[0].iter) \
+                or generators[0].is_async:  # fmt: skip
+            return "a comprehension must have one loop over range()"
+        if any(isinstance(node, ast.Constant) and isinstance(node.value, str) for node in ast.walk(piece)):
+            return "a comprehension must build numbers"  # 100,000 strings of 10,000 characters would not fit
+        loops = {generators[0].target.id}
+        allowed: tuple = (ast.ListComp, ast.comprehension, ast.Store)
+    elif isinstance(piece, ast.Call) and isinstance(piece.func, ast.Name) and piece.func.id == "list":
+        if len(piece.args) != 1 or piece.keywords or not _is_range(piece.args[0]):
+            return "list() must take one range()"
+        allowed = ()
+    elif _is_range(piece):
+        allowed = ()
+    elif isinstance(piece, ast.List):
+        members = ast.Expression(ast.Compare(ast.Constant(0), [ast.In()], [piece]))  # its elements, as 'in' would take them
+        return _unsafe(members) or next((f"name {node.id!r} is not allowed" for node in ast.walk(piece)
+                                         if isinstance(node, ast.Name) and node.id not in SAFE_NAMES), None)  # fmt: skip
+    else:
+        return f"{type(piece).__name__} is not one of these"
+    why = _unsafe(ast.Expression(piece), calls={*SAFE_NAMES, "range", "list"}, also=allowed)
+    unknown = next((node.id for node in ast.walk(piece) if isinstance(node, ast.Name)
+                    and node.id not in {*loops, *SAFE_NAMES, "range", "list"}), None)  # fmt: skip
+    return why or (f"name {unknown!r} is not one of its loop's variables" if unknown else None)
 
 
 # What a restriction may be made of: comparisons, arithmetic, bitwise and
@@ -507,6 +547,30 @@ class TableFamily(Family):
         if self._table.key(cfg) not in self._table.entries:
             return [f"not in table {self._table.name}: its space's restrictions exclude it"]
         return []
+
+    def space(self, problem: Problem, domains: Mapping[str, list] | None = None) -> list[dict]:
+        """The table's configurations within ``domains``, in the order of their
+        product (as ``Family.space`` lists them), read from the table rather
+        than by testing every combination: a T1 space's product can be many
+        times the configurations its restrictions leave (the hub's hotspot:
+        8.9 million combinations)."""
+        if problem.dtype not in self.dtypes:
+            return []
+        domains = dict(domains or {p.name: list(p.values) for p in self.params})
+        axes = [list(domains.get(p.name, [p.default])) for p in self.params]
+        positions = [{value: i for i, value in enumerate(axis)} for axis in axes]  # as the keys compare: 1 is 1.0
+        listed = []
+        for key in self._table.entries:
+            place = [where.get(value) for where, value in zip(positions, key)]
+            if None not in place:
+                listed.append(place)
+        listed.sort()
+        names = self.param_names
+        return [{name: axis[i] for name, axis, i in zip(names, axes, place)} for place in listed]
+
+    def listed_space(self, problem: Problem, domains: Mapping[str, Sequence]) -> list[dict] | None:
+        """A table is listed whatever its product: every configuration is in it."""
+        return self.space(problem, {name: list(values) for name, values in domains.items()})
 
     def _no_device(self, *args: Any) -> Any:
         raise NotImplementedError(f"{self.name} is a replay table's space: it is measured by look-up, not on a GPU")
