@@ -117,18 +117,20 @@ HUB: dict[str, str] = {}
 
 def hub_files(paths: list[str]) -> dict[str, str]:
     """label -> file of the community tables in ``paths`` (files, or folders of
-    them): Kernel Tuner caches and T4 files, not T1 files, and not a GPU's T4
-    file where its cache is beside it (the same space twice)."""
+    them): Kernel Tuner caches and T4 results files; not T1 files nor Kernel
+    Tuner's metadata files (``GPU-metadata``), and not a GPU's T4 results
+    (``GPU_T4``, ``GPU-results``) where its cache is beside them (the same space twice)."""
     found = {}
     for given in paths:
         path = Path(given)
         if not path.exists():
             raise ValueError(f"--hub {given}: must be a table file or a folder of them, and does not exist")
         files = sorted(path.glob("*.json*")) if path.is_dir() else [path]
-        stems = {f.name.split(".")[0] for f in files}
+        stems = {f.name.split(".")[0].lower() for f in files}
         for f in files:
             stem = f.name.split(".")[0]
-            if stem == "T1" or (stem.endswith("_T4") and stem.removesuffix("_T4") in stems):
+            gpu = stem.lower().removesuffix("_t4").removesuffix("-results")
+            if path.is_dir() and (stem == "T1" or stem.lower().endswith("-metadata") or (gpu != stem.lower() and gpu in stems)):
                 continue
             found[f"{f.parent.name}/{stem}"] = str(f)
     return found

@@ -143,6 +143,18 @@ def kt_cache(case: Case, order: str, folder: Path) -> tuple[Path, dict[str, list
         else:
             entry |= {"time": KT_MARKER[record["status"]], "compile_time": 0.0, "verification_time": 0.0, "benchmark_time": 0.0}
         cache[",".join(str(cfg[name]) for name in names)] = entry
+    if case.restrictions:
+        # Simulation mode needs every configuration its restrictions allow in the cache: those the
+        # table lacks (Kernel Tuner's InvalidConfig entries, which a replay table leaves out, or a
+        # table that is not complete) are InvalidConfig to it too. A limit on threads above any
+        # GPU's keeps this a superset of the space Kernel Tuner builds.
+        from kernel_tuner.searchspace import Searchspace
+
+        for values in Searchspace(params, list(case.restrictions), 1 << 30).list:
+            key = ",".join(str(value) for value in values)
+            if key not in cache:
+                cache[key] = dict(zip(names, values)) | {"time": "InvalidConfig", "compile_time": 0.0,
+                                                         "verification_time": 0.0, "benchmark_time": 0.0}  # fmt: skip
     path = folder / f"{case.name.replace('/', '-')}-{order}.json"
     header = {"device_name": case.name, "kernel_name": case.problem.family, "problem_size": [case.problem.n],
               "tune_params_keys": names, "tune_params": params, "objective": "time", "cache": cache}  # fmt: skip

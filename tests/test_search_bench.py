@@ -71,6 +71,34 @@ def test_kernel_tuner_strategies_replay_the_table(case, tmp_path):
     assert values == run_kt(case, "basinhopping", cache, 0, 19)  # seeded
 
 
+def test_kernel_tuner_replays_a_table_that_leaves_out_what_its_restrictions_allow(tmp_path):
+    """A hub cache's InvalidConfig entries are left out of a replay table, but Kernel
+    Tuner's simulation needs every configuration its restrictions allow: they go
+    back into its cache as InvalidConfig, and they cost no evaluation."""
+    pytest.importorskip("kernel_tuner")
+    from tuner.search.tables import load_table
+
+    params = {"x": [1, 2, 3, 4, 5, 6], "y": [1, 2, 4, 8]}
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {
+        "TuningParameters": [{"Name": n, "Values": str(v)} for n, v in params.items()],
+        "Conditions": [{"Expression": "x * y <= 24"}]}}))  # fmt: skip
+    cache = {}
+    for x in params["x"]:
+        for y in params["y"]:
+            if x * y <= 24:
+                time = "InvalidConfig" if (x + y) % 3 == 0 else "RuntimeFailedConfig" if x == y else 1.0 + abs(x * y - 12)
+                cache[f"{x},{y}"] = {"x": x, "y": y, "time": time}
+    (tmp_path / "gpu.json").write_text(json.dumps({"tune_params": params, "objective": "time", "cache": cache}))
+    case = Case.from_space_table(load_table(tmp_path / "gpu.json"))
+    invalid = sum(entry["time"] == "InvalidConfig" for entry in cache.values())
+    assert invalid and case.size == len(cache) - invalid
+    path, kt_params = kt_cache(case, "ascending", tmp_path)
+    assert len(json.loads(path.read_text())["cache"]) == len(cache)
+    for strategy in ("greedy_ils", "genetic_algorithm"):
+        values = run_kt(case, strategy, (path, kt_params), 0, case.size)
+        assert 0 < len(values) <= case.size and set(values) <= set(case.lookup.values())
+
+
 def test_benchmark_rows_and_files(case, tmp_path):
     strategies = ["random", "ordinal_global"]  # the default
     try:
@@ -196,6 +224,22 @@ def test_a_hub_folder_gives_each_gpus_table_once():
     # T1.json describes the space; A100_T4 is the A100 cache's space again.
     assert search.hub_files([str(HUB)]) == {f"convolution_milo/{g}": str(HUB / f"{g}.json.gz") for g in ("A100", "A4000", "A6000")}
     assert search.hub_files([str(HUB / "A100_T4.json.gz")]) == {"convolution_milo/A100_T4": str(HUB / "A100_T4.json.gz")}
+
+
+def test_a_hub_folder_leaves_out_metadata_and_a_gpus_results_beside_its_cache(tmp_path):
+    """The hub's folders also hold Kernel Tuner's split T4 output (GPU-metadata and
+    GPU-results, the GPU's name in either case) beside the GPU's cache."""
+    names = ["T1.json", "W7800.json.gz", "W7800-metadata.json.gz", "W7800-results.json.gz", "W7800_T4.json.gz",
+             "A6000.json.gz", "a6000-metadata.json.gz", "a6000-results.json.gz", "MI250X_T4.json.gz", "W6600-results.json"]
+    for name in names:
+        (tmp_path / name).write_text("{}")
+    folder = tmp_path.name
+    assert search.hub_files([str(tmp_path)]) == {
+        f"{folder}/{stem}": str(tmp_path / name) for stem, name in
+        [("A6000", "A6000.json.gz"), ("MI250X_T4", "MI250X_T4.json.gz"), ("W6600-results", "W6600-results.json"),
+         ("W7800", "W7800.json.gz")]}  # fmt: skip
+    # A file named directly is read, whatever its name says.
+    assert search.hub_files([str(tmp_path / "W7800-results.json.gz")]) == {f"{folder}/W7800-results": str(tmp_path / "W7800-results.json.gz")}
 
 
 def test_the_default_strategies_are_those_whose_packages_are_installed(monkeypatch, tmp_path):
