@@ -119,23 +119,36 @@ HUB: dict[str, str] = {}
 
 def hub_files(paths: list[str]) -> dict[str, str]:
     """label -> file of the community tables in ``paths`` (files, or folders of
-    them): Kernel Tuner caches and T4 results files; not T1 files nor Kernel
-    Tuner's metadata files (``GPU-metadata``), and not a GPU's T4 results
-    (``GPU_T4``, ``GPU-results``) where its cache is beside them (the same space twice)."""
-    found = {}
+    them, ``NAME.json`` or ``NAME.json.gz``): Kernel Tuner caches and T4 results
+    files; in a folder, not its T1 file nor Kernel Tuner's metadata files
+    (``GPU-metadata``), and not a GPU's T4 results (``GPU_T4``, ``GPU-results``)
+    where a file of that GPU's name is beside them (its cache: the same space twice)."""
+    found: dict[str, str] = {}
     for given in paths:
         path = Path(given)
         if not path.exists():
             raise ValueError(f"--hub {given}: must be a table file or a folder of them, and does not exist")
-        files = sorted(path.glob("*.json*")) if path.is_dir() else [path]
-        stems = {f.name.split(".")[0].lower() for f in files}
+        files = sorted(f for f in path.iterdir() if f.is_file() and _table_stem(f.name)) if path.is_dir() else [path]
+        stems = {(_table_stem(f.name) or f.name).lower() for f in files}
         for f in files:
-            stem = f.name.split(".")[0]
-            gpu = stem.lower().removesuffix("_t4").removesuffix("-results")
-            if path.is_dir() and (stem == "T1" or stem.lower().endswith("-metadata") or (gpu != stem.lower() and gpu in stems)):
+            stem = _table_stem(f.name) or f.name
+            lower = stem.lower()
+            if path.is_dir() and (lower == "t1" or lower.endswith("-metadata") or any(
+                    lower.endswith(suffix) and lower[: -len(suffix)] in stems for suffix in ("_t4", "-results"))):  # fmt: skip
                 continue
-            found[f"{f.parent.name}/{stem}"] = str(f)
+            label = f"{f.parent.name}/{stem}"
+            if label in found:
+                raise ValueError(f"--hub {given}: two tables would be named {label}: {found[label]} and {f}")
+            found[label] = str(f)
     return found
+
+
+def _table_stem(name: str) -> str | None:
+    """``name`` without its ``.json`` or ``.json.gz``, or None where it has neither."""
+    for suffix in (".json.gz", ".json"):
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return None
 
 
 KNOWN = ("random", *OURS, *KT_STRATEGIES)

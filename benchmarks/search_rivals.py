@@ -133,9 +133,13 @@ def kt_cache(case: Case, order: str, folder: Path) -> tuple[Path, dict[str, list
     # Fixed parameters are left out, except where restrictions may name them.
     params = {name: values for name, values in case.ordered_domains(order).items() if len(values) > 1 or case.restrictions}
     names = list(params)
+    # Each value as its parameter lists it (pandas makes a column of 0 and 0.5 floats: 0.0 would
+    # not be the "0" of Kernel Tuner's key).
+    listed = {name: {value: value for value in values} for name, values in params.items()}
     cache = {}
     for record in case.rows.to_dict("records"):
         cfg = _config(record, case.family, case.domains)
+        cfg = {name: listed[name].get(value, value) if name in listed else value for name, value in cfg.items()}
         entry = {name: cfg[name] for name in names}
         if record["status"] == "ok":
             time_ms = float(record["time_ms_median"])

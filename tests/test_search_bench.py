@@ -74,7 +74,7 @@ def test_kernel_tuner_strategies_replay_the_table(case, tmp_path):
 def test_kernel_tuner_replays_a_table_that_leaves_out_what_its_restrictions_allow(tmp_path):
     """A hub cache's InvalidConfig entries are left out of a replay table, but Kernel
     Tuner's simulation needs every configuration its restrictions allow: they go
-    back into its cache as InvalidConfig, and they cost no evaluation."""
+    back into its cache as InvalidConfig, and none is a result of its run."""
     pytest.importorskip("kernel_tuner")
     from tuner.search.tables import load_table
 
@@ -97,6 +97,26 @@ def test_kernel_tuner_replays_a_table_that_leaves_out_what_its_restrictions_allo
     for strategy in ("greedy_ils", "genetic_algorithm"):
         values = run_kt(case, strategy, (path, kt_params), 0, case.size)
         assert 0 < len(values) <= case.size and set(values) <= set(case.lookup.values())
+
+
+def test_kernel_tuners_cache_keys_are_its_own_where_a_parameter_mixes_whole_and_fractional_values(tmp_path):
+    """Read through pandas, a column of 0, 0.5 and 1 is floats; Kernel Tuner's keys say "0"
+    and "1": a key written "0.0" would leave the configuration out of its cache, and the
+    completion above would take it for an InvalidConfig."""
+    pytest.importorskip("kernel_tuner")
+    from tuner.search.tables import load_table
+
+    params = {"x": [0, 0.5, 1], "y": [1, 2]}
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {
+        "TuningParameters": [{"Name": n, "Values": str(v)} for n, v in params.items()],
+        "Conditions": [{"Expression": "x * y <= 2"}]}}))  # fmt: skip
+    cache = {f"{x},{y}": {"x": x, "y": y, "time": 1.0 + x + y} for x in params["x"] for y in params["y"]}
+    (tmp_path / "gpu.json").write_text(json.dumps({"tune_params": params, "objective": "time", "cache": cache}))
+    case = Case.from_space_table(load_table(tmp_path / "gpu.json"))
+    path, kt_params = kt_cache(case, "ascending", tmp_path)
+    stored = json.loads(path.read_text())["cache"]
+    assert sorted(stored) == sorted(cache) and all(entry["time"] != "InvalidConfig" for entry in stored.values())
+    assert sorted(run_kt(case, "greedy_ils", (path, kt_params), 0, 6)) == sorted(case.lookup.values())
 
 
 def test_benchmark_rows_and_files(case, tmp_path):
@@ -240,6 +260,19 @@ def test_a_hub_folder_leaves_out_metadata_and_a_gpus_results_beside_its_cache(tm
          ("W7800", "W7800.json.gz")]}  # fmt: skip
     # A file named directly is read, whatever its name says.
     assert search.hub_files([str(tmp_path / "W7800-results.json.gz")]) == {f"{folder}/W7800-results": str(tmp_path / "W7800-results.json.gz")}
+
+
+def test_a_hub_folders_table_names_keep_their_dots_and_never_collide(tmp_path):
+    (tmp_path / "old.json").mkdir()  # a folder, not a table
+    for name in ["t1.json", "v1.2.json", "v1.2_T4.json", "X-results.json", "X-results_T4.json", "notes.txt", "a.json.bak"]:
+        (tmp_path / name).write_text("{}")
+    folder = tmp_path.name
+    # One suffix is a GPU's T4 or results file: X-results_T4 is X-results's T4; X-results has no X beside it.
+    assert search.hub_files([str(tmp_path)]) == {f"{folder}/v1.2": str(tmp_path / "v1.2.json"),
+                                                 f"{folder}/X-results": str(tmp_path / "X-results.json")}  # fmt: skip
+    (tmp_path / "v1.2.json.gz").write_text("{}")
+    with pytest.raises(ValueError, match=rf"two tables would be named {folder}/v1.2: .*v1.2.json and .*v1.2.json.gz"):
+        search.hub_files([str(tmp_path)])
 
 
 def test_the_default_strategies_are_those_whose_packages_are_installed(monkeypatch, tmp_path):

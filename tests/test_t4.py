@@ -20,10 +20,11 @@ from tuner.cli import main as cli_main
 from tuner.data import t4
 from tuner.data.results import read
 from tuner.families import REGISTRY
-from tuner.families.base import MAX_ENUMERATED, Problem
+from tuner.families.base import MAX_ENUMERATED, Family, Problem
 from tuner.search.replay import _quiet_optuna
 from tuner.search.study import run_study
 from tuner.search.tables import (
+    SpaceTable,
     load_table,
     read_kernel_tuner_cache,
     read_t1,
@@ -195,6 +196,23 @@ def test_a_table_past_the_listing_limit_is_listed_from_its_configurations(tmp_pa
     assert len(outcome.rows) == 60 and all(row["status"] == "ok" for row in outcome.rows)
 
 
+@pytest.mark.parametrize(
+    "domains",
+    [None, {}, {"a": [1.0, 2]}, {"a": [True, False]}, {"a": [1, 2, 1]}, {"a": [1, 1.0]}, {"b": ["y", "x"], "a": [4, 2, 1]},
+     {"a": [1, 2, 4], "b": ["x", "y"], "c": [True, False], "f": [0.5, 1.0]}, {"f": [1, 0.5]}, {"c": [1, 0, True]}, {"a": [7]}],
+)  # fmt: skip
+def test_a_table_lists_its_space_as_a_family_does(domains):
+    """Read from the table, the space is what testing every combination gives, in its
+    order: the values a parameter does not accept (a float for an integer) left out, a
+    value listed twice giving its configurations twice, no domains the defaults."""
+    table = SpaceTable("t", {"a": [1, 2, 4], "b": ["x", "y"], "c": [True, False], "f": [0.5, 1.0]},
+                       entries={(1, "x", True, 0.5): ("ok", 1.0), (2, "y", False, 1.0): ("ok", 2.0),
+                                (4, "x", False, 0.5): ("ok", 3.0), (1, "y", True, 1.0): ("ok", 4.0)})  # fmt: skip
+    family, problem = table_family(table), table_problem(table)
+    listed, tested = family.space(problem, domains), Family.space(family, problem, domains)
+    assert listed == tested and [[type(v) for v in c.values()] for c in listed] == [[type(v) for v in c.values()] for c in tested]
+
+
 def _cache(tmp_path: Path, cache: dict, **header) -> Path:
     path = tmp_path / "kt.json.gz"
     body = {"tune_params": {"x": [1, 2, 3]}, "objective": "time", "cache": cache} | header
@@ -234,7 +252,7 @@ T4_RESULT = {"configuration": {"x": 1}, "invalidity": "correct", "correctness": 
     [
         (GOOD_CACHE | {"tune_params": [1, 2]}, r"tune_params must map each parameter to its values, got list"),
         (GOOD_CACHE | {"tune_params": {"x": 3}}, r"parameter 'x' must have a non-empty list of values, got 3"),
-        (GOOD_CACHE | {"tune_params": {"x": [[1], 2]}}, r"values of 'x' must be numbers, strings or booleans, got \[1\]"),
+        (GOOD_CACHE | {"tune_params": {"x": [[1], 2]}}, r"values of 'x' must be numbers \(whole ones of at most 64 bits\), strings or booleans, got \[1\]"),
         (GOOD_CACHE | {"objective": 3}, r"objective must name the measured quantity, got 3"),
         (GOOD_CACHE | {"cache": {"1": 5}}, r"cache entry '1' must be an object, got int"),
         (GOOD_CACHE | {"cache": {"1": {"x": 7, "time": 1.0}}}, r"cache entry '1' x must be one of tune_params \[1, 2, 3\], got 7"),
@@ -287,7 +305,8 @@ def test_what_only_labels_a_cache_or_compares_equal_is_not_refused(tmp_path):
         ("'a' * 10**9 != 'b'", r"table.json: restriction .* got ValueError: a string or list repeated must stay under 10000 items, got 1 x 1000000000"),
         ("'a' * 5000 * 5000 != 'b'", r"table.json: restriction .* got ValueError: a string or list repeated must stay under 10000 items, got 5000 x 5000"),
         ("'%0999999999d' % x == ''", r"table.json: restriction .* got ValueError: % must take numbers \(string formatting is not a restriction\), got .*"),
-        ("x in [0] * 10**9", r"table.json: restriction .* got ValueError: a string or list repeated must stay under 10000 items, got 1 x 1000000000"),
+        ("x in [0] * 10**9", r"T1.json: a restriction must be plain arithmetic over parameters, got .*\(a list, tuple or set may only stand beside 'in'\)"),
+        ("x in [0] * 1000", r"T1.json: a restriction must be plain arithmetic over parameters, got .*\(a list, tuple or set may only stand beside 'in'\)"),
         ("round(x, -(10**9)) == 0", r"table.json: restriction .* got ValueError: round's digits must be at most 64, got -1000000000"),
         ("x << 10**9 > 0", r"table.json: restriction .* got ValueError: a shift must be at most 65536 bits, got 1000000000"),
         ("x % 0 == 0", r"table.json: restriction 'x % 0 == 0' must evaluate for \{'x': 1\}, got ZeroDivisionError: integer modulo by zero"),
@@ -351,7 +370,7 @@ def test_the_t4_command_writes_a_problem(tmp_path, capsys):
         ("[16 * i for i in range(1, 5)]", [16, 32, 48, 64]),
         ("[i for i in range(10) if i % 4 == 0]", [0, 4, 8]),
         ("[i for i in range(10**9)]", "a range must hold at most 100000 values, got 1000000000"),
-        ("[2**i for i in range(0, 100)]", "an exponent must be at most 64, got 65"),
+        ("[2**i for i in range(0, 100)]", "a value must be a whole number of at most 64 bits, got a 65-bit one"),
         ("[x.__class__ for x in range(3)]", r"or a sum of these, got .* \(Attribute is not allowed\)"),
         ("[y for i in range(3)]", r"\(name 'y' is not one of its loop's variables\)"),
         ("[i for i in range(3) for j in range(3)]", r"\(a comprehension must have one loop over range\(\)\)"),
@@ -365,8 +384,19 @@ def test_the_t4_command_writes_a_problem(tmp_path, capsys):
         ("[1] + list([2])", r"\(list\(\) must take one range\(\)\)"),
         ("[1] * 3", r"\(BinOp is not one of these\)"),
         ("[2] + [x]", r"\(name 'x' is not allowed\)"),
-        ("['a' * 10000 for i in range(100000)]", r"\(a comprehension must build numbers\)"),
+        ("['a' * 10000 for i in range(100000)]", r"\(a comprehension or range must make numbers\)"),
         ("[1, 2] + [2]", r"values of 'x' must be distinct, got \[1, 2, 2\]"),
+        # Nothing that would run long or build much: lists only beside 'in', of constants, one loop,
+        # no calls but min, max and the like inside it, every number at most 64 bits, its steps bounded.
+        ("[[[0]*10000]*10000]", r"\(a list, tuple or set may only stand beside 'in'\)"),
+        ("[x + (x in [0]*10000) for x in range(100000)]", r"\(a list, tuple or set may only stand beside 'in'\)"),
+        ("[list(range(1000)) for x in range(1000)]", r"\(only \['abs', .*\] may be called\)"),
+        ("[[x for x in range(100000)] for x in range(100000)]", r"\(ListComp is not allowed\)"),
+        ("[((2**64)**15)**64, 1]", "a value must be a whole number of at most 64 bits, got a 61441-bit one"),
+        ("[((2**64)**15)**64 + x for x in range(100000)]", "a value must be a whole number of at most 64 bits, got a 61441-bit one"),
+        ("[x for x in range(100000) if x in (" + ",".join(["1"] * 4000) + ")]",
+         "a comprehension must take at most 10000000 steps, got 100000 values of an expression of 4008 parts"),
+        ("[" + "-" * 990 + "1]", "must evaluate, got RecursionError"),
     ],
 )  # fmt: skip
 def test_t1_values_may_be_comprehensions_ranges_and_sums(tmp_path, values, expected):

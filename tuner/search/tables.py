@@ -21,8 +21,10 @@ configurations up:
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import os
+import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Sequence
@@ -117,17 +119,19 @@ def read_t1(path: str | os.PathLike) -> tuple[dict[str, list], list[str]]:
 
 def _check_space(path: Any, params: Mapping[Any, Any]) -> None:
     """Parameters named by strings, each with a list of distinct plain values
-    (numbers, strings, booleans): what a study's categorical choices can be."""
+    (numbers, whole ones of at most 64 bits, strings, booleans): what a study's
+    categorical choices can be."""
     for name, values in params.items():
         if not isinstance(name, str) or not name:
-            raise ValueError(f"{path}: a parameter's name must be a non-empty string, got {name!r}")
+            raise ValueError(f"{path}: a parameter's name must be a non-empty string, got {_shown(name)}")
         if not isinstance(values, list) or not values:
-            raise ValueError(f"{path}: parameter {name!r} must have a non-empty list of values, got {values!r}")
-        odd = [v for v in values if not _plain(v)]
+            raise ValueError(f"{path}: parameter {_shown(name)} must have a non-empty list of values, got {_shown(values)}")
+        odd = [v for v in values if not _plain(v) or (isinstance(v, int) and v.bit_length() > MAX_VALUE_BITS)]
         if odd:
-            raise ValueError(f"{path}: values of {name!r} must be numbers, strings or booleans, got {odd[0]!r}")
+            raise ValueError(f"{path}: values of {_shown(name)} must be numbers (whole ones of at most {MAX_VALUE_BITS} "
+                             f"bits), strings or booleans, got {_shown(odd[0])}")  # fmt: skip
         if len(set(values)) != len(values):  # as a dict's keys tell them apart: 1, 1.0 and True are one
-            raise ValueError(f"{path}: values of {name!r} must be distinct, got {values!r}")
+            raise ValueError(f"{path}: values of {_shown(name)} must be distinct, got {_shown(values)}")
 
 
 def _plain(value: Any) -> bool:
@@ -152,14 +156,32 @@ def _literal(text: str) -> list:
 
 
 MAX_RANGE = 100_000  # values a T1 parameter's Values may hold (each range and the whole sum)
+MAX_WORK = 10_000_000  # a Values comprehension's steps: its range's length times its expression's size
+MAX_VALUE_BITS = 64  # of a whole number among a parameter's values
 _VALUES_FORMS = "a list, a list comprehension over range(), range() or list(range()), or a sum of these"
 
 
+def _whole_number(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_VALUE_BITS:
+        raise ValueError(f"a value must be a whole number of at most {MAX_VALUE_BITS} bits, got a {value.bit_length()}-bit one")
+    return value
+
+
 def _range(*bounds: Any) -> range:
+    for bound in bounds:
+        _whole_number(bound)
     span = range(*bounds)
     if len(span) > MAX_RANGE:
         raise ValueError(f"a range must hold at most {MAX_RANGE} values, got {len(span)}")
     return span
+
+
+def _comprehension_value(value: Any) -> Any:
+    """What a Values comprehension makes of each step: a number (checked as it
+    is made, so that 100,000 huge ones are never built)."""
+    if not isinstance(value, (int, float)):
+        raise ValueError(f"a comprehension must make numbers, got {type(value).__name__}")
+    return _whole_number(value)
 
 
 def _values_expression(text: str) -> list:
@@ -167,7 +189,7 @@ def _values_expression(text: str) -> list:
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, MemoryError, RecursionError) as exc:
-        raise ValueError(f"Values must be {_VALUES_FORMS}, got {text!r} ({getattr(exc, 'msg', 'nested too deep')})") from None
+        raise ValueError(f"Values must be {_VALUES_FORMS}, got {_shown(text)} ({getattr(exc, 'msg', 'nested too deep')})") from None
     pieces, sums = [], [tree.body]
     while sums:  # a + b + c parses as (a + b) + c
         node = sums.pop()
@@ -178,17 +200,29 @@ def _values_expression(text: str) -> list:
     for piece in pieces:
         why = _values_piece_unsafe(piece)
         if why:
-            raise ValueError(f"Values must be {_VALUES_FORMS}, got {text!r} ({why})")
+            raise ValueError(f"Values must be {_VALUES_FORMS}, got {_shown(text)} ({why})")
+    names = {"__builtins__": {}, **SAFE_NAMES, **GUARDS, "range": _range, "list": list, "__value": _comprehension_value}
     values: list = []
     for piece in pieces:
-        code = compile(ast.fix_missing_locations(_Guarded().visit(ast.Expression(piece))), "<T1 values>", "eval")
         try:
-            values += eval(code, {"__builtins__": {}, **SAFE_NAMES, **GUARDS, "range": _range, "list": list})  # noqa: S307 - checked above
+            if isinstance(piece, ast.ListComp):
+                span = eval(_guarded_code(piece.generators[0].iter), names)  # noqa: S307 - checked above
+                size = sum(1 for part in (piece.elt, *piece.generators[0].ifs) for _ in ast.walk(part))
+                if len(span) * size > MAX_WORK:
+                    raise ValueError(f"a comprehension must take at most {MAX_WORK} steps, got {len(span)} values of "
+                                     f"an expression of {size} parts")  # fmt: skip
+                piece = ast.ListComp(ast.Call(ast.Name("__value", ast.Load()), [piece.elt], []), piece.generators)
+            made = eval(_guarded_code(piece), names)  # noqa: S307 - checked above
+            values += [_whole_number(value) for value in made]
         except Exception as exc:  # noqa: BLE001 - whatever the expression raises, said in one line
-            raise ValueError(f"Values {text!r} must evaluate, got {type(exc).__name__}: {exc}") from None
+            raise ValueError(f"Values {_shown(text)} must evaluate, got {type(exc).__name__}: {_brief(str(exc))}") from None
         if len(values) > MAX_RANGE:
-            raise ValueError(f"Values {text!r} must hold at most {MAX_RANGE} values, got {len(values)} or more")
+            raise ValueError(f"Values {_shown(text)} must hold at most {MAX_RANGE} values, got {len(values)} or more")
     return values
+
+
+def _guarded_code(node: ast.AST) -> Any:
+    return compile(ast.fix_missing_locations(_Guarded().visit(ast.Expression(node))), "<T1 values>", "eval")
 
 
 def _is_range(node: ast.AST) -> bool:
@@ -196,33 +230,75 @@ def _is_range(node: ast.AST) -> bool:
 
 
 def _values_piece_unsafe(piece: ast.AST) -> str | None:
-    """Why one piece of a Values sum is refused, or None."""
-    loops: set[str] = set()
+    """Why one piece of a Values sum is refused, or None: a list of values, a
+    comprehension of one loop over range() whose expression and condition are
+    arithmetic over its variable, or range() or list(range()) of constants."""
     if isinstance(piece, ast.ListComp):
         generators = piece.generators
         if len(generators) != 1 or not isinstance(generators[0].target, ast.Name) or not _is_range(generators[0].iter) \
                 or generators[0].is_async:  # fmt: skip
             return "a comprehension must have one loop over range()"
-        if any(isinstance(node, ast.Constant) and isinstance(node.value, str) for node in ast.walk(piece)):
-            return "a comprehension must build numbers"  # 100,000 strings of 10,000 characters would not fit
-        loops = {generators[0].target.id}
-        allowed: tuple = (ast.ListComp, ast.comprehension, ast.Store)
-    elif isinstance(piece, ast.Call) and isinstance(piece.func, ast.Name) and piece.func.id == "list":
+        loop = generators[0].target.id
+        if "__" in loop:
+            return f"name {loop!r} is not allowed"
+        return _range_unsafe(generators[0].iter) or next(
+            (why for part in (piece.elt, *generators[0].ifs) if (why := _arithmetic_unsafe(part, {loop}, numbers=True))), None
+        )
+    if isinstance(piece, ast.Call) and isinstance(piece.func, ast.Name) and piece.func.id == "list":
         if len(piece.args) != 1 or piece.keywords or not _is_range(piece.args[0]):
             return "list() must take one range()"
-        allowed = ()
-    elif _is_range(piece):
-        allowed = ()
-    elif isinstance(piece, ast.List):
-        members = ast.Expression(ast.Compare(ast.Constant(0), [ast.In()], [piece]))  # its elements, as 'in' would take them
-        return _unsafe(members) or next((f"name {node.id!r} is not allowed" for node in ast.walk(piece)
-                                         if isinstance(node, ast.Name) and node.id not in SAFE_NAMES), None)  # fmt: skip
-    else:
-        return f"{type(piece).__name__} is not one of these"
-    why = _unsafe(ast.Expression(piece), calls={*SAFE_NAMES, "range", "list"}, also=allowed)
-    unknown = next((node.id for node in ast.walk(piece) if isinstance(node, ast.Name)
-                    and node.id not in {*loops, *SAFE_NAMES, "range", "list"}), None)  # fmt: skip
-    return why or (f"name {unknown!r} is not one of its loop's variables" if unknown else None)
+        return _range_unsafe(piece.args[0])
+    if _is_range(piece):
+        return _range_unsafe(piece)
+    if isinstance(piece, ast.List):
+        return next((why for element in piece.elts if (why := _arithmetic_unsafe(element, set()))), None)
+    return f"{type(piece).__name__} is not one of these"
+
+
+def _range_unsafe(call: ast.Call) -> str | None:
+    if call.keywords or not 1 <= len(call.args) <= 3:
+        return "range() must take one to three numbers"
+    return next((why for bound in call.args if (why := _arithmetic_unsafe(bound, set(), numbers=True))), None)
+
+
+def _arithmetic_unsafe(node: ast.AST, names: set[str], numbers: bool = False) -> str | None:
+    """Why ``node`` is not arithmetic over ``names`` and constants (lists,
+    tuples and sets of constants only beside 'in'), or None; ``numbers``: no
+    strings either."""
+    why = _unsafe(ast.Expression(node))
+    if why:
+        return why
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name) and inner.id not in names and inner.id not in SAFE_NAMES:
+            return f"name {inner.id!r} is not allowed" if not names else f"name {inner.id!r} is not one of its loop's variables"
+        if isinstance(inner, (ast.List, ast.Tuple, ast.Set)) and not all(_constant(e) for e in inner.elts):
+            return "a list, tuple or set beside 'in' must hold constants"
+        if numbers and isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+            return "a comprehension or range must make numbers"
+    return None
+
+
+def _constant(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) or (isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant))
+
+
+class _Short(reprlib.Repr):
+    """A value as a message shows it: short, whatever its size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxstring = self.maxother = 120
+        self.maxlist = self.maxtuple = self.maxset = self.maxdict = 12
+
+    def repr_int(self, x: int, level: int) -> str:
+        return f"<a {x.bit_length()}-bit integer>" if x.bit_length() > 256 else super().repr_int(x, level)
+
+
+_shown = _Short().repr
+
+
+def _brief(message: str) -> str:
+    return message if len(message) <= 200 else message[:200] + "..."
 
 
 # What a restriction may be made of: comparisons, arithmetic, bitwise and
@@ -317,13 +393,20 @@ def _unsafe(tree: ast.AST, calls: Collection[str] = frozenset(SAFE_NAMES), also:
     """Why a parsed restriction is refused, or None; ``calls``: the names it
     may call, ``also``: node types allowed beside ``_NODES`` (a T1 value
     list's comprehension)."""
-    members = set()  # either side of 'in' (a literal list, tuple or set, or a tuple of values) and what is inside it
+    # A list, tuple or set may be either side of 'in' (a literal list of values, or a
+    # tuple of them), or one inside such a one; not an operand of arithmetic ([0] * 10**4).
+    members = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
             for i, op in enumerate(node.ops):
                 if isinstance(op, (ast.In, ast.NotIn)):
-                    members |= {id(inner) for side in operands[i : i + 2] for inner in ast.walk(side)}
+                    sides = list(operands[i : i + 2])
+                    while sides:
+                        side = sides.pop()
+                        members.add(id(side))
+                        if isinstance(side, (ast.Tuple, ast.List, ast.Set)):
+                            sides += [e for e in side.elts if isinstance(e, (ast.Tuple, ast.List, ast.Set))]
     for node in ast.walk(tree):
         if not isinstance(node, (*_NODES, *also)):
             return f"{type(node).__name__} is not allowed"
@@ -549,21 +632,30 @@ class TableFamily(Family):
         return []
 
     def space(self, problem: Problem, domains: Mapping[str, list] | None = None) -> list[dict]:
-        """The table's configurations within ``domains``, in the order of their
-        product (as ``Family.space`` lists them), read from the table rather
-        than by testing every combination: a T1 space's product can be many
-        times the configurations its restrictions leave (the hub's hotspot:
-        8.9 million combinations)."""
+        """What ``Family.space`` lists, in its order (the product of the
+        domains, each configuration once per way the domains give it), read
+        from the table rather than by testing every combination: a T1 space's
+        product can be many times the configurations its restrictions leave
+        (the hub's hotspot: 8.9 million combinations, 82,984 left)."""
         if problem.dtype not in self.dtypes:
             return []
-        domains = dict(domains or {p.name: list(p.values) for p in self.params})
+        if domains is None:
+            domains = {p.name: list(p.values) for p in self.params}
         axes = [list(domains.get(p.name, [p.default])) for p in self.params]
-        positions = [{value: i for i, value in enumerate(axis)} for axis in axes]  # as the keys compare: 1 is 1.0
+        # Where each value stands in its axis; a value the parameter does not accept
+        # (a float or a bool for an integer) is left out, as Family.violations would.
+        positions: list[dict[Any, list[int]]] = []
+        for param, axis in zip(self.params, axes):
+            where: dict[Any, list[int]] = {}
+            for i, value in enumerate(axis):
+                if param.accepts(value):
+                    where.setdefault(value, []).append(i)  # as the keys compare: 1 is 1.0
+            positions.append(where)
         listed = []
         for key in self._table.entries:
-            place = [where.get(value) for where, value in zip(positions, key)]
-            if None not in place:
-                listed.append(place)
+            places = [where.get(value) for where, value in zip(positions, key)]
+            if None not in places:
+                listed += itertools.product(*places)
         listed.sort()
         names = self.param_names
         return [{name: axis[i] for name, axis, i in zip(names, axes, place)} for place in listed]
