@@ -128,7 +128,11 @@ def hub_files(paths: list[str]) -> dict[str, str]:
         path = Path(given)
         if not path.exists():
             raise ValueError(f"--hub {given}: must be a table file or a folder of them, and does not exist")
-        files = sorted(f for f in path.iterdir() if f.is_file() and _table_stem(f.name)) if path.is_dir() else [path]
+        try:
+            files = sorted(f for f in path.iterdir() if f.is_file() and not f.name.startswith(".") and _table_stem(f.name)) \
+                if path.is_dir() else [path]  # fmt: skip
+        except OSError as exc:
+            raise ValueError(f"--hub {given}: must be a folder that can be listed, got {type(exc).__name__}: {exc}") from None
         stems = {(_table_stem(f.name) or f.name).lower() for f in files}
         for f in files:
             stem = _table_stem(f.name) or f.name
@@ -136,10 +140,10 @@ def hub_files(paths: list[str]) -> dict[str, str]:
             if path.is_dir() and (lower == "t1" or lower.endswith("-metadata") or any(
                     lower.endswith(suffix) and lower[: -len(suffix)] in stems for suffix in ("_t4", "-results"))):  # fmt: skip
                 continue
-            label = f"{f.parent.name}/{stem}"
-            if label in found:
+            label = f"{f.resolve().parent.name}/{stem}"
+            if label in found and Path(found[label]).resolve() != f.resolve():
                 raise ValueError(f"--hub {given}: two tables would be named {label}: {found[label]} and {f}")
-            found[label] = str(f)
+            found.setdefault(label, str(f))
     return found
 
 
@@ -556,8 +560,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     budgets_at = Budgets(tuple(args.fractions), tuple(args.fixed))
     names += list(HUB)
-    rows = benchmark(names, args.seeds, strategies, args.jobs, warm=not args.no_warm, orders=tuple(args.orders),
-                     caps=caps, budgets_at=budgets_at) if names else []  # fmt: skip
+    try:  # a table Kernel Tuner's cache cannot hold stops before the runs (kt_cache)
+        rows = benchmark(names, args.seeds, strategies, args.jobs, warm=not args.no_warm, orders=tuple(args.orders),
+                         caps=caps, budgets_at=budgets_at) if names else []  # fmt: skip
+    except ValueError as error:
+        parser.error(str(error))
     for old in merged:
         fresh = {(r["table"], r["order"], r["strategy"], r["budget"]) for r in rows}
         rows = [r for r in old if (r["table"], r["order"], r["strategy"], r["budget"]) not in fresh] + rows

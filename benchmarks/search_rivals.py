@@ -11,6 +11,7 @@ proposals (which the table does not hold) cost nothing.
 from __future__ import annotations
 
 import json
+import math
 import random
 import warnings
 from dataclasses import dataclass, field
@@ -53,6 +54,9 @@ class Case:
     # (Kernel Tuner is given them, and every parameter, as the hub's own runs were).
     measure: Callable[[dict], dict] | None = None
     restrictions: list[str] | None = None
+    # Community tables: each configuration with its status and time, as the table holds them
+    # (rows go through pandas, which makes a column of 1 and 0.5 floats and of 2**60 + 1 inexact).
+    outcomes: list[tuple[dict, str, float | None]] | None = None
 
     @classmethod
     def from_table(cls, name: str, table: pd.DataFrame, family: Family, problem: Problem) -> "Case":
@@ -74,13 +78,15 @@ class Case:
     def from_space_table(cls, table: SpaceTable) -> "Case":
         """A community table (``tuner.search.tables``): its failed configurations
         are part of the space, cost one evaluation each and score 0."""
-        records, lookup = [], {}
+        records, lookup, outcomes = [], {}, []
         for values, (status, rate) in table.entries.items():
             cfg = table.config(values)
-            records.append(cfg | {"status": status, "bandwidth_gbs": rate, "time_ms_median": 1000.0 / rate if rate else None})
+            time_ms = 1000.0 / rate if rate else None
+            records.append(cfg | {"status": status, "bandwidth_gbs": rate, "time_ms_median": time_ms})
             lookup[table_key(table, cfg)] = rate if status == "ok" else 0.0
+            outcomes.append((cfg, status, time_ms))
         return cls(table.name, table_family(table), table_problem(table), pd.DataFrame(records), dict(table.params), lookup,
-                   space_measure(table), list(table.restrictions))  # fmt: skip
+                   space_measure(table), list(table.restrictions), outcomes)  # fmt: skip
 
     @property
     def size(self) -> int:
@@ -126,39 +132,58 @@ def run_random(case: Case, seed: int, budget: int) -> list[float]:
     return values[:budget]
 
 
+KT_MAX_COMPLETED = 1_000_000  # configurations a cache is completed to where no restriction narrows the product
+
+
 def kt_cache(case: Case, order: str, folder: Path) -> tuple[Path, dict[str, list]]:
     """A Kernel Tuner cache file holding every configuration of ``case`` with
     its median time as Kernel Tuner's ``time`` (minimised; the same bytes for
-    every configuration, so the same order as bandwidth)."""
+    every configuration, so the same order as bandwidth).
+
+    Raises:
+        ValueError: Kernel Tuner's cache could not tell the table's values apart
+            (its keys join the values' text with commas), or the table leaves out
+            configurations of a product too large to list for it.
+    """
     # Fixed parameters are left out, except where restrictions may name them.
     params = {name: values for name, values in case.ordered_domains(order).items() if len(values) > 1 or case.restrictions}
     names = list(params)
-    # Each value as its parameter lists it (pandas makes a column of 0 and 0.5 floats: 0.0 would
-    # not be the "0" of Kernel Tuner's key).
-    listed = {name: {value: value for value in values} for name, values in params.items()}
+    for name, values in params.items():
+        texts = [str(value) for value in values]
+        if len(set(texts)) < len(texts) or any("," in text for text in texts):
+            raise ValueError(f"{case.name}: Kernel Tuner's cache keys join values' text with commas, so the values of "
+                             f"{name} must read apart without commas, got {values[:20]}")  # fmt: skip
+    if case.outcomes is not None:
+        outcomes = case.outcomes
+    else:
+        outcomes = [(_config(record, case.family, case.domains), record["status"], record.get("time_ms_median"))
+                    for record in case.rows.to_dict("records")]  # fmt: skip
     cache = {}
-    for record in case.rows.to_dict("records"):
-        cfg = _config(record, case.family, case.domains)
-        cfg = {name: listed[name].get(value, value) if name in listed else value for name, value in cfg.items()}
+    for cfg, status, time_ms in outcomes:
         entry = {name: cfg[name] for name in names}
-        if record["status"] == "ok":
-            time_ms = float(record["time_ms_median"])
+        if status == "ok":
+            time_ms = float(time_ms)
             entry |= {"time": time_ms, "times": [time_ms], "compile_time": 0.0, "verification_time": 0.0, "benchmark_time": 0.0}
         else:
-            entry |= {"time": KT_MARKER[record["status"]], "compile_time": 0.0, "verification_time": 0.0, "benchmark_time": 0.0}
+            entry |= {"time": KT_MARKER[status], "compile_time": 0.0, "verification_time": 0.0, "benchmark_time": 0.0}
         cache[",".join(str(cfg[name]) for name in names)] = entry
-    if case.restrictions:
-        # Simulation mode needs every configuration its restrictions allow in the cache: those the
-        # table lacks (Kernel Tuner's InvalidConfig entries, which a replay table leaves out, or a
-        # table that is not complete) are InvalidConfig to it too. A limit on threads above any
-        # GPU's keeps this a superset of the space Kernel Tuner builds.
-        from kernel_tuner.searchspace import Searchspace
+    if case.outcomes is not None:
+        # Simulation mode needs every configuration its restrictions allow (or, without any, the whole
+        # product) in the cache: those the table lacks (Kernel Tuner's InvalidConfig entries, which a
+        # replay table leaves out, or a table that is not complete) are InvalidConfig to it too. A
+        # limit on threads above any GPU's keeps this a superset of the space Kernel Tuner builds.
+        if not case.restrictions and math.prod(len(values) for values in params.values()) > KT_MAX_COMPLETED:
+            if len(cache) < math.prod(len(values) for values in params.values()):
+                raise ValueError(f"{case.name}: Kernel Tuner needs every configuration of the product of the values or "
+                                 f"restrictions that leave out the rest; give the table's T1 file")  # fmt: skip
+        else:
+            from kernel_tuner.searchspace import Searchspace
 
-        for values in Searchspace(params, list(case.restrictions), 1 << 30).list:
-            key = ",".join(str(value) for value in values)
-            if key not in cache:
-                cache[key] = dict(zip(names, values)) | {"time": "InvalidConfig", "compile_time": 0.0,
-                                                         "verification_time": 0.0, "benchmark_time": 0.0}  # fmt: skip
+            for values in Searchspace(params, list(case.restrictions or []), 1 << 30).list:
+                key = ",".join(str(value) for value in values)
+                if key not in cache:
+                    cache[key] = dict(zip(names, values)) | {"time": "InvalidConfig", "compile_time": 0.0,
+                                                             "verification_time": 0.0, "benchmark_time": 0.0}  # fmt: skip
     path = folder / f"{case.name.replace('/', '-')}-{order}.json"
     header = {"device_name": case.name, "kernel_name": case.problem.family, "problem_size": [case.problem.n],
               "tune_params_keys": names, "tune_params": params, "objective": "time", "cache": cache}  # fmt: skip

@@ -119,6 +119,29 @@ def test_kernel_tuners_cache_keys_are_its_own_where_a_parameter_mixes_whole_and_
     assert sorted(run_kt(case, "greedy_ils", (path, kt_params), 0, 6)) == sorted(case.lookup.values())
 
 
+def test_kernel_tuners_cache_holds_a_table_without_restrictions_and_its_exact_values(tmp_path):
+    """Without a T1 the product is Kernel Tuner's space: the configurations a cache leaves out
+    (its InvalidConfig entries) come back as InvalidConfig; a whole number past a float's
+    precision keeps its digits; values whose text is alike cannot be told apart in its keys."""
+    pytest.importorskip("kernel_tuner")
+    from tuner.search.tables import load_table
+
+    big = 2**60 + 1
+    params = {"x": [1, 0.5, big], "y": [1, 2]}
+    cache = {f"{x},{y}": {"x": x, "y": y, "time": "InvalidConfig" if (x, y) == (1, 2) else 1.0 + y} for x in params["x"] for y in params["y"]}
+    (tmp_path / "gpu.json").write_text(json.dumps({"tune_params": params, "objective": "time", "cache": cache}))
+    case = Case.from_space_table(load_table(tmp_path / "gpu.json"))
+    path, kt_params = kt_cache(case, "ascending", tmp_path)
+    stored = json.loads(path.read_text())["cache"]
+    assert sorted(stored) == sorted(cache) and stored["1,2"]["time"] == "InvalidConfig" and stored[f"{big},1"]["time"] == 2.0
+    # The InvalidConfig costs Kernel Tuner one of its 6 evaluations, as on the hub's own cache.
+    assert sorted(run_kt(case, "greedy_ils", (path, kt_params), 0, 6)) == sorted(case.lookup.values())
+    (tmp_path / "gpu.json").write_text(json.dumps({"tune_params": {"x": [1, "1"]}, "objective": "time",
+                                                   "cache": {"a": {"x": 1, "time": 1.0}, "b": {"x": "1", "time": 2.0}}}))  # fmt: skip
+    with pytest.raises(ValueError, match=r"the values of x must read apart without commas, got \[1, '1'\]"):
+        kt_cache(Case.from_space_table(load_table(tmp_path / "gpu.json")), "ascending", tmp_path)
+
+
 def test_benchmark_rows_and_files(case, tmp_path):
     strategies = ["random", "ordinal_global"]  # the default
     try:
@@ -270,9 +293,19 @@ def test_a_hub_folders_table_names_keep_their_dots_and_never_collide(tmp_path):
     # One suffix is a GPU's T4 or results file: X-results_T4 is X-results's T4; X-results has no X beside it.
     assert search.hub_files([str(tmp_path)]) == {f"{folder}/v1.2": str(tmp_path / "v1.2.json"),
                                                  f"{folder}/X-results": str(tmp_path / "X-results.json")}  # fmt: skip
+    # A folder and a file of it name one table once; a hidden file (macOS's ._ files) is none.
+    (tmp_path / "._v1.2.json").write_bytes(b"\x00\x05")
+    assert search.hub_files([str(tmp_path), str(tmp_path / "v1.2.json")])[f"{folder}/v1.2"] == str(tmp_path / "v1.2.json")
     (tmp_path / "v1.2.json.gz").write_text("{}")
     with pytest.raises(ValueError, match=rf"two tables would be named {folder}/v1.2: .*v1.2.json and .*v1.2.json.gz"):
         search.hub_files([str(tmp_path)])
+
+
+def test_a_hub_table_named_from_its_folder_is_labelled_by_the_folders_name(tmp_path, monkeypatch):
+    (tmp_path / "conv").mkdir()
+    (tmp_path / "conv" / "A100.json").write_text("{}")
+    monkeypatch.chdir(tmp_path / "conv")
+    assert search.hub_files(["."]) == {"conv/A100": "A100.json"}
 
 
 def test_the_default_strategies_are_those_whose_packages_are_installed(monkeypatch, tmp_path):

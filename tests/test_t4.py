@@ -264,7 +264,16 @@ T4_RESULT = {"configuration": {"x": 1}, "invalidity": "correct", "correctness": 
         ({"results": [T4_RESULT | {"configuration": {"x": [1]}}]}, r"results\[0\]\.configuration x must be a number, a string or a boolean, got \[1\]"),
         ({"results": [T4_RESULT | {"measurements": [{"name": [1], "value": 1.0}]}]},
          r"results\[0\]\.measurements: a measurement's name must be a string, got \[1\]"),
-        (GOOD_CACHE | {"cache": {"1": {"x": 1, "time": 10**400}}}, r"cache entry '1' time must be a positive finite number, got 1000+"),
+        (GOOD_CACHE | {"cache": {"1": {"x": 1, "time": 10**400}}}, r"cache entry '1' time must be a positive finite number, got <a 1329-bit integer>"),
+        (GOOD_CACHE | {"cache": {"1": {"x": 1, "time": 5e-324}}}, r"cache entry '1' time must be large enough that 1000 / time is finite, got 5e-324"),
+        (GOOD_CACHE | {"cache": {"1": {"x": 1, "time": 2.0}, "1.0": {"x": 1.0, "time": 1.0}}},
+         r"cache entry '1.0' must be a configuration of its own, got \{'x': 1.0\} a second time"),
+        (GOOD_CACHE | {"cache": {"1": {"x": True, "time": 2.0}}}, r"cache entry '1' x must be one of tune_params \[1, 2, 3\], got True"),
+        ({"results": [T4_RESULT, T4_RESULT | {"invalidity": "runtime"}]}, r"results\[1\] must be a configuration of its own, got \{'x': 1\} a second time"),
+        ({"results": [T4_RESULT | {"measurements": [{"name": "time", "value": 5e-324, "unit": "ms"}]}]},
+         r"results\[0\] measurement 'time' must be large enough that 1000 / time is finite, got 5e-324"),
+        (GOOD_CACHE | {"tune_params": {"a\nb": [1]}, "cache": {"1": {"a\nb": 2, "time": 1.0}}},
+         r"cache entry '1' 'a\\nb' must be one of tune_params \[1\], got 2"),
         (GOOD_CACHE | {"tune_params": {"x": [1, True]}}, r"values of 'x' must be distinct, got \[1, True\]"),
     ],
 )  # fmt: skip
@@ -301,14 +310,16 @@ def test_what_only_labels_a_cache_or_compares_equal_is_not_refused(tmp_path):
         (5, r"T1.json: a restriction must be a Python expression \(a string\), got 5"),
         # Evaluated for each configuration, these would not finish: refused as they run.
         ("9**9**9 > x", r"table.json: restriction '9\*\*9\*\*9 > x' must evaluate for \{'x': 1\}, got ValueError: an exponent must be at most 64, got 387420489"),
-        ("(((x + 9) ** 64) ** 64) ** 64 > 0", r"table.json: restriction .* got ValueError: a power must stay under 65536 bits, got .*"),
+        ("(((x + 9) ** 64) ** 64) ** 64 > 0", r"table.json: restriction .* got ValueError: a power must stay under 1024 bits, got .*"),
         ("'a' * 10**9 != 'b'", r"table.json: restriction .* got ValueError: a string or list repeated must stay under 10000 items, got 1 x 1000000000"),
         ("'a' * 5000 * 5000 != 'b'", r"table.json: restriction .* got ValueError: a string or list repeated must stay under 10000 items, got 5000 x 5000"),
         ("'%0999999999d' % x == ''", r"table.json: restriction .* got ValueError: % must take numbers \(string formatting is not a restriction\), got .*"),
         ("x in [0] * 10**9", r"T1.json: a restriction must be plain arithmetic over parameters, got .*\(a list, tuple or set may only stand beside 'in'\)"),
         ("x in [0] * 1000", r"T1.json: a restriction must be plain arithmetic over parameters, got .*\(a list, tuple or set may only stand beside 'in'\)"),
         ("round(x, -(10**9)) == 0", r"table.json: restriction .* got ValueError: round's digits must be at most 64, got -1000000000"),
-        ("x << 10**9 > 0", r"table.json: restriction .* got ValueError: a shift must be at most 65536 bits, got 1000000000"),
+        ("x << 10**9 > 0", r"table.json: restriction .* got ValueError: a shift must be at most 1024 bits, got 1000000000"),
+        ("(1 << 1000 << 1000) % (x + 1) >= 0", r"table.json: restriction .* got ValueError: a shift must stay under 1024 bits, got a 1001-bit number << 1000"),
+        ("len('a' * 9000 + 'a' * 9000) > x", r"table.json: restriction .* got ValueError: strings or lists added must stay under 10000 items, got 9000 \+ 9000"),
         ("x % 0 == 0", r"table.json: restriction 'x % 0 == 0' must evaluate for \{'x': 1\}, got ZeroDivisionError: integer modulo by zero"),
     ],
 )  # fmt: skip
@@ -319,6 +330,39 @@ def test_hostile_restrictions_are_refused_in_one_line(tmp_path, condition, messa
     with pytest.raises(ValueError, match=rf"^{re.escape(str(tmp_path))}/{message}$") as err:
         load_table(tmp_path / "table.json")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("space", "message"),
+    [
+        ({"TuningParameters": [{"Name": "x", "Values": "[1]"}, {"Name": "x", "Values": "[2]"}]},
+         r"parameter names must be distinct, got 'x' twice"),
+        ({"TuningParameters": [{"Name": "x", "Values": {"a": 1, "b": 2}}]}, r"Values of 'x' must be a list or a string, got dict"),
+        ({"TuningParameters": [{"Name": f"p{i}", "Values": "list(range(100000))"} for i in range(11)]},
+         r"the parameters must hold at most 1000000 values together, got 1100000 or more"),
+        ({"TuningParameters": [{"Name": "round", "Values": "[1, 2]"}], "Conditions": [{"Expression": "round > 1"}]},
+         r"a parameter a restriction can name must not read as another's name, a function's or one with '__', got \['round'\]"),
+        ({"TuningParameters": [{"Name": "x", "Values": "[1, 2]"}, {"Name": "\uff58", "Values": "[1, 2]"}],
+          "Conditions": [{"Expression": "\uff58 > 1"}]},
+         r"a parameter a restriction can name must not read as another's name, .* got \['x'\]"),
+        ({"TuningParameters": [{"Name": "x", "Values": "[1, 2]"}], "Conditions": [{"Expression": "x > 0"}] * 1001},
+         r"a space may have at most 1000 restrictions, got 1001"),
+    ],
+)  # fmt: skip
+def test_t1_spaces_that_would_mislead_or_cost_too_much_are_refused(tmp_path, space, message):
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": space}))
+    with pytest.raises(ValueError, match=message) as err:
+        read_t1(tmp_path / "T1.json")
+    assert "\n" not in str(err.value) and str(err.value).startswith(f"{tmp_path / 'T1.json'}: ")
+
+
+def test_a_restriction_reads_a_parameter_as_python_reads_its_name(tmp_path):
+    """Python reads the name 'ｘ' (fullwidth) as 'x': a parameter so named is found by its restriction."""
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {
+        "TuningParameters": [{"Name": "\uff58", "Values": "[1, 2, 3]"}], "Conditions": [{"Expression": "\uff58 != 2"}]}}))  # fmt: skip
+    params, restrictions = read_t1(tmp_path / "T1.json")
+    check = restriction_check(restrictions)
+    assert [check({"\uff58": v}) for v in params["\uff58"]] == [None, "\uff58 != 2", None]
 
 
 def test_plain_restrictions_still_hold(tmp_path):
@@ -349,6 +393,18 @@ def test_damaged_files_fail_in_one_line_naming_them(tmp_path, content, why):
     with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: must be JSON \(gzipped or not\), got ({why})") as err:
         load_table(path)
     assert "\n" not in str(err.value)
+
+
+def test_a_file_that_unpacks_past_the_limit_is_refused_before_it_is_read_whole(tmp_path, monkeypatch):
+    """A gzip file a few kilobytes long can unpack to gigabytes: at most the limit is unpacked."""
+    monkeypatch.setattr(t4, "MAX_JSON_BYTES", 4096)
+    path = tmp_path / "bomb.json.gz"
+    path.write_bytes(gzip.compress(b" " * 10_000 + b"{}"))
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: must hold at most 0 MiB of JSON \(unpacked\), got more$"):
+        load_table(path)
+    path.write_bytes(gzip.compress(b" " * 4000 + json.dumps(GOOD_CACHE).encode()[:90]))  # under the limit: read as before
+    with pytest.raises(ValueError, match="must be JSON"):
+        load_table(path)
 
 
 def test_the_t4_command_writes_a_problem(tmp_path, capsys):
@@ -392,10 +448,12 @@ def test_the_t4_command_writes_a_problem(tmp_path, capsys):
         ("[x + (x in [0]*10000) for x in range(100000)]", r"\(a list, tuple or set may only stand beside 'in'\)"),
         ("[list(range(1000)) for x in range(1000)]", r"\(only \['abs', .*\] may be called\)"),
         ("[[x for x in range(100000)] for x in range(100000)]", r"\(ListComp is not allowed\)"),
-        ("[((2**64)**15)**64, 1]", "a value must be a whole number of at most 64 bits, got a 61441-bit one"),
-        ("[((2**64)**15)**64 + x for x in range(100000)]", "a value must be a whole number of at most 64 bits, got a 61441-bit one"),
-        ("[x for x in range(100000) if x in (" + ",".join(["1"] * 4000) + ")]",
-         "a comprehension must take at most 10000000 steps, got 100000 values of an expression of 4008 parts"),
+        ("[((2**64)**15)**64, 1]", "a power must stay under 1024 bits, got a 961-bit number \\*\\* 64"),
+        ("[2**60 * 2**10, 1]", "a value must be a whole number of at most 64 bits, got a 71-bit one"),
+        ("[2**60 * 2**10 + x for x in range(100000)]", "a value must be a whole number of at most 64 bits, got a 71-bit one"),
+        pytest.param("[x for x in range(100000) if x in (" + ",".join(["1"] * 4000) + ")]",
+                     "a comprehension must take at most 10000000 steps, got 100000 values of an expression of 4008 parts",
+                     id="a-membership-test-of-4000-values-100000-times"),
         ("[" + "-" * 990 + "1]", "must evaluate, got RecursionError"),
     ],
 )  # fmt: skip

@@ -190,6 +190,9 @@ def _write_gzip(fd: int, text: str) -> None:
         out.write(text.encode())
 
 
+MAX_JSON_BYTES = 256 << 20  # of a table or T1 file, unpacked (the hub's are at most tens of MiB)
+
+
 def read_json(path: str | os.PathLike) -> Any:
     """A JSON file, gzipped or not (Kernel Tuner caches and T4 files come both ways).
 
@@ -199,13 +202,17 @@ def read_json(path: str | os.PathLike) -> Any:
     path = Path(path)
     try:
         with path.open("rb") as raw:
-            data = raw.read()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-        return json.loads(data)
+            gzipped = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            # At most the limit is read: a small gzip file can unpack to gigabytes.
+            data = (gzip.GzipFile(fileobj=raw) if gzipped else raw).read(MAX_JSON_BYTES + 1)
+        document = None if len(data) > MAX_JSON_BYTES else json.loads(data)
     except (OSError, EOFError, zlib.error, ValueError, RecursionError, MemoryError) as exc:
         # ValueError: not JSON, not UTF-8, or a number of more digits than Python reads.
         raise ValueError(f"{path}: must be JSON (gzipped or not), got {type(exc).__name__}: {str(exc)[:200]}") from None
+    if document is None and len(data) > MAX_JSON_BYTES:
+        raise ValueError(f"{path}: must hold at most {MAX_JSON_BYTES >> 20} MiB of JSON (unpacked), got more")
+    return document
 
 
 def finite_number(value: Any) -> bool:

@@ -25,6 +25,7 @@ import itertools
 import math
 import os
 import reprlib
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Sequence
@@ -86,6 +87,10 @@ def rate(value: float, minimise: bool) -> float:
     return 1000.0 / value if minimise else value
 
 
+MAX_VALUES = 1_000_000  # values of all a T1 file's parameters together
+MAX_RESTRICTIONS = 1_000  # restrictions of one space (each runs for every configuration)
+
+
 def read_t1(path: str | os.PathLike) -> tuple[dict[str, list], list[str]]:
     """A T1 file's parameters (name -> values) and restriction expressions.
 
@@ -95,25 +100,43 @@ def read_t1(path: str | os.PathLike) -> tuple[dict[str, list], list[str]]:
     document = read_json(path)
     try:
         space = document["ConfigurationSpace"]
-        params = {}
+        params: dict[str, list] = {}
+        count = 0
         for p in space["TuningParameters"]:
-            values = p["Values"]
+            name, values = p["Name"], p["Values"]
+            if isinstance(name, str) and name in params:
+                raise ValueError(f"parameter names must be distinct, got {_shown(name)} twice")
             # T1 writes the values as a Python list literal in a string.
-            params[p["Name"]] = _literal(values) if isinstance(values, str) else list(values)
+            if not isinstance(values, (str, list)):
+                raise TypeError(f"Values of {_shown(name)} must be a list or a string, got {type(values).__name__}")
+            params[name] = _literal(values) if isinstance(values, str) else list(values)
+            count += len(params[name])
+            if count > MAX_VALUES:
+                raise ValueError(f"the parameters must hold at most {MAX_VALUES} values together, got {count} or more")
         conditions = space.get("Conditions") or []
         if not isinstance(conditions, list):
             raise TypeError(f"Conditions must be a list, got {type(conditions).__name__}")
         restrictions = [c["Expression"] if isinstance(c, dict) else c for c in conditions]
     except (KeyError, TypeError, ValueError, SyntaxError, MemoryError, RecursionError) as exc:
-        raise ValueError(f"{path}: a T1 file must hold ConfigurationSpace.TuningParameters (Name, Values), got {exc!r}") from None
+        raise ValueError(f"{path}: a T1 file must hold ConfigurationSpace.TuningParameters (Name, Values), "
+                         f"got {type(exc).__name__}: {_brief(str(exc))}") from None  # fmt: skip
     _check_space(path, params)
+    if len(restrictions) > MAX_RESTRICTIONS:
+        raise ValueError(f"{path}: a space may have at most {MAX_RESTRICTIONS} restrictions, got {len(restrictions)}")
+    if restrictions:
+        # A restriction names a parameter as Python reads a name (NFKC: 'ｘ' is 'x'), beside the functions it may call.
+        read_as = [unicodedata.normalize("NFKC", name) for name in params]
+        clash = sorted({n for n in read_as if read_as.count(n) > 1 or n in SAFE_NAMES or "__" in n})
+        if clash:
+            raise ValueError(f"{path}: a parameter a restriction can name must not read as another's name, a function's "
+                             f"or one with '__', got {_shown(clash)}")  # fmt: skip
     for expression in restrictions:
         code = _compile(expression, path)
-        unknown = sorted({name for name in code.co_names if name not in params and name not in SAFE_NAMES | GUARDS})
+        known = {unicodedata.normalize("NFKC", name) for name in params}
+        unknown = sorted({name for name in code.co_names if name not in known and name not in SAFE_NAMES | GUARDS})
         if unknown:
-            raise ValueError(
-                f"{path}: a restriction may name only parameters {sorted(params)}, got {expression!r} naming {unknown}"
-            )
+            raise ValueError(f"{path}: a restriction may name only parameters {_shown(sorted(params))}, "
+                             f"got {_shown(expression)} naming {_shown(unknown)}")  # fmt: skip
     return params, restrictions
 
 
@@ -151,7 +174,7 @@ def _literal(text: str) -> list:
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         values = _values_expression(text)
     if not isinstance(values, (list, tuple)):
-        raise ValueError(f"Values must be a list, got {text!r}")
+        raise ValueError(f"Values must be a list, got {_shown(text)}")
     return list(values)
 
 
@@ -297,8 +320,13 @@ class _Short(reprlib.Repr):
 _shown = _Short().repr
 
 
+def _name(name: Any) -> str:
+    """A parameter's or measurement's name as a message shows it: as it is where it reads plainly."""
+    return name if isinstance(name, str) and name.isidentifier() and len(name) <= 80 else _shown(name)
+
+
 def _brief(message: str) -> str:
-    return message if len(message) <= 200 else message[:200] + "..."
+    return message if len(message) <= 500 else message[:500] + "..."
 
 
 # What a restriction may be made of: comparisons, arithmetic, bitwise and
@@ -313,7 +341,7 @@ MAX_EXPRESSION = 10_000  # characters of one restriction
 # 9**9**9, 1 << 10**9 or 'a' * 10**9 would not finish: a restriction's powers,
 # shifts, products, roundings and repeats are refused, as it runs, beyond these.
 MAX_EXPONENT = 64
-MAX_BITS = 1 << 16  # of a whole number made by **, << or *
+MAX_BITS = 1024  # of a whole number made by **, << or * (a restriction runs for every configuration)
 MAX_LENGTH = 10_000  # of a string or list made by *
 
 
@@ -321,7 +349,7 @@ def _power(base: Any, exponent: Any) -> Any:
     if isinstance(exponent, (int, float)) and abs(exponent) > MAX_EXPONENT:
         raise ValueError(f"an exponent must be at most {MAX_EXPONENT}, got {exponent!r}")
     if isinstance(base, int) and isinstance(exponent, int) and base.bit_length() * abs(exponent) > MAX_BITS:
-        raise ValueError(f"a power must stay under {MAX_BITS} bits, got {base!r} ** {exponent!r}")
+        raise ValueError(f"a power must stay under {MAX_BITS} bits, got a {base.bit_length()}-bit number ** {exponent!r}")
     return base**exponent
 
 
@@ -336,8 +364,16 @@ def _times(a: Any, b: Any) -> Any:
 
 def _shift(a: Any, b: Any) -> Any:
     if isinstance(b, int) and b > MAX_BITS:
-        raise ValueError(f"a shift must be at most {MAX_BITS} bits, got {b!r}")
+        raise ValueError(f"a shift must be at most {MAX_BITS} bits, got {_shown(b)}")
+    if isinstance(a, int) and isinstance(b, int) and a.bit_length() + b > MAX_BITS:
+        raise ValueError(f"a shift must stay under {MAX_BITS} bits, got a {a.bit_length()}-bit number << {b}")
     return a << b
+
+
+def _plus(a: Any, b: Any) -> Any:
+    if isinstance(a, (str, bytes, list, tuple)) and isinstance(b, (str, bytes, list, tuple)) and len(a) + len(b) > MAX_LENGTH:
+        raise ValueError(f"strings or lists added must stay under {MAX_LENGTH} items, got {len(a)} + {len(b)}")
+    return a + b
 
 
 def _modulo(a: Any, b: Any) -> Any:
@@ -354,8 +390,8 @@ def _round(number: Any, digits: Any = None) -> Any:
 
 # The guarded operators and calls run in place of **, *, <<, % and round
 # (under names the checks refuse in a file's text).
-GUARDS = {"__power": _power, "__times": _times, "__shift": _shift, "__modulo": _modulo, "round": _round}
-_GUARDED_OPS = {ast.Pow: "__power", ast.Mult: "__times", ast.LShift: "__shift", ast.Mod: "__modulo"}
+GUARDS = {"__power": _power, "__times": _times, "__shift": _shift, "__modulo": _modulo, "__plus": _plus, "round": _round}
+_GUARDED_OPS = {ast.Pow: "__power", ast.Mult: "__times", ast.LShift: "__shift", ast.Mod: "__modulo", ast.Add: "__plus"}
 
 
 class _Guarded(ast.NodeTransformer):
@@ -373,17 +409,17 @@ def _compile(expression: Any, where: Any) -> Any:
     evaluated for every configuration, so it must not reach the interpreter's
     internals nor build huge numbers or strings (``GUARDS``)."""
     if not isinstance(expression, str):
-        raise ValueError(f"{where}: a restriction must be a Python expression (a string), got {expression!r}")
+        raise ValueError(f"{where}: a restriction must be a Python expression (a string), got {_shown(expression)}")
     if len(expression) > MAX_EXPRESSION:
         raise ValueError(f"{where}: a restriction must be at most {MAX_EXPRESSION} characters, got {len(expression)}")
     try:
         tree = ast.parse(expression, mode="eval")
         why = _unsafe(tree)
         if why:
-            raise ValueError(f"{where}: a restriction must be plain arithmetic over parameters, got {expression!r} ({why})")
+            raise ValueError(f"{where}: a restriction must be plain arithmetic over parameters, got {_shown(expression)} ({why})")
         return compile(ast.fix_missing_locations(_Guarded().visit(tree)), str(where), "eval")
     except SyntaxError as exc:
-        raise ValueError(f"{where}: a restriction must be a Python expression, got {expression!r} ({exc.msg})") from None
+        raise ValueError(f"{where}: a restriction must be a Python expression, got {_shown(expression)} ({exc.msg})") from None
     except (RecursionError, MemoryError):
         raise ValueError(f"{where}: a restriction must be plain arithmetic over parameters, got one nested too deep "
                          f"({expression[:60]!r}...)") from None  # fmt: skip
@@ -447,28 +483,40 @@ def read_kernel_tuner_cache(
     table = SpaceTable(name or _label(path), params, objective=objective, minimise=minimise,
                        problem_size=_problem_size(document.get("problem_size")))  # fmt: skip
     allowed = {n: set(values) for n, values in params.items()}  # as the entries' keys compare: 1 == 1.0
+    # ... but a boolean where the parameter has none is a mistake, not a 1 or a 0.
+    no_bools = {n for n, values in params.items() if not any(isinstance(v, bool) for v in values)}
     for text, record in document["cache"].items():
         if not isinstance(record, dict):
-            raise ValueError(f"{path}: cache entry {text!r} must be an object, got {type(record).__name__}")
+            raise ValueError(f"{path}: cache entry {_shown(text)} must be an object, got {type(record).__name__}")
         missing = [p for p in params if p not in record]
         if missing:
-            raise ValueError(f"{path}: cache entry {text!r} must give every parameter, missing {missing}")
-        outside = [p for p in params if not _plain(record[p]) or record[p] not in allowed[p]]
+            raise ValueError(f"{path}: cache entry {_shown(text)} must give every parameter, missing {_shown(missing)}")
+        outside = [p for p in params if not _plain(record[p]) or record[p] not in allowed[p]
+                   or (p in no_bools and isinstance(record[p], bool))]  # fmt: skip
         if outside:
             p = outside[0]
-            raise ValueError(f"{path}: cache entry {text!r} {p} must be one of tune_params {params[p]}, got {record[p]!r}")
+            raise ValueError(f"{path}: cache entry {_shown(text)} {_name(p)} must be one of tune_params {_shown(params[p])}, "
+                             f"got {_shown(record[p])}")  # fmt: skip
         value = record.get(objective)
         if value == KT_INVALID:
             continue
+        key = tuple(record[p] for p in params)
+        if key in table.entries:
+            raise ValueError(f"{path}: cache entry {_shown(text)} must be a configuration of its own, got "
+                             f"{_shown(table.config(key))} a second time")  # fmt: skip
         if isinstance(value, str):
             if value not in KT_FAILED:
-                raise ValueError(f"{path}: cache entry {text!r} {objective} must be a number or one of "
-                                 f"{[*KT_FAILED, KT_INVALID]}, got {value!r}")  # fmt: skip
-            table.entries[tuple(record[p] for p in params)] = (KT_FAILED[value], None)
+                raise ValueError(f"{path}: cache entry {_shown(text)} {_name(objective)} must be a number or one of "
+                                 f"{[*KT_FAILED, KT_INVALID]}, got {_shown(value)}")  # fmt: skip
+            table.entries[key] = (KT_FAILED[value], None)
         elif finite_number(value) and (value > 0 or not minimise):
-            table.entries[tuple(record[p] for p in params)] = ("ok", rate(float(value), minimise))
+            if not math.isfinite(rate(float(value), minimise)):
+                raise ValueError(f"{path}: cache entry {_shown(text)} {_name(objective)} must be large enough that "
+                                 f"1000 / {_name(objective)} is finite, got {_shown(value)}")  # fmt: skip
+            table.entries[key] = ("ok", rate(float(value), minimise))
         else:
-            raise ValueError(f"{path}: cache entry {text!r} {objective} must be a positive finite number, got {value!r}")
+            raise ValueError(f"{path}: cache entry {_shown(text)} {_name(objective)} must be a positive finite number, "
+                             f"got {_shown(value)}")  # fmt: skip
     return _with_t1(table, path, t1)
 
 
@@ -514,8 +562,8 @@ def read_t4_table(
     for index, r in enumerate(results):
         odd = [n for n in names if not _plain(r["configuration"].get(n))]
         if odd:
-            raise ValueError(f"{path}: results[{index}].configuration {odd[0]} must be a number, a string or a boolean, "
-                             f"got {r['configuration'][odd[0]]!r}")  # fmt: skip
+            raise ValueError(f"{path}: results[{index}].configuration {_name(odd[0])} must be a number, a string or a "
+                             f"boolean, got {_shown(r['configuration'][odd[0]])}")  # fmt: skip
     # A parameter a result leaves out (our writer leaves out empty ones) is None there.
     values: dict[str, set] = {n: set() for n in names}  # as the entries' keys tell values apart
     for r in results:
@@ -527,13 +575,19 @@ def read_t4_table(
         key = tuple(r["configuration"].get(n) for n in names)
         if r["status"] == "infeasible":
             continue
+        if key in table.entries:
+            raise ValueError(f"{path}: results[{index}] must be a configuration of its own, got "
+                             f"{_shown(table.config(key))} a second time")  # fmt: skip
         if r["status"] != "ok":
             table.entries[key] = (r["status"], None)
             continue
         value = r["values"].get(objective)
         if value is None or (minimise and value <= 0):
-            raise ValueError(f"{path}: results[{index}] is correct, so measurement {objective!r} must be a "
-                             f"{'positive ' if minimise else ''}number, got {r['unread'].get(objective, value)!r}")  # fmt: skip
+            raise ValueError(f"{path}: results[{index}] is correct, so measurement {_shown(objective)} must be a "
+                             f"{'positive ' if minimise else ''}number, got {_shown(r['unread'].get(objective, value))}")  # fmt: skip
+        if not math.isfinite(rate(value, minimise)):
+            raise ValueError(f"{path}: results[{index}] measurement {_shown(objective)} must be large enough that "
+                             f"1000 / {_name(objective)} is finite, got {_shown(value)}")  # fmt: skip
         table.entries[key] = ("ok", rate(value, minimise))
     return _with_t1(table, path, t1)
 
@@ -573,13 +627,15 @@ def _with_t1(table: SpaceTable, path: Any, t1: str | os.PathLike | None) -> Spac
     if t1 is not None:
         params, restrictions = read_t1(t1)
         if set(params) != set(table.params):
-            raise ValueError(f"{path}: parameters must be those of {t1} {sorted(params)}, got {sorted(table.params)}")
+            raise ValueError(f"{path}: parameters must be those of {t1} {_shown(sorted(params))}, got {_shown(sorted(table.params))}")
         for n, values in params.items():
-            outside = sorted({v for v in table.params[n] if v not in values}, key=str)
+            allowed = set(values)  # as the entries' keys compare: 1 is 1.0
+            outside = sorted({v for v in table.params[n] if v not in allowed}, key=str)
             if outside:
-                raise ValueError(f"{path}: values of {n} must be of {t1} {values}, got {outside}")
+                raise ValueError(f"{path}: values of {_shown(n)} must be of {t1} {_shown(values)}, got {_shown(outside)}")
         order = list(params)
-        position = [list(table.params).index(n) for n in order]
+        place = {n: i for i, n in enumerate(table.params)}
+        position = [place[n] for n in order]
         table.entries = {tuple(k[i] for i in position): v for k, v in table.entries.items()}
         table.params, table.restrictions = params, restrictions
     if not any(status == "ok" for status, _ in table.entries.values()):
@@ -588,23 +644,24 @@ def _with_t1(table: SpaceTable, path: Any, t1: str | os.PathLike | None) -> Spac
     for key in table.entries:
         broken = check(table.config(key))
         if broken:
-            raise ValueError(f"{path}: configuration {table.config(key)} must pass the restriction {broken!r}")
+            raise ValueError(f"{path}: configuration {_shown(table.config(key))} must pass the restriction {_shown(broken)}")
     return table
 
 
 def restriction_check(restrictions: list[str], where: Any = "restriction") -> Callable[[Mapping], str | None]:
     """cfg -> the first restriction it breaks, or None."""
     compiled = [(text, _compile(text, where)) for text in restrictions]
+    read_as: dict[str, str] = {}  # a parameter's name as Python reads it in an expression (NFKC)
 
     def check(cfg: Mapping) -> str | None:
-        names = SAFE_NAMES | GUARDS | dict(cfg)
+        names = {read_as.get(k) or read_as.setdefault(k, unicodedata.normalize("NFKC", k)): v for k, v in cfg.items()}
+        names |= SAFE_NAMES | GUARDS
         for text, code in compiled:
             try:
                 holds = eval(code, {"__builtins__": {}}, names)  # noqa: S307 - see _compile
             except Exception as exc:  # noqa: BLE001 - whatever the expression raises, said in one line
-                raise ValueError(
-                    f"{where}: restriction {text!r} must evaluate for {dict(cfg)}, got {type(exc).__name__}: {exc}"
-                ) from None
+                raise ValueError(f"{where}: restriction {_shown(text)} must evaluate for {_shown(dict(cfg))}, "
+                                 f"got {type(exc).__name__}: {_brief(str(exc))}") from None  # fmt: skip
             if not holds:
                 return text
         return None
