@@ -21,6 +21,7 @@ configurations up:
 from __future__ import annotations
 
 import ast
+import collections
 import itertools
 import math
 import os
@@ -125,14 +126,14 @@ def read_t1(path: str | os.PathLike) -> tuple[dict[str, list], list[str]]:
         raise ValueError(f"{path}: a space may have at most {MAX_RESTRICTIONS} restrictions, got {len(restrictions)}")
     if restrictions:
         # A restriction names a parameter as Python reads a name (NFKC: 'ｘ' is 'x'), beside the functions it may call.
-        read_as = [unicodedata.normalize("NFKC", name) for name in params]
-        clash = sorted({n for n in read_as if read_as.count(n) > 1 or n in SAFE_NAMES or "__" in n})
+        read_as = collections.Counter(unicodedata.normalize("NFKC", name) for name in params)
+        clash = sorted(n for n, count in read_as.items() if count > 1 or n in SAFE_NAMES or "__" in n)
         if clash:
             raise ValueError(f"{path}: a parameter a restriction can name must not read as another's name, a function's "
                              f"or one with '__', got {_shown(clash)}")  # fmt: skip
+    known = {unicodedata.normalize("NFKC", name) for name in params}
     for expression in restrictions:
         code = _compile(expression, path)
-        known = {unicodedata.normalize("NFKC", name) for name in params}
         unknown = sorted({name for name in code.co_names if name not in known and name not in SAFE_NAMES | GUARDS})
         if unknown:
             raise ValueError(f"{path}: a restriction may name only parameters {_shown(sorted(params))}, "
