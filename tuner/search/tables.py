@@ -29,7 +29,7 @@ import reprlib
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
@@ -426,10 +426,8 @@ def _compile(expression: Any, where: Any) -> Any:
                          f"({expression[:60]!r}...)") from None  # fmt: skip
 
 
-def _unsafe(tree: ast.AST, calls: Collection[str] = frozenset(SAFE_NAMES), also: tuple = ()) -> str | None:
-    """Why a parsed restriction is refused, or None; ``calls``: the names it
-    may call, ``also``: node types allowed beside ``_NODES`` (a T1 value
-    list's comprehension)."""
+def _unsafe(tree: ast.AST) -> str | None:
+    """Why a parsed restriction (or a part of a T1 value list) is refused, or None."""
     # A list, tuple or set may be either side of 'in' (a literal list of values, or a
     # tuple of them), or one inside such a one; not an operand of arithmetic ([0] * 10**4).
     members = set()
@@ -445,14 +443,14 @@ def _unsafe(tree: ast.AST, calls: Collection[str] = frozenset(SAFE_NAMES), also:
                         if isinstance(side, (ast.Tuple, ast.List, ast.Set)):
                             sides += [e for e in side.elts if isinstance(e, (ast.Tuple, ast.List, ast.Set))]
     for node in ast.walk(tree):
-        if not isinstance(node, (*_NODES, *also)):
+        if not isinstance(node, _NODES):
             return f"{type(node).__name__} is not allowed"
         if isinstance(node, ast.Name) and "__" in node.id:
             return f"name {node.id!r} is not allowed"
         if isinstance(node, ast.Constant) and not _plain(node.value):
             return f"constant {node.value!r} is not allowed"
-        if isinstance(node, ast.Call) and (not isinstance(node.func, ast.Name) or node.func.id not in calls or node.keywords):
-            return f"only {sorted(calls)} may be called"
+        if isinstance(node, ast.Call) and (not isinstance(node.func, ast.Name) or node.func.id not in SAFE_NAMES or node.keywords):
+            return f"only {sorted(SAFE_NAMES)} may be called"
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and id(node) not in members:
             return "a list, tuple or set may only stand beside 'in'"
     return None
