@@ -122,7 +122,8 @@ def hub_files(paths: list[str]) -> dict[str, str]:
     them, ``NAME.json`` or ``NAME.json.gz``): Kernel Tuner caches and T4 results
     files; in a folder, not its T1 file nor Kernel Tuner's metadata files
     (``GPU-metadata``), and not a GPU's T4 results (``GPU_T4``, ``GPU-results``)
-    where a file of that GPU's name is beside them (its cache: the same space twice)."""
+    where a file of that GPU's name is beside them (its cache: the same space twice),
+    nor its ``GPU-results`` beside its ``GPU_T4``."""
     found: dict[str, str] = {}
     for given in paths:
         path = Path(given)
@@ -137,8 +138,10 @@ def hub_files(paths: list[str]) -> dict[str, str]:
         for f in files:
             stem = _table_stem(f.name) or f.name
             lower = stem.lower()
+            gpu = lower.removesuffix("-results") if lower.endswith("-results") else None
             if path.is_dir() and (lower == "t1" or lower.endswith("-metadata") or any(
-                    lower.endswith(suffix) and lower[: -len(suffix)] in stems for suffix in ("_t4", "-results"))):  # fmt: skip
+                    lower.endswith(suffix) and lower[: -len(suffix)] in stems for suffix in ("_t4", "-results"))
+                    or (gpu is not None and f"{gpu}_t4" in stems)):  # the same results twice: the T4 is read  # fmt: skip
                 continue
             label = f"{f.resolve().parent.name}/{stem}"
             if label in found and Path(found[label]).resolve() != f.resolve():

@@ -273,7 +273,8 @@ def test_a_hub_folder_leaves_out_metadata_and_a_gpus_results_beside_its_cache(tm
     """The hub's folders also hold Kernel Tuner's split T4 output (GPU-metadata and
     GPU-results, the GPU's name in either case) beside the GPU's cache."""
     names = ["T1.json", "W7800.json.gz", "W7800-metadata.json.gz", "W7800-results.json.gz", "W7800_T4.json.gz",
-             "A6000.json.gz", "a6000-metadata.json.gz", "a6000-results.json.gz", "MI250X_T4.json.gz", "W6600-results.json"]
+             "A6000.json.gz", "a6000-metadata.json.gz", "a6000-results.json.gz", "MI250X_T4.json.gz", "MI250X-results.json.gz",
+             "W6600-results.json"]
     for name in names:
         (tmp_path / name).write_text("{}")
     folder = tmp_path.name
