@@ -76,7 +76,7 @@ from tuner.data.results import read, write_json_atomic, write_text_atomic  # noq
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import Problem  # noqa: E402
 from tuner.search.strategies import missing_modules  # noqa: E402
-from tuner.search.tables import load_table  # noqa: E402
+from tuner.search.tables import load_table, table_label, table_stem  # noqa: E402
 from tuner.search.warm import warm_start  # noqa: E402
 
 DEFAULT_FRACTIONS = (0.025, 0.05, 0.10)  # of each space
@@ -129,33 +129,31 @@ def hub_files(paths: list[str]) -> dict[str, str]:
         path = Path(given)
         if not path.exists():
             raise ValueError(f"--hub {given}: must be a table file or a folder of them, and does not exist")
-        try:
-            files = sorted(f for f in path.iterdir() if f.is_file() and not f.name.startswith(".") and _table_stem(f.name)) \
-                if path.is_dir() else [path]  # fmt: skip
-        except OSError as exc:
-            raise ValueError(f"--hub {given}: must be a folder that can be listed, got {type(exc).__name__}: {exc}") from None
-        stems = {(_table_stem(f.name) or f.name).lower() for f in files}
+        if not path.is_dir():
+            files = [path]
+        else:
+            try:
+                files = sorted(f for f in path.iterdir() if f.is_file() and not f.name.startswith(".") and table_stem(f.name))
+            except OSError as exc:
+                raise ValueError(f"--hub {given}: must be a folder that can be listed, got {type(exc).__name__}: {exc}") from None
+            stems = {table_stem(f.name).lower() for f in files}
+            files = [f for f in files if not _not_a_table_of_its_own(table_stem(f.name).lower(), stems)]
         for f in files:
-            stem = _table_stem(f.name) or f.name
-            lower = stem.lower()
-            gpu = lower.removesuffix("-results") if lower.endswith("-results") else None
-            if path.is_dir() and (lower == "t1" or lower.endswith("-metadata") or any(
-                    lower.endswith(suffix) and lower[: -len(suffix)] in stems for suffix in ("_t4", "-results"))
-                    or (gpu is not None and f"{gpu}_t4" in stems)):  # the same results twice: the T4 is read  # fmt: skip
-                continue
-            label = f"{f.resolve().parent.name}/{stem}"
+            label = table_label(f)
             if label in found and Path(found[label]).resolve() != f.resolve():
                 raise ValueError(f"--hub {given}: two tables would be named {label}: {found[label]} and {f}")
             found.setdefault(label, str(f))
     return found
 
 
-def _table_stem(name: str) -> str | None:
-    """``name`` without its ``.json`` or ``.json.gz``, or None where it has neither."""
-    for suffix in (".json.gz", ".json"):
-        if name.lower().endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return None
+def _not_a_table_of_its_own(stem: str, stems: set[str]) -> bool:
+    """Whether a folder's file (its lower-case ``stem``, beside ``stems``) is its
+    T1, a metadata file, or results read from another file of the folder."""
+    if stem == "t1" or stem.endswith("-metadata"):
+        return True
+    if any(stem.endswith(suffix) and stem.removesuffix(suffix) in stems for suffix in ("_t4", "-results")):
+        return True  # the GPU's cache is beside it
+    return stem.endswith("-results") and f"{stem.removesuffix('-results')}_t4" in stems  # its T4 is read
 
 
 KNOWN = ("random", *OURS, *KT_STRATEGIES)

@@ -54,9 +54,10 @@ class Case:
     # (Kernel Tuner is given them, and every parameter, as the hub's own runs were).
     measure: Callable[[dict], dict] | None = None
     restrictions: list[str] | None = None
-    # Community tables: each configuration with its status and time, as the table holds them
-    # (rows go through pandas, which makes a column of 1 and 0.5 floats and of 2**60 + 1 inexact).
-    outcomes: list[tuple[dict, str, float | None]] | None = None
+    # Each configuration with its status and time (ms), as the table holds them: Kernel Tuner's
+    # cache is written from these (rows go through pandas, which makes a column of 1 and 0.5
+    # floats and of 2**60 + 1 inexact).
+    outcomes: list[tuple[dict, str, float | None]] = field(default_factory=list)
 
     @classmethod
     def from_table(cls, name: str, table: pd.DataFrame, family: Family, problem: Problem) -> "Case":
@@ -66,13 +67,16 @@ class Case:
             raise ValueError(f"table {name} must hold ok rows for {problem.key}, got none")
         domains = table_domains(rows, family)
         lookup: dict[str, float] = {}
+        outcomes = []
         for record in rows.to_dict("records"):
-            lookup[config_key(_config(record, family, domains))] = float(record["bandwidth_gbs"])
+            cfg = _config(record, family, domains)
+            lookup[config_key(cfg)] = float(record["bandwidth_gbs"])
+            outcomes.append((cfg, "ok", float(record["time_ms_median"])))
         feasible = family.space(problem, domains)
         missing = [cfg for cfg in feasible if config_key(cfg) not in lookup]
         if missing:
             raise ValueError(f"table {name} must hold every feasible configuration, {len(missing)} missing, e.g. {missing[0]}")
-        return cls(name, family, problem, rows, domains, lookup)
+        return cls(name, family, problem, rows, domains, lookup, outcomes=outcomes)
 
     @classmethod
     def from_space_table(cls, table: SpaceTable) -> "Case":
@@ -153,13 +157,8 @@ def kt_cache(case: Case, order: str, folder: Path) -> tuple[Path, dict[str, list
         if len(set(texts)) < len(texts) or any("," in text for text in texts):
             raise ValueError(f"{case.name}: Kernel Tuner's cache keys join values' text with commas, so the values of "
                              f"{name} must read apart without commas, got {values[:20]}")  # fmt: skip
-    if case.outcomes is not None:
-        outcomes = case.outcomes
-    else:
-        outcomes = [(_config(record, case.family, case.domains), record["status"], record.get("time_ms_median"))
-                    for record in case.rows.to_dict("records")]  # fmt: skip
     cache = {}
-    for cfg, status, time_ms in outcomes:
+    for cfg, status, time_ms in case.outcomes:
         entry = {name: cfg[name] for name in names}
         if status == "ok":
             time_ms = float(time_ms)
@@ -167,23 +166,23 @@ def kt_cache(case: Case, order: str, folder: Path) -> tuple[Path, dict[str, list
         else:
             entry |= {"time": KT_MARKER[status], "compile_time": 0.0, "verification_time": 0.0, "benchmark_time": 0.0}
         cache[",".join(str(cfg[name]) for name in names)] = entry
-    if case.outcomes is not None:
-        # Simulation mode needs every configuration its restrictions allow (or, without any, the whole
-        # product) in the cache: those the table lacks (Kernel Tuner's InvalidConfig entries, which a
-        # replay table leaves out, or a table that is not complete) are InvalidConfig to it too. A
-        # limit on threads above any GPU's keeps this a superset of the space Kernel Tuner builds.
-        if not case.restrictions and math.prod(len(values) for values in params.values()) > KT_MAX_COMPLETED:
-            if len(cache) < math.prod(len(values) for values in params.values()):
-                raise ValueError(f"{case.name}: Kernel Tuner needs every configuration of the product of the values or "
-                                 f"restrictions that leave out the rest; give the table's T1 file")  # fmt: skip
-        else:
-            from kernel_tuner.searchspace import Searchspace
+    # Simulation mode needs every configuration its restrictions allow (or, without any, the whole
+    # product) in the cache: those the table lacks (Kernel Tuner's InvalidConfig entries, which a
+    # replay table leaves out, or a table that is not complete) are InvalidConfig to it too. A
+    # limit on threads above any GPU's keeps this a superset of the space Kernel Tuner builds.
+    product = math.prod(len(values) for values in params.values())
+    if not case.restrictions and len(cache) < product:
+        if product > KT_MAX_COMPLETED:
+            raise ValueError(f"{case.name}: Kernel Tuner needs every configuration of the product of the values or "
+                             f"restrictions that leave out the rest; give the table's T1 file")  # fmt: skip
+    if case.restrictions or len(cache) < product:
+        from kernel_tuner.searchspace import Searchspace
 
-            for values in Searchspace(params, list(case.restrictions or []), 1 << 30).list:
-                key = ",".join(str(value) for value in values)
-                if key not in cache:
-                    cache[key] = dict(zip(names, values)) | {"time": "InvalidConfig", "compile_time": 0.0,
-                                                             "verification_time": 0.0, "benchmark_time": 0.0}  # fmt: skip
+        for values in Searchspace(params, list(case.restrictions or []), 1 << 30).list:
+            key = ",".join(str(value) for value in values)
+            if key not in cache:
+                cache[key] = dict(zip(names, values)) | {"time": "InvalidConfig", "compile_time": 0.0,
+                                                         "verification_time": 0.0, "benchmark_time": 0.0}  # fmt: skip
     path = folder / f"{case.name.replace('/', '-')}-{order}.json"
     header = {"device_name": case.name, "kernel_name": case.problem.family, "problem_size": [case.problem.n],
               "tune_params_keys": names, "tune_params": params, "objective": "time", "cache": cache}  # fmt: skip

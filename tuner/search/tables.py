@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import functools
 import itertools
 import math
 import os
@@ -124,14 +125,12 @@ def read_t1(path: str | os.PathLike) -> tuple[dict[str, list], list[str]]:
     _check_space(path, params)
     if len(restrictions) > MAX_RESTRICTIONS:
         raise ValueError(f"{path}: a space may have at most {MAX_RESTRICTIONS} restrictions, got {len(restrictions)}")
-    if restrictions:
-        # A restriction names a parameter as Python reads a name (NFKC: 'ｘ' is 'x'), beside the functions it may call.
-        read_as = collections.Counter(unicodedata.normalize("NFKC", name) for name in params)
-        clash = sorted(n for n, count in read_as.items() if count > 1 or n in SAFE_NAMES or "__" in n)
-        if clash:
-            raise ValueError(f"{path}: a parameter a restriction can name must not read as another's name, a function's "
-                             f"or one with '__', got {_shown(clash)}")  # fmt: skip
-    known = {unicodedata.normalize("NFKC", name) for name in params}
+    # A restriction names a parameter as Python reads a name (NFKC: 'ｘ' is 'x'), beside the functions it may call.
+    known = collections.Counter(_python_name(name) for name in params)
+    clash = sorted(n for n, count in known.items() if count > 1 or n in SAFE_NAMES or "__" in n)
+    if restrictions and clash:
+        raise ValueError(f"{path}: a parameter a restriction can name must not read as another's name, a function's "
+                         f"or one with '__', got {_shown(clash)}")  # fmt: skip
     for expression in restrictions:
         code = _compile(expression, path)
         unknown = sorted({name for name in code.co_names if name not in known and name not in SAFE_NAMES | GUARDS})
@@ -139,6 +138,12 @@ def read_t1(path: str | os.PathLike) -> tuple[dict[str, list], list[str]]:
             raise ValueError(f"{path}: a restriction may name only parameters {_shown(sorted(params))}, "
                              f"got {_shown(expression)} naming {_shown(unknown)}")  # fmt: skip
     return params, restrictions
+
+
+@functools.lru_cache(maxsize=4096)
+def _python_name(name: str) -> str:
+    """A parameter's name as Python reads it in an expression (NFKC: 'ｘ' is 'x')."""
+    return unicodedata.normalize("NFKC", name)
 
 
 def _check_space(path: Any, params: Mapping[Any, Any]) -> None:
@@ -479,7 +484,7 @@ def read_kernel_tuner_cache(
     if not isinstance(objective, str):
         raise ValueError(f"{path}: objective must name the measured quantity, got {objective!r}")
     minimise = not document.get("objective_higher_is_better", False)
-    table = SpaceTable(name or _label(path), params, objective=objective, minimise=minimise,
+    table = SpaceTable(name or table_label(path), params, objective=objective, minimise=minimise,
                        problem_size=_problem_size(document.get("problem_size")))  # fmt: skip
     allowed = {n: set(values) for n, values in params.items()}  # as the entries' keys compare: 1 == 1.0
     # ... but a boolean where the parameter has none is a mistake, not a 1 or a 0.
@@ -569,7 +574,7 @@ def read_t4_table(
         for n in names:
             values[n].add(r["configuration"].get(n))
     params = {n: sorted(v, key=lambda x: (x is None, isinstance(x, str), x)) for n, v in values.items()}
-    table = SpaceTable(name or _label(path), params, objective=objective, minimise=minimise)
+    table = SpaceTable(name or table_label(path), params, objective=objective, minimise=minimise)
     for index, r in enumerate(results):
         key = tuple(r["configuration"].get(n) for n in names)
         if r["status"] == "infeasible":
@@ -614,10 +619,20 @@ def load_table(path: str | os.PathLike, t1: str | os.PathLike | None = None, nam
     raise ValueError(f"{path}: a replay table must be a Kernel Tuner cache ('cache') or a T4 file ('results'), got {got}")
 
 
-def _label(path: str | os.PathLike) -> str:
+def table_stem(name: str) -> str | None:
+    """A table file's name without its ``.json`` or ``.json.gz``, or None where it has neither."""
+    for suffix in (".json.gz", ".json"):
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return None
+
+
+def table_label(path: str | os.PathLike) -> str:
+    """A table's name from its file: ``FOLDER/STEM`` (``convolution_milo/A100``)."""
     path = Path(path)
-    stem = path.name.split(".")[0]
-    return f"{path.parent.name}/{stem}" if path.parent.name else stem
+    stem = table_stem(path.name) or path.name
+    folder = path.resolve().parent.name
+    return f"{folder}/{stem}" if folder else stem
 
 
 def _with_t1(table: SpaceTable, path: Any, t1: str | os.PathLike | None) -> SpaceTable:
@@ -650,11 +665,9 @@ def _with_t1(table: SpaceTable, path: Any, t1: str | os.PathLike | None) -> Spac
 def restriction_check(restrictions: list[str], where: Any = "restriction") -> Callable[[Mapping], str | None]:
     """cfg -> the first restriction it breaks, or None."""
     compiled = [(text, _compile(text, where)) for text in restrictions]
-    read_as: dict[str, str] = {}  # a parameter's name as Python reads it in an expression (NFKC)
 
     def check(cfg: Mapping) -> str | None:
-        names = {read_as.get(k) or read_as.setdefault(k, unicodedata.normalize("NFKC", k)): v for k, v in cfg.items()}
-        names |= SAFE_NAMES | GUARDS
+        names = {_python_name(k): v for k, v in cfg.items()} | SAFE_NAMES | GUARDS
         for text, code in compiled:
             try:
                 holds = eval(code, {"__builtins__": {}}, names)  # noqa: S307 - see _compile
