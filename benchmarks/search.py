@@ -4,7 +4,7 @@ tables, no GPU needed.
 For every table (an exhaustive sweep, or a subspace of one) and both orders
 of the parameter values, each strategy (by default random search, the project's
 own, Optuna's TPE and GP samplers where their packages import, and Kernel
-Tuner's) runs with 50 seeds at budgets of
+Tuner's; OptunaHub's AutoSampler, ``auto``, when named) runs with 50 seeds at budgets of
 2.5 %, 5 % and 10 % of the space (distinct configurations measured). Per
 strategy and budget it reports the share of seeds within 1 % and 2 % of the
 table's optimum, the median best / optimum, the median number of evaluations
@@ -38,6 +38,8 @@ aggregate table gives each strategy's mean over the tables per budget.
     python benchmarks/search.py --tables --hub ../shared/benchmark_hub/convolution_milo \
         ../shared/benchmark_hub/dedispersion_milo --seeds 10 --jobs 1 --fixed 50 100 200 --orders ascending \
         --out benchmarks/results --name search-hub      # the community's spaces only
+    python benchmarks/search.py --tables --hub ../shared/benchmark_hub/convolution_milo --strategies auto tpe \
+        --optunahub-registry ../optunahub-registry --fixed 50 --out /tmp/b    # AutoSampler from a local checkout
 
 Writes ``NAME.txt`` (the command, its wall time and the tables) and ``NAME.json`` under
 ``--out`` (``--name``, default ``search-benchmark``); the default ``--out`` is
@@ -70,7 +72,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import numpy as np  # noqa: E402
 from scipy.special import gammaln  # noqa: E402
 from scipy.stats import fisher_exact  # noqa: E402
-from search_rivals import KT_STRATEGIES, ORDERS, Case, kt_cache, run_kt, run_ours, run_random  # noqa: E402
+from search_rivals import KT_STRATEGIES, ORDERS, Case, auto_sampler_class, kt_cache, run_auto, run_kt, run_ours, run_random  # noqa: E402
 
 from tuner.data.results import read, write_json_atomic, write_text_atomic  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
@@ -88,8 +90,10 @@ WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
 # take a minute a run; the GP sampler far longer; Kernel Tuner's bayes_opt 9 s for 200 evaluations of
 # an 83,000-point space and 150 s for 1,000, so hours for the 8,300 of its 10 %): by default each runs
 # to at most this many trials, and budgets beyond it are left out of its rows (--cap changes it; 0: no
-# cap). bayes_opt's reaches every budget of the hub's convolution and dedispersion spaces.
-DEFAULT_CAPS = {"tpe": 300, "gp": 200, "bayes_opt": 1200}
+# cap). bayes_opt's reaches every budget of the hub's convolution and dedispersion spaces. AutoSampler
+# (auto) has TPE's: on these spaces (every parameter categorical) it hands every trial after its first
+# random ones to a multivariate TPESampler.
+DEFAULT_CAPS = {"tpe": 300, "gp": 200, "auto": 300, "bayes_opt": 1200}
 # Kernel Tuner strategies whose course depends on max_fevals (a cooling schedule,
 # scipy's maxfun): one run per budget. The others only stop there.
 KT_BUDGET_AWARE = {"hybrid_vndx", "dual_annealing", "simulated_annealing"}
@@ -156,7 +160,9 @@ def _not_a_table_of_its_own(stem: str, stems: set[str]) -> bool:
     return stem.endswith("-results") and f"{stem.removesuffix('-results')}_t4" in stems  # its T4 is read
 
 
-KNOWN = ("random", *OURS, *KT_STRATEGIES)
+# OptunaHub's AutoSampler (search_rivals.auto_sampler_class): only when named, as its code comes from GitHub.
+AUTO = "auto"
+KNOWN = ("random", *OURS, AUTO, *KT_STRATEGIES)
 # What a merged row must have: what every row of this benchmark has had, and the table and summary read.
 ROW_KEYS = ("table", "order", "strategy", "budget", "seeds", "space", "within_1pct", "hits_1pct", "median_first_1pct")
 
@@ -176,6 +182,8 @@ def needs(name: str) -> list[str]:
     """The packages strategy ``name`` needs that do not import here."""
     if name in KT_STRATEGIES:
         return [] if _imports("kernel_tuner") else ["kernel_tuner"]
+    if name == AUTO:  # what its registry code imports is checked when main loads it
+        return [] if _imports("optunahub") else ["optunahub"]
     return missing_modules(name) if name in OURS else []
 
 
@@ -256,14 +264,21 @@ def _run(task: tuple) -> tuple[tuple, list[float]]:
         return task[:5], run_ours(case, "ordinal", order, seed, budget, enqueue=enqueue, prior=prior)
     if strategy in OURS:
         return task[:5], run_ours(case, strategy, order, seed, budget)
+    if strategy == AUTO:
+        return task[:5], run_auto(case, order, seed, budget, _OPTUNAHUB_REGISTRY)
     return task[:5], run_kt(case, strategy, cache, seed, budget)
 
 
 _CASES: dict[str, Case] = {}
+# Where AutoSampler's code comes from in this process: a local checkout of OptunaHub's registry, or None
+# for GitHub (benchmark's optunahub_registry, handed to each worker process by _init).
+_OPTUNAHUB_REGISTRY: str | None = None
 
 
-def _init(names: list[str], hub: dict[str, str] | None = None) -> None:
+def _init(names: list[str], hub: dict[str, str] | None = None, optunahub_registry: str | None = None) -> None:
+    global _OPTUNAHUB_REGISTRY
     HUB.update(hub or {})
+    _OPTUNAHUB_REGISTRY = optunahub_registry
     for name in names:
         _CASES[name] = load_case(name)
 
@@ -351,9 +366,11 @@ def methodology_score(case: Case, runs: list[list[float]], budget: int, stats=No
 
 def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, warm: bool = True,
               orders: tuple[str, ...] = ORDERS, caps: dict[str, int] = DEFAULT_CAPS,
-              budgets_at: Budgets = Budgets()) -> list[dict]:  # fmt: skip
+              budgets_at: Budgets = Budgets(), optunahub_registry: str | None = None) -> list[dict]:  # fmt: skip
     """Every (table, order, strategy, budget) row of the benchmark, at the
-    budgets of ``budgets_at``; ``caps``: a strategy's most trials a run (0: none)."""
+    budgets of ``budgets_at``; ``caps``: a strategy's most trials a run (0: none);
+    ``optunahub_registry``: a local checkout of OptunaHub's registry that ``auto``
+    loads AutoSampler from (None: GitHub)."""
     _init(names)
     folder = Path(tempfile.mkdtemp(prefix="kt-cache-"))
     tasks = []
@@ -380,7 +397,7 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
                     for budget in budgets if per_budget else last:
                         tasks.append((name, order, strategy, seed, budget, cache if strategy in KT_STRATEGIES else None))
     runs: dict[tuple, list[list[float]]] = {}
-    with ProcessPoolExecutor(jobs, initializer=_init, initargs=(list(_CASES), dict(HUB))) as pool:
+    with ProcessPoolExecutor(jobs, initializer=_init, initargs=(list(_CASES), dict(HUB), optunahub_registry)) as pool:
         for done, ((name, order, strategy, _seed, budget), found) in enumerate(pool.map(_run, tasks, chunksize=chunk_size(len(tasks), jobs)), 1):
             runs.setdefault((name, order, strategy, budget), []).append(found)
             if done % 50 == 0 or done == len(tasks):  # a long run says how far it is
@@ -525,6 +542,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default="search-benchmark", help="the output files' name (NAME.txt, NAME.json)")
     parser.add_argument("--cap", nargs="*", default=[], metavar="STRATEGY=TRIALS",
                         help=f"most trials of a model-based sampler's run (default {DEFAULT_CAPS}; 0: none)")  # fmt: skip
+    parser.add_argument("--optunahub-registry", default=None, metavar="DIR",
+                        help="a local checkout of github.com/optuna/optunahub-registry (its package/samplers/auto_sampler) "
+                             "that the auto strategy loads AutoSampler from (default: optunahub fetches it from GitHub)")  # fmt: skip
     args = parser.parse_args(argv)
     started = time.monotonic()
     names = args.tables if args.tables is not None else [n for n, spec in TABLES.items() if (REFERENCE / spec[0]).exists()]
@@ -552,18 +572,21 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--cap must be STRATEGY=TRIALS, a strategy of --strategies' choices and trials >= 0, got {odd}")
     # Every input read before any run: a damaged table or merged file stops here, in one line.
     HUB.clear()  # one run's tables (main may run twice in a process: the tests)
+    _CASES.clear()  # and cases: a worker loads every case here, a hub table's only while HUB names it
     try:
         HUB.update(hub_files(args.hub))
         for path in HUB.values():
             load_table(path)
         merged = [merged_rows(path) for path in args.merge]
+        if AUTO in strategies:  # loaded here, not first in a worker: a registry that lacks it stops in one line
+            auto_sampler_class(args.optunahub_registry)
     except ValueError as error:
         parser.error(str(error))
     budgets_at = Budgets(tuple(args.fractions), tuple(args.fixed))
     names += list(HUB)
     try:  # a table Kernel Tuner's cache cannot hold stops before the runs (kt_cache)
         rows = benchmark(names, args.seeds, strategies, args.jobs, warm=not args.no_warm, orders=tuple(args.orders),
-                         caps=caps, budgets_at=budgets_at) if names else []  # fmt: skip
+                         caps=caps, budgets_at=budgets_at, optunahub_registry=args.optunahub_registry) if names else []  # fmt: skip
     except ValueError as error:
         parser.error(str(error))
     for old in merged:

@@ -1,7 +1,8 @@
 """Runs of one search on one exhaustive table, for ``benchmarks/search.py``:
-the project's samplers through the real study loop (``run_study`` with the
-measurement replaced by a look-up in the table), and Kernel Tuner's
-strategies through its simulation mode (a cache file made from the table).
+the project's samplers and OptunaHub's AutoSampler through the real study loop
+(``run_study`` with the measurement replaced by a look-up in the table), and
+Kernel Tuner's strategies through its simulation mode (a cache file made from
+the table).
 
 Each run returns the bandwidths of the distinct configurations it measured,
 in order: the budget counts distinct configurations, and infeasible
@@ -10,6 +11,7 @@ proposals (which the table does not hold) cost nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -20,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
+from optuna.samplers import BaseSampler
 
 from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
@@ -38,6 +41,9 @@ KT_STRATEGIES = ("hybrid_vndx", "adaptive_tabu_greywolf", "basinhopping", "minim
 # Kernel Tuner's markers for a failed configuration in its cache, by our status.
 KT_MARKER = {"compile_error": "CompilationFailedConfig", "launch_error": "RuntimeFailedConfig", "wrong_result": "RuntimeFailedConfig"}
 ORDERS = ("ascending", "descending")
+# OptunaHub's AutoSampler: a package of its registry (github.com/optuna/optunahub-registry), whose
+# code optunahub fetches at run time, not a package of PyPI.
+AUTO_SAMPLER = "samplers/auto_sampler"
 
 
 @dataclass
@@ -118,14 +124,55 @@ def _config(record: dict, family: Family, domains: dict[str, list]) -> dict:
     return cfg
 
 
-def run_ours(case: Case, sampler: str, order: str, seed: int, budget: int, enqueue=(), prior=()) -> list[float]:
-    """One study of the project's ``sampler`` on ``case`` (in-memory storage)."""
+def run_ours(case: Case, sampler: str | BaseSampler, order: str, seed: int, budget: int, enqueue=(), prior=()) -> list[float]:
+    """One study of ``sampler`` (the name of one of the project's strategies, or a sampler
+    object seeded with ``seed``) on ``case`` (in-memory storage)."""
     base = make_sampler(sampler, seed, prior=prior) if prior else sampler
+    name = sampler if isinstance(sampler, str) else type(sampler).__name__
     with _quiet_optuna():
         outcome = run_study(family=case.family, problem=case.problem, domains=case.ordered_domains(order), storage=None,
-                            study_name=f"bench-{sampler}-{seed}", measure=case.measure or table_measure(case.rows, case.family),
+                            study_name=f"bench-{name}-{seed}", measure=case.measure or table_measure(case.rows, case.family),
                             budget_trials=budget, timeout_s=None, sampler=base, seed=seed, enqueue=enqueue)  # fmt: skip
     return [float(row["bandwidth_gbs"]) if row.get("status") == "ok" else 0.0 for row in outcome.rows]
+
+
+@functools.cache
+def auto_sampler_class(registry: str | None) -> type[BaseSampler]:
+    """OptunaHub's AutoSampler class: from GitHub (``optunahub.load_module``),
+    or from ``registry``, a local checkout of OptunaHub's registry, where GitHub
+    is out of reach. Loaded once a process (each load runs the module anew).
+
+    Raises:
+        ValueError: ``registry`` does not hold the package, or the package does
+            not load here (one line naming where it was to come from).
+    """
+    # load_local_module's registry_root is the checkout's package/ folder, which holds samplers/...
+    root = None if registry is None else Path(registry) / "package"
+    if root is not None and not (root / AUTO_SAMPLER / "__init__.py").is_file():
+        raise ValueError(f"--optunahub-registry {registry}: must be a checkout of OptunaHub's registry holding "
+                         f"package/{AUTO_SAMPLER}/__init__.py, which is missing")  # fmt: skip
+    import optunahub
+
+    if root is None:
+        source = f"--strategies auto: OptunaHub's {AUTO_SAMPLER} must load from GitHub (or give --optunahub-registry DIR)"
+        load = functools.partial(optunahub.load_module, AUTO_SAMPLER)
+    else:
+        source = f"--optunahub-registry {registry}: its {AUTO_SAMPLER} must load here"
+        load = functools.partial(optunahub.load_local_module, package=AUTO_SAMPLER, registry_root=str(root))
+    try:
+        return load().AutoSampler
+    except Exception as exc:  # GitHub out of reach, or the registry's own check of cmaes, scipy and torch
+        why = " ".join(str(exc).split())  # the registry's message spans lines
+        raise ValueError(f"{source}, got {type(exc).__name__}: {why}") from None
+
+
+def run_auto(case: Case, order: str, seed: int, budget: int, registry: str | None = None) -> list[float]:
+    """One study of OptunaHub's AutoSampler (``auto_sampler_class``) on ``case``,
+    seeded as ``run_ours`` seeds the project's samplers."""
+    with warnings.catch_warnings():
+        # Its TPESampler is made with warn_independent_sampling, deprecated since Optuna 4.9: one warning a run.
+        warnings.filterwarnings("ignore", "`warn_independent_sampling` has been deprecated", FutureWarning)
+        return run_ours(case, auto_sampler_class(registry)(seed=seed), order, seed, budget)
 
 
 def run_random(case: Case, seed: int, budget: int) -> list[float]:

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import search  # noqa: E402
-from search_rivals import Case, kt_cache, run_kt, run_ours, run_random  # noqa: E402
+from search_rivals import Case, kt_cache, run_auto, run_kt, run_ours, run_random  # noqa: E402
 
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import Problem  # noqa: E402
@@ -343,3 +343,69 @@ def test_the_default_strategies_leave_out_kernel_tuners_where_it_is_not_installe
     assert search.main(["--tables", "reduce_space_offset11", "--seeds", "1", "--out", str(tmp_path)]) == 0
     assert "random" in ran["strategies"] and "ordinal_global" in ran["strategies"]
     assert not set(ran["strategies"]) & set(search.KT_STRATEGIES)
+
+
+def _stand_in_registry(tmp_path: Path) -> tuple[Path, Path]:
+    """A local checkout of OptunaHub's registry whose samplers/auto_sampler is a
+    RandomSampler that notes every seed it is built with (in the worker processes
+    too), and that file of seeds."""
+    seeds = tmp_path / "seeds.txt"
+    package = tmp_path / "registry" / "package" / "samplers" / "auto_sampler"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(f"""
+import optuna
+
+
+class AutoSampler(optuna.samplers.RandomSampler):
+    def __init__(self, *, seed=None):
+        with open({str(seeds)!r}, "a") as noted:
+            noted.write(f"{{seed}}\\n")
+        super().__init__(seed=seed)
+""")
+    return tmp_path / "registry", seeds
+
+
+def test_auto_replays_a_case_through_the_autosampler_of_a_local_registry(case, tmp_path):
+    """``--optunahub-registry`` reaches the worker processes: each run builds the
+    registry's AutoSampler with its seed (GitHub's, or none here, were it ignored)."""
+    pytest.importorskip("optunahub")
+    import optuna
+
+    registry, seeds = _stand_in_registry(tmp_path)
+    assert search.main(["--tables", "reduce_space_offset11", "--seeds", "2", "--jobs", "1", "--orders", "ascending", "--no-warm",
+                        "--fractions", "0.025", "--strategies", "auto", "--optunahub-registry", str(registry),
+                        "--out", str(tmp_path / "out")]) == 0  # fmt: skip
+    rows = json.loads((tmp_path / "out" / "search-benchmark.json").read_text())["rows"]
+    assert [(r["strategy"], r["budget"], r["seeds"]) for r in rows] == [("auto", 19, 2)]
+    assert sorted(seeds.read_text().split()) == ["0", "1"]
+    # A run is the study loop's with that sampler and seed.
+    found = run_auto(case, "ascending", 3, 19, str(registry))
+    assert len(found) == 19 and found == run_ours(case, optuna.samplers.RandomSampler(seed=3), "ascending", 3, 19)
+
+
+def test_a_registry_without_the_autosampler_stops_in_one_line_before_any_run(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("optunahub")
+    (tmp_path / "registry" / "package" / "samplers").mkdir(parents=True)
+    monkeypatch.setattr(search, "benchmark", lambda *a, **k: pytest.fail("ran before its arguments were checked"))
+    with pytest.raises(SystemExit):
+        search.main(["--tables", "reduce_space_offset11", "--seeds", "1", "--strategies", "auto",
+                     "--optunahub-registry", str(tmp_path / "registry"), "--out", str(tmp_path / "out")])  # fmt: skip
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.endswith(f": error: --optunahub-registry {tmp_path / 'registry'}: must be a checkout of OptunaHub's registry "
+                          "holding package/samplers/auto_sampler/__init__.py, which is missing")  # fmt: skip
+    assert not (tmp_path / "out").exists()
+
+
+def test_auto_needs_optunahub_and_is_no_default(monkeypatch, tmp_path, capsys):
+    """Without optunahub, naming auto stops in one line; by default it is not run
+    (optunahub fetches its code from GitHub, which many machines cannot reach)."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "optunahub" else real(name, *a))
+    assert search.needs("auto") == ["optunahub"]
+    monkeypatch.setattr(search, "benchmark", lambda *a, **k: pytest.fail("ran before its arguments were checked"))
+    with pytest.raises(SystemExit):
+        search.main(["--tables", "reduce_space_offset11", "--seeds", "1", "--strategies", "auto", "--out", str(tmp_path)])
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        ": error: --strategies auto needs ['optunahub'], which do not import here")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
+    assert search.needs("auto") == [] and "auto" not in search.OURS + search.KT_STRATEGIES
