@@ -146,6 +146,49 @@ class ComboUCB(OrdinalSampler):
         return open_[c][int(np.argmax(scores))][1]
 
 
+class PlateauTabu(OrdinalSampler):
+    """A restart's Parzen phase proposes nothing with the switch values (the
+    parameters of two values, and the unordered ones) of a stalled climb's best
+    that sat on a plateau: its measured neighbours' median at least `smooth` of
+    it. A climb stalled on a spike keeps its region (a slice sweep's case)."""
+
+    smooth = 0.9
+    min_seen = 3
+
+    def bind(self, *a, **k):
+        super().bind(*a, **k)
+        self._switches = [n for n, (ordered, values) in self._order.items() if len(values) == 2 or (len(values) > 2 and not ordered)]
+        self._stalls = {}  # restart position -> the stalled climb's best's switch values, where it sat on a plateau
+
+    def _banned(self, measured):
+        start = self._climbs.read(measured)["start"]
+        if start == 0 or not self._switches:
+            return set()
+        if start not in self._stalls:
+            items = list(measured.items())
+            before = max([0] + list(self._stalls))
+            segment = items[before:start]
+            self._stalls[start] = None
+            if segment:
+                key, (best, value) = max(segment, key=lambda item: item[1][1])
+                seen = [measured[k][1] / value for k, _ in self._neighbours(key, best) if k in measured]
+                if len(seen) >= self.min_seen and float(np.median(seen)) >= self.smooth:
+                    self._stalls[start] = tuple(best[n] for n in self._switches)
+        return {v for s, v in self._stalls.items() if s <= start and v is not None}
+
+    def _parzen(self, measured, visited, rng):
+        banned = self._banned(measured)
+        if not banned:
+            return super()._parzen(measured, visited, rng)
+        feasible, names = self._feasible, self._switches
+        self._feasible = lambda cfg: feasible(cfg) and tuple(cfg[n] for n in names) not in banned
+        try:
+            cfg = super()._parzen(measured, visited, rng)
+        finally:
+            self._feasible = feasible
+        return cfg if cfg is not None else super()._parzen(measured, visited, rng)
+
+
 def make(name, seed):
     """og; slice+w=N; log(+rs=0|1)(+f=2); rslice+w=N+r=X; lr+w=N+r=X; cucb+e=N+b=X."""
     base, *parts = name.split("+")
@@ -155,11 +198,15 @@ def make(name, seed):
     cls = {"slice": Slice, "log": LogSteps, "rslice": RuggedSlice, "cucb": ComboUCB}.get(base)
     if base == "lr":
         cls = type("LR", (RuggedSlice, LogSteps), {"reshape": False})
+    if base == "lrt":
+        cls = type("LRT", (PlateauTabu, RuggedSlice, LogSteps), {"reshape": False})
+    if base == "pt":
+        cls = PlateauTabu
     if cls is None:
         raise ValueError(name)
     cls = type(cls.__name__, (cls,), {})
     for key, value in opts.items():
-        attr = {"w": "wide_after", "r": "rugged", "rs": "reshape", "f": "factors", "e": "every", "b": "beta", "s": "shrink"}[key]
+        attr = {"w": "wide_after", "r": "rugged", "rs": "reshape", "f": "factors", "e": "every", "b": "beta", "s": "shrink", "m": "smooth"}[key]
         if key == "f":
             value = (2.0, 0.5) if value == "2" else (2.0, 0.5, 4.0, 0.25)
         elif key == "rs":
