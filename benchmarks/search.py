@@ -563,6 +563,8 @@ def main(argv: list[str] | None = None) -> int:
     why = strategies_unfit(strategies)
     if why:
         parser.error(f"--strategies {why}")
+    if args.optunahub_registry is not None and AUTO not in strategies:
+        parser.error(f"--optunahub-registry {args.optunahub_registry}: only for --strategies {AUTO}, which must be named, got {strategies}")
     try:
         caps = DEFAULT_CAPS | {name: int(trials) for name, trials in (item.split("=") for item in args.cap)}
     except ValueError:

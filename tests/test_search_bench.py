@@ -409,3 +409,15 @@ def test_auto_needs_optunahub_and_is_no_default(monkeypatch, tmp_path, capsys):
         ": error: --strategies auto needs ['optunahub'], which do not import here")
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
     assert search.needs("auto") == [] and "auto" not in search.OURS + search.KT_STRATEGIES
+
+
+def test_a_registry_without_auto_among_the_strategies_stops_in_one_line(tmp_path, capsys, monkeypatch):
+    """A registry given for a run that never uses it is a mistake (auto left out
+    of --strategies), not something to pass over in silence."""
+    monkeypatch.setattr(search, "benchmark", lambda *a, **k: pytest.fail("ran before its arguments were checked"))
+    with pytest.raises(SystemExit):
+        search.main(["--tables", "reduce_space_offset11", "--seeds", "1", "--strategies", "ordinal_global", "random",
+                     "--optunahub-registry", str(tmp_path), "--out", str(tmp_path / "out")])  # fmt: skip
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        f": error: --optunahub-registry {tmp_path}: only for --strategies auto, which must be named, got ['ordinal_global', 'random']")
+    assert not (tmp_path / "out").exists()
