@@ -190,7 +190,7 @@ def test_the_default_strategy_starts_with_a_parzen_phase_from_the_far_corner():
     assert (ordinal.global_phase, ordinal.start_phase, ordinal.landmarks) == (0, 0, ("centre", "last", "first"))
     with pytest.raises(ValueError, match="landmarks must be of"):
         OrdinalSampler(landmarks=("middle",))
-    with pytest.raises(ValueError, match="global_phase and start_phase must be >= 0"):
+    with pytest.raises(ValueError, match="global_phase, start_phase and slice_after must be >= 0"):
         OrdinalSampler(start_phase=-1)
 
 
@@ -248,7 +248,7 @@ def test_after_a_restart_the_global_phase_is_not_counted_against_patience():
     plain = OrdinalSampler(seed=0, patience=2, global_phase=0)
     plain.bind(RIDGE_DISTS, lambda cfg: True, None)
     assert plain._climbs.read(dict(list(measured.items())[:6]))["start"] == 6  # no phase: 40 and 30 end the climb of 50
-    with pytest.raises(ValueError, match="global_phase and start_phase must be >= 0"):
+    with pytest.raises(ValueError, match="global_phase, start_phase and slice_after must be >= 0"):
         OrdinalSampler(global_phase=-1)
 
 
@@ -289,3 +289,65 @@ def test_landmarks_first_tries_the_far_corner_with_other_unordered_values(seed):
     first = corners(True)
     assert len(first) >= 2 and len(set(first)) == len(first), first  # distinct hints, before any far-apart point
     assert len(corners(False)) == 1  # otherwise the corner starts, then far-apart points follow
+
+
+SLICE_DISTS = {
+    "block": optuna.distributions.CategoricalDistribution([16, 32, 48, 64, 80, 96]),  # wide: a slice's free parameters
+    "rows": optuna.distributions.CategoricalDistribution([1, 2, 4, 8, 16]),
+    "tile": optuna.distributions.CategoricalDistribution([1, 2, 3]),  # narrow: fixed within a slice
+    "shared": optuna.distributions.CategoricalDistribution([0, 1]),
+}
+
+
+def lone_peak_history(neighbour_value: float, stalled: int) -> tuple[dict, dict]:
+    """A climb whose best (block 64, rows 2, tile 3, shared) has had ``stalled``
+    measurements without progress since, its one-step neighbours measured
+    at ``neighbour_value``."""
+    peak = {"block": 64, "rows": 2, "tile": 3, "shared": 1}
+    sampler = OrdinalSampler(seed=0)
+    sampler.bind(SLICE_DISTS, lambda cfg: True, None)
+    neighbours = [cfg for _, cfg in sampler._neighbours(config_key(peak), peak)]
+    assert len(neighbours) > stalled
+    measured = {config_key(peak): (peak, 100.0)}
+    for cfg in neighbours[:stalled]:
+        measured[config_key(cfg)] = (cfg, neighbour_value)
+    return peak, measured
+
+
+def slice_sweep(measured, slice_after=15, enumerated=True):
+    sampler = OrdinalSampler(seed=0, patience=100, slice_after=slice_after)
+    space = [dict(zip(SLICE_DISTS, values)) for values in __import__("itertools").product(
+        *(dist.choices for dist in SLICE_DISTS.values()))]  # fmt: skip
+    sampler.bind(SLICE_DISTS, lambda cfg: True, {config_key(cfg): cfg for cfg in space} if enumerated else None)
+    return sampler._slice_sweep(measured, measured, set(measured), __import__("random").Random(0))
+
+
+def test_a_climb_stalled_on_a_lone_peak_sweeps_the_peaks_slice():
+    peak, measured = lone_peak_history(50.0, stalled=15)
+    found = slice_sweep(measured)
+    slice_keys = {config_key({**peak, "block": b, "rows": r}) for b in SLICE_DISTS["block"].choices
+                  for r in SLICE_DISTS["rows"].choices} - set(measured)  # fmt: skip
+    # Every unvisited configuration of the peak's tile and switch (the wide block and rows free) is a candidate,
+    # block 32 x 4 rows among them: two positions away in each, no step of one or two parameters reaches it.
+    assert slice_keys <= set(found)
+    assert config_key({**peak, "block": 32, "rows": 4}) in found
+    assert not set(found) & set(measured)
+    # Listed from the space or built from the parameters' values where none is enumerated: the same slice.
+    assert slice_keys <= set(slice_sweep(measured, enumerated=False))
+
+
+@pytest.mark.parametrize(("neighbour_value", "stalled", "slice_after"), [
+    (90.0, 15, 15),  # a plateau: the neighbours' median is 0.9 of the best
+    (50.0, 14, 15),  # not yet stalled for long enough
+    (50.0, 15, 0),  # the sweep off (strategy ordinal)
+])  # fmt: skip
+def test_no_slice_sweep_on_a_plateau_before_the_stall_or_where_it_is_off(neighbour_value, stalled, slice_after):
+    _, measured = lone_peak_history(neighbour_value, stalled)
+    assert slice_sweep(measured, slice_after=slice_after) == {}
+
+
+def test_the_default_strategy_sweeps_slices_and_ordinal_does_not():
+    assert make_sampler("ordinal_global", 0).slice_after == 15
+    assert make_sampler("ordinal", 0).slice_after == 0
+    with pytest.raises(ValueError, match="slice_after must be >= 0"):
+        OrdinalSampler(slice_after=-1)

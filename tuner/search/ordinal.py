@@ -53,6 +53,16 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    parameter value (main effects, refitted each trial on every measurement)
    ranks the candidates; the best predicted is proposed. Prior rows (a warm
    start) join its data until the study's own measurements outnumber them.
+6. **A slice sweep where the best stands alone** (``slice_after``; off in
+   ``ordinal``, 15 in ``ordinal_global``): once a climb has gone that many
+   measurements without progress and its best's measured neighbours have a
+   median below ``RUGGED`` of it, the steps also take in every unvisited
+   configuration of its *slice* (the best's values of the parameters with
+   fewer than ``WIDE`` values; the wide ordered ones, block sizes, free),
+   ranked by the same model. A lone peak in a rugged slice is where a step
+   of one or two parameters stops short: on the A100's convolution of the
+   benchmark hub the optimum (block 32 x 4) has every neighbour at 0.72 of it
+   or below, while a smooth plateau (the reduction tables) never opens it.
 
 With 2 and 3 (``ordinal``; ``benchmarks/search.py``, 50 seeds), at 2.5 % of the H100's
 2^24 table 96 % of searches got within 1 % instead of 54 % (Kernel Tuner's
@@ -69,8 +79,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import optuna
@@ -105,6 +116,10 @@ _PICK = {"centre": lambda values: values[len(values) // 2], "last": lambda value
 ELITE = 0.1  # the Parzen model's good share of the measurements (at most ELITE_MAX of them)
 ELITE_MAX = 25
 PARZEN_CANDIDATES = 24  # draws from the good model per global-phase ask
+SLICE_AFTER = 15  # measurements of a stalled climb before its best's slice is swept (strategy ordinal_global)
+RUGGED = 0.8  # the best stands alone where its measured neighbours' median is below this share of it
+WIDE = 5  # ordered parameters of at least this many values are a slice's free ones
+SLICE_MAX = 4096  # configurations of a slice ranked in one ask at most (a random choice of a larger one)
 
 
 class OrdinalSampler(optuna.samplers.BaseSampler):
@@ -134,6 +149,9 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         start_phase: the study's first measurements (counted from its
             first, space-filling start included) after which the first climb
             begins; those after the start are drawn from the Parzen model.
+        slice_after: measurements of a climb without progress after which,
+            where its best stands alone, its steps take in the best's whole
+            slice (0: never).
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
     """
@@ -152,13 +170,15 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         patience: int = DEFAULT_PATIENCE,
         global_phase: int = 0,
         start_phase: int = 0,
+        slice_after: int = 0,
     ) -> None:
         if n_startup < 1 or top_k < 1:
             raise ValueError(f"n_startup and top_k must be >= 1, got {n_startup} and {top_k}")
         if patience < 0:
             raise ValueError(f"patience must be >= 0, got {patience}")
-        if global_phase < 0 or start_phase < 0:
-            raise ValueError(f"global_phase and start_phase must be >= 0, got {global_phase} and {start_phase}")
+        if global_phase < 0 or start_phase < 0 or slice_after < 0:
+            raise ValueError(f"global_phase, start_phase and slice_after must be >= 0, "
+                             f"got {global_phase}, {start_phase} and {slice_after}")  # fmt: skip
         if not set(landmarks) <= set(LANDMARKS):
             raise ValueError(f"landmarks must be of {list(LANDMARKS)}, got {list(landmarks)}")
         self.seed = seed
@@ -166,7 +186,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self.top_k = top_k
         self.landmarks, self.landmarks_first = tuple(landmarks), landmarks_first
         self.ends, self.diagonals, self.patience = ends, diagonals, patience
-        self.global_phase, self.start_phase = global_phase, start_phase
+        self.global_phase, self.start_phase, self.slice_after = global_phase, start_phase, slice_after
         self.prior = sorted(((dict(cfg), float(value)) for cfg, value in prior if value > 0), key=lambda item: -item[1])
         self._rng = random.Random(seed)
         self._dists: dict[str, CategoricalDistribution] | None = None
@@ -190,6 +210,10 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         # Sorted by key, so that the order the values are listed in changes nothing.
         self._enumerated = None if enumerated is None else sorted(enumerated.items(), key=lambda item: item[0])
         self._order = {name: ordered_values(dist.choices) for name, dist in self._dists.items()}
+        # A slice: the configurations that share the parameters of few values (switches, tiles).
+        self._wide = [name for name, (ordered, values) in self._order.items() if ordered and len(values) >= WIDE]
+        self._narrow = [name for name in self._order if name not in self._wide]
+        self._slices: dict[tuple, list[tuple[str, dict]]] | None = None
         self._columns = {(name, value): i for i, (name, value) in enumerate(
             (name, value) for name, dist in self._dists.items() for value in dist.choices)}  # fmt: skip
         self._finished, self._steps, self._column_cache, self._points = {}, {}, {}, {}
@@ -342,9 +366,10 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
     def _step(self, climb: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]], visited: set[str],
               rng: random.Random) -> dict | None:  # fmt: skip
         """The model's favourite among unvisited steps from the climb's best
-        configurations (the model learns from every measurement)."""
-        ranked = sorted(climb.items(), key=lambda item: -item[1][1])
-        candidates: dict[str, dict] = {}
+        configurations (the model learns from every measurement), or from
+        its best's slice where the climb has stalled on a lone peak."""
+        candidates: dict[str, dict] = self._slice_sweep(climb, measured, visited, rng) if climb is not measured else {}
+        ranked = [] if candidates else sorted(climb.items(), key=lambda item: -item[1][1])
         searched = 0
         for key, (cfg, _) in ranked:
             if key in self._exhausted:
@@ -363,6 +388,49 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         keys = list(candidates)
         scores = weights[self._columns_of(keys)].sum(axis=1) + mean + np.array([rng.random() * 1e-9 for _ in keys])
         return candidates[keys[int(np.argmax(scores))]]
+
+    def _slice_sweep(self, climb: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]],
+                     visited: set[str], rng: random.Random) -> dict[str, dict]:  # fmt: skip
+        """The unvisited configurations of the climb's best's slice and its
+        unvisited neighbours, once the climb has gone ``slice_after``
+        measurements without progress and its best stands alone (at least 3
+        neighbours measured, their median below ``RUGGED`` of it); else none."""
+        if not self.slice_after or not climb:
+            return {}
+        state = self._climbs.read(measured)
+        if state["since"] < self.slice_after or len(measured) < state["until"]:
+            return {}
+        best_key, (best, value) = max(climb.items(), key=lambda item: item[1][1])
+        around = [measured[key][1] / value for key, _ in self._neighbours(best_key, best) if key in measured]
+        if len(around) < 3 or float(np.median(around)) >= RUGGED:
+            return {}
+        found = {key: cfg for key, cfg in self._slice(best, rng) if key not in visited}
+        found.update((key, cfg) for key, cfg in self._neighbours(best_key, best) if key not in visited)
+        return found
+
+    def _slice(self, cfg: dict, rng: random.Random) -> list[tuple[str, dict]]:
+        """The feasible configurations with ``cfg``'s values of the narrow
+        parameters (at most ``SLICE_MAX``, drawn at random from a larger slice).
+        An enumerated space is grouped by them once, at the first sweep."""
+        narrow = tuple(cfg[name] for name in self._narrow)
+        if self._enumerated is not None:
+            if self._slices is None:
+                self._slices = {}
+                for key, other in self._enumerated:
+                    self._slices.setdefault(tuple(other[name] for name in self._narrow), []).append((key, other))
+            found = self._slices.get(narrow, [])
+        else:
+            wide = [self._order[name][1] for name in self._wide]
+            if math.prod(len(values) for values in wide) <= SLICE_MAX:
+                combos: Iterable[tuple] = itertools.product(*wide)
+            else:
+                combos = (tuple(rng.choice(values) for values in wide) for _ in range(SLICE_MAX))
+            found = []
+            for combo in combos:
+                other = {**cfg, **dict(zip(self._wide, combo))}
+                if self._feasible(other):
+                    found.append((config_key(other), other))
+        return rng.sample(found, SLICE_MAX) if len(found) > SLICE_MAX else found
 
     def _parzen(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
         """The global phase's proposal (a tree-structured Parzen estimator,

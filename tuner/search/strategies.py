@@ -63,13 +63,13 @@ def _ordinal(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
 
 
 def _ordinal_global(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
-    from tuner.search.ordinal import GLOBAL_PHASE, START_PHASE, OrdinalSampler
+    from tuner.search.ordinal import GLOBAL_PHASE, SLICE_AFTER, START_PHASE, OrdinalSampler
 
     # Only the far corner as a landmark: the centre and the near corner of a
     # large space are slow more often than not, and a first measurement many
     # times slower than a random one is what an anytime score punishes most.
     return OrdinalSampler(seed=seed, prior=prior, global_phase=GLOBAL_PHASE, start_phase=START_PHASE, landmarks=("last",),
-                          landmarks_first=True)  # fmt: skip
+                          landmarks_first=True, slice_after=SLICE_AFTER)  # fmt: skip
 
 
 def _interactions(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
@@ -103,7 +103,7 @@ STRATEGIES: dict[str, Strategy] = {
     "brute_force": Strategy(_brute_force, "every feasible configuration, in order"),
     "ordinal": Strategy(_ordinal, "space-filling, then model-ranked steps (the default until ordinal_global)", uses_prior=True),
     "ordinal_global": Strategy(_ordinal_global, "the project's own: a Parzen (TPE-like) phase first and after each restart, "
-                               "model-ranked steps between", uses_prior=True),  # fmt: skip
+                               "model-ranked steps between, a slice sweep on a lone peak", uses_prior=True),  # fmt: skip
     "interactions": Strategy(_interactions, "ordinal steps alternated with Thompson draws from a model of parameter pairs",
                              uses_prior=True),  # fmt: skip
 }
