@@ -9,8 +9,10 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
 import random
 import re
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -21,6 +23,7 @@ from tuner.data import t4
 from tuner.data.results import read
 from tuner.families import REGISTRY
 from tuner.families.base import MAX_ENUMERATED, Family, Problem
+from tuner.search import tables
 from tuner.search.replay import _quiet_optuna
 from tuner.search.study import run_study
 from tuner.search.tables import (
@@ -275,6 +278,18 @@ T4_RESULT = {"configuration": {"x": 1}, "invalidity": "correct", "correctness": 
         (GOOD_CACHE | {"tune_params": {"a\nb": [1]}, "cache": {"1": {"a\nb": 2, "time": 1.0}}},
          r"cache entry '1' 'a\\nb' must be one of tune_params \[1\], got 2"),
         (GOOD_CACHE | {"tune_params": {"x": [1, True]}}, r"values of 'x' must be distinct, got \[1, True\]"),
+        ({"results": [T4_RESULT | {"invalidity": ["correct"]}]}, r"results\[0\]\.invalidity must be one of .*, got \['correct'\]"),
+        ({"results": [T4_RESULT | {"correctness": "0"}]}, r"results\[0\]\.correctness must be a number \(1 correct, 0 not\), got 0"),
+        ({"results": [T4_RESULT | {"configuration": {"x": 10**4000}}]},
+         r"values of 'x' must be numbers \(whole ones of at most 64 bits\), strings or booleans, got <a 13288-bit integer>"),
+        # A rate of 0 (or below) has no ratio to the optimum, whichever way the objective goes.
+        (GOOD_CACHE | {"objective_higher_is_better": True, "cache": {"1": {"x": 1, "time": 0}}},
+         r"cache entry '1' time must be a positive finite number, got 0"),
+        ({"results": [T4_RESULT | {"measurements": [{"name": "gflops", "value": 0.0}]}], "metadata": {"tuner": {
+            "ranked_by": "gflops", "objectives": {"gflops": "max"}}}},
+         r"results\[0\] is correct, so measurement 'gflops' must be a positive number, got 0.0"),
+        (GOOD_CACHE | {"tune_params": {f"p{i}": [1] for i in range(257)}}, r"a space may have at most 256 parameters, got 257"),
+        ({"results": [T4_RESULT | {"configuration": {f"p{i}": 1 for i in range(257)}}]}, r"a space may have at most 256 parameters, got 257"),
     ],
 )  # fmt: skip
 def test_malformed_tables_fail_in_one_line_naming_the_file_rule_and_value(tmp_path, document, message):
@@ -283,6 +298,32 @@ def test_malformed_tables_fail_in_one_line_naming_the_file_rule_and_value(tmp_pa
     with pytest.raises(ValueError, match=rf"^{re.escape(str(tmp_path))}/table.json: {message}$") as err:
         load_table(path)
     assert "\n" not in str(err.value)
+
+
+def test_a_pipe_or_a_folder_is_refused_before_it_is_read(tmp_path):
+    os.mkfifo(tmp_path / "table.json")  # reading it would wait for a writer forever
+    with pytest.raises(ValueError, match=r"table.json: must be JSON \(gzipped or not\) in a regular file, got a pipe$"):
+        load_table(tmp_path / "table.json")
+    (tmp_path / "T1.json").mkdir()
+    (tmp_path / "kt.json").write_text(json.dumps(GOOD_CACHE))
+    with pytest.raises(ValueError, match=r"T1.json: must be JSON \(gzipped or not\) in a regular file, got a folder$"):
+        load_table(tmp_path / "kt.json", t1=tmp_path / "T1.json")
+
+
+def test_restrictions_too_slow_to_check_over_the_table_stop_in_one_line(tmp_path, monkeypatch):
+    # Each restriction is short, but 450 string minimums of 9,999 characters take tens of milliseconds
+    # a configuration: checking 2,000 configurations would take about a minute.
+    monkeypatch.setattr(tables, "MAX_CHECK_SECONDS", 5.0)
+    slow = " and ".join(["min('x'*9999)<'y'"] * 450)
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {
+        "TuningParameters": [{"Name": "x", "Values": "list(range(2000))"}], "Conditions": [slow]}}))  # fmt: skip
+    cache = {str(x): {"x": x, "time": 1.0 + x} for x in range(2000)}
+    (tmp_path / "kt.json").write_text(json.dumps({"tune_params": {"x": list(range(2000))}, "objective": "time", "cache": cache}))
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match=r"T1.json: the restrictions must take at most 5 s to check over the table's 2000 "
+                                         r"configurations, got [\d.]+ ms a configuration \(\d+ s\)$"):  # fmt: skip
+        load_table(tmp_path / "kt.json")
+    assert time.perf_counter() - started < 5.0  # stopped on its projection, not at the end
 
 
 def test_what_only_labels_a_cache_or_compares_equal_is_not_refused(tmp_path):

@@ -200,6 +200,8 @@ def read_json(path: str | os.PathLike) -> Any:
         ValueError: the file is not JSON (one line naming it).
     """
     path = Path(path)
+    if path.exists() and not path.is_file():  # a pipe or a device would block the read or never end it
+        raise ValueError(f"{path}: must be JSON (gzipped or not) in a regular file, got {_kind(path)}")
     try:
         with path.open("rb") as raw:
             gzipped = raw.read(2) == b"\x1f\x8b"
@@ -213,6 +215,10 @@ def read_json(path: str | os.PathLike) -> Any:
     if document is None and len(data) > MAX_JSON_BYTES:
         raise ValueError(f"{path}: must hold at most {MAX_JSON_BYTES >> 20} MiB of JSON (unpacked), got more")
     return document
+
+
+def _kind(path: Path) -> str:
+    return "a folder" if path.is_dir() else "a pipe" if path.is_fifo() else "a device or socket"
 
 
 def finite_number(value: Any) -> bool:
@@ -246,8 +252,8 @@ def read_t4(path: str | os.PathLike, document: Any = None) -> list[dict]:
         if not isinstance(result, dict) or not isinstance(result.get("configuration"), dict):
             raise ValueError(f"{where} must have a 'configuration' object, got {str(result)[:80]}")
         invalidity = result.get("invalidity")
-        if invalidity not in STATUS_OF:
-            raise ValueError(f"{where}.invalidity must be one of {sorted(STATUS_OF)}, got {invalidity!r}")
+        if not isinstance(invalidity, str) or invalidity not in STATUS_OF:
+            raise ValueError(f"{where}.invalidity must be one of {sorted(STATUS_OF)}, got {str(invalidity)[:80]}")
         measurements = result.get("measurements") or []
         if not isinstance(measurements, list) or not all(isinstance(m, dict) for m in measurements):
             raise ValueError(
@@ -263,7 +269,10 @@ def read_t4(path: str | os.PathLike, document: Any = None) -> list[dict]:
             else:
                 unread[name] = value
         status = STATUS_OF[invalidity]
-        if status == "ok" and result.get("correctness", 1) == 0:
+        correctness = result.get("correctness", 1)
+        if not finite_number(correctness):
+            raise ValueError(f"{where}.correctness must be a number (1 correct, 0 not), got {str(correctness)[:80]}")
+        if status == "ok" and correctness == 0:
             status = "wrong_result"
         out.append({"configuration": result["configuration"], "status": status, "values": values if status == "ok" else {},
                     "unread": unread, "error": result.get("error")})  # fmt: skip

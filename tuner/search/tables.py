@@ -24,6 +24,7 @@ import collections
 import itertools
 import math
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -98,7 +99,11 @@ def rate(value: float, minimise: bool) -> float:
 
 
 MAX_VALUES = 1_000_000  # values of all a T1 file's parameters together
+MAX_PARAMETERS = 256  # of one space (a study sets each one a trial; kernel spaces have tens at most)
 MAX_RESTRICTIONS = 1_000  # restrictions of one space (each runs for every configuration)
+# A restriction can be short and still slow (min('x' * 9999) and 453 more):
+# checking a table stops once the check is on course to take longer than this.
+MAX_CHECK_SECONDS = 60.0
 
 
 def read_t1(path: str | os.PathLike) -> tuple[dict[str, list], list[str]]:
@@ -149,9 +154,11 @@ def read_t1(path: str | os.PathLike) -> tuple[dict[str, list], list[str]]:
 
 
 def _check_space(path: Any, params: Mapping[Any, Any]) -> None:
-    """Parameters named by strings, each with a list of distinct plain values
-    (numbers, whole ones of at most 64 bits, strings, booleans): what a study's
-    categorical choices can be."""
+    """At most ``MAX_PARAMETERS`` parameters named by strings, each with a
+    list of distinct plain values (numbers, whole ones of at most 64 bits,
+    strings, booleans): what a study's categorical choices can be."""
+    if len(params) > MAX_PARAMETERS:
+        raise ValueError(f"{path}: a space may have at most {MAX_PARAMETERS} parameters, got {len(params)}")
     for name, values in params.items():
         if not isinstance(name, str) or not name:
             raise ValueError(f"{path}: a parameter's name must be a non-empty string, got {shown(name)}")
@@ -217,7 +224,7 @@ def read_kernel_tuner_cache(
                 raise ValueError(f"{path}: cache entry {shown(text)} {shown_name(objective)} must be a number or one of "
                                  f"{[*KT_FAILED, KT_INVALID]}, got {shown(value)}")  # fmt: skip
             table.entries[key] = (KT_FAILED[value], None)
-        elif finite_number(value) and (value > 0 or not minimise):
+        elif finite_number(value) and value > 0:  # a rate of 0 has no ratio to the optimum
             if not math.isfinite(rate(float(value), minimise)):
                 raise ValueError(f"{path}: cache entry {shown(text)} {shown_name(objective)} must be large enough that "
                                  f"1000 / {shown_name(objective)} is finite, got {shown(value)}")  # fmt: skip
@@ -267,6 +274,8 @@ def read_t4_table(
     order = [n for n in listed if isinstance(n, str)] if isinstance(listed, list) else []
     names = list(dict.fromkeys(order) or dict.fromkeys(k for r in results for k in r["configuration"]))
     names = [n for n in names if any(n in r["configuration"] for r in results)]
+    if len(names) > MAX_PARAMETERS:
+        raise ValueError(f"{path}: a space may have at most {MAX_PARAMETERS} parameters, got {len(names)}")
     for index, r in enumerate(results):
         odd = [n for n in names if not plain_constant(r["configuration"].get(n))]
         if odd:
@@ -278,6 +287,7 @@ def read_t4_table(
         for n in names:
             values[n].add(r["configuration"].get(n))
     params = {n: sorted(v, key=lambda x: (x is None, isinstance(x, str), x)) for n, v in values.items()}
+    _check_space(path, params)
     table = SpaceTable(name or table_label(path), params, objective=objective, minimise=minimise)
     for index, r in enumerate(results):
         key = tuple(r["configuration"].get(n) for n in names)
@@ -290,9 +300,9 @@ def read_t4_table(
             table.entries[key] = (r["status"], None)
             continue
         value = r["values"].get(objective)
-        if value is None or (minimise and value <= 0):
+        if value is None or value <= 0:  # a rate of 0 has no ratio to the optimum
             raise ValueError(f"{path}: results[{index}] is correct, so measurement {shown(objective)} must be a "
-                             f"{'positive ' if minimise else ''}number, got {shown(r['unread'].get(objective, value))}")  # fmt: skip
+                             f"positive number, got {shown(r['unread'].get(objective, value))}")  # fmt: skip
         if not math.isfinite(rate(value, minimise)):
             raise ValueError(f"{path}: results[{index}] measurement {shown(objective)} must be large enough that "
                              f"1000 / {shown_name(objective)} is finite, got {shown(value)}")  # fmt: skip
@@ -359,10 +369,16 @@ def _with_t1(table: SpaceTable, path: Any, t1: str | os.PathLike | None) -> Spac
     if not any(status == "ok" for status, _ in table.entries.values()):
         raise ValueError(f"{path}: a replay table must hold a correct configuration, got none of {table.size}")
     check = restriction_check(table.restrictions, path)
-    for key in table.entries:
+    started = time.perf_counter()
+    for done, key in enumerate(table.entries, 1):
         broken = check(table.config(key))
         if broken:
             raise ValueError(f"{path}: configuration {shown(table.config(key))} must pass the restriction {shown(broken)}")
+        spent = time.perf_counter() - started
+        if spent > 1.0 and spent / done * table.size > MAX_CHECK_SECONDS:
+            raise ValueError(f"{t1 or path}: the restrictions must take at most {MAX_CHECK_SECONDS:.0f} s to check over the "
+                             f"table's {table.size} configurations, got {1000 * spent / done:.1f} ms a configuration "
+                             f"({spent / done * table.size:.0f} s)")  # fmt: skip
     return table
 
 
