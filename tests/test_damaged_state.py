@@ -369,3 +369,21 @@ def test_replay_study_rows_names_a_damaged_journal_in_one_line(tmp_path):
                                         f"{journal}` (the measured rows of later trials are kept in optuna.log.claims and are "
                                         f"not measured again), then run the stage again"]  # fmt: skip
     assert files_under(tmp_path) == before
+
+
+def test_a_whole_number_past_its_columns_type_is_a_damaged_file_in_one_line(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    folder = results_folder(tmp_path)
+    target = folder / "measurements.parquet"
+    frame = pd.read_parquet(target)
+    frame["block_size"] = np.uint64(2**64 - 1)  # no int64 holds it
+    frame.to_parquet(target)
+    proc = tuner("best", "--results", str(folder), cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stderr.startswith(f"error: {target}: not results rows ("), proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+    proc = tuner(str(target), "--family", "reduce", "--dtype", "int32", "--n", "268435456", cwd=tmp_path,
+                 module="tuner.search.replay")  # fmt: skip
+    assert proc.returncode == 2 and f"error: {target}: not results rows (" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -268,7 +268,7 @@ def _read_one(path: Path) -> pd.DataFrame:
         raise DamagedFile(damaged(path, f"not a readable Parquet file ({one_line(error)})")) from None
     try:
         return to_frame(frame, keep_unknown=True)
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, OverflowError) as error:  # OverflowError: a whole number past a column's type
         raise DamagedFile(damaged(path, f"not results rows ({one_line(error)})")) from None
 
 

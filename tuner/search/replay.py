@@ -331,6 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"a Parquet table needs {' '.join(missing)} (which problem of it to replay)")
 
     from tuner.data.results import read
+    from tuner.errors import DamagedFile
 
     # Imported here: the registry pulls in every family, which replay's
     # library use (and its tests) do not need.
@@ -339,7 +340,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         family = families.REGISTRY[args.family]
     except KeyError as exc:
         parser.error(str(exc.args[0]) if exc.args else str(exc))
-    table = read(args.table)
+    try:
+        table = read(args.table)
+    except DamagedFile as exc:  # the message names the file and what is wrong with it
+        parser.error(str(exc))
     problem = Problem(args.family, args.dtype, args.n)
     try:
         rows = problem_rows(table, problem, args.source)
