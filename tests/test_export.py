@@ -95,3 +95,37 @@ def test_the_header_example_compiles_against_a_shipped_header(tmp_path):
         capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+def _results_with_device(tmp_path: Path, **device) -> Path:
+    folder = tmp_path / "results"
+    folder.mkdir()
+    shutil.copy(REFERENCE / "measurements.parquet", folder)
+    (folder / "device.json").write_text(json.dumps(json.loads((REFERENCE / "device.json").read_text()) | device))
+    return folder
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+def test_text_of_the_device_json_stays_inside_the_headers_comments(tmp_path):
+    folder = _results_with_device(tmp_path, name="GPU\n*/ #include </etc/passwd>\r\u2028x")
+    assert cli.main(["best", "--results", str(folder), "--out-dir", str(tmp_path / "out")]) == 0
+    header = (tmp_path / "out" / "best_configs.h").read_text()
+    assert "\n#include" not in header and header.splitlines()[0].startswith("// Tuned launch configurations measured on GPU ")
+    done = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-x", "c++", str(tmp_path / "out" / "best_configs.h")],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("capability", ["9.0\n#include <x>", "90", 9.0, None])
+def test_a_compute_capability_not_major_dot_minor_stops_in_one_line_and_writes_nothing(tmp_path, capsys, capability):
+    folder = _results_with_device(tmp_path, compute_capability=capability)
+    assert cli.main(["best", "--results", str(folder), "--out-dir", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"{folder / 'device.json'}: compute_capability is " in err, err
+    assert "not <major>.<minor>" in err and not (tmp_path / "out").exists()
+
+
+def test_a_string_parameter_with_a_line_break_is_an_escaped_literal():
+    from tuner.data.export import _literal
+
+    assert _literal('a\n"b"\\') == ("const char*", '"a\\012\\"b\\"\\\\"')
