@@ -158,6 +158,31 @@ def test_a_trailing_slash_in_results_dir_plans_the_same_jobs(tmp_path):
     assert files_under(tmp_path) == {"mine.yaml"}
 
 
+@pytest.mark.parametrize("name", ["res{x}", "r/{gpu}", "res{{x}}", "res\nults", "a\x00b"])
+def test_a_results_dir_with_braces_or_control_characters_is_refused_in_one_line(tmp_path, name):
+    # Snakemake reads a brace in a rule's paths as a wildcard; a line break or NUL names no folder.
+    text = refused(with_value(config_of(tmp_path), ("results_dir",), str(tmp_path / name)))
+    assert text.startswith("results_dir: must be a path without braces or control characters, got ")
+
+
+def test_a_study_storage_with_braces_reaches_its_stage_as_written(tmp_path):
+    from snakemake.io import apply_wildcards
+
+    from tuner.settings.model import Settings
+
+    storage = str(tmp_path / "x{y}.log")
+    settings = parse(with_value(config_of(tmp_path), ("studies", "search", "storage"), storage))
+    text = settings.stage_json("study", "search")
+    assert apply_wildcards(text, {}) == text  # what Snakemake does to a rule's params: nothing here
+    assert Settings.from_stage_json(text).studies["search"].storage == storage
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(with_value(config_of(tmp_path), ("studies", "search", "storage"), storage)))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "tune_search" in proc.stdout
+
+
 @pytest.mark.parametrize(
     "results_dir, gpu_name",
     [

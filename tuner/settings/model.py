@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -212,7 +213,10 @@ class Settings:
             grids += [(f"study:{s.name}", s.family, (s.dtype,), (s.n,), s.domains()) for s in self.studies.values()]
             data["sweeps"] = [SweepSettings(name, family, dtypes, sizes, frozen_params(params), TimingOptions()).to_dict()
                               for name, family, dtypes, sizes, params in grids]  # fmt: skip
-        return json.dumps(data, sort_keys=True)
+        # Snakemake fills "{name}" in a rule's params with a wildcard's value: a brace
+        # inside a string (a storage path x{y}.log) is written as a JSON escape instead.
+        # An object's own brace is always followed by '"' or '}', which no wildcard is.
+        return re.sub(r'\{(?=[^"}])', r"\\u007b", json.dumps(data, sort_keys=True))
 
     @classmethod
     def from_stage_json(cls, text: str) -> "Settings":

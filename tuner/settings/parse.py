@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import re
 from dataclasses import fields
 from pathlib import Path
 from types import MappingProxyType
@@ -229,6 +230,10 @@ def _check_results_dir(results_dir: str, gpu: str, allow_reference: bool) -> str
     (``results/`` and ``./results`` are ``results``), once checked: a folder,
     or where one can be made, with names a file system takes, and outside the
     reference results unless ``allow_reference_results`` says otherwise."""
+    odd = re.search(r"[{}\x00-\x1f\x7f]", results_dir)
+    if odd:  # Snakemake reads a brace in a rule's paths as a wildcard
+        raise ConfigError(f"results_dir: must be a path without braces or control characters, got {results_dir[:80]!r} "
+                          f"with {odd.group()!r}")  # fmt: skip
     normal = os.path.normpath(results_dir)
     path = Path(normal)
     for part in path.parts:
