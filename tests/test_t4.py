@@ -458,6 +458,11 @@ def test_the_t4_command_writes_a_problem(tmp_path, capsys):
     assert cli_main(["t4", str(H200), "--problem", PROBLEM.key, "--out", str(tmp_path)]) == 2
     assert f"config error: t4: --out must name the file to write, got '{tmp_path}', a folder" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h200.json"]  # nothing half-written beside it
+    os.mkfifo(tmp_path / "pipe.json")  # the rename of a finished file would put it in the pipe's place
+    assert cli_main(["t4", str(H200), "--problem", PROBLEM.key, "--out", str(tmp_path / "pipe.json")]) == 2
+    assert f"config error: t4: {tmp_path / 'pipe.json'}: must be a file to write (or none yet), got a device, pipe or socket" \
+        in capsys.readouterr().err  # fmt: skip
+    assert (tmp_path / "pipe.json").is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["h200.json", "pipe.json"]
 
 
 @pytest.mark.parametrize(

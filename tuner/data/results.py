@@ -46,6 +46,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -208,6 +209,13 @@ def write_via_temporary(path: str | os.PathLike, write: Callable[[int, str], Non
     reader never sees a partial file; ``write(fd, tmp)`` fills the temporary
     file (and closes ``fd``)."""
     path = Path(path)
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode)):
+        # The rename would put the file in place of a device, pipe or socket, not write to it.
+        raise ValueError(f"{path}: must be a file to write (or none yet), got a device, pipe or socket")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
