@@ -118,6 +118,9 @@ def test_cli_prints_the_table(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         main(argv + ["--samplers", "annealing"])
     assert "sampler must be one of" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["no/such.parquet", *argv[1:]])
+    assert "error: no/such.parquet: must be a Parquet file or a folder of them, got no such file or folder" in capsys.readouterr().err
 
 
 def test_a_whole_dataset_replays_its_largest_source_unless_told(table):

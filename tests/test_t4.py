@@ -290,6 +290,11 @@ T4_RESULT = {"configuration": {"x": 1}, "invalidity": "correct", "correctness": 
          r"results\[0\] is correct, so measurement 'gflops' must be a positive number, got 0.0"),
         (GOOD_CACHE | {"tune_params": {f"p{i}": [1] for i in range(257)}}, r"a space may have at most 256 parameters, got 257"),
         ({"results": [T4_RESULT | {"configuration": {f"p{i}": 1 for i in range(257)}}]}, r"a space may have at most 256 parameters, got 257"),
+        (GOOD_CACHE | {"tune_params": {"x\ud800": [1]}, "cache": {"1": {"x\ud800": 1, "time": 1.0}}},
+         r"the name and values of 'x\\ud800' must be Unicode text \(JSON's \\ud800 alone is half of a character\), got 'x\\ud800'"),
+        (GOOD_CACHE | {"tune_params": {"x": [1, "b\udc00"]}},
+         r"the name and values of 'x' must be Unicode text \(JSON's \\ud800 alone is half of a character\), got 'b\\udc00'"),
+        (GOOD_CACHE | {"objective_higher_is_better": "no"}, r"objective_higher_is_better must be true or false, got 'no'"),
     ],
 )  # fmt: skip
 def test_malformed_tables_fail_in_one_line_naming_the_file_rule_and_value(tmp_path, document, message):

@@ -340,6 +340,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         family = families.REGISTRY[args.family]
     except KeyError as exc:
         parser.error(str(exc.args[0]) if exc.args else str(exc))
+    if not Path(args.table).exists():
+        parser.error(f"{args.table}: must be a Parquet file or a folder of them, got no such file or folder")
     try:
         table = read(args.table)
     except DamagedFile as exc:  # the message names the file and what is wrong with it

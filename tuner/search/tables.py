@@ -164,12 +164,24 @@ def _check_space(path: Any, params: Mapping[Any, Any]) -> None:
             raise ValueError(f"{path}: a parameter's name must be a non-empty string, got {shown(name)}")
         if not isinstance(values, list) or not values:
             raise ValueError(f"{path}: parameter {shown(name)} must have a non-empty list of values, got {shown(values)}")
+        lone = next((text for text in (name, *values) if isinstance(text, str) and not _unicode(text)), None)
+        if lone is not None:
+            raise ValueError(f"{path}: the name and values of {shown(name)} must be Unicode text (JSON's \\ud800 alone is "
+                             f"half of a character), got {shown(lone)}")  # fmt: skip
         odd = [v for v in values if not plain_constant(v) or (isinstance(v, int) and v.bit_length() > MAX_VALUE_BITS)]
         if odd:
             raise ValueError(f"{path}: values of {shown(name)} must be numbers (whole ones of at most {MAX_VALUE_BITS} "
                              f"bits), strings or booleans, got {shown(odd[0])}")  # fmt: skip
         if len(set(values)) != len(values):  # as a dict's keys tell them apart: 1, 1.0 and True are one
             raise ValueError(f"{path}: values of {shown(name)} must be distinct, got {shown(values)}")
+
+
+def _unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: JSON can write one, no file name or Parquet column can hold it
+        return False
+    return True
 
 
 def read_kernel_tuner_cache(
@@ -194,7 +206,10 @@ def read_kernel_tuner_cache(
     objective = document.get("objective", "time")
     if not isinstance(objective, str):
         raise ValueError(f"{path}: objective must name the measured quantity, got {objective!r}")
-    minimise = not document.get("objective_higher_is_better", False)
+    higher = document.get("objective_higher_is_better", False)
+    if not isinstance(higher, bool):
+        raise ValueError(f"{path}: objective_higher_is_better must be true or false, got {shown(higher)}")
+    minimise = not higher
     table = SpaceTable(name or table_label(path), params, objective=objective, minimise=minimise,
                        problem_size=_problem_size(document.get("problem_size")))  # fmt: skip
     allowed = {n: set(values) for n, values in params.items()}  # as the entries' keys compare: 1 == 1.0
