@@ -30,7 +30,11 @@ infeasible and costs nothing; a failed one costs an evaluation and scores 0.
 There ``score_m`` is the methodology's own score (the ``autotuning-methodology``
 package: its calculated random-search baseline and standardisation, over
 function evaluations 1..budget, of the median best time over seeds), and an
-aggregate table gives each strategy's mean over the tables per budget.
+aggregate table gives each strategy's mean over the tables per budget. A table
+whose correct configurations are all equally fast (or a single one) has nothing
+to search and is refused; from the evaluation where that baseline reaches the
+optimum (about 40 % of a space of distinct times) the standardisation divides by
+zero, so a row at such a budget has no ``score_m``, which one line says.
 
     pip install -e '.[bench]'
     python benchmarks/search.py                       # every shipped table, 50 seeds
@@ -42,8 +46,9 @@ aggregate table gives each strategy's mean over the tables per budget.
         --optunahub-registry ../optunahub-registry --fixed 50 --out /tmp/b    # AutoSampler from a local checkout
 
 Writes ``NAME.txt`` (the command, its wall time and the tables) and ``NAME.json`` under
-``--out`` (``--name``, default ``search-benchmark``); the default ``--out`` is
-``results/search-benchmark/`` (untracked). The shipped run is
+``--out`` (``--name``, a plain file name, default ``search-benchmark``), both or neither; the default ``--out`` is
+``results/search-benchmark/`` (untracked). Every option and input (the tables, the ``--merge`` files, ``--out``)
+is checked before the first run: a bad one stops it in one line naming it, the rule and the value. The shipped run is
 ``benchmarks/results/history/nvidia-h200/search-benchmark.*``: only an ``--out``
 naming that folder rewrites it.
 """
@@ -54,6 +59,8 @@ import argparse
 import json
 import math
 import os
+import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -74,11 +81,13 @@ from scipy.special import gammaln  # noqa: E402
 from scipy.stats import fisher_exact  # noqa: E402
 from search_rivals import KT_STRATEGIES, ORDERS, Case, auto_sampler_class, kt_cache, run_auto, run_kt, run_ours, run_random  # noqa: E402
 
-from tuner.data.results import read, write_json_atomic, write_text_atomic  # noqa: E402
+from tuner.data.results import read  # noqa: E402
+from tuner.data.t4 import finite_number  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import Problem  # noqa: E402
+from tuner.search.expressions import shown  # noqa: E402
 from tuner.search.strategies import missing_modules  # noqa: E402
-from tuner.search.tables import load_table, table_label, table_stem  # noqa: E402
+from tuner.search.tables import SpaceTable, load_table, table_label, table_stem  # noqa: E402
 from tuner.search.warm import warm_start  # noqa: E402
 
 DEFAULT_FRACTIONS = (0.025, 0.05, 0.10)  # of each space
@@ -142,6 +151,9 @@ def hub_files(paths: list[str]) -> dict[str, str]:
                 raise ValueError(f"--hub {given}: must be a folder that can be listed, got {type(exc).__name__}: {exc}") from None
             stems = {table_stem(f.name).lower() for f in files}
             files = [f for f in files if not _not_a_table_of_its_own(table_stem(f.name).lower(), stems)]
+            if not files:
+                raise ValueError(f"--hub {given}: a folder must hold a table (a Kernel Tuner cache or T4 file, NAME.json or "
+                                 "NAME.json.gz, besides its T1.json and metadata files), got none")  # fmt: skip
         for f in files:
             label = table_label(f)
             if label in found and Path(found[label]).resolve() != f.resolve():
@@ -164,7 +176,47 @@ def _not_a_table_of_its_own(stem: str, stems: set[str]) -> bool:
 AUTO = "auto"
 KNOWN = ("random", *OURS, AUTO, *KT_STRATEGIES)
 # What a merged row must have: what every row of this benchmark has had, and the table and summary read.
-ROW_KEYS = ("table", "order", "strategy", "budget", "seeds", "space", "within_1pct", "hits_1pct", "median_first_1pct")
+ROW_KEYS = ("table", "order", "strategy", "budget", "seeds", "space", "within_1pct", "hits_1pct", "median_first_1pct",
+            "optimum_gbs", "near_1pct")  # fmt: skip
+
+
+def _whole(least: int):
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= least
+
+
+def _share(v) -> bool:
+    return finite_number(v) and 0 <= v <= 1
+
+
+def _text(v) -> bool:
+    return isinstance(v, str) and v != ""
+
+
+BUDGET_LABEL = re.compile(r"\d+(\.\d+)?%|\d+ evaluations")  # Budgets.labels: "2.5%", "50 evaluations"
+# Each field of a row as benchmark() writes it (or _fisher adds it): its test and the rule it stands for.
+ROW_FIELDS = {
+    "table": (_text, "a non-empty string"),
+    "order": (lambda v: v in ORDERS, f"one of {list(ORDERS)}"),
+    "strategy": (_text, "a non-empty string"),
+    "budget": (_whole(1), "a whole number >= 1"),
+    "seeds": (_whole(1), "a whole number >= 1"),
+    "space": (_whole(1), "a whole number >= 1"),
+    "within_1pct": (_share, "a number in [0, 1]"),
+    "within_2pct": (_share, "a number in [0, 1]"),
+    "hits_1pct": (_whole(0), "a whole number >= 0"),
+    "median_first_1pct": (lambda v: v == math.inf or (finite_number(v) and v >= 1), "a number >= 1, or Infinity"),
+    "optimum_gbs": (lambda v: finite_number(v) and v > 0, "a positive finite number"),
+    "near_1pct": (_whole(0), "a whole number >= 0"),
+    "median_ratio": (finite_number, "a finite number"),
+    "median_evaluations": (lambda v: finite_number(v) and v >= 0, "a finite number >= 0"),
+    "score": (finite_number, "a finite number"),
+    "score_m": (lambda v: v is None or finite_number(v), "a finite number or null"),
+    "budget_of": (lambda v: isinstance(v, list) and all(isinstance(x, str) and BUDGET_LABEL.fullmatch(x) for x in v),
+                  "a list of budget labels ('2.5%', '50 evaluations')"),
+    "within_1pct_in_5": (_share, "a number in [0, 1]"),
+    "behind_p": (_share, "a number in [0, 1]"),
+    "best_kt": (_text, "a non-empty string"),
+}  # fmt: skip
 
 
 def strategies_unfit(strategies: list[str]) -> str | None:
@@ -194,21 +246,46 @@ def _imports(module: str) -> bool:
 
 
 def merged_rows(path: str) -> list[dict]:
-    """The rows of an earlier run's NAME.json, to merge.
+    """The rows of an earlier run's NAME.json, to merge: each field of each row
+    of the type and range this benchmark writes (``ROW_FIELDS``; other fields
+    plain values), so that a damaged file stops before the runs, not after.
 
     Raises:
-        ValueError: the file is missing or not such a file (one line naming it).
+        ValueError: the file is missing or not such a file (one line naming it,
+            the row, the field, the rule and the value).
     """
     try:
-        rows = json.loads(Path(path).read_text())["rows"]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ValueError(f"--merge {path}: must be a search benchmark's NAME.json, got {type(exc).__name__}: {exc}") from None
+        document = json.loads(Path(path).read_bytes())
+    except (OSError, ValueError, RecursionError, MemoryError) as exc:
+        # ValueError: not JSON, not UTF-8, or a number of more digits than Python reads.
+        raise ValueError(f"--merge {path}: must be a search benchmark's NAME.json, got {type(exc).__name__}: {str(exc)[:200]}") from None
+    if not isinstance(document, dict) or "rows" not in document:
+        got = f"an object of {shown(sorted(document))}" if isinstance(document, dict) else type(document).__name__
+        raise ValueError(f"--merge {path}: must be a search benchmark's NAME.json (an object with rows), got {got}")
+    rows = document["rows"]
     if not isinstance(rows, list):
         raise ValueError(f"--merge {path}: rows must be a list, got {type(rows).__name__}")
-    bad = next((r for r in rows if not isinstance(r, dict) or any(k not in r for k in ROW_KEYS)), None)
-    if bad is not None:
-        raise ValueError(f"--merge {path}: every row must have {list(ROW_KEYS)}, got {str(bad)[:80]}")
+    for index, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise ValueError(f"--merge {path}: rows[{index}] must be an object, got {type(row).__name__}")
+        missing = [k for k in ROW_KEYS if k not in row]
+        if missing:
+            raise ValueError(f"--merge {path}: every row must have {list(ROW_KEYS)}, rows[{index}] lacks {missing}")
+        for field, value in row.items():
+            test, rule = ROW_FIELDS.get(field, (_plain, "a plain value (a string, a number, a boolean or null)"))
+            if not test(value):
+                raise ValueError(f"--merge {path}: rows[{index}] {field} must be {rule}, got {shown(value)}")
+        if row["hits_1pct"] > row["seeds"]:
+            raise ValueError(f"--merge {path}: rows[{index}] hits_1pct must be at most its seeds ({row['seeds']}), "
+                             f"got {row['hits_1pct']}")  # fmt: skip
+        if row.get("score_m") is not None and "budget_of" not in row:
+            raise ValueError(f"--merge {path}: rows[{index}] has a score_m, so it must have budget_of, "
+                             f"{ROW_FIELDS['budget_of'][1]}, got none")  # fmt: skip
     return rows
+
+
+def _plain(value) -> bool:
+    return value is None or isinstance(value, (str, bool, int, float))
 
 
 def installed(names: tuple[str, ...]) -> list[str]:
@@ -251,6 +328,47 @@ def load_case(name: str) -> Case:
     return Case.from_table(name, table, REGISTRY["reduce"], Problem("reduce", "int32", n))
 
 
+def hub_case(name: str) -> Case:
+    """Community table ``name`` of ``HUB``, checked for what the benchmark needs.
+
+    Raises:
+        ValueError: the file cannot be read as a table, or holds nothing to search
+            (one line naming it, the rule and the value).
+    """
+    path = HUB[name]
+    try:
+        table = load_table(path, name=name)
+    except ValueError:
+        raise  # its message names the file, the rule and the value
+    except (TypeError, AttributeError, KeyError, RecursionError) as exc:  # a field of a type the reader does not expect
+        raise ValueError(f"--hub {path}: must be a Kernel Tuner cache or a T4 file a replay reads, got {type(exc).__name__}: "
+                         f"{str(exc)[:200]}") from None  # fmt: skip
+    why = table_unfit(table)
+    if why:
+        raise ValueError(f"--hub {path}: {why}")
+    try:
+        return Case.from_space_table(table)
+    except (ValueError, TypeError) as exc:  # e.g. a name that is not text (a lone surrogate)
+        raise ValueError(f"--hub {path}: must be a table a replay can hold, got {type(exc).__name__}: {str(exc)[:200]}") from None
+
+
+def table_unfit(table: SpaceTable) -> str | None:
+    """Why the benchmark cannot judge a search on ``table``, or None: a
+    correct configuration's objective it cannot read as a positive rate (its
+    scores take 1000 / rate as a time), or nothing to search (fewer than two
+    correct configurations of different objective)."""
+    ok = [(key, value) for key, (status, value) in table.entries.items() if status == "ok"]
+    bad = next(((key, value) for key, value in ok if not value > 0), None)
+    if bad is not None:  # only a higher-is-better objective can be (a time <= 0 is refused when read)
+        return (f"a higher-is-better objective is scored as a rate, so {table.objective} must be positive in every correct "
+                f"configuration, got {shown(bad[1])} at {shown(table.config(bad[0]))}")  # fmt: skip
+    if len({value for _, value in ok}) < 2:
+        value = 1000.0 / ok[0][1] if table.minimise else ok[0][1]
+        return (f"a table must hold correct configurations of different {table.objective} (something to search), got "
+                f"{len(ok)} correct, all of {table.objective} {value:g}")  # fmt: skip
+    return None
+
+
 def _run(task: tuple) -> tuple[tuple, list[float]]:
     """One (table, order, strategy, seed, budget) run; a worker process's job."""
     case_name, order, strategy, seed, budget, cache = task
@@ -280,7 +398,8 @@ def _init(names: list[str], hub: dict[str, str] | None = None, optunahub_registr
     HUB.update(hub or {})
     _OPTUNAHUB_REGISTRY = optunahub_registry
     for name in names:
-        _CASES[name] = load_case(name)
+        if name not in _CASES:  # main loads (and checks) every case before the runs
+            _CASES[name] = load_case(name)
 
 
 def summarise(case: Case, runs: list[list[float]], budget: int, random_curve: list[float]) -> dict:
@@ -351,6 +470,8 @@ def methodology_score(case: Case, runs: list[list[float]], budget: int, stats=No
     except ImportError:
         return None
     stats = stats or _SearchspaceStats(case)
+    if baseline_reaches_optimum(stats, budget) is not None:
+        return None  # their standardisation divides by (optimum - baseline): no score (see unscored_budgets)
     worst = float(stats.objective_performances_total_sorted[-1])
     best = np.full((len(runs), budget), worst)
     for i, run in enumerate(runs):
@@ -362,6 +483,39 @@ def methodology_score(case: Case, runs: list[list[float]], budget: int, stats=No
     fevals = np.arange(1, budget + 1)
     standardised = RandomSearchCalculatedBaseline(stats).get_standardised_curve(fevals, curve, "fevals")
     return float(np.mean(standardised))
+
+
+def baseline_reaches_optimum(stats, budget: int) -> int | None:
+    """The first number of evaluations, up to ``budget``, at which the
+    methodology's calculated random-search baseline reaches the space's optimum
+    (its standardisation then divides by zero: no score at that budget or
+    beyond), or None. On a space of distinct times it does at about 40 % of the
+    configurations, sooner where several tie at the optimum."""
+    from autotuning_methodology.baseline import RandomSearchCalculatedBaseline
+
+    curve = RandomSearchCalculatedBaseline(stats).get_curve(np.arange(1, budget + 1), "fevals")
+    # Within a hair: its smoothing may land the curve's last point a rounding error off the optimum.
+    reached = np.flatnonzero(curve <= stats.total_performance_absolute_optimum() * (1 + 1e-9))
+    return int(reached[0]) + 1 if reached.size else None
+
+
+def unscored_budgets(case: Case, budgets: list[int]) -> str | None:
+    """One line on the budgets of ``case`` that get no methodology score
+    (``baseline_reaches_optimum``), or None: every budget is scored, or the
+    package is not installed."""
+    try:
+        import autotuning_methodology.baseline  # noqa: F401
+    except ImportError:
+        return None
+    if not budgets:
+        return None
+    first = baseline_reaches_optimum(_SearchspaceStats(case), budgets[-1])
+    if first is None:
+        return None
+    left = [b for b in budgets if b >= first]
+    return (f"{case.name}: no score_m at budgets {left}: the methodology's random-search baseline reaches the optimum "
+            f"at evaluation {first} of its {case.size} configurations (its score divides by their difference); "
+            "the other figures are kept")  # fmt: skip
 
 
 def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, warm: bool = True,
@@ -548,6 +702,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     names = args.tables if args.tables is not None else [n for n, spec in TABLES.items() if (REFERENCE / spec[0]).exists()]
+    names = list(dict.fromkeys(names))  # a table, strategy or order named twice runs once
     unknown = sorted(set(names) - set(TABLES))
     if unknown:
         parser.error(f"--tables must be of {list(TABLES)}, got {unknown}")
@@ -559,7 +714,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--jobs must be >= 1, got {args.jobs}")
     if any(not 0 < f <= 1 for f in args.fractions) or not (args.fractions or args.fixed):
         parser.error(f"--fractions must be in (0, 1] and some budget given, got {args.fractions} and --fixed {args.fixed}")
+    why = name_unfit(args.name)
+    if why:
+        parser.error(f"--name {why}")
+    if not args.out:
+        parser.error("--out must name a folder, got ''")
     strategies = args.strategies if args.strategies is not None else ["random", *installed((*OURS, *KT_STRATEGIES))]
+    strategies = list(dict.fromkeys(strategies))
     why = strategies_unfit(strategies)
     if why:
         parser.error(f"--strategies {why}")
@@ -575,21 +736,38 @@ def main(argv: list[str] | None = None) -> int:
     # Every input read before any run: a damaged table or merged file stops here, in one line.
     HUB.clear()  # one run's tables (main may run twice in a process: the tests)
     _CASES.clear()  # and cases: a worker loads every case here, a hub table's only while HUB names it
+    budgets_at = Budgets(tuple(args.fractions), tuple(args.fixed))
     try:
         HUB.update(hub_files(args.hub))
-        for path in HUB.values():
-            load_table(path)
+        for name in names:
+            _CASES[name] = load_case(name)
+        for name in HUB:
+            _CASES[name] = hub_case(name)
         merged = [merged_rows(path) for path in args.merge]
         if AUTO in strategies:  # loaded here, not first in a worker: a registry that lacks it stops in one line
             auto_sampler_class(args.optunahub_registry)
     except ValueError as error:
         parser.error(str(error))
-    budgets_at = Budgets(tuple(args.fractions), tuple(args.fixed))
     names += list(HUB)
+    if not names and not merged:
+        parser.error("--tables and --hub must name a table (or --merge a file), got none: nothing to run")
+    for name in names:
+        if not budgets_at.of(_CASES[name]):
+            parser.error(f"--fixed {args.fixed}: table {name} has {_CASES[name].size} configurations, fewer than every "
+                         "budget, and --fractions gives none: it would have no budget")  # fmt: skip
+    notes = [note for name in HUB if (note := unscored_budgets(_CASES[name], budgets_at.of(_CASES[name])))]
+    for note in notes:
+        print(f"{parser.prog}: note: {note}", file=sys.stderr, flush=True)
+    out = Path(args.out)
+    try:  # last of the checks: a run stopped before it leaves no folder behind
+        created = prepare_out(out, args.name)
+    except ValueError as error:
+        parser.error(str(error))
     try:  # a table Kernel Tuner's cache cannot hold stops before the runs (kt_cache)
-        rows = benchmark(names, args.seeds, strategies, args.jobs, warm=not args.no_warm, orders=tuple(args.orders),
+        rows = benchmark(names, args.seeds, strategies, args.jobs, warm=not args.no_warm, orders=tuple(dict.fromkeys(args.orders)),
                          caps=caps, budgets_at=budgets_at, optunahub_registry=args.optunahub_registry) if names else []  # fmt: skip
     except ValueError as error:
+        _remove_empty(created)
         parser.error(str(error))
     for old in merged:
         fresh = {(r["table"], r["order"], r["strategy"], r["budget"]) for r in rows}
@@ -597,15 +775,114 @@ def main(argv: list[str] | None = None) -> int:
     rows = _order_rows(rows)
     _fisher(rows)
     summary = aggregate(rows)
-    text = format_rows(rows) + ("\n\n" + format_aggregate(summary) if summary else "")
-    out = Path(args.out)
+    text = format_rows(rows) + ("\n\n" + format_aggregate(summary) if summary else "") + "".join(f"\n\n{n}" for n in notes)
     command = " ".join(["python benchmarks/search.py", *(argv if argv is not None else sys.argv[1:])])
     wall = f"{time.monotonic() - started:.0f} s wall, jobs={args.jobs or os.cpu_count()}"
-    write_text_atomic(f"{command}\n{wall}\n\n{text}\n", out / f"{args.name}.txt")
-    write_json_atomic({"command": command, "wall": wall, "seeds": args.seeds, "fractions": list(budgets_at.fractions), "fixed": list(budgets_at.fixed),
-                       "rows": rows, "aggregate": summary}, out / f"{args.name}.json")  # fmt: skip
-    print(text)
+    print(text)  # first: were the files not written, the results are still here
+    try:
+        write_outputs(out, args.name, f"{command}\n{wall}\n\n{text}\n",
+                      {"command": command, "wall": wall, "seeds": args.seeds, "fractions": list(budgets_at.fractions),
+                       "fixed": list(budgets_at.fixed), "rows": rows, "aggregate": summary})  # fmt: skip
+    except (OSError, ValueError) as error:
+        _remove_empty(created)
+        parser.error(f"--out {out}: {args.name}.txt and {args.name}.json must be written there, got {type(error).__name__}: "
+                     f"{str(error)[:200]} (neither was)")  # fmt: skip
     return 0
+
+
+# What --name may be: a plain file name (NAME.txt and NAME.json, and their temporary
+# files .NAME.json.XXXXXXXX.tmp, within the 255 bytes of a file name), not a path.
+NAME = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9_+.=-]{0,199}")
+
+
+def name_unfit(name: str) -> str | None:
+    """Why ``name`` cannot name the output files (``NAME``), or None."""
+    if NAME.fullmatch(name):
+        return None
+    value = shown(name) + (f" ({len(name)} characters)" if len(name) > 60 else "")
+    return (f"must be a plain file name: 1 to 200 of the characters A-Z a-z 0-9 _ + = . -, not starting with '.', '-' or '=' "
+            f"(no folder: --out names it), got {value}")  # fmt: skip
+
+
+def prepare_out(out: Path, name: str) -> list[Path]:
+    """Makes folder ``out`` (and its missing parents) and checks that a file can
+    be made in it, and that NAME.txt and NAME.json there are files if anything;
+    returns the folders it made, deepest first (a run that stops removes them
+    while empty).
+
+    Raises:
+        ValueError: ``out`` is not a folder, cannot be made, or takes no file
+            (one line naming it and why).
+    """
+    try:
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"--out {out}: must be a folder (or one that can be made), got a {'file' if out.is_file() else 'non-folder'}")
+        for target in (out / f"{name}.txt", out / f"{name}.json"):
+            if target.exists() and not target.is_file():
+                raise ValueError(f"--out {out}: {target.name} there must be a file the run can replace, or none, got a folder"
+                                 if target.is_dir() else f"--out {out}: {target.name} there must be a file, or none, got another kind")
+        created = [p for p in (out, *out.parents) if not p.exists()]
+    except OSError as exc:
+        raise ValueError(f"--out {out}: must be a folder that can be made, got {type(exc).__name__}: {exc}") from None
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _remove_empty(created)
+        raise ValueError(f"--out {out}: must be a folder that can be made, got {type(exc).__name__}: {exc}") from None
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".search-benchmark-", suffix=".tmp", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        _remove_empty(created)
+        raise ValueError(f"--out {out}: must be a folder a file can be written in, got {type(exc).__name__}: {exc}") from None
+    return created
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Removes ``folders`` (deepest first) while they are empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
+def write_outputs(out: Path, name: str, text: str, document: dict) -> None:
+    """``NAME.txt`` (``text``) and ``NAME.json`` (``document``) in ``out``, both or
+    neither: each is written whole to a temporary file beside it, and only then
+    are both renamed into place; a failure on the way removes the temporary
+    files and puts back what was there before (a copy kept until both are in)."""
+    contents = {out / f"{name}.txt": text, out / f"{name}.json": json.dumps(document, indent=2, sort_keys=True, default=str)}
+    temporary: list[str] = []
+    kept: list[str] = []  # copies of the files replaced
+    done: list[tuple[Path, str | None]] = []  # files in place, and the copy of what each replaced (None: nothing)
+    try:
+        for path, content in contents.items():
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=out)
+            temporary.append(tmp)
+            # A label from a file name undecodable as UTF-8 is written escaped, not refused after the runs.
+            with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
+                handle.write(content)
+        for path, tmp in zip(contents, temporary):
+            old = None
+            if path.is_file():
+                fd, old = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".old", dir=out)
+                os.close(fd)
+                kept.append(old)
+                shutil.copyfile(path, old)
+            os.replace(tmp, path)
+            done.append((path, old))
+    except BaseException:
+        for path, old in reversed(done):
+            if old is None:
+                path.unlink(missing_ok=True)
+            else:
+                os.replace(old, path)
+        raise
+    finally:
+        for leftover in temporary + kept:
+            Path(leftover).unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -421,3 +422,300 @@ def test_a_registry_without_auto_among_the_strategies_stops_in_one_line(tmp_path
     assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
         f": error: --optunahub-registry {tmp_path}: only for --strategies auto, which must be named, got ['ordinal_global', 'random']")
     assert not (tmp_path / "out").exists()
+
+
+# Bad options and damaged inputs: one line naming the option or file, the rule and the value, before any run;
+# no traceback, no partial output file, nothing written outside --out.
+
+
+def _kt_table(path: Path, times: list, higher_is_better: bool = False, objective: str = "time") -> Path:
+    """A Kernel Tuner cache of one parameter, a, whose configuration i has objective times[i]."""
+    document = {"tune_params": {"a": list(range(len(times)))}, "objective": objective,
+                "cache": {str(i): {"a": i, objective: t} for i, t in enumerate(times)}}  # fmt: skip
+    if higher_is_better:
+        document["objective_higher_is_better"] = True
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document))
+    return path
+
+
+def _stops(capsys, monkeypatch, argv: list[str]) -> str:
+    """The one line main stops with, before any run (benchmark is never called)."""
+    monkeypatch.setattr(search, "benchmark", lambda *a, **k: pytest.fail("ran before its arguments were checked"))
+    with pytest.raises(SystemExit) as stopped:
+        search.main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert ": error: " in line
+    return line
+
+
+def _files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [("x" * 237, "'xxx"), ("../../escaped", "'../../escaped'"), ("", "''"), (".hidden", "'.hidden'"), ("a/b", "'a/b'"),
+     ("a\nb", "'a\\nb'"), ("-x", "'-x'"), ("a b", "'a b'")],
+    ids=["237 characters", "a path out of --out", "empty", "hidden", "a folder", "a newline", "a leading dash", "a space"],
+)  # fmt: skip
+def test_a_name_that_is_no_plain_file_name_stops_before_any_run(tmp_path, capsys, monkeypatch, name, shown):
+    table = _kt_table(tmp_path / "hub" / "G.json", [1.0, 2.0, 3.0])
+    before = _files(tmp_path)
+    line = _stops(capsys, monkeypatch, ["--tables", "--hub", str(table), "--out", str(tmp_path / "out" / "deep"), f"--name={name}"])
+    assert "--name must be a plain file name: 1 to 200 of the characters A-Z a-z 0-9 _ + = . -, not starting with" in line
+    assert line.split(", got ", 1)[1].startswith(shown)
+    assert _files(tmp_path) == before  # no output folder, nothing beside it
+
+
+def test_a_long_plain_name_is_written_whole_and_nothing_else(tmp_path, monkeypatch):
+    name = "search-hub_v1.2+" + "x" * 184  # 200 characters: the most a name may have
+    assert search.name_unfit(name) is None and search.name_unfit(name + "x") is not None
+    table = _kt_table(tmp_path / "hub" / "G.json", [1.0, 2.0, 3.0])
+    monkeypatch.setattr(search, "benchmark", lambda *a, **k: [])
+    assert search.main(["--tables", "--hub", str(table), "--out", str(tmp_path / "out" / "new"), "--name", name]) == 0
+    assert _files(tmp_path / "out") == {"new", f"new/{name}.txt", f"new/{name}.json"}
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [("{tmp}/afile", "--out {tmp}/afile: must be a folder (or one that can be made), got a file"),
+     ("{tmp}/afile/sub", "--out {tmp}/afile/sub: must be a folder that can be made, got NotADirectoryError"),
+     ("", "--out must name a folder, got ''"),
+     ("{tmp}/taken", "--out {tmp}/taken: search-benchmark.json there must be a file the run can replace, or none, got a folder")],
+)  # fmt: skip
+def test_an_out_that_cannot_be_a_folder_stops_before_any_run(tmp_path, capsys, monkeypatch, out, message):
+    (tmp_path / "afile").write_text("mine")
+    (tmp_path / "taken" / "search-benchmark.json").mkdir(parents=True)
+    table = _kt_table(tmp_path / "hub" / "G.json", [1.0, 2.0, 3.0])
+    line = _stops(capsys, monkeypatch, ["--tables", "--hub", str(table), "--out", out.replace("{tmp}", str(tmp_path))])
+    assert message.replace("{tmp}", str(tmp_path)) in line
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+@pytest.mark.parametrize("earlier", [False, True])
+def test_the_two_output_files_are_written_both_or_neither(tmp_path, capsys, monkeypatch, earlier):
+    """A failure while writing (here the JSON file's rename; a full disk alike) leaves
+    neither new file nor a temporary one, and an earlier run's two files as they were:
+    one line, after the runs, and the results printed."""
+    table = _kt_table(tmp_path / "hub" / "G.json", [1.0, 2.0, 3.0])
+    out = tmp_path / "out"
+    if earlier:
+        out.mkdir()
+        (out / "r.txt").write_text("earlier text")
+        (out / "r.json").write_text("{}")
+    monkeypatch.setattr(search, "benchmark", lambda *a, **k: [])
+    real = os.replace
+
+    def replace(src, dst, *args, **kwargs):
+        if str(dst).endswith(".json"):
+            raise OSError(28, "No space left on device")
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(SystemExit):
+        search.main(["--tables", "--hub", str(table), "--out", str(out), "--name", "r"])
+    monkeypatch.setattr(os, "replace", real)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].endswith(
+        f": error: --out {out}: r.txt and r.json must be written there, got OSError: [Errno 28] No space left on device (neither was)")
+    if earlier:
+        assert _files(out) == {"r.txt", "r.json"} and (out / "r.txt").read_text() == "earlier text"
+    else:
+        assert not out.exists()  # made for this run, and empty: removed
+
+
+def test_a_run_that_stops_removes_the_out_folder_it_made(tmp_path, capsys, monkeypatch):
+    table = _kt_table(tmp_path / "hub" / "G.json", [1.0, 2.0, 3.0])
+
+    def refuse(*args, **kwargs):
+        raise ValueError("a table Kernel Tuner's cache cannot hold")
+
+    monkeypatch.setattr(search, "benchmark", refuse)
+    with pytest.raises(SystemExit):
+        search.main(["--tables", "--hub", str(table), "--out", str(tmp_path / "a" / "b")])
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(": error: a table Kernel Tuner's cache cannot hold")
+    assert not (tmp_path / "a").exists()
+
+
+def _merged_row(**change) -> dict:
+    """A row as benchmark() writes it for a community table, with ``change``."""
+    row = {"table": "hub/G", "order": "ascending", "strategy": "random", "budget": 5, "seeds": 2, "space": 6, "within_1pct": 0.5,
+           "within_2pct": 0.5, "hits_1pct": 1, "median_first_1pct": math.inf, "optimum_gbs": 1000.0, "near_1pct": 1,
+           "median_ratio": 0.9, "median_evaluations": 5.0, "score": 0.2, "score_m": 0.1, "budget_of": ["5 evaluations"]}  # fmt: skip
+    return row | change
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"table": ["a"]}, "rows[1] table must be a non-empty string, got ['a']"),
+     ({"budget": "x"}, "rows[1] budget must be a whole number >= 1, got 'x'"),
+     ({"budget": True}, "rows[1] budget must be a whole number >= 1, got True"),
+     ({"order": None}, "rows[1] order must be one of ['ascending', 'descending'], got None"),
+     ({"within_1pct": "x"}, "rows[1] within_1pct must be a number in [0, 1], got 'x'"),
+     ({"within_1pct": math.nan}, "rows[1] within_1pct must be a number in [0, 1], got nan"),
+     ({"strategy": {}}, "rows[1] strategy must be a non-empty string, got {}"),
+     ({"budget_of": 5}, "rows[1] budget_of must be a list of budget labels ('2.5%', '50 evaluations'), got 5"),
+     ({"budget_of": ["many"]}, "rows[1] budget_of must be a list of budget labels ('2.5%', '50 evaluations'), got ['many']"),
+     ({"score_m": "x"}, "rows[1] score_m must be a finite number or null, got 'x'"),
+     ({"median_first_1pct": 0}, "rows[1] median_first_1pct must be a number >= 1, or Infinity, got 0"),
+     ({"hits_1pct": 3}, "rows[1] hits_1pct must be at most its seeds (2), got 3"),
+     ({"extra": [[1]]}, "rows[1] extra must be a plain value (a string, a number, a boolean or null), got [[1]]"),
+     ({"optimum_gbs": None}, "rows[1] optimum_gbs must be a positive finite number, got None")],
+)  # fmt: skip
+def test_a_merged_row_of_a_field_of_the_wrong_type_stops_before_any_run(tmp_path, capsys, monkeypatch, change, message):
+    merged = tmp_path / "old.json"
+    merged.write_text(json.dumps({"rows": [_merged_row(), _merged_row(strategy="ordinal") | change]}))
+    table = _kt_table(tmp_path / "hub" / "G.json", [1.0, 2.0, 3.0])
+    line = _stops(capsys, monkeypatch, ["--tables", "--hub", str(table), "--merge", str(merged), "--out", str(tmp_path / "out")])
+    assert line.endswith(f": error: --merge {merged}: {message}")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [('{"rows": [{"budget": ' + "9" * 5000 + "}]}", "got ValueError: Exceeds the limit (4300 digits) for integer string"),
+     ('{"rows": ' + "[" * 100_000 + "]" * 100_000 + "}", "got RecursionError: maximum recursion depth exceeded"),
+     ("[1]", "must be a search benchmark's NAME.json (an object with rows), got list"),
+     ('{"rows": [5]}', "rows[0] must be an object, got int")],
+    ids=["a 5000-digit integer", "nested 100000 deep", "a list", "a row that is no object"],
+)  # fmt: skip
+def test_a_damaged_merged_file_stops_in_one_line_naming_it(tmp_path, capsys, monkeypatch, text, message):
+    merged = tmp_path / "old.json"
+    merged.write_text(text)
+    line = _stops(capsys, monkeypatch, ["--tables", "reduce_space_offset11", "--merge", str(merged), "--out", str(tmp_path / "out")])
+    assert f"--merge {merged}: " in line and message in line
+
+
+def test_every_shipped_benchmark_file_merges():
+    """The rules of a merged row are those of every row this benchmark has written."""
+    shipped = [p for p in (REPO / "benchmarks" / "results").rglob("*.json") if '"median_first_1pct"' in p.read_text()]
+    assert len(shipped) >= 10
+    for path in shipped:
+        assert search.merged_rows(str(path))
+
+
+@pytest.mark.parametrize(
+    ("times", "higher", "message"),
+    [([1.0, 1.0, 1.0], False, "a table must hold correct configurations of different time (something to search), "
+                              "got 3 correct, all of time 1"),
+     ([2.5], False, "got 1 correct, all of time 2.5"),
+     ([1.0, 1.0, "RuntimeFailedConfig"], False, "got 2 correct, all of time 1"),
+     # A higher-is-better objective is scored as a rate: one <= 0 is refused (by the reader, or else by the benchmark).
+     ([-1.0, -2.0], True, "positive"),
+     ([5.0, 0.0], True, "positive")],
+)  # fmt: skip
+def test_a_hub_table_with_nothing_to_search_stops_before_any_run(tmp_path, capsys, monkeypatch, times, higher, message):
+    good = _kt_table(tmp_path / "hub" / "good.json", [1.0, 2.0, 3.0])
+    bad = _kt_table(tmp_path / "hub" / "bad.json", times, higher_is_better=higher)
+    line = _stops(capsys, monkeypatch, ["--tables", "--hub", str(good), str(bad), "--out", str(tmp_path / "out")])
+    assert f"{bad}: " in line and message in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_rate_the_scores_cannot_read_is_refused_as_a_table_unfit():
+    from tuner.search.tables import SpaceTable
+
+    table = SpaceTable("t", {"a": [0, 1]}, entries={(0,): ("ok", 5.0), (1,): ("ok", -1.0)}, objective="gflops", minimise=False)
+    assert search.table_unfit(table) == ("a higher-is-better objective is scored as a rate, so gflops must be positive in every "
+                                         "correct configuration, got -1.0 at {'a': 1}")  # fmt: skip
+    table.entries[(1,)] = ("compile_error", None)
+    assert search.table_unfit(table) == ("a table must hold correct configurations of different gflops (something to search), "
+                                         "got 1 correct, all of gflops 5")  # fmt: skip
+
+
+def test_a_hub_folder_without_a_table_stops_in_one_line(tmp_path, capsys, monkeypatch):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "t1only").mkdir()
+    (tmp_path / "t1only" / "T1.json").write_text("{}")
+    for folder in ("empty", "t1only"):
+        line = _stops(capsys, monkeypatch, ["--tables", "--hub", str(tmp_path / folder), "--out", str(tmp_path / "out")])
+        assert line.endswith(f": error: --hub {tmp_path / folder}: a folder must hold a table (a Kernel Tuner cache or T4 file, "
+                             "NAME.json or NAME.json.gz, besides its T1.json and metadata files), got none")  # fmt: skip
+    line = _stops(capsys, monkeypatch, ["--tables", "--out", str(tmp_path / "out")])
+    assert line.endswith(": error: --tables and --hub must name a table (or --merge a file), got none: nothing to run")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_hub_table_the_reader_trips_on_stops_in_one_line_naming_it(tmp_path, capsys, monkeypatch):
+    odd = tmp_path / "hub" / "G_T4.json"
+    odd.parent.mkdir()
+    odd.write_text(json.dumps({"schema_version": "1.0.0", "results": [
+        {"configuration": {"a": 1}, "invalidity": {"x": 1}, "correctness": 1,
+         "measurements": [{"name": "time", "value": 1.0, "unit": "ms"}], "objectives": ["time"]}]}))  # fmt: skip
+    surrogate = tmp_path / "hub2" / "G.json"
+    surrogate.parent.mkdir()
+    surrogate.write_text('{"tune_params": {"a\\ud800": [1, 2]}, "objective": "time", '
+                         '"cache": {"1": {"a\\ud800": 1, "time": 1.0}, "2": {"a\\ud800": 2, "time": 2.0}}}')  # fmt: skip
+    for path in (odd, surrogate):
+        line = _stops(capsys, monkeypatch, ["--tables", "--hub", str(path), "--out", str(tmp_path / "out")])
+        assert str(path) in line
+
+
+def test_fixed_budgets_beyond_a_table_without_fractions_stop_before_any_run(tmp_path, capsys, monkeypatch):
+    table = _kt_table(tmp_path / "hub" / "G.json", [1.0, 2.0, 3.0])
+    line = _stops(capsys, monkeypatch, ["--tables", "--hub", str(table), "--fractions", "--fixed", "5", "--out", str(tmp_path / "o")])
+    assert line.endswith(": error: --fixed [5]: table hub/G has 3 configurations, fewer than every budget, and --fractions "
+                         "gives none: it would have no budget")  # fmt: skip
+
+
+def test_a_strategy_or_order_named_twice_runs_once(tmp_path, monkeypatch):
+    planned = {}
+    monkeypatch.setattr(search, "benchmark", lambda names, seeds, strategies, *a, orders, **k: planned.update(
+        names=names, strategies=strategies, orders=orders) or [])  # fmt: skip
+    table = _kt_table(tmp_path / "hub" / "G.json", [1.0, 2.0, 3.0])
+    assert search.main(["--tables", "--hub", str(table), str(table), "--strategies", "random", "ordinal", "random",
+                        "--orders", "descending", "descending", "--out", str(tmp_path / "out")]) == 0  # fmt: skip
+    assert planned == {"names": ["hub/G"], "strategies": ["random", "ordinal"], "orders": ("descending",)}
+
+
+def test_the_budgets_left_unscored_are_those_the_methodology_cannot_score():
+    """Its standardisation divides by (optimum - its random baseline): where the
+    baseline reaches the optimum (about 40 % of a space of distinct times, sooner with
+    ties at the optimum) their code refuses, and our check says so first."""
+    pytest.importorskip("autotuning_methodology")
+    from autotuning_methodology.baseline import RandomSearchCalculatedBaseline
+
+    for lookup in ({str(i): 1.0 + i for i in range(6)}, {str(i): 1.0 + (i * 7919) % 101 for i in range(101)},
+                   {str(i): min(1.0 + i, 4.0) for i in range(12)}):  # fmt: skip
+        case = Case("t", REGISTRY["reduce"], Problem("reduce", "int32", 1), pd.DataFrame(), {}, lookup)
+        stats = search._SearchspaceStats(case)
+        first = search.baseline_reaches_optimum(stats, case.size)
+        assert first is not None and first < case.size
+        for budget in range(1, case.size + 1):
+            fevals = np.arange(1, budget + 1)
+            strategy = np.full(budget, stats.total_performance_absolute_optimum() * 2)
+            if budget < first:
+                RandomSearchCalculatedBaseline(stats).get_standardised_curve(fevals, strategy, "fevals")
+                assert search.methodology_score(case, [[case.optimum] * budget], budget) == pytest.approx(1.0)
+                continue
+            try:
+                standardised = RandomSearchCalculatedBaseline(stats).get_standardised_curve(fevals, strategy, "fevals")
+            except ValueError as error:
+                assert "Division by zero" in str(error)
+            else:  # its smoothing put the last point a rounding error off the optimum: divided by that
+                assert np.max(np.abs(standardised)) > 1e9
+            assert search.methodology_score(case, [[case.optimum] * budget], budget) is None
+
+
+def test_a_budget_the_methodology_cannot_score_keeps_its_other_figures(tmp_path, capsys):
+    """On 6 configurations the methodology's baseline reaches the optimum at the 2nd
+    evaluation: budget 3 has no score_m, said in one line before the runs and in the
+    text; budget 1 is scored, and every other figure is there."""
+    pytest.importorskip("autotuning_methodology")
+    table = _kt_table(tmp_path / "hub" / "G.json", [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert search.main(["--tables", "--hub", str(table), "--fractions", "--fixed", "1", "3", "--seeds", "2", "--jobs", "1",
+                        "--strategies", "random", "--orders", "ascending", "--out", str(tmp_path / "out")]) == 0  # fmt: skip
+    note = ("hub/G: no score_m at budgets [3]: the methodology's random-search baseline reaches the optimum at evaluation 2 "
+            "of its 6 configurations (its score divides by their difference); the other figures are kept")  # fmt: skip
+    assert f": note: {note}" in capsys.readouterr().err
+    result = json.loads((tmp_path / "out" / "search-benchmark.json").read_text())
+    scores = {r["budget"]: r["score_m"] for r in result["rows"]}
+    assert scores[3] is None and isinstance(scores[1], float)
+    assert all(r["seeds"] == 2 and r["budget_of"] for r in result["rows"])
+    assert note in (tmp_path / "out" / "search-benchmark.txt").read_text()
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["search-benchmark.json", "search-benchmark.txt"]
