@@ -463,6 +463,15 @@ def test_the_t4_command_writes_a_problem(tmp_path, capsys):
     assert cli_main(["t4", str(H200), "--problem", PROBLEM.key, "--out", str(tmp_path)]) == 2
     assert f"config error: t4: --out must name the file to write, got '{tmp_path}', a folder" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h200.json"]  # nothing half-written beside it
+    damaged = tmp_path / "damaged.parquet"  # a correct row whose time is missing: no T4 reader could rank it
+    rows = pd.read_parquet(H200)
+    rows.loc[rows.index[rows["source"] == "sweep:reduce_space"][0], "time_ms_median"] = float("nan")
+    rows.to_parquet(damaged)
+    assert cli_main(["t4", str(damaged), "--problem", PROBLEM.key, "--out", str(tmp_path / "d.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"config error: t4: {damaged}: a correct results row must give each objective ['time', "
+                          "'bandwidth_gbs'] as a positive number, got time_ms_median None for {") and len(err.splitlines()) == 1  # fmt: skip
+    damaged.unlink()
     os.mkfifo(tmp_path / "pipe.json")  # the rename of a finished file would put it in the pipe's place
     assert cli_main(["t4", str(H200), "--problem", PROBLEM.key, "--out", str(tmp_path / "pipe.json")]) == 2
     assert f"config error: t4: {tmp_path / 'pipe.json'}: must be a file to write (or none yet), got a device, pipe or socket" \

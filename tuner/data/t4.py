@@ -142,6 +142,11 @@ def _result(record: Mapping, params: list[str], objectives: list[str]) -> dict:
             for name, (column, unit) in MEASUREMENTS.items()
             if (value := _number(record.get(column))) is not None
         ]
+        given = {m["name"]: m["value"] for m in measurements}
+        missing = next((name for name in objectives if not given.get(name, 0) > 0), None)
+        if missing is not None:  # a reader (ours too) ranks a correct result by its objectives
+            raise ValueError(f"a correct results row must give each objective {objectives} as a positive number, got "
+                             f"{MEASUREMENTS[missing][0]} {plain_value(record.get(MEASUREMENTS[missing][0]))!r} for {configuration}")  # fmt: skip
     else:
         measurements = [{"name": "time", "value": ERROR_MARKER[status], "unit": "ms"}]
     result = {
@@ -370,7 +375,10 @@ def export_t4(results: str | os.PathLike, out: str | os.PathLike, problem: str |
     rows = problem_rows(read(results), problem, source)
     family = REGISTRY.families.get(str(rows["family"].iloc[0]))
     params = [p.name for p in family.params] if family else param_columns(rows)
-    document = to_t4(rows, [p for p in params if p in rows and rows[p].notna().any()])
+    try:
+        document = to_t4(rows, [p for p in params if p in rows and rows[p].notna().any()])
+    except ValueError as exc:  # a row no T4 reader could rank: the file it came from is what is wrong
+        raise ValueError(f"{results}: {exc}") from None
     try:
         checked = f", valid against {len(validate(document))} published schema files"
     except ImportError:
