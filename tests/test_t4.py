@@ -469,8 +469,8 @@ def test_the_t4_command_writes_a_problem(tmp_path, capsys):
     rows.to_parquet(damaged)
     assert cli_main(["t4", str(damaged), "--problem", PROBLEM.key, "--out", str(tmp_path / "d.json")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"config error: t4: {damaged}: a correct results row must give each objective ['time', "
-                          "'bandwidth_gbs'] as a positive number, got time_ms_median None for {") and len(err.splitlines()) == 1  # fmt: skip
+    assert err.startswith(f"config error: t4: {damaged}: a correct results row must give ['time', 'bandwidth_gbs'] as "
+                          "positive numbers, got time_ms_median None for {") and len(err.splitlines()) == 1  # fmt: skip
     damaged.unlink()
     os.mkfifo(tmp_path / "pipe.json")  # the rename of a finished file would put it in the pipe's place
     assert cli_main(["t4", str(H200), "--problem", PROBLEM.key, "--out", str(tmp_path / "pipe.json")]) == 2
