@@ -401,6 +401,8 @@ WARM_DAMAGES = {
                       r"must hold ok reduce rows within the study's space, got '{path}', which holds no ok reduce row with a bandwidth$"),
     "wrong-column-kind": (lambda t, c: write_table(t / "w.parquet", [{"block_size": "big", "bandwidth_gbs": 1.0}], schema=False), "w.parquet",
                           r"must name results tables, got '{path}', whose columns are not results columns \("),
+    "past-int64": (lambda t, c: write_table(t / "w.parquet", [{"block_size": 2**64 - 1, "bandwidth_gbs": 1.0}], schema=False), "w.parquet",
+                   r"must name results tables, got '{path}', whose columns are not results columns \(OverflowError: "),
     "empty-folder": (lambda t, c: (t / "w").mkdir(), "w", r"must name a Parquet file or a results folder \(holding .*\), got '{path}', which holds none$"),
     "folder-of-other-files": (lambda t, c: [(t / "w").mkdir(), (t / "w" / "notes.txt").write_text("x")], "w",
                               r"must name a Parquet file or a results folder \(holding .*\), got '{path}', which holds none$"),

@@ -152,7 +152,7 @@ def read_warm_start(path: str | os.PathLike, family: Family) -> pd.DataFrame:
         names.update(raw.columns)
         try:
             frames.append(to_frame(raw, keep_unknown=True))
-        except (ValueError, TypeError) as error:
+        except (ValueError, TypeError, OverflowError) as error:  # OverflowError: a whole number past its column's type
             raise WarmStartError(f"warm_start: must name results tables, got {str(f)!r}, whose columns are not "
                                  f"results columns ({one_line(error)})") from None  # fmt: skip
     where = f"{str(path)!r}"
