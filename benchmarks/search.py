@@ -247,9 +247,7 @@ def hub_case(name: str) -> Case:
     """
     path = HUB[name]
     try:
-        table = load_table(path, name=name)
-    except ValueError:
-        raise  # its message names the file, the rule and the value
+        table = load_table(path, name=name)  # a ValueError's message names the file, the rule and the value
     except (TypeError, AttributeError, KeyError, RecursionError) as exc:  # a field of a type the reader does not expect
         raise ValueError(f"--hub {path}: must be a Kernel Tuner cache or a T4 file a replay reads, got {type(exc).__name__}: "
                          f"{str(exc)[:200]}") from None  # fmt: skip

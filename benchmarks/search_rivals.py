@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 from optuna.samplers import BaseSampler
 
+from tuner.data.readback import one_line
 from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
 from tuner.search.replay import _quiet_optuna, problem_rows, table_domains, table_measure
@@ -162,8 +163,7 @@ def auto_sampler_class(registry: str | None) -> type[BaseSampler]:
     try:
         return load().AutoSampler
     except Exception as exc:  # GitHub out of reach, or the registry's own check of cmaes, scipy and torch
-        why = " ".join(str(exc).split())  # the registry's message spans lines
-        raise ValueError(f"{source}, got {type(exc).__name__}: {why}") from None
+        raise ValueError(f"{source}, got {one_line(exc)}") from None  # the registry's message spans lines
 
 
 def run_auto(case: Case, order: str, seed: int, budget: int, registry: str | None = None) -> list[float]:

@@ -106,8 +106,8 @@ def to_t4(rows: pd.DataFrame, params: Iterable[str]) -> dict:
     objectives = ["time", "bandwidth_gbs"] + (["gflops"] if counts_flops else [])
     if "energy_j" in rows and rows["energy_j"].notna().any():  # the second objective of the time-energy trade-off
         objectives.append("energy")
-    ranked = ["time", "gflops" if counts_flops else "bandwidth_gbs"]  # what a reader ranks by: every correct row has them
-    results = [_result(record, params, objectives, ranked) for record in rows.to_dict("records")]
+    ranked_by = "gflops" if counts_flops else "bandwidth_gbs"
+    results = [_result(record, params, objectives, ["time", ranked_by]) for record in rows.to_dict("records")]
     first = rows.iloc[0]
     tuner = {
         "family": plain_value(first["family"]),
@@ -118,7 +118,7 @@ def to_t4(rows: pd.DataFrame, params: Iterable[str]) -> dict:
         "git_commits": _distinct(rows, "git_commit"),
         "parameters": params,
         "objectives": {name: DIRECTIONS[name] for name in objectives},
-        "ranked_by": "gflops" if counts_flops else "bandwidth_gbs",
+        "ranked_by": ranked_by,
         "statuses": INVALIDITY,
     }
     device = {c: v for c in ENVIRONMENT if (v := _single(rows, c)) is not None}
@@ -128,6 +128,7 @@ def to_t4(rows: pd.DataFrame, params: Iterable[str]) -> dict:
 
 
 def _result(record: Mapping, params: list[str], objectives: list[str], ranked: list[str]) -> dict:
+    """One row as a T4 result; ``ranked``: the measurements a reader ranks a correct one by (every such row has them)."""
     status = plain_value(record.get("status"))
     if status not in INVALIDITY:
         raise ValueError(f"results row status must be one of {list(INVALIDITY)}, got {status!r}")

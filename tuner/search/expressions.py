@@ -246,7 +246,7 @@ def _plus(a: Any, b: Any) -> Any:
 
 def _modulo(a: Any, b: Any) -> Any:
     if isinstance(a, (str, bytes)):
-        raise ValueError(f"% must take numbers (string formatting is not a restriction), got {a!r}")
+        raise ValueError(f"% must take numbers (string formatting is not a restriction), got {shown(a)}")
     return a % b
 
 
@@ -322,12 +322,15 @@ def _unsafe(tree: ast.AST) -> str | None:
             return "a list, tuple or set may only stand beside 'in'"
     return None
 
+
 def restriction_check(restrictions: list[str], where: Any = "restriction") -> Callable[[Mapping], str | None]:
     """cfg -> the first restriction it breaks, or None."""
     compiled = [(text, compile_restriction(text, where)) for text in restrictions]
+    callable_names = SAFE_NAMES | GUARDS  # made once: the check runs for every configuration of a table
 
     def check(cfg: Mapping) -> str | None:
-        names = {python_name(k): v for k, v in cfg.items()} | SAFE_NAMES | GUARDS
+        names = {python_name(k): v for k, v in cfg.items()}
+        names.update(callable_names)
         for text, code in compiled:
             try:
                 holds = eval(code, {"__builtins__": {}}, names)  # noqa: S307 - see compile_restriction

@@ -81,7 +81,7 @@ import itertools
 import json
 import math
 import random
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import optuna
@@ -277,7 +277,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         if cfg is None:
             climb = self._climb(measured)
             # A climb just restarted begins at a new space-filling point.
-            cfg = self._step(climb, measured, visited, rng) if climb else self._spread(visited, rng)
+            cfg = self._step(climb, measured, visited, rng, sweep=True) if climb else self._spread(visited, rng)
         if cfg is None:
             cfg = self._step(measured, measured, visited, rng)
         if cfg is None:
@@ -364,11 +364,11 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         return dict(itertools.islice(measured.items(), start, None))  # in trial order
 
     def _step(self, climb: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]], visited: set[str],
-              rng: random.Random) -> dict | None:  # fmt: skip
+              rng: random.Random, sweep: bool = False) -> dict | None:  # fmt: skip
         """The model's favourite among unvisited steps from the climb's best
-        configurations (the model learns from every measurement), or from
-        its best's slice where the climb has stalled on a lone peak."""
-        candidates: dict[str, dict] = self._slice_sweep(climb, measured, visited, rng) if climb is not measured else {}
+        configurations (the model learns from every measurement), or, where
+        ``sweep`` and the climb has stalled on a lone peak, from its best's slice."""
+        candidates: dict[str, dict] = self._slice_sweep(climb, measured, visited, rng) if sweep else {}
         ranked = [] if candidates else sorted(climb.items(), key=lambda item: -item[1][1])
         searched = 0
         for key, (cfg, _) in ranked:
@@ -401,17 +401,19 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         if state["since"] < self.slice_after or len(measured) < state["until"]:
             return {}
         best_key, (best, value) = max(climb.items(), key=lambda item: item[1][1])
-        around = [measured[key][1] / value for key, _ in self._neighbours(best_key, best) if key in measured]
+        neighbours = self._neighbours(best_key, best)
+        around = [measured[key][1] / value for key, _ in neighbours if key in measured]
         if len(around) < 3 or float(np.median(around)) >= RUGGED:
             return {}
         found = {key: cfg for key, cfg in self._slice(best, rng) if key not in visited}
-        found.update((key, cfg) for key, cfg in self._neighbours(best_key, best) if key not in visited)
+        found.update((key, cfg) for key, cfg in neighbours if key not in visited)
         return found
 
     def _slice(self, cfg: dict, rng: random.Random) -> list[tuple[str, dict]]:
         """The feasible configurations with ``cfg``'s values of the narrow
         parameters (at most ``SLICE_MAX``, drawn at random from a larger slice).
-        An enumerated space is grouped by them once, at the first sweep."""
+        An enumerated space is grouped by them once, at the first sweep; any
+        other slice small enough to list is listed once."""
         narrow = tuple(cfg[name] for name in self._narrow)
         if self._enumerated is not None:
             if self._slices is None:
@@ -419,18 +421,21 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
                 for key, other in self._enumerated:
                     self._slices.setdefault(tuple(other[name] for name in self._narrow), []).append((key, other))
             found = self._slices.get(narrow, [])
-        else:
-            wide = [self._order[name][1] for name in self._wide]
-            if math.prod(len(values) for values in wide) <= SLICE_MAX:
-                combos: Iterable[tuple] = itertools.product(*wide)
-            else:
-                combos = (tuple(rng.choice(values) for values in wide) for _ in range(SLICE_MAX))
-            found = []
-            for combo in combos:
-                other = {**cfg, **dict(zip(self._wide, combo))}
-                if self._feasible(other):
-                    found.append((config_key(other), other))
-        return rng.sample(found, SLICE_MAX) if len(found) > SLICE_MAX else found
+            return rng.sample(found, SLICE_MAX) if len(found) > SLICE_MAX else found
+        if self._slices is not None and narrow in self._slices:
+            return self._slices[narrow]
+        wide = [self._order[name][1] for name in self._wide]
+        listed = math.prod(len(values) for values in wide) <= SLICE_MAX
+        combos = itertools.product(*wide) if listed else (tuple(rng.choice(v) for v in wide) for _ in range(SLICE_MAX))
+        found = []
+        for combo in combos:
+            other = {**cfg, **dict(zip(self._wide, combo))}
+            if self._feasible(other):
+                found.append((config_key(other), other))
+        if listed:
+            self._slices = {} if self._slices is None else self._slices
+            self._slices[narrow] = found
+        return found
 
     def _parzen(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
         """The global phase's proposal (a tree-structured Parzen estimator,

@@ -52,7 +52,6 @@ DTYPE = "table"  # a replay table's problem has no element type of ours
 # Kernel Tuner's markers in place of a failed configuration's objective.
 KT_FAILED = {"CompilationFailedConfig": "compile_error", "RuntimeFailedConfig": "launch_error"}
 KT_INVALID = "InvalidConfig"  # restrictions said no: not part of the space
-# What a restriction expression may call (T1 and Kernel Tuner write plain arithmetic).
 
 
 @dataclass
@@ -240,10 +239,11 @@ def read_kernel_tuner_cache(
                                  f"{[*KT_FAILED, KT_INVALID]}, got {shown(value)}")  # fmt: skip
             table.entries[key] = (KT_FAILED[value], None)
         elif finite_number(value) and value > 0:  # a rate of 0 has no ratio to the optimum
-            if not math.isfinite(rate(float(value), minimise)):
+            ranked = rate(float(value), minimise)
+            if not math.isfinite(ranked):
                 raise ValueError(f"{path}: cache entry {shown(text)} {shown_name(objective)} must be large enough that "
                                  f"1000 / {shown_name(objective)} is finite, got {shown(value)}")  # fmt: skip
-            table.entries[key] = ("ok", rate(float(value), minimise))
+            table.entries[key] = ("ok", ranked)
         else:
             raise ValueError(f"{path}: cache entry {shown(text)} {shown_name(objective)} must be a positive finite number, "
                              f"got {shown(value)}")  # fmt: skip
@@ -289,8 +289,6 @@ def read_t4_table(
     order = [n for n in listed if isinstance(n, str)] if isinstance(listed, list) else []
     names = list(dict.fromkeys(order) or dict.fromkeys(k for r in results for k in r["configuration"]))
     names = [n for n in names if any(n in r["configuration"] for r in results)]
-    if len(names) > MAX_PARAMETERS:
-        raise ValueError(f"{path}: a space may have at most {MAX_PARAMETERS} parameters, got {len(names)}")
     for index, r in enumerate(results):
         odd = [n for n in names if not plain_constant(r["configuration"].get(n))]
         if odd:
@@ -318,10 +316,11 @@ def read_t4_table(
         if value is None or value <= 0:  # a rate of 0 has no ratio to the optimum
             raise ValueError(f"{path}: results[{index}] is correct, so measurement {shown(objective)} must be a "
                              f"positive number, got {shown(r['unread'].get(objective, value))}")  # fmt: skip
-        if not math.isfinite(rate(value, minimise)):
+        ranked = rate(value, minimise)
+        if not math.isfinite(ranked):
             raise ValueError(f"{path}: results[{index}] measurement {shown(objective)} must be large enough that "
                              f"1000 / {shown_name(objective)} is finite, got {shown(value)}")  # fmt: skip
-        table.entries[key] = ("ok", rate(value, minimise))
+        table.entries[key] = ("ok", ranked)
     return _with_t1(table, path, t1)
 
 
