@@ -276,8 +276,12 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             cfg = self._parzen(measured, visited, rng)
         if cfg is None:
             climb = self._climb(measured)
-            # A climb just restarted begins at a new space-filling point.
-            cfg = self._step(climb, measured, visited, rng, sweep=True) if climb else self._spread(visited, rng)
+            # A climb just restarted begins at a new space-filling point; one stalled on a lone peak sweeps its slice.
+            swept = self._slice_sweep(climb, measured, visited, rng)
+            if swept:
+                cfg = self._favourite(swept, measured, rng)
+            else:
+                cfg = self._step(climb, measured, visited, rng) if climb else self._spread(visited, rng)
         if cfg is None:
             cfg = self._step(measured, measured, visited, rng)
         if cfg is None:
@@ -364,12 +368,11 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         return dict(itertools.islice(measured.items(), start, None))  # in trial order
 
     def _step(self, climb: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]], visited: set[str],
-              rng: random.Random, sweep: bool = False) -> dict | None:  # fmt: skip
+              rng: random.Random) -> dict | None:  # fmt: skip
         """The model's favourite among unvisited steps from the climb's best
-        configurations (the model learns from every measurement), or, where
-        ``sweep`` and the climb has stalled on a lone peak, from its best's slice."""
-        candidates: dict[str, dict] = self._slice_sweep(climb, measured, visited, rng) if sweep else {}
-        ranked = [] if candidates else sorted(climb.items(), key=lambda item: -item[1][1])
+        configurations (the model learns from every measurement)."""
+        ranked = sorted(climb.items(), key=lambda item: -item[1][1])
+        candidates: dict[str, dict] = {}
         searched = 0
         for key, (cfg, _) in ranked:
             if key in self._exhausted:
@@ -382,8 +385,10 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
                 searched += 1
                 if searched >= self.top_k:
                     break
-        if not candidates:
-            return None
+        return self._favourite(candidates, measured, rng) if candidates else None
+
+    def _favourite(self, candidates: dict[str, dict], measured: dict[str, tuple[dict, float]], rng: random.Random) -> dict:
+        """The candidate the model predicts fastest (ties broken at random)."""
         weights, mean = self._fit(measured)
         keys = list(candidates)
         scores = weights[self._columns_of(keys)].sum(axis=1) + mean + np.array([rng.random() * 1e-9 for _ in keys])
