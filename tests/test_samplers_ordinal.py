@@ -351,3 +351,71 @@ def test_the_default_strategy_sweeps_slices_and_ordinal_does_not():
     assert make_sampler("ordinal", 0).slice_after == 0
     with pytest.raises(ValueError, match="slice_after must be >= 0"):
         OrdinalSampler(slice_after=-1)
+
+
+PAIR_DISTS = {
+    "block": optuna.distributions.CategoricalDistribution([32, 64, 96, 128, 160, 192]),  # wide: no pairs
+    "read_only": optuna.distributions.CategoricalDistribution([0, 1]),
+    "shared": optuna.distributions.CategoricalDistribution([0, 1]),
+}
+
+
+def interaction_history() -> dict:
+    """Read-only loads and shared memory each slow alone, fast together (as
+    on the benchmark hub's A100 convolution): many measurements of either
+    switch alone, two of both at once."""
+    rates = {(0, 0): 100.0, (1, 0): 30.0, (0, 1): 30.0}
+    measured = {}
+    for block in (32, 64, 96, 128):
+        for (read_only, shared), rate in rates.items():
+            cfg = {"block": block, "read_only": read_only, "shared": shared}
+            measured[config_key(cfg)] = (cfg, rate)
+    for block in (32, 64):
+        both = {"block": block, "read_only": 1, "shared": 1}
+        measured[config_key(both)] = (both, 140.0)
+    return measured
+
+
+def favourite(measured: dict, pairs: bool, prior=()) -> dict:
+    """The model's favourite of the two unmeasured configurations at block 160."""
+    sampler = OrdinalSampler(seed=0, pairs=pairs, prior=prior)
+    sampler.bind(PAIR_DISTS, lambda cfg: True, None)
+    candidates = {config_key(cfg): cfg for cfg in ({"block": 160, "read_only": 0, "shared": 0},
+                                                   {"block": 160, "read_only": 1, "shared": 1})}  # fmt: skip
+    return sampler._favourite(candidates, measured, __import__("random").Random(0))
+
+
+def test_the_pair_model_ranks_two_switches_that_are_fast_only_together():
+    measured = interaction_history()
+    # Main effects average each switch over the slow configurations it was measured in: both on looks slowest.
+    assert (favourite(measured, pairs=False)["read_only"], favourite(measured, pairs=False)["shared"]) == (0, 0)
+    # A column for the pair (read-only, shared) learns what the measurements of both together showed.
+    assert (favourite(measured, pairs=True)["read_only"], favourite(measured, pairs=True)["shared"]) == (1, 1)
+
+
+def test_a_warm_starts_rows_teach_the_pair_model_too():
+    prior = list(interaction_history().values())  # known before the study, which has measured one configuration
+    first = {"block": 192, "read_only": 0, "shared": 0}
+    measured = {config_key(first): (first, 100.0)}
+    without, with_pairs = (favourite(measured, pairs=pairs, prior=prior) for pairs in (False, True))
+    assert (without["read_only"], without["shared"]) == (0, 0)
+    assert (with_pairs["read_only"], with_pairs["shared"]) == (1, 1)
+
+
+def test_the_pair_columns_cover_narrow_parameters_only_and_stop_at_their_cap(monkeypatch):
+    import tuner.search.ordinal as ordinal
+
+    sampler = OrdinalSampler(seed=0, pairs=True)
+    sampler.bind(PAIR_DISTS, lambda cfg: True, None)
+    # One pair of narrow parameters of two values each (block is wide): four columns after the ten one-hot ones.
+    assert sorted(sampler._pair_columns.values()) == [10, 11, 12, 13]
+    cfg = {"block": 64, "read_only": 1, "shared": 0}
+    assert sampler._features_of([config_key(cfg)]).shape == (1, 4)
+    monkeypatch.setattr(ordinal, "PAIR_COLUMNS_MAX", 3)
+    sampler.bind(PAIR_DISTS, lambda cfg: True, None)
+    assert sampler._pair_columns == {} and sampler._features_of([config_key(cfg)]).shape == (1, 3)
+
+
+def test_the_default_strategy_models_pairs_and_ordinal_does_not():
+    assert make_sampler("ordinal_global", 0).pairs is True
+    assert make_sampler("ordinal", 0).pairs is False

@@ -53,6 +53,13 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    parameter value (main effects, refitted each trial on every measurement)
    ranks the candidates; the best predicted is proposed. Prior rows (a warm
    start) join its data until the study's own measurements outnumber them.
+   With ``pairs`` (on in ``ordinal_global``) it also has a column for every
+   pair of values of two narrow parameters (fewer than ``WIDE`` values:
+   switches, tiles): where one switch decides what another is worth, main
+   effects average it away. On the A100's convolution of the benchmark hub,
+   read-only loads are the slowest choice without shared memory (a median
+   of 0.13 of the optimum) and part of the optimum with it, and a tile
+   height of 3 is slow without shared memory and the optimum's with it.
 6. **A slice sweep where the best stands alone** (``slice_after``; off in
    ``ordinal``, 15 in ``ordinal_global``): once a climb has gone that many
    measurements without progress and its best's measured neighbours have a
@@ -120,6 +127,7 @@ SLICE_AFTER = 15  # measurements of a stalled climb before its best's slice is s
 RUGGED = 0.8  # the best stands alone where its measured neighbours' median is below this share of it
 WIDE = 5  # ordered parameters of at least this many values are a slice's free ones
 SLICE_MAX = 4096  # configurations of a slice ranked in one ask at most (a random choice of a larger one)
+PAIR_COLUMNS_MAX = 1024  # value-pair columns the model takes at most (beyond, main effects only: a solve per ask)
 
 
 class OrdinalSampler(optuna.samplers.BaseSampler):
@@ -152,6 +160,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         slice_after: measurements of a climb without progress after which,
             where its best stands alone, its steps take in the best's whole
             slice (0: never).
+        pairs: whether the model also has a column for every pair of values
+            of two narrow parameters (fewer than ``WIDE`` values each).
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
     """
@@ -171,6 +181,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         global_phase: int = 0,
         start_phase: int = 0,
         slice_after: int = 0,
+        pairs: bool = False,
     ) -> None:
         if n_startup < 1 or top_k < 1:
             raise ValueError(f"n_startup and top_k must be >= 1, got {n_startup} and {top_k}")
@@ -187,6 +198,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self.landmarks, self.landmarks_first = tuple(landmarks), landmarks_first
         self.ends, self.diagonals, self.patience = ends, diagonals, patience
         self.global_phase, self.start_phase, self.slice_after = global_phase, start_phase, slice_after
+        self.pairs = pairs
         self.prior = sorted(((dict(cfg), float(value)) for cfg, value in prior if value > 0), key=lambda item: -item[1])
         self._rng = random.Random(seed)
         self._dists: dict[str, CategoricalDistribution] | None = None
@@ -216,11 +228,13 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._slices: dict[tuple, list[tuple[str, dict]]] | None = None
         self._columns = {(name, value): i for i, (name, value) in enumerate(
             (name, value) for name, dist in self._dists.items() for value in dist.choices)}  # fmt: skip
-        self._finished, self._steps, self._column_cache, self._points = {}, {}, {}, {}
+        self._pair_columns = self._value_pairs() if self.pairs else {}
+        self._width = len(self._columns) + len(self._pair_columns)
+        self._finished, self._steps, self._column_cache, self._feature_cache, self._points = {}, {}, {}, {}, {}
         self._base = FinishedPrefix()
         # The climb and the model's sums, each folded over the history one new measurement at a time.
         self._climbs = climb_read(self.patience, PROGRESS, self.global_phase, self.start_phase)
-        self._sums = sums_read(len(self._columns), lambda key: self._columns_of([key])[0])
+        self._sums = sums_read(self._width, lambda key: self._features_of([key])[0])
         # The prior rows within this space, best first, and their sums for the model.
         self._prior = []
         for cfg, value in self.prior:
@@ -229,7 +243,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
                 self._prior.append((config_key(cfg), cfg, value))
         if self._prior:
             y = np.log([value for _, _, value in self._prior])
-            sums = one_hot_sums(self._columns_of([key for key, _, _ in self._prior]), y, len(self._columns))
+            sums = one_hot_sums(self._features_of([key for key, _, _ in self._prior]), y, self._width)
             self._prior_gram, self._prior_moment, self._prior_ones = sums
             self._prior_mean = y.mean()
 
@@ -391,7 +405,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         """The candidate the model predicts fastest (ties broken at random)."""
         weights, mean = self._fit(measured)
         keys = list(candidates)
-        scores = weights[self._columns_of(keys)].sum(axis=1) + mean + np.array([rng.random() * 1e-9 for _ in keys])
+        scores = weights[self._features_of(keys)].sum(axis=1) + mean + np.array([rng.random() * 1e-9 for _ in keys])
         return candidates[keys[int(np.argmax(scores))]]
 
     def _slice_sweep(self, climb: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]],
@@ -534,6 +548,38 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         weights = np.linalg.solve(gram + RIDGE * np.eye(len(ones)), moment - mean * ones)
         self._fitted = (measured, (weights, mean))
         return weights, mean
+
+    def _paired(self) -> list[tuple[str, str]]:
+        """The parameter pairs the model has value-pair columns for: every
+        two narrow parameters of more than one value."""
+        narrow = [name for name in self._narrow if len(self._dists[name].choices) > 1]
+        return list(itertools.combinations(narrow, 2))
+
+    def _value_pairs(self) -> dict[tuple, int]:
+        """The model's column (after the one-hot values') of every pair of
+        values of each ``_paired`` pair of parameters; none where they would
+        be more than ``PAIR_COLUMNS_MAX``."""
+        self._pair_names = self._paired()
+        pairs = [((a, va), (b, vb)) for a, b in self._pair_names
+                 for va in self._dists[a].choices for vb in self._dists[b].choices]  # fmt: skip
+        if len(pairs) > PAIR_COLUMNS_MAX:
+            return {}
+        return {pair: len(self._columns) + i for i, pair in enumerate(pairs)}
+
+    def _features_of(self, keys: list[str]) -> np.ndarray:
+        """(len(keys), columns) the model's columns of each key: its one-hot
+        values, then its pairs of narrow values (``pairs``)."""
+        if not self._pair_columns:
+            return self._columns_of(keys)
+        rows = []
+        for key in keys:
+            features = self._feature_cache.get(key)
+            if features is None:
+                cfg = json.loads(key)
+                features = self._feature_cache[key] = list(self._columns_of([key])[0]) + [
+                    self._pair_columns[((a, cfg[a]), (b, cfg[b]))] for a, b in self._pair_names]  # fmt: skip
+            rows.append(features)
+        return np.array(rows, dtype=int).reshape(len(keys), -1)
 
     def _columns_of(self, keys: list[str]) -> np.ndarray:
         """(len(keys), parameters) column indices of the keys' one-hot values."""

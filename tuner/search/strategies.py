@@ -69,7 +69,7 @@ def _ordinal_global(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
     # large space are slow more often than not, and a first measurement many
     # times slower than a random one is what an anytime score punishes most.
     return OrdinalSampler(seed=seed, prior=prior, global_phase=GLOBAL_PHASE, start_phase=START_PHASE, landmarks=("last",),
-                          landmarks_first=True, slice_after=SLICE_AFTER)  # fmt: skip
+                          landmarks_first=True, slice_after=SLICE_AFTER, pairs=True)  # fmt: skip
 
 
 def _interactions(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
@@ -103,7 +103,8 @@ STRATEGIES: dict[str, Strategy] = {
     "brute_force": Strategy(_brute_force, "every feasible configuration, in order"),
     "ordinal": Strategy(_ordinal, "space-filling, then model-ranked steps (the default until ordinal_global)", uses_prior=True),
     "ordinal_global": Strategy(_ordinal_global, "the project's own: a Parzen (TPE-like) phase first and after each restart, "
-                               "model-ranked steps between, a slice sweep on a lone peak", uses_prior=True),  # fmt: skip
+                               "steps ranked by a model of values and value pairs between, a slice sweep on a lone peak",
+                               uses_prior=True),  # fmt: skip
     "interactions": Strategy(_interactions, "ordinal steps alternated with Thompson draws from a model of parameter pairs",
                              uses_prior=True),  # fmt: skip
 }
