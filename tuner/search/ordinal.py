@@ -133,7 +133,8 @@ SLICE_AFTER = 15  # measurements of a stalled climb before its best's slice is s
 RUGGED = 0.8  # the best stands alone where its measured neighbours' median is below this share of it
 WIDE = 5  # ordered parameters of at least this many values are a slice's free ones
 SLICE_MAX = 4096  # configurations of a slice ranked in one ask at most (a random choice of a larger one)
-PAIR_COLUMNS_MAX = 1024  # value-pair columns the model takes at most (beyond, main effects only: a solve per ask)
+PAIR_COLUMNS_MAX = 256  # value-pair columns the model takes at most (beyond, main effects only: an inverse per ask)
+LEFT_OUT_ROWS = 2000  # the latest measurements whose leave-one-out error decides on the pairs
 
 
 class OrdinalSampler(optuna.samplers.BaseSampler):
@@ -571,7 +572,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         too few measurements of a combination, or where the parameters do not
         interact, only add noise to the ranking; the leave-one-out error of a
         ridge model is exact in closed form: each residual over one less its
-        row's leverage."""
+        row's leverage (on the latest ``LEFT_OUT_ROWS``)."""
+        rows, centred = rows[-LEFT_OUT_ROWS:], centred[-LEFT_OUT_ROWS:]  # an ask's cost bounded in a long study
         best_error, best = math.inf, None
         for width, columns in ((len(target), rows), (len(self._columns), rows[:, : len(self._dists)])):
             inverse = np.linalg.inv(gram[:width, :width] + RIDGE * np.eye(width))
