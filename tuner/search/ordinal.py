@@ -134,7 +134,7 @@ RUGGED = 0.8  # the best stands alone where its measured neighbours' median is b
 WIDE = 5  # ordered parameters of at least this many values are a slice's free ones
 SLICE_MAX = 4096  # configurations of a slice ranked in one ask at most (a random choice of a larger one)
 PAIR_COLUMNS_MAX = 256  # value-pair columns the model takes at most (beyond, main effects only: an inverse per ask)
-LEFT_OUT_ROWS = 2000  # the latest measurements whose leave-one-out error decides on the pairs
+LEFT_OUT_ROWS = 2000  # the latest rows (measurements, prior) whose leave-one-out error decides on the pairs
 
 
 class OrdinalSampler(optuna.samplers.BaseSampler):
@@ -557,7 +557,9 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             y = np.concatenate([y, np.log([value for _, _, value in self._prior]) + shift])
         mean = total / count
         if self._pair_columns:
-            weights = self._fit_with_or_without_pairs(gram, moment - mean * ones, self._features_of(keys), y - mean)
+            latest = slice(-LEFT_OUT_ROWS, None)  # an ask's cost bounded in a long study
+            weights = self._fit_with_or_without_pairs(gram, moment - mean * ones, self._features_of(keys[latest]),
+                                                      (y - mean)[latest])  # fmt: skip
         else:
             weights = np.linalg.solve(gram + RIDGE * np.eye(len(ones)), moment - mean * ones)
         self._fitted = (measured, (weights, mean))
@@ -572,16 +574,15 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         too few measurements of a combination, or where the parameters do not
         interact, only add noise to the ranking; the leave-one-out error of a
         ridge model is exact in closed form: each residual over one less its
-        row's leverage (on the latest ``LEFT_OUT_ROWS``)."""
-        rows, centred = rows[-LEFT_OUT_ROWS:], centred[-LEFT_OUT_ROWS:]  # an ask's cost bounded in a long study
+        row's leverage. Without pairs unless they do better."""
         best_error, best = math.inf, None
-        for width, columns in ((len(target), rows), (len(self._columns), rows[:, : len(self._dists)])):
+        for width, columns in ((len(self._columns), rows[:, : len(self._dists)]), (len(target), rows)):
             inverse = np.linalg.inv(gram[:width, :width] + RIDGE * np.eye(width))
             weights = np.zeros(len(target))
             weights[:width] = inverse @ target[:width]
             leverage = inverse[columns[:, :, None], columns[:, None, :]].sum(axis=(1, 2))
             error = float((((centred - weights[columns].sum(axis=1)) / (1.0 - leverage)) ** 2).sum())
-            if error < best_error:
+            if best is None or error < best_error:
                 best_error, best = error, weights
         return best
 
