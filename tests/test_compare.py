@@ -178,6 +178,22 @@ def test_a_missing_side_or_nothing_in_common_stops_with_one_line(runs, tmp_path,
     assert "config error: A, B: must share a verified configuration" in capsys.readouterr().err
 
 
+def test_a_verified_row_with_a_negative_time_stops_in_one_line(runs, tmp_path, capsys):
+    a, _ = runs
+    rows = results.read(a / "measurements.parquet")
+    rows.loc[1, "time_ms_median"] = -1.0  # a ratio of times of opposite signs means nothing
+    damaged = write_run(tmp_path / "damaged", rows)
+    table = tmp_path / "cmp.csv"
+    for argv in (["compare", str(a), str(damaged)], ["compare", str(damaged / "measurements.parquet"), str(a)]):
+        assert cli.main([*argv, "--table", str(table)]) == 1
+        out, err = capsys.readouterr()
+        assert out == "" and err.splitlines() == [
+            f"error: {damaged / 'measurements.parquet'}: time_ms_median is -1.0 in row 2 (status ok), but a time is never "
+            "negative; remove it and make it again with `snakemake --cores 1 --forcerun collect`"
+        ]  # fmt: skip
+    assert not table.exists()
+
+
 REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference"
 
 

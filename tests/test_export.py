@@ -125,6 +125,21 @@ def test_a_compute_capability_not_major_dot_minor_stops_in_one_line_and_writes_n
     assert "not <major>.<minor>" in err and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("column", ["time_ms_median", "time_ms_ci_low"])
+def test_a_verified_row_with_a_negative_time_stops_in_one_line_and_writes_nothing(tmp_path, capsys, column):
+    folder = _results_with_device(tmp_path)
+    rows = pd.read_parquet(folder / "measurements.parquet")
+    fastest = rows[rows["status"] == "ok"]["time_ms_median"].idxmin()
+    rows.loc[fastest, column] = -0.25  # it would win its problem
+    rows.to_parquet(folder / "measurements.parquet")
+    assert cli.main(["best", "--results", str(folder), "--out-dir", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"error: {folder / 'measurements.parquet'}: {column} is -0.25 in row {rows.index.get_loc(fastest) + 1} "
+                          "(status ok), but a time is never negative; remove it and make it again with `"), err  # fmt: skip
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_string_parameter_with_a_line_break_is_an_escaped_literal():
     from tuner.data.export import _literal
 

@@ -255,8 +255,9 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     """A Parquet file or a folder of them, in the schema (empty if none).
 
     Raises:
-        DamagedFile: a file is not Parquet (zero bytes, cut short) or not
-            results rows; one line naming it and the command that remakes it.
+        DamagedFile: a file is not Parquet (zero bytes, cut short), not
+            results rows, or gives a verified row a negative time; one line
+            naming it and the command that remakes it.
     """
     path = Path(path)
     if path.is_dir():
@@ -275,9 +276,27 @@ def _read_one(path: Path) -> pd.DataFrame:
     except Exception as error:  # noqa: BLE001 - pyarrow's errors, OSError and kin: the file is what is wrong
         raise DamagedFile(damaged(path, f"not a readable Parquet file ({one_line(error)})")) from None
     try:
-        return to_frame(frame, keep_unknown=True)
+        frame = to_frame(frame, keep_unknown=True)
     except (ValueError, TypeError, OverflowError) as error:  # OverflowError: a whole number past a column's type
         raise DamagedFile(damaged(path, f"not results rows ({one_line(error)})")) from None
+    _check_times(path, frame)
+    return frame
+
+
+# The timing statistics of a row, in milliseconds: durations, never negative.
+TIME_COLUMNS = tuple(c for c in COLUMNS if c.startswith("time_ms_"))
+
+
+def _check_times(path: Path, frame: pd.DataFrame) -> None:
+    """A verified row (status ok) with a negative time is damage: ``best``
+    would export it as its problem's winner, ``compare`` would divide by it."""
+    ok = (frame["status"] == "ok").fillna(False).to_numpy(dtype=bool)
+    for column in TIME_COLUMNS:
+        negative = ok & (frame[column].to_numpy(dtype="float64", na_value=math.nan) < 0)
+        if negative.any():
+            at = int(negative.argmax())
+            value = float(frame[column].iloc[at])
+            raise DamagedFile(damaged(path, f"{column} is {value!r} in row {at + 1} (status ok), but a time is never negative"))
 
 
 def config_params(key: str) -> dict[str, Any]:
