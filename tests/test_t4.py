@@ -479,6 +479,18 @@ def test_the_t4_command_writes_a_problem(tmp_path, capsys):
     assert (tmp_path / "pipe.json").is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["h200.json", "pipe.json"]
 
 
+@pytest.mark.parametrize("dropped", [["status"], ["family", "n"]])
+def test_a_table_without_the_columns_a_problem_needs_stops_in_one_line_naming_them(tmp_path, capsys, dropped):
+    table = tmp_path / "table.parquet"
+    pd.read_parquet(H200).drop(columns=dropped).to_parquet(table)
+    for problem in ([], ["--problem", PROBLEM.key]):
+        assert cli_main(["t4", str(table), *problem, "--out", str(tmp_path / "t4.json")]) == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"config error: t4: {table}: must have the results columns ['family', 'dtype', 'n', 'status'], lacks {dropped}"
+        ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.parquet"]
+
+
 @pytest.mark.parametrize(
     ("values", "expected"),
     [

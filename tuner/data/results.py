@@ -251,30 +251,40 @@ def write_json_atomic(data: Mapping, path: str | os.PathLike) -> Path:
     return write_text_atomic(json.dumps(data, indent=2, sort_keys=True, default=str), path)
 
 
-def read(path: str | os.PathLike) -> pd.DataFrame:
+def read(path: str | os.PathLike, needs: Iterable[str] = ()) -> pd.DataFrame:
     """A Parquet file or a folder of them, in the schema (empty if none).
+
+    Args:
+        needs: columns each file must have itself (the schema's columns a
+            file lacks read as nulls otherwise: a file of other rows would
+            read as results rows of nothing).
 
     Raises:
         DamagedFile: a file is not Parquet (zero bytes, cut short), not
             results rows, or gives a verified row a negative time; one line
             naming it and the command that remakes it.
+        ValueError: a file lacks a column of ``needs`` (one line naming it
+            and the columns).
     """
-    path = Path(path)
+    path, needs = Path(path), tuple(needs)
     if path.is_dir():
         files = sorted(path.rglob("*.parquet"))
         if not files:
             return to_frame([])
-        return to_frame(pd.concat([_read_one(f) for f in files], ignore_index=True), keep_unknown=True)
+        return to_frame(pd.concat([_read_one(f, needs) for f in files], ignore_index=True), keep_unknown=True)
     if not path.exists():
         return to_frame([])
-    return _read_one(path)
+    return _read_one(path, needs)
 
 
-def _read_one(path: Path) -> pd.DataFrame:
+def _read_one(path: Path, needs: tuple[str, ...] = ()) -> pd.DataFrame:
     try:
         frame = pd.read_parquet(path)
     except Exception as error:  # noqa: BLE001 - pyarrow's errors, OSError and kin: the file is what is wrong
         raise DamagedFile(damaged(path, f"not a readable Parquet file ({one_line(error)})")) from None
+    lacking = [c for c in needs if c not in frame.columns]
+    if lacking:
+        raise ValueError(f"{path}: must have the results columns {list(needs)}, lacks {lacking}")
     try:
         frame = to_frame(frame, keep_unknown=True)
     except (ValueError, TypeError, OverflowError) as error:  # OverflowError: a whole number past a column's type

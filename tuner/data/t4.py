@@ -359,13 +359,18 @@ def problem_rows(frame: pd.DataFrame, problem: str | None = None, source: str | 
     return rows
 
 
+# The columns a results file must have for its rows to be told apart by problem and status.
+NEEDED = ("family", "dtype", "n", "status")
+
+
 def export_t4(results: str | os.PathLike, out: str | os.PathLike, problem: str | None = None, source: str | None = None) -> str:
     """Write one problem's rows of a results folder or Parquet file as a T4
     file (validated where a published schema is installed); returns a line
     saying what was written.
 
     Raises:
-        ValueError: see ``problem_rows``; FileNotFoundError: no results there.
+        ValueError: a file lacks a column of ``NEEDED``, or see
+            ``problem_rows``; FileNotFoundError: no results there.
     """
     from tuner.data.results import param_columns, read
     from tuner.families import REGISTRY
@@ -374,7 +379,7 @@ def export_t4(results: str | os.PathLike, out: str | os.PathLike, problem: str |
         raise FileNotFoundError(f"{results} does not exist")
     if Path(out).is_dir():
         raise ValueError(f"--out must name the file to write, got {str(out)!r}, a folder")
-    rows = problem_rows(read(results), problem, source)
+    rows = problem_rows(read(results, needs=NEEDED), problem, source)
     family = REGISTRY.families.get(str(rows["family"].iloc[0]))
     params = [p.name for p in family.params] if family else param_columns(rows)
     try:
