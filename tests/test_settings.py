@@ -331,6 +331,28 @@ def test_storage_urls_and_journal_paths_are_checked_up_front(tmp_path, storage, 
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize(
+    "storage, shown",
+    [("stu\ndy.log", "'stu\\ndy.log' with '\\n'"), ("study.log\r", "'study.log\\r' with '\\r'"),
+     ("a\x00b.log", "'a\\x00b.log' with '\\x00'"), ("sqlite:///study\x7f.db", "'sqlite:///study\\x7f.db' with '\\x7f'"),
+     ("postgresql://me:s3cret@db\t/tuning", "'postgresql://me:***@db\\t/tuning' with '\\t'")],
+    ids=["newline", "carriage return", "NUL", "DEL", "a URL with a password"],
+)  # fmt: skip
+def test_a_storage_with_control_characters_is_refused_in_one_line(tmp_path, capsys, storage, shown):
+    from tuner.search.storage_spec import storage_problem
+
+    config = changed(base_config(tmp_path), ("studies", "search", "storage"), storage)
+    message = f"studies.search.storage: must be a journal path or URL without control characters, got {shown}"
+    with pytest.raises(ConfigError) as caught:
+        parse(config, storage_check=storage_problem)
+    assert str(caught.value) == message
+    config_file = tmp_path / "bad.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    assert cli.main(["tune", "search", "--config", str(config_file)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"config error: {message}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml"]
+
+
 def test_the_budget_fraction_counts_the_feasible_space(tmp_path):
     config = changed(base_config(tmp_path), ("studies", "search", "budget_trials"), DELETE)
     config["studies"]["search"]["budget_fraction"] = 0.5

@@ -417,6 +417,12 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
             raise ConfigError(f"{where}.budget_fraction: needs a space small enough to count; give budget_trials instead")
         budget = max(1, round(section.get("budget_fraction", 0.1) * space_size))
     storage = section.get("storage", "default")
+    odd = re.search(r"[\x00-\x1f\x7f]", storage)
+    if odd:  # as in results_dir: a line break or NUL names no file, and would split the stages' one-line messages
+        from tuner.search.storage_server import public
+
+        raise ConfigError(f"{where}.storage: must be a journal path or URL without control characters, "
+                          f"got {public(storage)[:80]!r} with {odd.group()!r}")  # fmt: skip
     if storage == "default":
         # A journal file: shared safely by worker processes, and a trial costs a
         # few appends (SQLite costs tens of milliseconds of queries a trial).
