@@ -15,7 +15,7 @@ from pathlib import Path
 
 from search_rivals import ORDERS
 
-from tuner.data.t4 import finite_number
+from tuner.data.t4 import finite_number, not_a_file
 from tuner.search.expressions import shown
 
 # What a merged row must have: what every row of this benchmark has had, and the table and summary read.
@@ -68,9 +68,13 @@ def merged_rows(path: str) -> list[dict]:
     plain values), so that a damaged file stops before the runs, not after.
 
     Raises:
-        ValueError: the file is missing or not such a file (one line naming it,
-            the row, the field, the rule and the value).
+        ValueError: the file is missing, no regular file (a pipe would block
+            the read) or not such a file (one line naming it, the row, the
+            field, the rule and the value).
     """
+    kind = not_a_file(path)
+    if kind:
+        raise ValueError(f"--merge {path}: must be a search benchmark's NAME.json in a regular file, got {kind}")
     try:
         document = json.loads(Path(path).read_bytes())
     except (OSError, ValueError, RecursionError, MemoryError) as exc:

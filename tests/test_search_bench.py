@@ -8,6 +8,7 @@ import json
 import math
 import os
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -589,6 +590,39 @@ def test_a_damaged_merged_file_stops_in_one_line_naming_it(tmp_path, capsys, mon
     merged.write_text(text)
     line = _stops(capsys, monkeypatch, ["--tables", "reduce_space_offset11", "--merge", str(merged), "--out", str(tmp_path / "out")])
     assert f"--merge {merged}: " in line and message in line
+
+
+def _end_a_waiting_read(pipe: Path, done: threading.Event, after_s: float = 10.0) -> None:
+    """Should a read of ``pipe`` still wait after ``after_s``, open and close its
+    writing end, so that the read ends (a test that reads it fails, not hangs)."""
+    if done.wait(after_s):
+        return
+    while not done.is_set():
+        try:
+            os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # no reader waits on it (yet), or no pipe
+            pass
+        done.wait(0.1)
+
+
+@pytest.mark.parametrize("kind", ["a pipe", "a folder"])
+def test_a_merged_path_that_is_no_regular_file_stops_before_it_is_read(tmp_path, capsys, monkeypatch, kind):
+    merged = tmp_path / "old.json"
+    if kind == "a pipe":
+        os.mkfifo(merged)  # reading it would wait for a writer forever
+    else:
+        merged.mkdir()
+    table = _kt_table(tmp_path / "hub" / "G.json", [1.0, 2.0, 3.0])
+    done = threading.Event()
+    watchdog = threading.Thread(target=_end_a_waiting_read, args=(merged, done), daemon=True)
+    watchdog.start()
+    try:
+        line = _stops(capsys, monkeypatch, ["--tables", "--hub", str(table), "--merge", str(merged), "--out", str(tmp_path / "out")])
+    finally:
+        done.set()
+        watchdog.join()
+    assert line.endswith(f": error: --merge {merged}: must be a search benchmark's NAME.json in a regular file, got {kind}")
+    assert not (tmp_path / "out").exists()
 
 
 def test_every_shipped_benchmark_file_merges():

@@ -207,8 +207,9 @@ def read_json(path: str | os.PathLike) -> Any:
         ValueError: the file is not JSON (one line naming it).
     """
     path = Path(path)
-    if path.exists() and not path.is_file():  # a pipe or a device would block the read or never end it
-        raise ValueError(f"{path}: must be JSON (gzipped or not) in a regular file, got {_kind(path)}")
+    kind = not_a_file(path)
+    if kind:
+        raise ValueError(f"{path}: must be JSON (gzipped or not) in a regular file, got {kind}")
     try:
         with path.open("rb") as raw:
             gzipped = raw.read(2) == b"\x1f\x8b"
@@ -224,7 +225,14 @@ def read_json(path: str | os.PathLike) -> Any:
     return document
 
 
-def _kind(path: Path) -> str:
+def not_a_file(path: str | os.PathLike) -> str | None:
+    """What ``path`` is where it is there but no regular file (nor a link to
+    one): "a folder", "a pipe" or "a device or socket", to refuse before
+    reading it (a pipe blocks the read until a writer comes, a device may
+    never end it); None where it is a regular file or nothing at all."""
+    path = Path(path)
+    if not path.exists() or path.is_file():
+        return None
     return "a folder" if path.is_dir() else "a pipe" if path.is_fifo() else "a device or socket"
 
 
