@@ -419,6 +419,25 @@ def test_a_warm_starts_rows_teach_the_pair_model_too():
     assert (with_pairs["read_only"], with_pairs["shared"]) == (1, 1)
 
 
+def test_the_pairs_are_judged_on_the_studys_own_rows_and_the_best_prior_rows(monkeypatch):
+    import tuner.search.ordinal as ordinal
+
+    monkeypatch.setattr(ordinal, "LEFT_OUT_ROWS", 6)  # fewer than the 15 rows of the study and its warm start
+    sampler = OrdinalSampler(seed=0, pairs=True, prior=list(interaction_history().values()))
+    sampler.bind(PAIR_DISTS, lambda cfg: True, None)
+    judged = []
+    real = sampler._fit_with_or_without_pairs
+    monkeypatch.setattr(sampler, "_fit_with_or_without_pairs", lambda gram, moment, rows, centred: (
+        judged.append(sorted(centred)), real(gram, moment, rows, centred))[1])  # fmt: skip
+    first = {"block": 192, "read_only": 0, "shared": 0}
+    _, mean = sampler._fit({config_key(first): (first, 100.0)})
+    rates = [round(float(math.exp(value + mean)), 6) for value in judged[0]]
+    # The study's own row, then the warm start's best (both switches on, then both off), not its worst.
+    prior_shift = 100.0 / math.exp(sampler._prior_mean)
+    assert len(rates) == 6 and rates.count(100.0) == 1
+    assert sorted(rates)[-2:] == [round(140.0 * prior_shift, 6)] * 2 and round(30.0 * prior_shift, 6) not in rates
+
+
 def test_the_pair_columns_cover_narrow_parameters_only_and_stop_at_their_cap(monkeypatch):
     import tuner.search.ordinal as ordinal
 
@@ -436,3 +455,19 @@ def test_the_pair_columns_cover_narrow_parameters_only_and_stop_at_their_cap(mon
 def test_the_default_strategy_models_pairs_and_ordinal_does_not():
     assert make_sampler("ordinal_global", 0).pairs is True
     assert make_sampler("ordinal", 0).pairs is False
+
+
+def test_the_running_sums_of_the_pair_model_are_those_of_every_row_at_once():
+    from tuner.search.ordinal_grid import one_hot_sums
+
+    sampler = OrdinalSampler(seed=0, pairs=True)
+    sampler.bind(PAIR_DISTS, lambda cfg: True, None)
+    measured = interaction_history()
+    first = dict(list(measured.items())[:5])
+    sampler._sums.read(first)  # folded in two goes, as asks read a growing history
+    gram, moment, ones = sampler._sums.read(measured)
+    keys = list(measured)
+    y = __import__("numpy").log([measured[key][1] for key in keys])
+    expected = one_hot_sums(sampler._features_of(keys), y, sampler._width)
+    for got, want in zip((gram, moment, ones), expected):
+        assert (abs(got - want) < 1e-9).all()

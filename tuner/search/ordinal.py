@@ -54,15 +54,15 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    ranks the candidates; the best predicted is proposed. Prior rows (a warm
    start) join its data until the study's own measurements outnumber them.
    With ``pairs`` (on in ``ordinal_global``) it also has a column for every
-   pair of values of two narrow parameters (fewer than ``WIDE`` values:
-   switches, tiles): where one switch decides what another is worth, main
+   pair of values of two parameters of fewer than ``WIDE`` values (switches,
+   tiles): where one switch decides what another is worth, main
    effects average it away. On the A100's convolution of the benchmark hub,
    read-only loads are the slowest choice without shared memory (a median
    of 0.13 of the optimum) and part of the optimum with it, and a tile
    height of 3 is slow without shared memory and the optimum's with it.
    Each fit keeps the pair columns only while the model with them predicts
    the measurements better when each is left out in turn (ridge regression's
-   leave-one-out error, exact in closed form): where the narrow parameters do
+   leave-one-out error, in closed form): where the narrow parameters do
    not interact, or too few combinations are measured, the pairs would only
    add noise to the ranking (the H200's 2^24 reduction table, vector width
    and cache hint, lost 6 of 200 seeds at 5 % with them always on).
@@ -133,7 +133,7 @@ SLICE_AFTER = 15  # measurements of a stalled climb before its best's slice is s
 RUGGED = 0.8  # the best stands alone where its measured neighbours' median is below this share of it
 WIDE = 5  # ordered parameters of at least this many values are a slice's free ones
 SLICE_MAX = 4096  # configurations of a slice ranked in one ask at most (a random choice of a larger one)
-PAIR_COLUMNS_MAX = 256  # value-pair columns the model takes at most (beyond, main effects only: an inverse per ask)
+PAIR_COLUMNS_MAX = 256  # value-pair columns the model takes at most (beyond, main effects only: two inverses an ask)
 LEFT_OUT_ROWS = 2000  # the latest rows (measurements, prior) whose leave-one-out error decides on the pairs
 
 
@@ -252,7 +252,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             y = np.log([value for _, _, value in self._prior])
             sums = one_hot_sums(self._features_of([key for key, _, _ in self._prior]), y, self._width)
             self._prior_gram, self._prior_moment, self._prior_ones = sums
-            self._prior_mean = y.mean()
+            self._prior_mean, self._prior_log = y.mean(), y
 
     def taken(self, keys: set[str]) -> None:
         """The study's claimed configurations (every worker's), not to be
@@ -545,7 +545,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         gram, moment, ones = self._sums.read(measured)  # read-only below
         y = np.log(self._sums.values)
         total, count = y.sum(), len(y)
-        keys = self._sums.keys
+        # The rows whose leave-one-out error decides on the pairs: the study's latest, then the best prior rows.
+        keys, left_out = self._sums.keys[-LEFT_OUT_ROWS:], y[-LEFT_OUT_ROWS:]
         if self._prior and len(self._prior) > count:
             shift = y.mean() - self._prior_mean
             gram = gram + self._prior_gram
@@ -553,34 +554,36 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             ones = ones + self._prior_ones
             total += (self._prior_mean + shift) * len(self._prior)
             count += len(self._prior)
-            keys = keys + [key for key, _, _ in self._prior]
-            y = np.concatenate([y, np.log([value for _, _, value in self._prior]) + shift])
+            room = LEFT_OUT_ROWS - len(keys)  # prior rows are best first
+            keys = keys + [key for key, _, _ in self._prior[:room]]
+            left_out = np.concatenate([left_out, self._prior_log[:room] + shift])
         mean = total / count
         if self._pair_columns:
-            latest = slice(-LEFT_OUT_ROWS, None)  # an ask's cost bounded in a long study
-            weights = self._fit_with_or_without_pairs(gram, moment - mean * ones, self._features_of(keys[latest]),
-                                                      (y - mean)[latest])  # fmt: skip
+            weights = self._fit_with_or_without_pairs(gram, moment - mean * ones, self._features_of(keys), left_out - mean)
         else:
             weights = np.linalg.solve(gram + RIDGE * np.eye(len(ones)), moment - mean * ones)
         self._fitted = (measured, (weights, mean))
         return weights, mean
 
-    def _fit_with_or_without_pairs(self, gram: np.ndarray, target: np.ndarray, rows: np.ndarray,
+    def _fit_with_or_without_pairs(self, gram: np.ndarray, centred_moment: np.ndarray, rows: np.ndarray,
                                    centred: np.ndarray) -> np.ndarray:  # fmt: skip
         """The weights of the ridge model with the value-pair columns, or of
         the one without them (zero there), whichever predicts the rows it is
-        fitted on (``rows``' columns; ``centred``, their log-bandwidth less
-        the intercept) better when each is left out in turn. Pairs fitted on
-        too few measurements of a combination, or where the parameters do not
-        interact, only add noise to the ranking; the leave-one-out error of a
-        ridge model is exact in closed form: each residual over one less its
-        row's leverage. Without pairs unless they do better."""
+        fitted on (``rows``' columns, at most ``LEFT_OUT_ROWS``; ``centred``,
+        their log-bandwidth less the intercept) better when each is left out
+        in turn. Pairs fitted on too few measurements of a combination, or
+        where the parameters do not interact, only add noise to the ranking.
+        For a fixed intercept the leave-one-out error of a ridge model is
+        exact in closed form: each residual over one less its row's leverage.
+        Without pairs unless they do better."""
         best_error, best = math.inf, None
-        for width, columns in ((len(self._columns), rows[:, : len(self._dists)]), (len(target), rows)):
+        for width, columns in ((len(self._columns), rows[:, : len(self._dists)]), (self._width, rows)):
             inverse = np.linalg.inv(gram[:width, :width] + RIDGE * np.eye(width))
-            weights = np.zeros(len(target))
-            weights[:width] = inverse @ target[:width]
-            leverage = inverse[columns[:, :, None], columns[:, None, :]].sum(axis=(1, 2))
+            weights = np.zeros(self._width)
+            weights[:width] = inverse @ centred_moment[:width]
+            design = np.zeros((len(rows), width))  # one-hot rows: a dense product costs less than a gather of pairs
+            design[np.arange(len(rows))[:, None], columns] = 1.0
+            leverage = np.einsum("ij,ij->i", design @ inverse, design)
             error = float((((centred - weights[columns].sum(axis=1)) / (1.0 - leverage)) ** 2).sum())
             if best is None or error < best_error:
                 best_error, best = error, weights
@@ -588,8 +591,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
 
     def _paired(self) -> list[tuple[str, str]]:
         """The parameter pairs the model has value-pair columns for: every
-        two narrow parameters of more than one value."""
-        narrow = [name for name in self._narrow if len(self._dists[name].choices) > 1]
+        two parameters of more than one and fewer than ``WIDE`` values."""
+        narrow = [name for name in self._narrow if 1 < len(self._dists[name].choices) < WIDE]
         return list(itertools.combinations(narrow, 2))
 
     def _value_pairs(self) -> dict[tuple, int]:
