@@ -265,6 +265,12 @@ def test_a_results_dir_that_is_a_file_is_refused(tmp_path):
         parse(config)
 
 
+def test_a_results_dir_under_the_home_folder_is_read_as_a_shell_reads_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    settings = parse({**base_config(tmp_path), "results_dir": "~/runs/"})
+    assert settings.run.results_dir == str(tmp_path / "home" / "runs")  # not a folder named ~ in the working one
+
+
 def test_yaml_errors_carry_file_line_and_column(tmp_path):
     path = tmp_path / "broken.yaml"
     path.write_text("results_dir: results\nsweeps:\n  a: [1, 2\n")

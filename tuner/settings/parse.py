@@ -227,14 +227,14 @@ MAX_NAME_BYTES = 255  # of one path component, on the usual file systems
 
 def _check_results_dir(results_dir: str, gpu: str, allow_reference: bool) -> str:
     """``results_dir`` as the rules and the workflow's paths use it
-    (``results/`` and ``./results`` are ``results``), once checked: a folder,
+    (``results/`` and ``./results`` are ``results``, ``~`` the home folder), once checked: a folder,
     or where one can be made, with names a file system takes, and outside the
     reference results unless ``allow_reference_results`` says otherwise."""
     odd = re.search(r"[{}\x00-\x1f\x7f]", results_dir)
     if odd:  # Snakemake reads a brace in a rule's paths as a wildcard
         raise ConfigError(f"results_dir: must be a path without braces or control characters, got {results_dir[:80]!r} "
                           f"with {odd.group()!r}")  # fmt: skip
-    normal = os.path.normpath(results_dir)
+    normal = os.path.normpath(os.path.expanduser(results_dir))  # ~/runs as a shell reads it, not a folder named ~
     path = Path(normal)
     for part in path.parts:
         if len(os.fsencode(part)) > MAX_NAME_BYTES:
