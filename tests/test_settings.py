@@ -271,6 +271,13 @@ def test_a_results_dir_under_the_home_folder_is_read_as_a_shell_reads_it(tmp_pat
     assert settings.run.results_dir == str(tmp_path / "home" / "runs")  # not a folder named ~ in the working one
 
 
+def test_a_journal_storage_under_the_home_folder_is_read_as_a_shell_reads_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    config = base_config(tmp_path)
+    config["studies"]["search"]["storage"] = "~/studies/search.log"
+    assert parse(config).studies["search"].storage == str(tmp_path / "home" / "studies" / "search.log")
+
+
 def test_yaml_errors_carry_file_line_and_column(tmp_path):
     path = tmp_path / "broken.yaml"
     path.write_text("results_dir: results\nsweeps:\n  a: [1, 2\n")

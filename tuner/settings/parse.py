@@ -427,6 +427,8 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
         # A journal file: shared safely by worker processes, and a trial costs a
         # few appends (SQLite costs tens of milliseconds of queries a trial).
         storage = str((run.gpu_dir / "optuna.log").resolve())
+    elif "://" not in storage:
+        storage = os.path.expanduser(storage)  # a journal path: ~/study.log as a shell reads it, as results_dir
     warm = section.get("warm_start")
     if warm is not None:
         from tuner.search.warm import warm_start_problem
