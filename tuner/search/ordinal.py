@@ -235,7 +235,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._slices: dict[tuple, list[tuple[str, dict]]] | None = None
         self._columns = {(name, value): i for i, (name, value) in enumerate(
             (name, value) for name, dist in self._dists.items() for value in dist.choices)}  # fmt: skip
-        self._pair_columns = self._value_pairs() if self.pairs else {}
+        self._pair_names = self._paired() if self.pairs else []
+        self._pair_columns = self._value_pairs()
         self._width = len(self._columns) + len(self._pair_columns)
         self._finished, self._steps, self._column_cache, self._feature_cache, self._points = {}, {}, {}, {}, {}
         self._base = FinishedPrefix()
@@ -545,8 +546,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         gram, moment, ones = self._sums.read(measured)  # read-only below
         y = np.log(self._sums.values)
         total, count = y.sum(), len(y)
-        # The rows whose leave-one-out error decides on the pairs: the study's latest, then the best prior rows.
-        keys, left_out = self._sums.keys[-LEFT_OUT_ROWS:], y[-LEFT_OUT_ROWS:]
+        shift = None  # the prior rows' shift to the study's mean, where they join
         if self._prior and len(self._prior) > count:
             shift = y.mean() - self._prior_mean
             gram = gram + self._prior_gram
@@ -554,16 +554,25 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             ones = ones + self._prior_ones
             total += (self._prior_mean + shift) * len(self._prior)
             count += len(self._prior)
-            room = LEFT_OUT_ROWS - len(keys)  # prior rows are best first
-            keys = keys + [key for key, _, _ in self._prior[:room]]
-            left_out = np.concatenate([left_out, self._prior_log[:room] + shift])
         mean = total / count
         if self._pair_columns:
+            keys, left_out = self._left_out_rows(y, shift)
             weights = self._fit_with_or_without_pairs(gram, moment - mean * ones, self._features_of(keys), left_out - mean)
         else:
             weights = np.linalg.solve(gram + RIDGE * np.eye(len(ones)), moment - mean * ones)
         self._fitted = (measured, (weights, mean))
         return weights, mean
+
+    def _left_out_rows(self, y: np.ndarray, shift: float | None) -> tuple[list[str], np.ndarray]:
+        """The keys and log-bandwidths whose leave-one-out error decides on
+        the pairs: the study's latest ``LEFT_OUT_ROWS``, then the best prior
+        rows (shifted by ``shift``, where they join the fit) up to that many."""
+        keys, values = self._sums.keys[-LEFT_OUT_ROWS:], y[-LEFT_OUT_ROWS:]
+        if shift is not None:
+            room = LEFT_OUT_ROWS - len(keys)  # prior rows are best first
+            keys = keys + [key for key, _, _ in self._prior[:room]]
+            values = np.concatenate([values, self._prior_log[:room] + shift])
+        return keys, values
 
     def _fit_with_or_without_pairs(self, gram: np.ndarray, centred_moment: np.ndarray, rows: np.ndarray,
                                    centred: np.ndarray) -> np.ndarray:  # fmt: skip
@@ -597,9 +606,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
 
     def _value_pairs(self) -> dict[tuple, int]:
         """The model's column (after the one-hot values') of every pair of
-        values of each ``_paired`` pair of parameters; none where they would
+        values of each pair of ``_pair_names``; none where they would
         be more than ``PAIR_COLUMNS_MAX``."""
-        self._pair_names = self._paired()
         pairs = [((a, va), (b, vb)) for a, b in self._pair_names
                  for va in self._dists[a].choices for vb in self._dists[b].choices]  # fmt: skip
         if len(pairs) > PAIR_COLUMNS_MAX:
