@@ -79,6 +79,7 @@ from scipy.stats import fisher_exact  # noqa: E402
 from search_files import merged_rows, name_unfit, prepare_out, remove_empty, write_outputs  # noqa: E402
 from search_rivals import KT_STRATEGIES, ORDERS, Case, auto_sampler_class, kt_cache, run_auto, run_kt, run_ours, run_random  # noqa: E402
 
+from tuner.data.readback import one_line  # noqa: E402
 from tuner.data.results import read  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import Problem  # noqa: E402
@@ -249,15 +250,14 @@ def hub_case(name: str) -> Case:
     try:
         table = load_table(path, name=name)  # a ValueError's message names the file, the rule and the value
     except (TypeError, AttributeError, KeyError, RecursionError) as exc:  # a field of a type the reader does not expect
-        raise ValueError(f"--hub {path}: must be a Kernel Tuner cache or a T4 file a replay reads, got {type(exc).__name__}: "
-                         f"{str(exc)[:200]}") from None  # fmt: skip
+        raise ValueError(f"--hub {path}: must be a Kernel Tuner cache or a T4 file a replay reads, got {one_line(exc)}") from None
     why = table_unfit(table)
     if why:
         raise ValueError(f"--hub {path}: {why}")
     try:
         return Case.from_space_table(table)
     except (ValueError, TypeError) as exc:  # e.g. a name that is not text (a lone surrogate)
-        raise ValueError(f"--hub {path}: must be a table a replay can hold, got {type(exc).__name__}: {str(exc)[:200]}") from None
+        raise ValueError(f"--hub {path}: must be a table a replay can hold, got {one_line(exc)}") from None
 
 
 def table_unfit(table: SpaceTable) -> str | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from search_rivals import ORDERS
 
+from tuner.data.readback import one_line
 from tuner.data.t4 import finite_number, not_a_file
 from tuner.search.expressions import shown
 
@@ -79,7 +80,7 @@ def merged_rows(path: str) -> list[dict]:
         document = json.loads(Path(path).read_bytes())
     except (OSError, ValueError, RecursionError, MemoryError) as exc:
         # ValueError: not JSON, not UTF-8, or a number of more digits than Python reads.
-        raise ValueError(f"--merge {path}: must be a search benchmark's NAME.json, got {type(exc).__name__}: {str(exc)[:200]}") from None
+        raise ValueError(f"--merge {path}: must be a search benchmark's NAME.json, got {one_line(exc)}") from None
     if not isinstance(document, dict) or "rows" not in document:
         got = f"an object of {shown(sorted(document))}" if isinstance(document, dict) else type(document).__name__
         raise ValueError(f"--merge {path}: must be a search benchmark's NAME.json (an object with rows), got {got}")

@@ -34,6 +34,7 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
+from tuner.data.readback import one_line
 from tuner.data.results import plain_value, write_text_atomic, write_via_temporary
 
 SCHEMA_VERSION = "1.0.0"
@@ -219,7 +220,7 @@ def read_json(path: str | os.PathLike) -> Any:
         document = None if len(data) > MAX_JSON_BYTES else json.loads(data)
     except (OSError, EOFError, zlib.error, ValueError, RecursionError, MemoryError) as exc:
         # ValueError: not JSON, not UTF-8, or a number of more digits than Python reads.
-        raise ValueError(f"{path}: must be JSON (gzipped or not), got {type(exc).__name__}: {str(exc)[:200]}") from None
+        raise ValueError(f"{path}: must be JSON (gzipped or not), got {one_line(exc)}") from None
     if document is None and len(data) > MAX_JSON_BYTES:
         raise ValueError(f"{path}: must hold at most {MAX_JSON_BYTES >> 20} MiB of JSON (unpacked), got more")
     return document
