@@ -140,6 +140,20 @@ def test_a_verified_row_with_a_negative_time_stops_in_one_line_and_writes_nothin
     assert not (tmp_path / "out").exists()
 
 
+def test_a_verified_row_whose_median_is_zero_stops_in_one_line_and_writes_nothing(tmp_path, capsys):
+    folder = _results_with_device(tmp_path)
+    rows = pd.read_parquet(folder / "measurements.parquet")
+    slowest = rows[rows["status"] == "ok"]["time_ms_median"].idxmax()
+    rows.loc[slowest, "time_ms_median"] = 0.0  # a rate of bytes over no time would win its problem
+    rows.to_parquet(folder / "measurements.parquet")
+    assert cli.main(["best", "--results", str(folder), "--out-dir", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"error: {folder / 'measurements.parquet'}: time_ms_median is 0.0 in row "
+                          f"{rows.index.get_loc(slowest) + 1} (status ok), but a verified launch takes time"), err
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_string_parameter_with_a_line_break_is_an_escaped_literal():
     from tuner.data.export import _literal
 
