@@ -277,7 +277,7 @@ T4_RESULT = {"configuration": {"x": 1}, "invalidity": "correct", "correctness": 
          r"results\[0\] measurement 'time' must be large enough that 1000 / time is finite, got 5e-324"),
         (GOOD_CACHE | {"tune_params": {"a\nb": [1]}, "cache": {"1": {"a\nb": 2, "time": 1.0}}},
          r"cache entry '1' 'a\\nb' must be one of tune_params \[1\], got 2"),
-        (GOOD_CACHE | {"tune_params": {"x": [1, True]}}, r"values of 'x' must be distinct, got \[1, True\]"),
+        (GOOD_CACHE | {"tune_params": {"x": [1, True]}}, r"values of 'x' must be distinct \(1, 1\.0 and True count as one\), got \[1, True\]"),
         ({"results": [T4_RESULT | {"invalidity": ["correct"]}]}, r"results\[0\]\.invalidity must be one of .*, got \['correct'\]"),
         ({"results": [T4_RESULT | {"correctness": "0"}]}, r"results\[0\]\.correctness must be a number \(1 correct, 0 not\), got 0"),
         ({"results": [T4_RESULT | {"configuration": {"x": 10**4000}}]},
@@ -513,7 +513,7 @@ def test_a_table_without_the_columns_a_problem_needs_stops_in_one_line_naming_th
         ("[1] * 3", r"\(BinOp is not one of these\)"),
         ("[2] + [x]", r"\(name 'x' is not allowed\)"),
         ("['a' * 10000 for i in range(100000)]", r"\(a comprehension or range must make numbers\)"),
-        ("[1, 2] + [2]", r"values of 'x' must be distinct, got \[1, 2, 2\]"),
+        ("[1, 2] + [2]", r"values of 'x' must be distinct \(1, 1\.0 and True count as one\), got \[1, 2, 2\]"),
         # Nothing that would run long or build much: lists only beside 'in', of constants, one loop,
         # no calls but min, max and the like inside it, every number at most 64 bits, its steps bounded.
         ("[[[0]*10000]*10000]", r"\(a list, tuple or set may only stand beside 'in'\)"),

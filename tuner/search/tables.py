@@ -172,7 +172,8 @@ def _check_space(path: Any, params: Mapping[Any, Any]) -> None:
             raise ValueError(f"{path}: values of {shown(name)} must be numbers (whole ones of at most {MAX_VALUE_BITS} "
                              f"bits), strings or booleans, got {shown(odd[0])}")  # fmt: skip
         if len(set(values)) != len(values):  # as a dict's keys tell them apart: 1, 1.0 and True are one
-            raise ValueError(f"{path}: values of {shown(name)} must be distinct, got {shown(values)}")
+            raise ValueError(f"{path}: values of {shown(name)} must be distinct (1, 1.0 and True count as one), "
+                             f"got {shown(values)}")  # fmt: skip
 
 
 def _unicode(text: str) -> bool:
