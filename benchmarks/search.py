@@ -77,7 +77,18 @@ import numpy as np  # noqa: E402
 from scipy.special import gammaln  # noqa: E402
 from scipy.stats import fisher_exact  # noqa: E402
 from search_files import merged_rows, name_unfit, prepare_out, remove_empty, write_outputs  # noqa: E402
-from search_rivals import KT_STRATEGIES, ORDERS, Case, auto_sampler_class, kt_cache, run_auto, run_kt, run_ours, run_random  # noqa: E402
+from search_rivals import (  # noqa: E402
+    KT_STRATEGIES,
+    ORDERS,
+    Case,
+    auto_sampler_class,
+    kt_cache,
+    kt_unrestricted_note,
+    run_auto,
+    run_kt,
+    run_ours,
+    run_random,
+)
 
 from tuner.data.readback import one_line  # noqa: E402
 from tuner.data.results import read  # noqa: E402
@@ -664,6 +675,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--fixed {args.fixed}: table {name} has {_CASES[name].size} configurations, fewer than every "
                          "budget, and --fractions gives none: it would have no budget")  # fmt: skip
     notes = [note for name in HUB if (note := unscored_budgets(_CASES[name], budgets_at.of(_CASES[name])))]
+    if any(strategy in KT_STRATEGIES for strategy in strategies):
+        notes += [note for name in HUB if (note := kt_unrestricted_note(_CASES[name]))]
     for note in notes:
         print(f"{parser.prog}: note: {note}", file=sys.stderr, flush=True)
     out = Path(args.out)

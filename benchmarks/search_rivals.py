@@ -186,6 +186,21 @@ def run_random(case: Case, seed: int, budget: int) -> list[float]:
 KT_MAX_COMPLETED = 1_000_000  # configurations a cache is completed to where no restriction narrows the product
 
 
+def kt_unrestricted_note(case: Case) -> str | None:
+    """One line where Kernel Tuner's strategies would pay for configurations the
+    table lacks: it has no restrictions, and the product of its values is larger
+    than the configurations it holds (a cache without its T1 file); else None."""
+    if case.restrictions:
+        return None
+    product = math.prod(len(values) for values in case.domains.values())
+    absent = product - len(case.outcomes)
+    if absent <= 0:
+        return None
+    return (f"{case.name}: {absent:,} of the {product:,} combinations of its values are not in the table and no restriction "
+            "leaves them out; Kernel Tuner's strategies draw them as InvalidConfig, each one of their max_fevals (the "
+            "project's strategies never propose them): give the space's T1 file beside the table")  # fmt: skip
+
+
 def kt_cache(case: Case, order: str, folder: Path) -> tuple[Path, dict[str, list]]:
     """A Kernel Tuner cache file holding every configuration of ``case`` with
     its median time as Kernel Tuner's ``time`` (minimised; the same bytes for

@@ -753,3 +753,29 @@ def test_a_budget_the_methodology_cannot_score_keeps_its_other_figures(tmp_path,
     assert all(r["seeds"] == 2 and r["budget_of"] for r in result["rows"])
     assert note in (tmp_path / "out" / "search-benchmark.txt").read_text()
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["search-benchmark.json", "search-benchmark.txt"]
+
+
+def test_a_cache_without_restrictions_that_lacks_combinations_gets_a_note_for_kernel_tuner(tmp_path, monkeypatch, capsys):
+    """Without its T1 file a cache that leaves configurations out (those its space's
+    restrictions excluded) makes Kernel Tuner pay an evaluation for each it draws:
+    the run says so in one line, on stderr and in its text; with the T1 file, not."""
+    params = {"x": [1, 2, 3, 4, 5, 6], "y": [1, 2, 4, 8]}
+    cache = {f"{x},{y}": {"x": x, "y": y, "time": 1.0 + x / y} for x in params["x"] for y in params["y"] if x * y <= 8}
+    folder = tmp_path / "hub"
+    folder.mkdir()
+    (folder / "G.json").write_text(json.dumps({"tune_params": params, "objective": "time", "cache": cache}))
+    monkeypatch.setattr(search, "benchmark", lambda *a, **k: [])
+    argv = ["--tables", "--hub", str(folder), "--strategies", "random", "greedy_ils", "--out", str(tmp_path / "out")]
+    assert search.main([*argv, "--name", "without"]) == 0
+    note = (f"hub/G: {24 - len(cache)} of the 24 combinations of its values are not in the table and no restriction leaves "
+            "them out; Kernel Tuner's strategies draw them as InvalidConfig")  # fmt: skip
+    assert note in capsys.readouterr().err
+    assert note in (tmp_path / "out" / "without.txt").read_text()
+    assert search.main([*argv[:4], "random", "ordinal_global", "--out", str(tmp_path / "out"), "--name", "ours"]) == 0
+    assert "InvalidConfig" not in capsys.readouterr().err  # no Kernel Tuner strategy in the run
+    (folder / "T1.json").write_text(json.dumps({"ConfigurationSpace": {
+        "TuningParameters": [{"Name": n, "Values": str(v)} for n, v in params.items()],
+        "Conditions": [{"Expression": "x * y <= 8"}]}}))  # fmt: skip
+    assert search.main([*argv, "--name", "with"]) == 0
+    assert "InvalidConfig" not in capsys.readouterr().err
+    assert "InvalidConfig" not in (tmp_path / "out" / "with.txt").read_text()
