@@ -104,3 +104,20 @@ def test_climb_and_model_sums_folded_between_reads_equal_whole_reads_bit_for_bit
         for got, expected in zip((gram, moment, ones), want):
             assert np.array_equal(got, expected)
     assert restarted > 0 and remeasured > 0 and whole_climb({k: ({}, v) for k, v in history}, 4) > 0
+
+
+def test_the_climb_read_tells_a_restart_that_follows_one_which_found_nothing():
+    """A restart's climb that ends without beating the study's best at its start
+    stalled; the first climb (from the study's start) is never judged so."""
+    read = climb_read(patience=3, progress=PROGRESS, phase=2)
+    values = [10.0, 11.0, 12.0, 11.0, 11.0, 11.0,  # the first climb: best 12, then 3 without progress
+              5.0, 6.0, 7.0, 7.0, 7.0, 7.0,  # a restart (2 global-phase draws first): nothing above 12
+              13.0, 9.0, 9.0, 9.0, 9.0,  # the next restart's beats 12
+              12.9, 12.9, 12.9, 12.9, 12.9]  # the one after it finds nothing above 13 again  # fmt: skip
+    measured, states = {}, []
+    for i, value in enumerate(values):
+        measured[f"k{i}"] = ({"i": i}, value)
+        states.append(dict(read.read(measured)))
+    starts = [(i + 1, s["stalled"], s["top_before"]) for i, s in enumerate(states) if s["start"] == i + 1]
+    assert starts == [(6, False, 12.0), (12, True, 12.0), (17, False, 13.0), (22, True, 13.0)]
+    assert states[-1]["top"] == 13.0

@@ -471,3 +471,44 @@ def test_the_running_sums_of_the_pair_model_are_those_of_every_row_at_once():
     expected = one_hot_sums(sampler._features_of(keys), y, sampler._width)
     for got, want in zip((gram, moment, ones), expected):
         assert (abs(got - want) < 1e-9).all()
+
+
+def restart_draw_source(monkeypatch, offset: int, wide: bool = True, stalled: bool = True, crowd: bool = False):
+    """What a restart's global-phase ask draws from, ``offset`` measurements into
+    it: ("parzen", the measurements its model sees) or ("spread",)."""
+    from optuna.distributions import CategoricalDistribution
+
+    dists = {"a": CategoricalDistribution(list(range(8))), "b": CategoricalDistribution(list(range(8)))}
+    configs = [{"a": a, "b": b} for a in range(8) for b in range(8)]
+    sampler = OrdinalSampler(seed=0, global_phase=30, start_phase=5, wide_restarts=wide)
+    sampler.bind(dists, lambda cfg: True, {config_key(cfg): cfg for cfg in configs})
+    before = [100.0] + [98.0 if crowd and i < 12 else 50.0 for i in range(19)]  # the study's best, then the rest
+    measured = {config_key(cfg): (cfg, value) for cfg, value in zip(configs, before + [60.0] * offset)}
+    state = {"start": 20, "stalled": stalled, "top_before": 100.0, "until": 50, "since": 0, "best": 60.0}
+    monkeypatch.setattr(sampler._climbs, "read", lambda measured: state)
+    monkeypatch.setattr(sampler, "_parzen", lambda seen, visited, rng: ("parzen", sorted(seen)))
+    monkeypatch.setattr(sampler, "_spread", lambda visited, rng: ("spread",))
+    return sampler._restart_draw(measured, set(measured), __import__("random").Random(0)), list(measured)
+
+
+def test_after_a_restart_that_found_nothing_every_other_draw_is_apart_from_what_is_measured(monkeypatch):
+    every = lambda keys: ("parzen", sorted(keys))  # noqa: E731
+    # The phase's first draw, and every other one, from the model of every measurement.
+    drawn, keys = restart_draw_source(monkeypatch, offset=0)
+    assert drawn == every(keys)
+    drawn, keys = restart_draw_source(monkeypatch, offset=4)
+    assert drawn == every(keys)
+    # The others: far-apart points until five of them are measured, then the model of those five alone.
+    assert restart_draw_source(monkeypatch, offset=1)[0] == ("spread",)
+    assert restart_draw_source(monkeypatch, offset=9)[0] == ("spread",)
+    drawn, keys = restart_draw_source(monkeypatch, offset=11)
+    assert drawn == ("parzen", sorted(keys[21:31:2])) and len(drawn[1]) == 5
+    # Not after a restart that found something, not on a plateau (10 or more within 3 % of the best), not when off.
+    for options in ({"stalled": False}, {"crowd": True}, {"wide": False}):
+        drawn, keys = restart_draw_source(monkeypatch, offset=11, **options)
+        assert drawn == every(keys), options
+
+
+def test_the_default_strategy_draws_restarts_apart_and_ordinal_does_not():
+    assert make_sampler("ordinal_global", 0).wide_restarts is True
+    assert make_sampler("ordinal", 0).wide_restarts is False

@@ -135,6 +135,8 @@ WIDE = 5  # ordered parameters of at least this many values are a slice's free o
 SLICE_MAX = 4096  # configurations of a slice ranked in one ask at most (a random choice of a larger one)
 PAIR_COLUMNS_MAX = 256  # value-pair columns the model takes at most (beyond, main effects only: two inverses an ask)
 LEFT_OUT_ROWS = 2000  # the latest rows (measurements, prior) whose leave-one-out error decides on the pairs
+CROWD_SHARE = 0.97  # a measurement this close to the best is one of its crowd (a plateau)
+CROWD = 10  # a best with this many in its crowd has no restart drawn apart from it
 
 
 class OrdinalSampler(optuna.samplers.BaseSampler):
@@ -169,6 +171,11 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             slice (0: never).
         pairs: whether the model also has a column for every pair of values
             of two narrow parameters (fewer than ``WIDE`` values each).
+        wide_restarts: whether, after a restart whose climb found nothing
+            better than the study's best, every other measurement of the next
+            restart's global phase is drawn apart from the rest: far-apart
+            points, then the Parzen model of those draws alone (not where
+            ``CROWD`` measurements lie within ``CROWD_SHARE`` of the best).
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
     """
@@ -189,6 +196,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         start_phase: int = 0,
         slice_after: int = 0,
         pairs: bool = False,
+        wide_restarts: bool = False,
     ) -> None:
         if n_startup < 1 or top_k < 1:
             raise ValueError(f"n_startup and top_k must be >= 1, got {n_startup} and {top_k}")
@@ -205,7 +213,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self.landmarks, self.landmarks_first = tuple(landmarks), landmarks_first
         self.ends, self.diagonals, self.patience = ends, diagonals, patience
         self.global_phase, self.start_phase, self.slice_after = global_phase, start_phase, slice_after
-        self.pairs = pairs
+        self.pairs, self.wide_restarts = pairs, wide_restarts
         self.prior = sorted(((dict(cfg), float(value)) for cfg, value in prior if value > 0), key=lambda item: -item[1])
         self._rng = random.Random(seed)
         self._dists: dict[str, CategoricalDistribution] | None = None
@@ -295,7 +303,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             cfg = cfg or self._spread(visited, rng)
         if cfg is None and len(measured) < self._climbs.read(measured)["until"]:
             # A climb just restarted: the global phase draws where the Parzen model expects fast ones.
-            cfg = self._parzen(measured, visited, rng)
+            cfg = self._restart_draw(measured, visited, rng)
         if cfg is None:
             climb = self._climb(measured)
             # A climb just restarted begins at a new space-filling point; one stalled on a lone peak sweeps its slice.
@@ -500,6 +508,30 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         drawn = self._columns_of(keys)
         score = parzen_log_density(drawn, good, sizes) - parzen_log_density(drawn, rest, sizes)
         return candidates[keys[int(np.argmax(score))]]
+
+    def _restart_draw(self, measured: dict[str, tuple[dict, float]], visited: set[str],
+                      rng: random.Random) -> dict | None:  # fmt: skip
+        """A global-phase proposal. After a restart that found nothing (and
+        with ``wide_restarts``), every other one is drawn apart: the Parzen
+        model then sees only the phase's own draws apart, and before
+        ``n_startup`` of them are measured the draw is a far-apart point.
+        Where every restart's proposals come from the model of every
+        measurement, they recombine the best ones, and those can all lie on
+        one local optimum far from the best region (a stalled study goes on
+        restarting there). On a plateau (a crowd of measurements near the
+        best) the draws apart cost the steps that refine it, so there they
+        are not taken."""
+        state = self._climbs.read(measured)
+        start = state["start"]
+        if not (self.wide_restarts and state["stalled"] and (len(measured) - start) % 2 == 1):
+            return self._parzen(measured, visited, rng)
+        before = [value for _, value in itertools.islice(measured.values(), start)]
+        if sum(value >= CROWD_SHARE * state["top_before"] for value in before) >= CROWD:
+            return self._parzen(measured, visited, rng)
+        apart = dict(itertools.islice(measured.items(), start + 1, None, 2))  # this phase's draws apart
+        if len(apart) < self.n_startup:
+            return self._spread(visited, rng)
+        return self._parzen(apart, visited, rng)
 
     def _neighbours(self, key: str, cfg: dict) -> list[tuple[str, dict]]:
         """Feasible configurations one step from ``cfg`` (cached): an ordered

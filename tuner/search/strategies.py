@@ -69,7 +69,7 @@ def _ordinal_global(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
     # large space are slow more often than not, and a first measurement many
     # times slower than a random one is what an anytime score punishes most.
     return OrdinalSampler(seed=seed, prior=prior, global_phase=GLOBAL_PHASE, start_phase=START_PHASE, landmarks=("last",),
-                          landmarks_first=True, slice_after=SLICE_AFTER, pairs=True)  # fmt: skip
+                          landmarks_first=True, slice_after=SLICE_AFTER, pairs=True, wide_restarts=True)  # fmt: skip
 
 
 def _interactions(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
