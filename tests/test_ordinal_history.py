@@ -121,3 +121,12 @@ def test_the_climb_read_tells_a_restart_that_follows_one_which_found_nothing():
     starts = [(i + 1, s["stalled"], s["top_before"]) for i, s in enumerate(states) if s["start"] == i + 1]
     assert starts == [(6, False, 12.0), (12, True, 12.0), (17, False, 13.0), (22, True, 13.0)]
     assert states[-1]["top"] == 13.0
+
+
+@pytest.mark.parametrize(("found", "stalled"), [(12.01, True), (12.03, False)])
+def test_a_restart_gaining_less_than_the_noise_over_the_studys_best_found_nothing(found, stalled):
+    read = climb_read(patience=3, progress=PROGRESS, phase=2)
+    values = [10.0, 12.0, 11.0, 11.0, 11.0, 5.0, found, found, found, found, 1.0]  # restarts at 5 and at 10
+    measured = {f"k{i}": ({"i": i}, value) for i, value in enumerate(values)}
+    state = read.read(measured)
+    assert state["start"] == 10 and state["stalled"] is stalled and state["top_before"] == found

@@ -473,40 +473,58 @@ def test_the_running_sums_of_the_pair_model_are_those_of_every_row_at_once():
         assert (abs(got - want) < 1e-9).all()
 
 
-def restart_draw_source(monkeypatch, offset: int, wide: bool = True, stalled: bool = True, crowd: bool = False):
-    """What a restart's global-phase ask draws from, ``offset`` measurements into
-    it: ("parzen", the measurements its model sees) or ("spread",)."""
+def restart_phase_sources(monkeypatch, asks: int, wide: bool = True, stalled: bool = True, near: int = 0):
+    """What each of ``asks`` global-phase asks of a restart draws from, each
+    proposal measured before the next: ("parzen", keys its model sees) or
+    ("spread", landmarks), and the keys measured before the phase."""
     from optuna.distributions import CategoricalDistribution
 
     dists = {"a": CategoricalDistribution(list(range(8))), "b": CategoricalDistribution(list(range(8)))}
     configs = [{"a": a, "b": b} for a in range(8) for b in range(8)]
     sampler = OrdinalSampler(seed=0, global_phase=30, start_phase=5, wide_restarts=wide)
     sampler.bind(dists, lambda cfg: True, {config_key(cfg): cfg for cfg in configs})
-    before = [100.0] + [98.0 if crowd and i < 12 else 50.0 for i in range(19)]  # the study's best, then the rest
-    measured = {config_key(cfg): (cfg, value) for cfg, value in zip(configs, before + [60.0] * offset)}
+    before = [100.0] + [98.0 if i < near else 50.0 for i in range(19)]  # the study's best, then the rest
+    measured = {config_key(cfg): (cfg, value) for cfg, value in zip(configs, before)}
+    first = list(measured)
     state = {"start": 20, "stalled": stalled, "top_before": 100.0, "until": 50, "since": 0, "best": 60.0}
     monkeypatch.setattr(sampler._climbs, "read", lambda measured: state)
-    monkeypatch.setattr(sampler, "_parzen", lambda seen, visited, rng: ("parzen", sorted(seen)))
-    monkeypatch.setattr(sampler, "_spread", lambda visited, rng: ("spread",))
-    return sampler._restart_draw(measured, set(measured), __import__("random").Random(0)), list(measured)
+    fresh = iter(configs[20:])
+    sources = []
+    monkeypatch.setattr(sampler, "_parzen", lambda seen, visited, rng: (sources.append(("parzen", sorted(seen))), next(fresh))[1])
+    monkeypatch.setattr(sampler, "_spread", lambda visited, rng, landmarks=True: (sources.append(("spread", landmarks)),
+                                                                                   next(fresh))[1])  # fmt: skip
+    for _ in range(asks):
+        cfg = sampler._restart_draw(measured, set(measured), __import__("random").Random(0))
+        measured[config_key(cfg)] = (cfg, 60.0)
+    return sources, first, list(measured)
 
 
 def test_after_a_restart_that_found_nothing_every_other_draw_is_apart_from_what_is_measured(monkeypatch):
-    every = lambda keys: ("parzen", sorted(keys))  # noqa: E731
-    # The phase's first draw, and every other one, from the model of every measurement.
-    drawn, keys = restart_draw_source(monkeypatch, offset=0)
-    assert drawn == every(keys)
-    drawn, keys = restart_draw_source(monkeypatch, offset=4)
-    assert drawn == every(keys)
-    # The others: far-apart points until five of them are measured, then the model of those five alone.
-    assert restart_draw_source(monkeypatch, offset=1)[0] == ("spread",)
-    assert restart_draw_source(monkeypatch, offset=9)[0] == ("spread",)
-    drawn, keys = restart_draw_source(monkeypatch, offset=11)
-    assert drawn == ("parzen", sorted(keys[21:31:2])) and len(drawn[1]) == 5
-    # Not after a restart that found something, not on a plateau (10 or more within 3 % of the best), not when off.
-    for options in ({"stalled": False}, {"crowd": True}, {"wide": False}):
-        drawn, keys = restart_draw_source(monkeypatch, offset=11, **options)
-        assert drawn == every(keys), options
+    sources, first, keys = restart_phase_sources(monkeypatch, asks=12)
+    # Every other draw from the model of every measurement so far, the phase's first among them.
+    assert [source for source in sources[::2]] == [("parzen", sorted(keys[: 20 + i])) for i in range(0, 12, 2)]
+    # The others: far-apart points, the start's landmarks left out, until five of them are measured; then the
+    # model of those five alone.
+    assert sources[1:10:2] == [("spread", False)] * 5
+    assert sources[11] == ("parzen", sorted(keys[21:31:2]))
+    # Not after a restart that found something, not on a plateau (10 measurements within 3 % of the best; 9 are
+    # not one), not when off.
+    assert restart_phase_sources(monkeypatch, asks=2, near=8)[0][1] == ("spread", False)  # 9 with the best
+    for options in ({"stalled": False}, {"near": 9}, {"wide": False}):
+        sources, first, keys = restart_phase_sources(monkeypatch, asks=2, **options)
+        assert sources == [("parzen", sorted(keys[:20])), ("parzen", sorted(keys[:21]))], options
+
+
+def test_a_stalled_restart_draws_apart_through_the_study_loop(monkeypatch):
+    """The restart's asks go through the draw above in a real study: with a
+    patience of 3 and a global phase of 4 it restarts several times in 60 trials."""
+    calls = []
+    real = OrdinalSampler._restart_draw
+    monkeypatch.setattr(OrdinalSampler, "_restart_draw", lambda self, *a: (calls.append(1), real(self, *a))[1])
+    sampler = OrdinalSampler(seed=0, global_phase=4, start_phase=8, patience=3, wide_restarts=True)
+    outcome = run_study(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="w", measure=measure,
+                        budget_trials=60, timeout_s=None, sampler=sampler, seed=0)  # fmt: skip
+    assert len(outcome.rows) == 60 and len(calls) >= 3 + 4
 
 
 def test_the_default_strategy_draws_restarts_apart_and_ordinal_does_not():

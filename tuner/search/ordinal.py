@@ -48,7 +48,13 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    sizes are fast) one-parameter steps and a main-effects model stall in a
    region that is good in most parameters; TPE's kernels, centred on whole
    good configurations, recombine them. It costs a few array operations per
-   ask (no fit).
+   ask (no fit). With ``wide_restarts`` (on in the default), after a restart
+   whose climb found nothing better than the study's best, every other
+   measurement of the next phase is drawn apart from what is measured
+   (far-apart points, then the Parzen model of those draws alone), except on
+   a plateau (``CROWD`` measurements within ``CROWD_SHARE`` of the best):
+   recombining the best measurements keeps drawing beside a stalled local
+   optimum.
 5. **A model picks the step**: a ridge regression of log-bandwidth on every
    parameter value (main effects, refitted each trial on every measurement)
    ranks the candidates; the best predicted is proposed. Prior rows (a warm
@@ -224,6 +230,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._recent: tuple | None = None  # (trial number, measured, visited) of the last history read
         self._fitted: tuple | None = None  # (measured, (weights, mean)) of the last fit
         self._exhausted: set[str] = set()  # measured keys whose every step was visited
+        self._apart: dict[int, set[str]] = {}  # restart's start -> keys this sampler drew apart (wide_restarts)
         self._prior: list[tuple[str, dict, float]] = []
 
     # What DistinctSampler tells it.
@@ -356,13 +363,14 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
                 self._finished[trial.number] = seen
         return seen
 
-    def _spread(self, visited: set[str], rng: random.Random) -> dict | None:
+    def _spread(self, visited: set[str], rng: random.Random, landmarks: bool = True) -> dict | None:
         """The random feasible candidate farthest from every visited one; the
         landmarks (unordered parameters drawn at random) are candidates too,
-        and the first of them is the start's first point."""
+        and the first of them is the start's first point (not where
+        ``landmarks`` is false: a draw apart from what is measured)."""
         points = [self._point(key) for key in visited]
-        landmarks = []
-        for landmark in self.landmarks:
+        chosen, landmarks = (self.landmarks if landmarks else ()), []
+        for landmark in chosen:
             pick = _PICK[landmark]
             cfg = {name: pick(values) if ordered else rng.choice(values) for name, (ordered, values) in self._order.items()}
             if config_key(cfg) not in visited and self._feasible(cfg):
@@ -512,15 +520,17 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
     def _restart_draw(self, measured: dict[str, tuple[dict, float]], visited: set[str],
                       rng: random.Random) -> dict | None:  # fmt: skip
         """A global-phase proposal. After a restart that found nothing (and
-        with ``wide_restarts``), every other one is drawn apart: the Parzen
-        model then sees only the phase's own draws apart, and before
-        ``n_startup`` of them are measured the draw is a far-apart point.
-        Where every restart's proposals come from the model of every
+        with ``wide_restarts``), every other measurement is drawn apart: the
+        Parzen model then sees only this sampler's draws apart in the phase,
+        and before ``n_startup`` of them are measured the draw is a far-apart
+        point. Where every restart's proposals come from the model of every
         measurement, they recombine the best ones, and those can all lie on
         one local optimum far from the best region (a stalled study goes on
         restarting there). On a plateau (a crowd of measurements near the
         best) the draws apart cost the steps that refine it, so there they
-        are not taken."""
+        are not taken. The draws apart are this sampler's own record: with
+        several workers each models its own, and a resumed study starts them
+        again from far-apart points."""
         state = self._climbs.read(measured)
         start = state["start"]
         if not (self.wide_restarts and state["stalled"] and (len(measured) - start) % 2 == 1):
@@ -528,10 +538,12 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         before = [value for _, value in itertools.islice(measured.values(), start)]
         if sum(value >= CROWD_SHARE * state["top_before"] for value in before) >= CROWD:
             return self._parzen(measured, visited, rng)
-        apart = dict(itertools.islice(measured.items(), start + 1, None, 2))  # this phase's draws apart
-        if len(apart) < self.n_startup:
-            return self._spread(visited, rng)
-        return self._parzen(apart, visited, rng)
+        drawn = self._apart.setdefault(start, set())
+        apart = {key: measured[key] for key in drawn if key in measured}
+        cfg = self._spread(visited, rng, landmarks=False) if len(apart) < self.n_startup else self._parzen(apart, visited, rng)
+        if cfg is not None:
+            drawn.add(config_key(cfg))
+        return cfg
 
     def _neighbours(self, key: str, cfg: dict) -> list[tuple[str, dict]]:
         """Feasible configurations one step from ``cfg`` (cached): an ordered

@@ -108,18 +108,19 @@ def climb_read(patience: int, progress: float, phase: int = 0, start_phase: int 
         elif state["seen"] >= state["until"]:
             state["since"] += 1
         state["seen"] += 1
-        state["top"], state["climb_top"] = max(state["top"], value), max(state["climb_top"], value)
+        state["top"] = max(state["top"], value)
         if patience and state["since"] >= patience:
-            # A climb that began at a restart and ended below the study's best by then found nothing.
-            stalled = state["start"] > 0 and state["climb_top"] <= state["top_before"] * (1 + progress)
+            # A climb that began at a restart (not the study's first) and left the study's best where it was
+            # when it began (within progress) found nothing.
+            stalled = state["start"] > 0 and state["top"] <= state["top_before"] * (1 + progress)
             state.update(start=state["seen"], best=0.0, since=0, until=state["seen"] + phase, stalled=stalled,
-                         top_before=state["top"], climb_top=0.0)  # fmt: skip
+                         top_before=state["top"])  # fmt: skip
 
     # state["stalled"]: whether the climb before the current one began at a restart and found nothing
     # better than the study's best when it began (state["top_before"] is the study's best when the current
     # climb began, state["top"] the best so far).
     return RunningRead(lambda: {"start": 0, "best": 0.0, "since": 0, "seen": 0, "until": start_phase, "top": 0.0,
-                                "climb_top": 0.0, "top_before": 0.0, "stalled": False}, fold, dict)  # fmt: skip
+                                "top_before": 0.0, "stalled": False}, fold, dict)  # fmt: skip
 
 
 def sums_read(width: int, columns_of: Callable[[str], np.ndarray]) -> RunningRead:
