@@ -491,7 +491,7 @@ def restart_phase_sources(monkeypatch, asks: int, wide: bool = True, stalled: bo
     fresh = iter(configs[20:])
     sources = []
     monkeypatch.setattr(sampler, "_parzen", lambda seen, visited, rng: (sources.append(("parzen", sorted(seen))), next(fresh))[1])
-    monkeypatch.setattr(sampler, "_spread", lambda visited, rng, landmarks=True: (sources.append(("spread", landmarks)),
+    monkeypatch.setattr(sampler, "_spread", lambda visited, rng, with_landmarks=True: (sources.append(("spread", with_landmarks)),
                                                                                    next(fresh))[1])  # fmt: skip
     for _ in range(asks):
         cfg = sampler._restart_draw(measured, set(measured), __import__("random").Random(0))

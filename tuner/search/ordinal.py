@@ -363,14 +363,14 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
                 self._finished[trial.number] = seen
         return seen
 
-    def _spread(self, visited: set[str], rng: random.Random, landmarks: bool = True) -> dict | None:
+    def _spread(self, visited: set[str], rng: random.Random, with_landmarks: bool = True) -> dict | None:
         """The random feasible candidate farthest from every visited one; the
         landmarks (unordered parameters drawn at random) are candidates too,
-        and the first of them is the start's first point (not where
-        ``landmarks`` is false: a draw apart from what is measured)."""
+        and the first of them is the start's first point (none without
+        ``with_landmarks``: a draw apart from what is measured)."""
         points = [self._point(key) for key in visited]
-        chosen, landmarks = (self.landmarks if landmarks else ()), []
-        for landmark in chosen:
+        landmarks = []
+        for landmark in self.landmarks if with_landmarks else ():
             pick = _PICK[landmark]
             cfg = {name: pick(values) if ordered else rng.choice(values) for name, (ordered, values) in self._order.items()}
             if config_key(cfg) not in visited and self._feasible(cfg):
@@ -540,7 +540,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             return self._parzen(measured, visited, rng)
         drawn = self._apart.setdefault(start, set())
         apart = {key: measured[key] for key in drawn if key in measured}
-        cfg = self._spread(visited, rng, landmarks=False) if len(apart) < self.n_startup else self._parzen(apart, visited, rng)
+        cfg = self._spread(visited, rng, with_landmarks=False) if len(apart) < self.n_startup else self._parzen(apart, visited, rng)
         if cfg is not None:
             drawn.add(config_key(cfg))
         return cfg
