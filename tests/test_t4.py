@@ -295,6 +295,10 @@ T4_RESULT = {"configuration": {"x": 1}, "invalidity": "correct", "correctness": 
         (GOOD_CACHE | {"tune_params": {"x": [1, "b\udc00"]}},
          r"the name and values of 'x' must be Unicode text \(JSON's \\ud800 alone is half of a character\), got 'b\\udc00'"),
         (GOOD_CACHE | {"objective_higher_is_better": "no"}, r"objective_higher_is_better must be true or false, got 'no'"),
+        # Kernel Tuner refuses to guess the direction of an objective it does not know; so does the reader.
+        (GOOD_CACHE | {"objective": "speed", "cache": {"1": {"x": 1, "speed": 2.0}}},
+         r"objective 'speed' must be one whose direction Kernel Tuner knows \['time', .*'GFLOP/s', .*\], or the file must "
+         r"say objective_higher_is_better, got neither"),
     ],
 )  # fmt: skip
 def test_malformed_tables_fail_in_one_line_naming_the_file_rule_and_value(tmp_path, document, message):
@@ -303,6 +307,49 @@ def test_malformed_tables_fail_in_one_line_naming_the_file_rule_and_value(tmp_pa
     with pytest.raises(ValueError, match=rf"^{re.escape(str(tmp_path))}/table.json: {message}$") as err:
         load_table(path)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("objective", "extra", "best_x"),
+    [
+        ("time", {}, 3),  # the smallest time
+        ("GFLOP/s", {}, 1),  # a Kernel Tuner cache names the objective but not its direction: its map gives it
+        ("energy", {}, 3),
+        ("GFLOPS/W", {}, 1),
+        ("speed", {"objective_higher_is_better": True}, 1),  # the file's own word wins
+        ("time", {"objective_higher_is_better": True}, 1),
+    ],
+)  # fmt: skip
+def test_a_kernel_tuner_cache_is_ranked_the_way_its_objective_goes(tmp_path, objective, extra, best_x):
+    cache = {str(x): {"x": x, objective: value} for x, value in ((1, 30.0), (2, 20.0), (3, 10.0))}
+    path = tmp_path / "kt.json"
+    path.write_text(json.dumps({"tune_params": {"x": [1, 2, 3]}, "objective": objective, "cache": cache} | extra))
+    table = load_table(path)
+    best = max(table.entries, key=lambda key: table.entries[key][1])
+    assert table.config(best) == {"x": best_x}
+    assert table.minimise == (best_x == 3)
+
+
+@pytest.mark.parametrize(
+    ("objective", "metadata", "best_x"),
+    [
+        ("time", None, 3),
+        ("energy", None, 3),  # Kernel Tuner's map: lower is better
+        ("GFLOP/s", None, 1),
+        ("score", None, 1),  # the methodology's score: higher is better
+        ("duration", None, 3),  # unknown: minimised, the methodology's default
+        ("duration", {"tuner": {"ranked_by": "duration", "objectives": {"duration": "max"}}}, 1),  # our metadata wins
+    ],
+)  # fmt: skip
+def test_a_t4_file_is_ranked_the_way_its_objective_goes(tmp_path, objective, metadata, best_x):
+    results = [{"configuration": {"x": x}, "invalidity": "correct", "correctness": 1, "objectives": [objective],
+                "measurements": [{"name": objective, "value": value, "unit": ""}]}
+               for x, value in ((1, 30.0), (2, 20.0), (3, 10.0))]  # fmt: skip
+    path = tmp_path / "t4.json"
+    path.write_text(json.dumps({"results": results} | ({"metadata": metadata} if metadata else {})))
+    table = load_table(path)
+    best = max(table.entries, key=lambda key: table.entries[key][1])
+    assert table.config(best) == {"x": best_x}
 
 
 def test_a_pipe_or_a_folder_is_refused_before_it_is_read(tmp_path):

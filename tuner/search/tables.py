@@ -52,6 +52,16 @@ DTYPE = "table"  # a replay table's problem has no element type of ours
 # Kernel Tuner's markers in place of a failed configuration's objective.
 KT_FAILED = {"CompilationFailedConfig": "compile_error", "RuntimeFailedConfig": "launch_error"}
 KT_INVALID = "InvalidConfig"  # restrictions said no: not part of the space
+# Which way the objectives Kernel Tuner knows go (True: higher is better), as its
+# kernel_tuner.util.objective_default_map gives them: its cache files name the objective, not
+# its direction, and Kernel Tuner reads the direction from this map. Besides, the methodology's
+# score (higher is better in its own scoring) and the names our T4 files rank by.
+KNOWN_HIGHER_IS_BETTER = {
+    "time": False, "energy": False, "fitness": True, "cost": False, "loss": False,
+    "GFLOP/s": True, "TFLOP/s": True, "GB/s": True, "TB/s": True,
+    "GFLOPS/W": True, "TFLOPS/W": True, "GFLOP/J": True, "TFLOP/J": True,
+    "score": True, "bandwidth_gbs": True, "gflops": True,
+}  # fmt: skip
 
 
 @dataclass
@@ -206,7 +216,11 @@ def read_kernel_tuner_cache(
     objective = document.get("objective", "time")
     if not isinstance(objective, str):
         raise ValueError(f"{path}: objective must name the measured quantity, got {objective!r}")
-    higher = document.get("objective_higher_is_better", False)
+    higher = document.get("objective_higher_is_better", KNOWN_HIGHER_IS_BETTER.get(objective))
+    if higher is None:  # as Kernel Tuner, which refuses to guess
+        raise ValueError(f"{path}: objective {shown(objective)} must be one whose direction Kernel Tuner knows "
+                         f"{shown(list(KNOWN_HIGHER_IS_BETTER))}, or the file must say objective_higher_is_better, "
+                         "got neither")  # fmt: skip
     if not isinstance(higher, bool):
         raise ValueError(f"{path}: objective_higher_is_better must be true or false, got {shown(higher)}")
     minimise = not higher
@@ -269,7 +283,8 @@ def read_t4_table(
 ) -> SpaceTable:
     """A T4 results file as a ``SpaceTable``, ranked by ``objective`` (default:
     the one our metadata names, else the results' first objective, else
-    ``time``; ``time`` is minimised, what our metadata says otherwise).
+    ``time``). Its direction: what our metadata says, else that of
+    ``KNOWN_HIGHER_IS_BETTER``, else minimised (the methodology's default).
 
     Parameters and values: from ``t1`` where given, else from the results
     (each parameter's values sorted).
@@ -285,7 +300,9 @@ def read_t4_table(
     if objective is None:
         ranked_by = meta.get("ranked_by")
         objective = ranked_by if isinstance(ranked_by, str) else next(iter(_first_objectives(document)), "time")
-    minimise = directions.get(objective, "min" if objective.startswith("time") else "max") == "min"
+    known = KNOWN_HIGHER_IS_BETTER.get(objective)
+    # Else minimised, as the methodology's scoring takes an objective unless told otherwise.
+    minimise = directions.get(objective, "min" if known is None else ("max" if known else "min")) == "min"
     listed = meta.get("parameters")
     order = [n for n in listed if isinstance(n, str)] if isinstance(listed, list) else []
     names = list(dict.fromkeys(order) or dict.fromkeys(k for r in results for k in r["configuration"]))
