@@ -491,6 +491,7 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
                     row = {"table": name, "order": order, "strategy": strategy, "space": case.size, "optimum_gbs": case.optimum,
                            "near_1pct": near} | summarise(case, found, b, curve)  # fmt: skip
                     if name in HUB:
+                        row |= {"objective": case.objective, "minimise": case.minimise}
                         row["score_m"] = methodology_score(case, found, b)
                         row["budget_of"] = budgets_at.labels(case, b)
                     if strategy.startswith("warm:"):
@@ -526,13 +527,23 @@ def _fisher(rows: list[dict]) -> None:
 COLUMNS = ("strategy", "budget", "within_1pct", "within_2pct", "median_ratio", "median_first_1pct", "score", "score_m", "behind_p")
 
 
+def _optimum_text(row: dict) -> str:
+    """A table's optimum as its file gives it: GB/s for the project's tables; for a community
+    table its objective (a time in ms; rows written before they named it are times)."""
+    if "score_m" not in row:
+        return f"{row['optimum_gbs']:.0f} GB/s"
+    objective, minimise = row.get("objective", "time"), row.get("minimise", True)
+    value = 1000 / row["optimum_gbs"] if minimise else row["optimum_gbs"]
+    return f"{value:.4g} ms" if objective == "time" else f"{objective} {value:.4g}"
+
+
 def format_rows(rows: list[dict]) -> str:
     """Plain-text tables, one per table and order."""
     lines = []
     for key in dict.fromkeys((r["table"], r["order"]) for r in rows):
         group = [r for r in rows if (r["table"], r["order"]) == key]
         first = group[0]
-        optimum = f"{1000 / first['optimum_gbs']:.4g} ms" if "score_m" in first else f"{first['optimum_gbs']:.0f} GB/s"
+        optimum = _optimum_text(first)
         lines += ["", f"{key[0]} ({key[1]} values): {first['space']} configurations, optimum {optimum}, "
                       f"{first['near_1pct']} within 1 %"]  # fmt: skip
         body = [[_cell(c, r) for c in COLUMNS] for r in group]

@@ -51,6 +51,8 @@ ROW_FIELDS = {
     "median_first_1pct": (lambda v: v == math.inf or (finite_number(v) and v >= 1), "a number >= 1, or Infinity"),
     "optimum_gbs": (lambda v: finite_number(v) and v > 0, "a positive finite number"),
     "near_1pct": (_whole(0), "a whole number >= 0"),
+    "objective": (_text, "a non-empty string"),
+    "minimise": (lambda v: isinstance(v, bool), "true or false"),
     "median_ratio": (finite_number, "a finite number"),
     "median_evaluations": (lambda v: finite_number(v) and v >= 0, "a finite number >= 0"),
     "score": (finite_number, "a finite number"),

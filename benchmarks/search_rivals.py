@@ -65,6 +65,10 @@ class Case:
     # cache is written from these (rows go through pandas, which makes a column of 1 and 0.5
     # floats and of 2**60 + 1 inexact).
     outcomes: list[tuple[dict, str, float | None]] = field(default_factory=list)
+    # Community tables: the file's objective and its direction (the look-up holds it as a rate to
+    # maximise: 1000 / value where it is minimised).
+    objective: str = "bandwidth_gbs"
+    minimise: bool = False
 
     @classmethod
     def from_table(cls, name: str, table: pd.DataFrame, family: Family, problem: Problem) -> "Case":
@@ -97,7 +101,7 @@ class Case:
             lookup[table_key(table, cfg)] = rate if status == "ok" else 0.0
             outcomes.append((cfg, status, time_ms))
         return cls(table.name, table_family(table), table_problem(table), pd.DataFrame(records), dict(table.params), lookup,
-                   space_measure(table), list(table.restrictions), outcomes)  # fmt: skip
+                   space_measure(table), list(table.restrictions), outcomes, table.objective, table.minimise)  # fmt: skip
 
     @property
     def size(self) -> int:

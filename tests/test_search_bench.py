@@ -472,6 +472,18 @@ def test_a_name_that_is_no_plain_file_name_stops_before_any_run(tmp_path, capsys
     assert _files(tmp_path) == before  # no output folder, nothing beside it
 
 
+def test_a_table_whose_objective_is_maximised_is_ranked_and_shown_so(tmp_path):
+    """A Kernel Tuner cache of GFLOP/s (its direction from Kernel Tuner's map, not the file): the
+    fastest configuration is the one of most GFLOP/s, and the header gives it in GFLOP/s."""
+    pytest.importorskip("autotuning_methodology")
+    table = _kt_table(tmp_path / "hub" / "G.json", [10.0, 40.0, 20.0, 30.0], objective="GFLOP/s")
+    assert search.main(["--tables", "--hub", str(table), "--seeds", "1", "--jobs", "1", "--fractions", "--fixed", "4",
+                        "--strategies", "random", "--orders", "ascending", "--out", str(tmp_path / "out"), "--name", "g"]) == 0  # fmt: skip
+    rows = json.loads((tmp_path / "out" / "g.json").read_text())["rows"]
+    assert [(r["optimum_gbs"], r["objective"], r["minimise"], r["near_1pct"]) for r in rows] == [(40.0, "GFLOP/s", False, 1)]
+    assert "hub/G (ascending values): 4 configurations, optimum GFLOP/s 40, 1 within 1 %" in (tmp_path / "out" / "g.txt").read_text()
+
+
 def test_a_long_plain_name_is_written_whole_and_nothing_else(tmp_path, monkeypatch):
     name = "search-hub_v1.2+" + "x" * 184  # 200 characters: the most a name may have
     assert search.name_unfit(name) is None and search.name_unfit(name + "x") is not None
