@@ -182,6 +182,13 @@ def _community_table(tmp_path: Path) -> Path:
     return path
 
 
+def test_the_cli_reads_a_table_whose_suffix_is_upper_case(tmp_path, capsys):
+    path = _community_table(tmp_path)
+    upper = path.rename(tmp_path / "CACHE.JSON")
+    assert main([str(upper), "--samplers", "random", "--budgets", "5", "--seeds", "1"]) == 0
+    assert capsys.readouterr().out.startswith(f"{tmp_path.name}/CACHE: 33 configurations, 2 parameters, 1 restrictions")
+
+
 def test_the_cli_replays_another_tuners_table_without_a_family(tmp_path, capsys):
     path = _community_table(tmp_path)
     assert main([str(path), "--samplers", "ordinal_global", "random", "--budgets", "5", "33", "--seeds", "3"]) == 0

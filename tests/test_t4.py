@@ -352,6 +352,54 @@ def test_a_t4_file_is_ranked_the_way_its_objective_goes(tmp_path, objective, met
     assert table.config(best) == {"x": best_x}
 
 
+def test_a_kernel_tuner_1x_cache_reads_its_error_markers(tmp_path):
+    """Kernel Tuner 1.x writes a failed configuration's marker under __error__, with no time;
+    ErrorConfig (the class of every marker) is a failure too; InvalidConfig is not in the space."""
+    cache = {"1": {"x": 1, "time": 2.0}, "2": {"x": 2, "__error__": "CompilationFailedConfig"},
+             "3": {"x": 3, "__error__": "ErrorConfig"}, "4": {"x": 4, "__error__": "InvalidConfig"},
+             "5": {"x": 5, "time": 1.0, "__error__": "RuntimeFailedConfig"}}  # fmt: skip
+    path = tmp_path / "kt.json"
+    path.write_text(json.dumps({"tune_params": {"x": [1, 2, 3, 4, 5]}, "objective": "time", "cache": cache}))
+    table = load_table(path)
+    assert table.entries == {(1,): ("ok", 500.0), (2,): ("compile_error", None), (3,): ("launch_error", None),
+                             (5,): ("launch_error", None)}  # fmt: skip
+    path.write_text(json.dumps({"tune_params": {"x": [1, 2]}, "objective": "time",
+                                "cache": {"1": {"x": 1, "time": 2.0}, "2": {"x": 2, "__error__": "Oops"}}}))  # fmt: skip
+    with pytest.raises(ValueError, match=r"cache entry '2' __error__ must be a number or one of \['CompilationFailedConfig', "):
+        load_table(path)
+
+
+def test_a_kernel_tuner_cache_left_open_reads_as_kernel_tuner_reads_it(tmp_path):
+    """Kernel Tuner appends each entry with a trailing comma and closes the file only when a
+    run ends; a cache of a run that was stopped has no closing braces."""
+    header = json.dumps({"tune_params": {"x": [1, 2, 3]}, "objective": "time", "cache": {}}, indent="")[:-3]
+    entries = "".join("\n" + json.dumps({str(x): {"x": x, "time": float(x)}})[1:-1] + "," for x in (1, 2, 3))
+    path = tmp_path / "open.json"
+    for text in (header + entries, header + entries[:-1], header):
+        path.write_text(text)
+        if text == header:
+            with pytest.raises(ValueError, match="must hold a correct configuration"):
+                load_table(path)
+        else:
+            assert sorted(load_table(path).entries) == [(1,), (2,), (3,)]
+    path.write_text(header + entries + '\n"4": {"x": 4, "ti')  # cut inside an entry: damaged, not open
+    with pytest.raises(ValueError, match=r"open.json: must be JSON \(gzipped or not\), got JSONDecodeError: Unterminated string"):
+        load_table(path)
+
+
+@pytest.mark.parametrize("name", ["T1.json", "t1.json", "T1.json.gz"])
+def test_the_t1_file_beside_a_table_is_found_by_any_name_a_hub_folder_gives_it(tmp_path, name):
+    (tmp_path / "kt.json").write_text(json.dumps(GOOD_CACHE | {"cache": {str(x): {"x": x, "time": float(x)} for x in (1, 2, 3)}}))
+    t1 = json.dumps({"ConfigurationSpace": {"TuningParameters": [{"Name": "x", "Values": "[1, 2, 3]"}],
+                                            "Conditions": [{"Expression": "x < 3"}]}}).encode()  # fmt: skip
+    (tmp_path / name).write_bytes(gzip.compress(t1) if name.endswith(".gz") else t1)
+    with pytest.raises(ValueError, match=r"configuration \{'x': 3\} must pass the restriction 'x < 3'"):
+        load_table(tmp_path / "kt.json")
+    (tmp_path / ("t1.JSON" if name != "t1.json" else "T1.JSON")).write_bytes(t1)
+    with pytest.raises(ValueError, match=r"kt.json: the folder must hold at most one T1 file beside it, got \["):
+        load_table(tmp_path / "kt.json")
+
+
 def test_a_pipe_or_a_folder_is_refused_before_it_is_read(tmp_path):
     os.mkfifo(tmp_path / "table.json")  # reading it would wait for a writer forever
     with pytest.raises(ValueError, match=r"table.json: must be JSON \(gzipped or not\) in a regular file, got a pipe$"):

@@ -217,13 +217,33 @@ def read_json(path: str | os.PathLike) -> Any:
             raw.seek(0)
             # At most the limit is read: a small gzip file can unpack to gigabytes.
             data = (gzip.GzipFile(fileobj=raw) if gzipped else raw).read(MAX_JSON_BYTES + 1)
-        document = None if len(data) > MAX_JSON_BYTES else json.loads(data)
+        document = None if len(data) > MAX_JSON_BYTES else _json_or_open_cache(data)
     except (OSError, EOFError, zlib.error, ValueError, RecursionError, MemoryError) as exc:
         # ValueError: not JSON, not UTF-8, or a number of more digits than Python reads.
         raise ValueError(f"{path}: must be JSON (gzipped or not), got {one_line(exc)}") from None
     if document is None and len(data) > MAX_JSON_BYTES:
         raise ValueError(f"{path}: must hold at most {MAX_JSON_BYTES >> 20} MiB of JSON (unpacked), got more")
     return document
+
+
+def _json_or_open_cache(data: bytes) -> Any:
+    """``data`` as JSON, or as Kernel Tuner reads a cache it left open: Kernel Tuner appends
+    each entry with a trailing comma and closes the file only when a run ends, so a cache
+    being written, or one of a run that was stopped, ends without its closing braces.
+
+    Raises:
+        ValueError: neither reads (the first error).
+    """
+    try:
+        return json.loads(data)
+    except ValueError as first:
+        text = data.strip()
+        if not (text.startswith(b"{") and b'"cache"' in text) or text.endswith((b"}\n}", b"}}}")):
+            raise
+        try:
+            return json.loads(text.removesuffix(b",") + b"}\n}")
+        except ValueError:
+            raise first from None
 
 
 def not_a_file(path: str | os.PathLike) -> str | None:

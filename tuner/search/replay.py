@@ -322,7 +322,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
-    if ".json" in Path(args.table).suffixes:
+    from tuner.search.tables import table_stem
+
+    if table_stem(Path(args.table).name):  # NAME.json or NAME.json.gz, in any case
         return _replay_community_table(parser, args)
     if args.t1 is not None:
         parser.error(f"--t1 describes a Kernel Tuner cache's or T4 file's space; {args.table} is a Parquet table, got {args.t1}")

@@ -50,7 +50,9 @@ from tuner.search.expressions import (
 
 DTYPE = "table"  # a replay table's problem has no element type of ours
 # Kernel Tuner's markers in place of a failed configuration's objective.
-KT_FAILED = {"CompilationFailedConfig": "compile_error", "RuntimeFailedConfig": "launch_error"}
+# Kernel Tuner 1.x writes them under "__error__" (no objective); earlier versions in the
+# objective's place. ErrorConfig is the class of them all: a configuration that failed.
+KT_FAILED = {"CompilationFailedConfig": "compile_error", "RuntimeFailedConfig": "launch_error", "ErrorConfig": "launch_error"}
 KT_INVALID = "InvalidConfig"  # restrictions said no: not part of the space
 # Which way the objectives Kernel Tuner knows go (True: higher is better), as its
 # kernel_tuner.util.objective_default_map gives them: its cache files name the objective, not
@@ -241,7 +243,8 @@ def read_kernel_tuner_cache(
             p = outside[0]
             raise ValueError(f"{path}: cache entry {shown(text)} {shown_name(p)} must be one of tune_params {shown(params[p])}, "
                              f"got {shown(record[p])}")  # fmt: skip
-        value = record.get(objective)
+        error = record.get("__error__")
+        value = error if isinstance(error, str) else record.get(objective)
         if value == KT_INVALID:
             continue
         key = tuple(record[p] for p in params)
@@ -250,7 +253,8 @@ def read_kernel_tuner_cache(
                              f"{shown(table.config(key))} a second time")  # fmt: skip
         if isinstance(value, str):
             if value not in KT_FAILED:
-                raise ValueError(f"{path}: cache entry {shown(text)} {shown_name(objective)} must be a number or one of "
+                where = "__error__" if isinstance(error, str) else shown_name(objective)
+                raise ValueError(f"{path}: cache entry {shown(text)} {where} must be a number or one of "
                                  f"{[*KT_FAILED, KT_INVALID]}, got {shown(value)}")  # fmt: skip
             table.entries[key] = (KT_FAILED[value], None)
         elif finite_number(value) and value > 0:  # a rate of 0 has no ratio to the optimum
@@ -351,11 +355,11 @@ def _first_objectives(document: Mapping) -> list[str]:
 
 def load_table(path: str | os.PathLike, t1: str | os.PathLike | None = None, name: str = "") -> SpaceTable:
     """A Kernel Tuner cache or a T4 file (told apart by content) as a
-    ``SpaceTable``; ``t1``: the space's T1 file, by default ``T1.json`` beside it
-    where there is one."""
+    ``SpaceTable``; ``t1``: the space's T1 file, by default the one beside it
+    (``t1_beside``) where there is one."""
     path = Path(path)
-    if t1 is None and (path.parent / "T1.json").is_file():
-        t1 = path.parent / "T1.json"
+    if t1 is None:
+        t1 = t1_beside(path)
     document = read_json(path)
     if isinstance(document, dict) and "cache" in document:
         return read_kernel_tuner_cache(path, t1, name, document=document)
@@ -363,6 +367,22 @@ def load_table(path: str | os.PathLike, t1: str | os.PathLike | None = None, nam
         return read_t4_table(path, t1, name, document=document)
     got = sorted(document) if isinstance(document, dict) else type(document).__name__
     raise ValueError(f"{path}: a replay table must be a Kernel Tuner cache ('cache') or a T4 file ('results'), got {got}")
+
+
+def t1_beside(path: Path) -> Path | None:
+    """The T1 file in ``path``'s folder (``T1.json``, ``t1.json``, ``T1.json.gz``: the
+    name a folder of tables skips as its T1), or None.
+
+    Raises:
+        ValueError: the folder holds more than one (one line naming them).
+    """
+    try:
+        found = sorted(f for f in path.parent.iterdir() if (table_stem(f.name) or "").lower() == "t1" and f.is_file())
+    except OSError:  # a folder that cannot be listed: the table's own read says what is wrong
+        return None
+    if len(found) > 1:
+        raise ValueError(f"{path}: the folder must hold at most one T1 file beside it, got {shown([f.name for f in found])}")
+    return found[0] if found else None
 
 
 def table_stem(name: str) -> str | None:
