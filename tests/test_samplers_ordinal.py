@@ -530,3 +530,40 @@ def test_a_stalled_restart_draws_apart_through_the_study_loop(monkeypatch):
 def test_the_default_strategy_draws_restarts_apart_and_ordinal_does_not():
     assert make_sampler("ordinal_global", 0).wide_restarts is True
     assert make_sampler("ordinal", 0).wide_restarts is False
+
+
+def test_a_parameter_of_many_values_shares_the_models_columns_among_neighbours():
+    """The model's sums grow with the square of its columns and are kept for the latest
+    positions of the history: 5,000 values of one parameter would take gigabytes. Past
+    MODEL_VALUES values, runs of neighbouring values (in order) share a column."""
+    from optuna.distributions import CategoricalDistribution
+
+    from tuner.search.ordinal import MODEL_VALUES
+
+    wide = list(range(5000, 0, -1))  # listed from the largest: columns follow the order of the values
+    dists = {"x": CategoricalDistribution(wide), "h": CategoricalDistribution(["a", "b", "c"])}
+    sampler = OrdinalSampler(seed=0, pairs=True)
+    sampler.bind(dists, lambda cfg: True, None)
+    assert sampler._main_width == MODEL_VALUES + 3 and sampler._width == MODEL_VALUES + 3  # no pairs: x is wide
+    column = {value: sampler._model_columns[("x", value)] for value in wide}
+    assert column[1] == column[2] == 0 and column[5000] == MODEL_VALUES - 1
+    assert all(column[v] <= column[v + 1] for v in range(1, 5000))  # neighbours together, in order
+    assert sorted(set(column.values())) == list(range(MODEL_VALUES))
+    # A study over it proposes from the model as over any space.
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    for _ in range(150):
+        trial = study.ask(fixed_distributions=dists)
+        study.tell(trial, 1000.0 - abs(trial.params["x"] - 3000) / 10 + (trial.params["h"] == "b"))
+    assert sampler._sums.state[0].shape == (MODEL_VALUES + 3, MODEL_VALUES + 3)
+    assert study.best_value > 990
+
+
+def test_a_space_of_at_most_model_values_per_parameter_keeps_one_column_per_value():
+    from optuna.distributions import CategoricalDistribution
+
+    from tuner.search.ordinal import MODEL_VALUES
+
+    dists = {"x": CategoricalDistribution(list(range(MODEL_VALUES))), "h": CategoricalDistribution([0, 1])}
+    sampler = OrdinalSampler(seed=0)
+    sampler.bind(dists, lambda cfg: True, None)
+    assert sampler._model_columns is sampler._columns and sampler._width == MODEL_VALUES + 2

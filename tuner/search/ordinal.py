@@ -143,6 +143,7 @@ PAIR_COLUMNS_MAX = 256  # value-pair columns the model takes at most (beyond, ma
 LEFT_OUT_ROWS = 2000  # the latest rows (measurements, prior) whose leave-one-out error decides on the pairs
 CROWD_SHARE = 0.97  # a measurement this close to the best is one of its crowd (a plateau)
 CROWD = 10  # a best with this many in its crowd has no restart drawn apart from it
+MODEL_VALUES = 64  # a parameter's columns in the model at most (more values share them, neighbours together)
 
 
 class OrdinalSampler(optuna.samplers.BaseSampler):
@@ -250,9 +251,10 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._slices: dict[tuple, list[tuple[str, dict]]] | None = None
         self._columns = {(name, value): i for i, (name, value) in enumerate(
             (name, value) for name, dist in self._dists.items() for value in dist.choices)}  # fmt: skip
+        self._model_columns, self._main_width = self._grouped_columns()
         self._pair_names = self._paired() if self.pairs else []
         self._pair_columns = self._value_pairs()
-        self._width = len(self._columns) + len(self._pair_columns)
+        self._width = self._main_width + len(self._pair_columns)
         self._finished, self._steps, self._column_cache, self._feature_cache, self._points = {}, {}, {}, {}, {}
         self._base = FinishedPrefix()
         # The climb and the model's sums, each folded over the history one new measurement at a time.
@@ -630,7 +632,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         exact in closed form: each residual over one less its row's leverage.
         Without pairs unless they do better."""
         best_error, best = math.inf, None
-        for width, columns in ((len(self._columns), rows[:, : len(self._dists)]), (self._width, rows)):
+        for width, columns in ((self._main_width, rows[:, : len(self._dists)]), (self._width, rows)):
             inverse = np.linalg.inv(gram[:width, :width] + RIDGE * np.eye(width))
             weights = np.zeros(self._width)
             weights[:width] = inverse @ centred_moment[:width]
@@ -656,19 +658,39 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
                  for va in self._dists[a].choices for vb in self._dists[b].choices]  # fmt: skip
         if len(pairs) > PAIR_COLUMNS_MAX:
             return {}
-        return {pair: len(self._columns) + i for i, pair in enumerate(pairs)}
+        return {pair: self._main_width + i for i, pair in enumerate(pairs)}
+
+    def _grouped_columns(self) -> tuple[dict[tuple, int], int]:
+        """The model's column of each parameter value, and their number: one
+        column per value (numbered as ``_columns``), but a parameter of more
+        than ``MODEL_VALUES`` values shares that many columns among runs of
+        neighbouring values (in its order). The model's sums, kept for the
+        latest positions of the history, grow with the square of its columns:
+        a space listing thousands of values of one parameter would otherwise
+        take gigabytes, and their main effects are measured a few times each."""
+        if all(len(dist.choices) <= MODEL_VALUES for dist in self._dists.values()):
+            return self._columns, len(self._columns)
+        columns, width = {}, 0
+        for name, dist in self._dists.items():
+            ordered, values = self._order[name]
+            listed = values if ordered else list(dist.choices)
+            groups = min(len(listed), MODEL_VALUES)
+            for position, value in enumerate(listed):
+                columns[(name, value)] = width + position * groups // len(listed)
+            width += groups
+        return columns, width
 
     def _features_of(self, keys: list[str]) -> np.ndarray:
-        """(len(keys), columns) the model's columns of each key: its one-hot
-        values, then its pairs of narrow values (``pairs``)."""
-        if not self._pair_columns:
+        """(len(keys), columns) the model's columns of each key: its values'
+        (``_grouped_columns``), then its pairs of narrow values (``pairs``)."""
+        if not self._pair_columns and self._model_columns is self._columns:
             return self._columns_of(keys)
         rows = []
         for key in keys:
             features = self._feature_cache.get(key)
             if features is None:
                 cfg = json.loads(key)
-                features = self._feature_cache[key] = list(self._columns_of([key])[0]) + [
+                features = self._feature_cache[key] = [self._model_columns[(name, cfg[name])] for name in self._dists] + [
                     self._pair_columns[((a, cfg[a]), (b, cfg[b]))] for a, b in self._pair_names]  # fmt: skip
             rows.append(features)
         return np.array(rows, dtype=int).reshape(len(keys), -1)
