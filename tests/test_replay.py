@@ -182,6 +182,13 @@ def _community_table(tmp_path: Path) -> Path:
     return path
 
 
+def test_a_budget_of_a_tiny_share_of_the_space_is_shown_with_its_digits():
+    frame = pd.DataFrame([{c: 0 for c in COLUMNS} | {"sampler": "random", "budget_fraction": 50 / 116928},
+                          {c: 0 for c in COLUMNS} | {"sampler": "random", "budget_fraction": 0.152}])  # fmt: skip
+    text = format_table(frame)
+    assert " 0.043%" in text and " 15.2%" in text
+
+
 def test_the_cli_reads_a_table_whose_suffix_is_upper_case(tmp_path, capsys):
     path = _community_table(tmp_path)
     upper = path.rename(tmp_path / "CACHE.JSON")

@@ -255,7 +255,7 @@ def replay(
 def format_table(df: pd.DataFrame) -> str:
     """``replay``'s frame as an aligned plain-text table."""
     formats = {
-        "budget_fraction": "{:.1%}".format,
+        "budget_fraction": lambda share: f"{share:.1%}" if share >= 0.001 else f"{100 * share:.2g}%",  # 50 of 116,928: 0.043%
         "median_ratio": "{:.3f}".format,
         "min_ratio": "{:.3f}".format,
         "within_2pct": "{:.0%}".format,
