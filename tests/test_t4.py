@@ -256,7 +256,7 @@ T4_RESULT = {"configuration": {"x": 1}, "invalidity": "correct", "correctness": 
         (GOOD_CACHE | {"tune_params": [1, 2]}, r"tune_params must map each parameter to its values, got list"),
         (GOOD_CACHE | {"tune_params": {"x": 3}}, r"parameter 'x' must have a non-empty list of values, got 3"),
         (GOOD_CACHE | {"tune_params": {"x": [[1], 2]}}, r"values of 'x' must be numbers \(whole ones of at most 64 bits\), strings or booleans, got \[1\]"),
-        (GOOD_CACHE | {"objective": 3}, r"objective must name the measured quantity, got 3"),
+        (GOOD_CACHE | {"objective": 3}, r"objective must name the measured quantity \(or list names, the first ranking\), got 3"),
         (GOOD_CACHE | {"cache": {"1": 5}}, r"cache entry '1' must be an object, got int"),
         (GOOD_CACHE | {"cache": {"1": {"x": 7, "time": 1.0}}}, r"cache entry '1' x must be one of tune_params \[1, 2, 3\], got 7"),
         (GOOD_CACHE | {"cache": {"1": {"x": [1], "time": 1.0}}}, r"cache entry '1' x must be one of tune_params \[1, 2, 3\], got \[1\]"),
@@ -295,6 +295,12 @@ T4_RESULT = {"configuration": {"x": 1}, "invalidity": "correct", "correctness": 
         (GOOD_CACHE | {"tune_params": {"x": [1, "b\udc00"]}},
          r"the name and values of 'x' must be Unicode text \(JSON's \\ud800 alone is half of a character\), got 'b\\udc00'"),
         (GOOD_CACHE | {"objective_higher_is_better": "no"}, r"objective_higher_is_better must be true or false, got 'no'"),
+        # Kernel Tuner 1.x writes its objectives as a list: the first ranks.
+        (GOOD_CACHE | {"objective": ["time", 3]}, r"objective must name the measured quantity \(or list names, the first "
+                                                  r"ranking\), got \['time', 3\]"),
+        ({"results": [T4_RESULT | {"objectives": ["throughput"], "measurements": [{"name": "throughput", "value": 1.0}]}]},
+         r"objective 'throughput' must be one whose direction is known \(Kernel Tuner's \['time', .*\], or a name holding "
+         r"'time' or one of \['score', 'gflop/s', 'gflops', 'gb/s'\], as the methodology's scoring reads them\), got none"),
         # Kernel Tuner refuses to guess the direction of an objective it does not know; so does the reader.
         (GOOD_CACHE | {"objective": "speed", "cache": {"1": {"x": 1, "speed": 2.0}}},
          r"objective 'speed' must be one whose direction Kernel Tuner knows \['time', .*'GFLOP/s', .*\], or the file must "
@@ -318,10 +324,13 @@ def test_malformed_tables_fail_in_one_line_naming_the_file_rule_and_value(tmp_pa
         ("GFLOPS/W", {}, 1),
         ("speed", {"objective_higher_is_better": True}, 1),  # the file's own word wins
         ("time", {"objective_higher_is_better": True}, 1),
+        (["GFLOP/s"], {}, 1),  # as Kernel Tuner 1.x writes it: a list, the first ranking
+        (["time", "energy"], {}, 3),
     ],
 )  # fmt: skip
 def test_a_kernel_tuner_cache_is_ranked_the_way_its_objective_goes(tmp_path, objective, extra, best_x):
-    cache = {str(x): {"x": x, objective: value} for x, value in ((1, 30.0), (2, 20.0), (3, 10.0))}
+    first = objective[0] if isinstance(objective, list) else objective
+    cache = {str(x): {"x": x, "energy": 1.0 / value, first: value} for x, value in ((1, 30.0), (2, 20.0), (3, 10.0))}
     path = tmp_path / "kt.json"
     path.write_text(json.dumps({"tune_params": {"x": [1, 2, 3]}, "objective": objective, "cache": cache} | extra))
     table = load_table(path)
@@ -336,8 +345,10 @@ def test_a_kernel_tuner_cache_is_ranked_the_way_its_objective_goes(tmp_path, obj
         ("time", None, 3),
         ("energy", None, 3),  # Kernel Tuner's map: lower is better
         ("GFLOP/s", None, 1),
-        ("score", None, 1),  # the methodology's score: higher is better
-        ("duration", None, 3),  # unknown: minimised, the methodology's default
+        ("score", None, 1),  # the methodology's rule: a name holding score, gflop/s, gflops or gb/s is maximised
+        ("GFLOPS", None, 1),
+        ("achieved gb/s", None, 1),
+        ("kernel_time_us", None, 3),  # ... one holding time minimised
         ("duration", {"tuner": {"ranked_by": "duration", "objectives": {"duration": "max"}}}, 1),  # our metadata wins
     ],
 )  # fmt: skip
@@ -375,16 +386,25 @@ def test_a_kernel_tuner_cache_left_open_reads_as_kernel_tuner_reads_it(tmp_path)
     header = json.dumps({"tune_params": {"x": [1, 2, 3]}, "objective": "time", "cache": {}}, indent="")[:-3]
     entries = "".join("\n" + json.dumps({str(x): {"x": x, "time": float(x)}})[1:-1] + "," for x in (1, 2, 3))
     path = tmp_path / "open.json"
-    for text in (header + entries, header + entries[:-1], header):
-        path.write_text(text)
-        if text == header:
-            with pytest.raises(ValueError, match="must hold a correct configuration"):
-                load_table(path)
-        else:
-            assert sorted(load_table(path).entries) == [(1,), (2,), (3,)]
-    path.write_text(header + entries + '\n"4": {"x": 4, "ti')  # cut inside an entry: damaged, not open
-    with pytest.raises(ValueError, match=r"open.json: must be JSON \(gzipped or not\), got JSONDecodeError: Unterminated string"):
+    path.write_text(header + entries)
+    assert sorted(load_table(path).entries) == [(1,), (2,), (3,)]
+    path.write_text(header)  # no entry yet: an empty cache
+    with pytest.raises(ValueError, match="must hold a correct configuration"):
         load_table(path)
+    # Cut anywhere but after an entry's comma, the file is damaged, not open.
+    for cut in (header + entries + '\n"4": {"x": 4, "ti', header + entries[:-1]):
+        path.write_text(cut)
+        with pytest.raises(ValueError, match=r"open.json: must be JSON \(gzipped or not\), got JSONDecodeError"):
+            load_table(path)
+    # Only a cache is closed so: a T1 file (here one whose parameter is named cache) cut after a comma is damaged.
+    t1 = '{"ConfigurationSpace": {"TuningParameters": [{"Name": "cache", "Values": "[1, 2, 3]"}],'
+    (tmp_path / "T1.json").write_text(t1)
+    with pytest.raises(ValueError, match=r"T1.json: must be JSON \(gzipped or not\), got JSONDecodeError"):
+        tables.read_t1(tmp_path / "T1.json")
+    t1 = '{"tune_params": {"x": [1]}, "ConfigurationSpace": {"cache": {"TuningParameters": [{"Name": "x", "Values": "[1]"}],'
+    (tmp_path / "T1.json").write_text(t1)
+    with pytest.raises(ValueError, match=r"T1.json: must be JSON \(gzipped or not\), got JSONDecodeError"):
+        tables.read_t1(tmp_path / "T1.json")
 
 
 @pytest.mark.parametrize("name", ["T1.json", "t1.json", "T1.json.gz"])
@@ -634,3 +654,27 @@ def test_t1_values_may_be_comprehensions_ranges_and_sums(tmp_path, values, expec
         with pytest.raises(ValueError, match=expected) as err:
             read_t1(tmp_path / "T1.json")
         assert "\n" not in str(err.value) and str(err.value).startswith(f"{tmp_path / 'T1.json'}: ")
+
+
+def test_a_cache_kernel_tuner_writes_reads_open_and_closed(tmp_path):
+    """Written by Kernel Tuner's own code: its header as process_cache writes it (the objective
+    as a list, the file left open), its entries by store_cache (a failure as an ErrorConfig under
+    __error__, with no objective), then closed by close_cache."""
+    util = pytest.importorskip("kernel_tuner.util")
+    path = tmp_path / "kt.json"
+    header = {"device_name": "GPU", "kernel_name": "k", "problem_size": [1024], "tune_params_keys": ["x", "y"],
+              "tune_params": {"x": [1, 2, 3], "y": [0, 1]}, "objective": ["GFLOP/s"], "cache": {}}  # fmt: skip
+    path.write_text(json.dumps(header, indent="")[:-3])
+    cache = {}
+    for x in (1, 2, 3):
+        for y in (0, 1):
+            entry = {"x": x, "y": y, "GFLOP/s": 10.0 * x + y, "times": [1.0]}
+            if (x, y) == (3, 1):
+                entry = {"x": x, "y": y, "__error__": util.RuntimeFailedConfig()}
+            util.store_cache(f"{x},{y}", entry, str(path), cache)
+    for state in ("open", "closed"):
+        table = load_table(path)
+        assert table.objective == "GFLOP/s" and not table.minimise, state
+        assert table.entries[(3, 1)] == ("launch_error", None) and table.entries[(3, 0)] == ("ok", 30.0), state
+        assert max(value for status, value in table.entries.values() if status == "ok") == 30.0
+        util.close_cache(str(path))

@@ -27,6 +27,7 @@ import gzip
 import json
 import math
 import os
+import re
 import zlib
 from importlib import resources
 from pathlib import Path
@@ -201,8 +202,9 @@ def _write_gzip(fd: int, text: str) -> None:
 MAX_JSON_BYTES = 256 << 20  # of a table or T1 file, unpacked (the hub's are at most tens of MiB)
 
 
-def read_json(path: str | os.PathLike) -> Any:
-    """A JSON file, gzipped or not (Kernel Tuner caches and T4 files come both ways).
+def read_json(path: str | os.PathLike, open_cache: bool = False) -> Any:
+    """A JSON file, gzipped or not (Kernel Tuner caches and T4 files come both ways);
+    with ``open_cache``, also a Kernel Tuner cache left open (``_json_or_open_cache``).
 
     Raises:
         ValueError: the file is not JSON (one line naming it).
@@ -217,7 +219,7 @@ def read_json(path: str | os.PathLike) -> Any:
             raw.seek(0)
             # At most the limit is read: a small gzip file can unpack to gigabytes.
             data = (gzip.GzipFile(fileobj=raw) if gzipped else raw).read(MAX_JSON_BYTES + 1)
-        document = None if len(data) > MAX_JSON_BYTES else _json_or_open_cache(data)
+        document = None if len(data) > MAX_JSON_BYTES else _json_or_open_cache(data) if open_cache else json.loads(data)
     except (OSError, EOFError, zlib.error, ValueError, RecursionError, MemoryError) as exc:
         # ValueError: not JSON, not UTF-8, or a number of more digits than Python reads.
         raise ValueError(f"{path}: must be JSON (gzipped or not), got {one_line(exc)}") from None
@@ -229,7 +231,9 @@ def read_json(path: str | os.PathLike) -> Any:
 def _json_or_open_cache(data: bytes) -> Any:
     """``data`` as JSON, or as Kernel Tuner reads a cache it left open: Kernel Tuner appends
     each entry with a trailing comma and closes the file only when a run ends, so a cache
-    being written, or one of a run that was stopped, ends without its closing braces.
+    being written, or one of a run that was stopped, ends in a comma (or, with no entry yet,
+    in ``"cache": {``). Only those two endings are closed, and only into a cache (an object
+    with ``tune_params`` and a ``cache`` object): a file cut anywhere else stays damaged.
 
     Raises:
         ValueError: neither reads (the first error).
@@ -238,12 +242,15 @@ def _json_or_open_cache(data: bytes) -> Any:
         return json.loads(data)
     except ValueError as first:
         text = data.strip()
-        if not (text.startswith(b"{") and b'"cache"' in text) or text.endswith((b"}\n}", b"}}}")):
+        if not (text.endswith(b",") or re.search(rb'"cache"\s*:\s*\{$', text)):
             raise
         try:
-            return json.loads(text.removesuffix(b",") + b"}\n}")
+            document = json.loads(text.removesuffix(b",") + b"}\n}")
         except ValueError:
             raise first from None
+        if not (isinstance(document, dict) and isinstance(document.get("cache"), dict) and "tune_params" in document):
+            raise first from None
+        return document
 
 
 def not_a_file(path: str | os.PathLike) -> str | None:

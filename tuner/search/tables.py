@@ -56,14 +56,26 @@ KT_FAILED = {"CompilationFailedConfig": "compile_error", "RuntimeFailedConfig": 
 KT_INVALID = "InvalidConfig"  # restrictions said no: not part of the space
 # Which way the objectives Kernel Tuner knows go (True: higher is better), as its
 # kernel_tuner.util.objective_default_map gives them: its cache files name the objective, not
-# its direction, and Kernel Tuner reads the direction from this map. Besides, the methodology's
-# score (higher is better in its own scoring) and the names our T4 files rank by.
-KNOWN_HIGHER_IS_BETTER = {
+# its direction, and Kernel Tuner reads the direction from this map.
+KERNEL_TUNER_HIGHER_IS_BETTER = {
     "time": False, "energy": False, "fitness": True, "cost": False, "loss": False,
     "GFLOP/s": True, "TFLOP/s": True, "GB/s": True, "TB/s": True,
     "GFLOPS/W": True, "TFLOPS/W": True, "GFLOP/J": True, "TFLOP/J": True,
-    "score": True, "bandwidth_gbs": True, "gflops": True,
 }  # fmt: skip
+# A T4 file's objective, where our metadata does not say: that map, else the methodology's
+# rule (autotuning_methodology.experiments: a name holding "time" is minimised, one holding
+# any of these maximised, any other refused).
+METHODOLOGY_HIGHER_IS_BETTER = ("score", "gflop/s", "gflops", "gb/s")
+
+
+def t4_higher_is_better(objective: str) -> bool | None:
+    """Whether a T4 file's ``objective`` is maximised, where its metadata does not say
+    (None: the methodology's scoring would refuse it too)."""
+    if objective in KERNEL_TUNER_HIGHER_IS_BETTER:
+        return KERNEL_TUNER_HIGHER_IS_BETTER[objective]
+    if "time" in objective.lower():
+        return False
+    return True if any(name in objective.lower() for name in METHODOLOGY_HIGHER_IS_BETTER) else None
 
 
 @dataclass
@@ -205,7 +217,7 @@ def read_kernel_tuner_cache(
         ValueError: the file breaks the rules a replay needs (one line naming
             the file, the rule and the value).
     """
-    document = read_json(path) if document is None else document  # read once where load_table did
+    document = read_json(path, open_cache=True) if document is None else document  # read once where load_table did
     if not isinstance(document, dict) or not isinstance(document.get("cache"), dict) or "tune_params" not in document:
         got = sorted(document) if isinstance(document, dict) else type(document).__name__
         raise ValueError(f"{path}: a Kernel Tuner cache must hold 'tune_params' and a 'cache' object, got {got}")
@@ -216,12 +228,16 @@ def read_kernel_tuner_cache(
     params = dict(document["tune_params"])
     _check_space(path, params)
     objective = document.get("objective", "time")
+    # Kernel Tuner 1.x writes a list (its objectives, the first ranking): the replay ranks by the first.
+    if isinstance(objective, list) and objective and all(isinstance(o, str) for o in objective):
+        objective = objective[0]
     if not isinstance(objective, str):
-        raise ValueError(f"{path}: objective must name the measured quantity, got {objective!r}")
-    higher = document.get("objective_higher_is_better", KNOWN_HIGHER_IS_BETTER.get(objective))
+        raise ValueError(f"{path}: objective must name the measured quantity (or list names, the first ranking), "
+                         f"got {objective!r}")  # fmt: skip
+    higher = document.get("objective_higher_is_better", KERNEL_TUNER_HIGHER_IS_BETTER.get(objective))
     if higher is None:  # as Kernel Tuner, which refuses to guess
         raise ValueError(f"{path}: objective {shown(objective)} must be one whose direction Kernel Tuner knows "
-                         f"{shown(list(KNOWN_HIGHER_IS_BETTER))}, or the file must say objective_higher_is_better, "
+                         f"{shown(list(KERNEL_TUNER_HIGHER_IS_BETTER))}, or the file must say objective_higher_is_better, "
                          "got neither")  # fmt: skip
     if not isinstance(higher, bool):
         raise ValueError(f"{path}: objective_higher_is_better must be true or false, got {shown(higher)}")
@@ -287,8 +303,7 @@ def read_t4_table(
 ) -> SpaceTable:
     """A T4 results file as a ``SpaceTable``, ranked by ``objective`` (default:
     the one our metadata names, else the results' first objective, else
-    ``time``). Its direction: what our metadata says, else that of
-    ``KNOWN_HIGHER_IS_BETTER``, else minimised (the methodology's default).
+    ``time``). Its direction: what our metadata says, else ``t4_higher_is_better``.
 
     Parameters and values: from ``t1`` where given, else from the results
     (each parameter's values sorted).
@@ -304,9 +319,16 @@ def read_t4_table(
     if objective is None:
         ranked_by = meta.get("ranked_by")
         objective = ranked_by if isinstance(ranked_by, str) else next(iter(_first_objectives(document)), "time")
-    known = KNOWN_HIGHER_IS_BETTER.get(objective)
-    # Else minimised, as the methodology's scoring takes an objective unless told otherwise.
-    minimise = directions.get(objective, "min" if known is None else ("max" if known else "min")) == "min"
+    direction = directions.get(objective)
+    if direction not in ("min", "max"):
+        higher = t4_higher_is_better(objective)
+        if higher is None:
+            raise ValueError(f"{path}: objective {shown(objective)} must be one whose direction is known (Kernel Tuner's "
+                             f"{shown(list(KERNEL_TUNER_HIGHER_IS_BETTER))}, or a name holding 'time' or one of "
+                             f"{shown(list(METHODOLOGY_HIGHER_IS_BETTER))}, as the methodology's scoring reads them), got "
+                             "none")  # fmt: skip
+        direction = "max" if higher else "min"
+    minimise = direction == "min"
     listed = meta.get("parameters")
     order = [n for n in listed if isinstance(n, str)] if isinstance(listed, list) else []
     names = list(dict.fromkeys(order) or dict.fromkeys(k for r in results for k in r["configuration"]))
@@ -360,7 +382,7 @@ def load_table(path: str | os.PathLike, t1: str | os.PathLike | None = None, nam
     path = Path(path)
     if t1 is None:
         t1 = t1_beside(path)
-    document = read_json(path)
+    document = read_json(path, open_cache=True)  # a T4 file never ends in a comma: only a cache is closed
     if isinstance(document, dict) and "cache" in document:
         return read_kernel_tuner_cache(path, t1, name, document=document)
     if isinstance(document, dict) and "results" in document:
