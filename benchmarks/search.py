@@ -76,7 +76,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import numpy as np  # noqa: E402
 from scipy.special import gammaln  # noqa: E402
 from scipy.stats import fisher_exact  # noqa: E402
-from search_files import merged_rows, name_unfit, prepare_out, remove_empty, write_outputs  # noqa: E402
+from search_files import merged_rows, name_unfit, prepare_out, ranking_clash, remove_empty, write_outputs  # noqa: E402
 from search_rivals import (  # noqa: E402
     KT_STRATEGIES,
     ORDERS,
@@ -674,6 +674,13 @@ def main(argv: list[str] | None = None) -> int:
         for name in HUB:
             _CASES[name] = hub_case(name)
         merged = [merged_rows(path) for path in args.merge]
+        # What this run will write for each table, as a row would say it, beside the merged files' rows.
+        planned = [{"table": name, "order": order, "optimum_gbs": _CASES[name].optimum}
+                   | ({"score_m": None, "objective": _CASES[name].objective, "minimise": _CASES[name].minimise} if name in HUB else {})
+                   for name in [*names, *HUB] for order in args.orders]  # fmt: skip
+        clash = ranking_clash([("this run's tables", planned), *zip(args.merge, merged)])
+        if clash:
+            raise ValueError(clash)
         if AUTO in strategies:  # loaded here, not first in a worker: a registry that lacks it stops in one line
             auto_sampler_class(args.optunahub_registry)
     except ValueError as error:

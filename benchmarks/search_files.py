@@ -108,6 +108,40 @@ def merged_rows(path: str) -> list[dict]:
     return rows
 
 
+def ranking_of(row: dict) -> tuple:
+    """How a row's table was ranked: its optimum (as a rate) and, for a community table, its
+    objective and direction (rows written before they named them: a time, minimised)."""
+    hub = "score_m" in row
+    return (row["optimum_gbs"], row.get("objective", "time" if hub else None), row.get("minimise", True if hub else None))
+
+
+def ranking_clash(sources: list[tuple[str, list[dict]]]) -> str | None:
+    """One line where rows of one table (and value order) from different ``sources`` (name,
+    rows) were ranked differently (another optimum, objective or direction: the file of the
+    table changed, or an older reader ranked it the other way), else None: their rows would
+    share a header and a comparison."""
+    seen: dict[tuple, tuple[str, tuple]] = {}
+    for source, rows in sources:
+        for row in rows:
+            table, ranking = (row["table"], row["order"]), ranking_of(row)
+            first = seen.setdefault(table, (source, ranking))
+            if not _same_ranking(first[1], ranking):
+                return (f"--merge {source}: rows of table {row['table']} ({row['order']} values) must be ranked as those of "
+                        f"{first[0]}, got optimum {_ranking_text(ranking)} against {_ranking_text(first[1])}")  # fmt: skip
+    return None
+
+
+def _same_ranking(a: tuple, b: tuple) -> bool:
+    return math.isclose(a[0], b[0], rel_tol=1e-9) and a[1:] == b[1:]
+
+
+def _ranking_text(ranking: tuple) -> str:
+    optimum, objective, minimise = ranking
+    if objective is None:
+        return f"{optimum:.6g} GB/s"
+    return f"{optimum:.6g} by {objective} ({'lower' if minimise else 'higher'} is better)"
+
+
 def _plain(value) -> bool:
     return value is None or isinstance(value, (str, bool, int, float))
 

@@ -16,6 +16,9 @@ from tuner.search.replay import (
     table_domains,
     table_measure,
 )
+from tuner.search.replay import (
+    _share as replay_share,
+)
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
@@ -187,6 +190,7 @@ def test_a_budget_of_a_tiny_share_of_the_space_is_shown_with_its_digits():
                           {c: 0 for c in COLUMNS} | {"sampler": "random", "budget_fraction": 0.152}])  # fmt: skip
     text = format_table(frame)
     assert " 0.043%" in text and " 15.2%" in text
+    assert replay_share(1 / 2_000_000) == "0.000050%" and replay_share(0.00042) == "0.042%"
 
 
 def test_the_cli_reads_a_table_whose_suffix_is_upper_case(tmp_path, capsys):

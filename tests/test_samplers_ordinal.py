@@ -8,6 +8,7 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import optuna
 import pytest
 
@@ -555,7 +556,12 @@ def test_a_parameter_of_many_values_shares_the_models_columns_among_neighbours()
         trial = study.ask(fixed_distributions=dists)
         study.tell(trial, 1000.0 - abs(trial.params["x"] - 3000) / 10 + (trial.params["h"] == "b"))
     assert sampler._sums.state[0].shape == (MODEL_VALUES + 3, MODEL_VALUES + 3)
-    assert study.best_value > 990
+    # The model learns where the fast values lie (its best column of x beside the optimum's), and the
+    # steps it ranks stay there: random draws would measure some 58 of the 64 columns in 150 trials.
+    measured = sampler._recent[1]
+    weights, _ = sampler._fit(measured)
+    assert abs(int(np.argmax(weights[:MODEL_VALUES])) - column[3000]) <= 1
+    assert len({column[cfg["x"]] for cfg, _ in measured.values()}) < 40
 
 
 def test_a_space_of_at_most_model_values_per_parameter_keeps_one_column_per_value():

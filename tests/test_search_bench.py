@@ -590,6 +590,28 @@ def test_a_merged_row_of_a_field_of_the_wrong_type_stops_before_any_run(tmp_path
 
 
 @pytest.mark.parametrize(
+    ("old", "message"),
+    [({"optimum_gbs": 100.0}, "got optimum 100 by time (lower is better) against 40 by GFLOP/s (higher is better)"),
+     ({"optimum_gbs": 40.0, "objective": "GFLOP/s", "minimise": True},
+      "got optimum 40 by GFLOP/s (lower is better) against 40 by GFLOP/s (higher is better)")],
+    ids=["ranked as a time by an older reader", "the other direction"],
+)  # fmt: skip
+def test_merged_rows_of_a_table_ranked_otherwise_stop_before_any_run(tmp_path, capsys, monkeypatch, old, message):
+    """Rows of one table ranked another way (an older reader took a GFLOP/s cache for times)
+    would share a header and a comparison with this run's: the merge stops before any run."""
+    table = _kt_table(tmp_path / "hub" / "G.json", [10.0, 40.0, 20.0], objective="GFLOP/s")
+    merged = tmp_path / "old.json"
+    merged.write_text(json.dumps({"rows": [_merged_row(**old)]}))
+    line = _stops(capsys, monkeypatch, ["--tables", "--hub", str(table), "--merge", str(merged), "--out", str(tmp_path / "out")])
+    assert line.endswith(f": error: --merge {merged}: rows of table hub/G (ascending values) must be ranked as those of "
+                         f"this run's tables, {message}")  # fmt: skip
+    agreeing = tmp_path / "same.json"
+    agreeing.write_text(json.dumps({"rows": [_merged_row(optimum_gbs=40.0, objective="GFLOP/s", minimise=False)]}))
+    monkeypatch.setattr(search, "benchmark", lambda *a, **k: [])
+    assert search.main(["--tables", "--hub", str(table), "--merge", str(agreeing), "--out", str(tmp_path / "out2")]) == 0
+
+
+@pytest.mark.parametrize(
     ("text", "message"),
     [('{"rows": [{"budget": ' + "9" * 5000 + "}]}", "got ValueError: Exceeds the limit (4300 digits) for integer string"),
      ('{"rows": ' + "[" * 100_000 + "]" * 100_000 + "}", "got RecursionError: maximum recursion depth exceeded"),

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import math
 import statistics
 import sys
 import warnings
@@ -252,10 +253,18 @@ def replay(
     return pd.DataFrame(result, columns=list(COLUMNS))
 
 
+def _share(share: float) -> str:
+    """A budget's share of the space, with two digits where it is below 0.1 % (50 of
+    116,928 configurations: 0.043 %, not 0.0 %)."""
+    if share >= 0.001 or share <= 0:
+        return f"{share:.1%}"
+    return f"{100 * share:.{1 - math.floor(math.log10(100 * share))}f}%"
+
+
 def format_table(df: pd.DataFrame) -> str:
     """``replay``'s frame as an aligned plain-text table."""
     formats = {
-        "budget_fraction": lambda share: f"{share:.1%}" if share >= 0.001 else f"{100 * share:.2g}%",  # 50 of 116,928: 0.043%
+        "budget_fraction": _share,
         "median_ratio": "{:.3f}".format,
         "min_ratio": "{:.3f}".format,
         "within_2pct": "{:.0%}".format,
