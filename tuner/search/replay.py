@@ -13,7 +13,7 @@ The table may be a whole ``measurements.parquet``: the problem's rows are
 taken from one source (``--source``; default: the source with the most rows
 for the problem, the exhaustive sweep). Or it is another tuner's brute-forced
 space, a Kernel Tuner cache or a T4 results file (``.json``, gzipped or not;
-``--t1`` its T1 file, by default ``T1.json`` beside it): the space is the
+``--t1`` its T1 file, by default the T1 file beside it, ``T1.json``, ``t1.json`` or ``T1.json.gz``): the space is the
 file's, so no family, type or size is named. The default samplers need no
 PyTorch; ``--samplers tpe gp random`` adds the GP sampler where PyTorch is
 installed.
@@ -322,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--family", help="family name, e.g. reduce (a Parquet table's)")
     parser.add_argument("--dtype", help="element type, e.g. int32 (a Parquet table's)")
     parser.add_argument("--n", type=int, help="problem size (a Parquet table's)")
-    parser.add_argument("--t1", help="a cache's or T4 file's T1 space description (default: T1.json beside it)")
+    parser.add_argument("--t1", help="a cache's or T4 file's T1 space description (default: T1.json, t1.json or T1.json.gz beside it)")
     parser.add_argument("--source", help="the rows' source, e.g. sweep:reduce_space (default: the problem's largest)")
     parser.add_argument("--samplers", nargs="+", default=list(DEFAULT_SAMPLERS),
                         help=f"sampler names (default: {' '.join(DEFAULT_SAMPLERS)}; gp needs PyTorch)")  # fmt: skip
