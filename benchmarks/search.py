@@ -76,7 +76,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import numpy as np  # noqa: E402
 from scipy.special import gammaln  # noqa: E402
 from scipy.stats import fisher_exact  # noqa: E402
-from search_files import merged_rows, name_unfit, prepare_out, ranking_clash, remove_empty, write_outputs  # noqa: E402
+from search_files import merged_rows, name_unfit, prepare_out, ranking_clash, ranking_of, remove_empty, write_outputs  # noqa: E402
 from search_rivals import (  # noqa: E402
     KT_STRATEGIES,
     ORDERS,
@@ -529,11 +529,11 @@ COLUMNS = ("strategy", "budget", "within_1pct", "within_2pct", "median_ratio", "
 
 def _optimum_text(row: dict) -> str:
     """A table's optimum as its file gives it: GB/s for the project's tables; for a community
-    table its objective (a time in ms; rows written before they named it are times)."""
-    if "score_m" not in row:
-        return f"{row['optimum_gbs']:.0f} GB/s"
-    objective, minimise = row.get("objective", "time"), row.get("minimise", True)
-    value = 1000 / row["optimum_gbs"] if minimise else row["optimum_gbs"]
+    table its objective (``ranking_of``: a time in ms where an older row does not name it)."""
+    optimum, objective, minimise = ranking_of(row)
+    if objective is None:
+        return f"{optimum:.0f} GB/s"
+    value = 1000 / optimum if minimise else optimum
     return f"{value:.4g} ms" if objective == "time" else f"{objective} {value:.4g}"
 
 
@@ -676,7 +676,7 @@ def main(argv: list[str] | None = None) -> int:
         merged = [merged_rows(path) for path in args.merge]
         # What this run will write for each table, as a row would say it, beside the merged files' rows.
         planned = [{"table": name, "order": order, "optimum_gbs": _CASES[name].optimum}
-                   | ({"score_m": None, "objective": _CASES[name].objective, "minimise": _CASES[name].minimise} if name in HUB else {})
+                   | ({"objective": _CASES[name].objective, "minimise": _CASES[name].minimise} if name in HUB else {})
                    for name in [*names, *HUB] for order in args.orders]  # fmt: skip
         clash = ranking_clash([("this run's tables", planned), *zip(args.merge, merged)])
         if clash:
