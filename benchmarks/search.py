@@ -94,9 +94,8 @@ from tuner.data.readback import one_line  # noqa: E402
 from tuner.data.results import read  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import Problem  # noqa: E402
-from tuner.search.expressions import shown  # noqa: E402
 from tuner.search.strategies import missing_modules  # noqa: E402
-from tuner.search.tables import SpaceTable, load_table, table_label, table_stem  # noqa: E402
+from tuner.search.tables import load_table, table_label, table_stem, table_unfit  # noqa: E402
 from tuner.search.warm import warm_start  # noqa: E402
 
 DEFAULT_FRACTIONS = (0.025, 0.05, 0.10)  # of each space
@@ -269,23 +268,6 @@ def hub_case(name: str) -> Case:
         return Case.from_space_table(table)
     except (ValueError, TypeError) as exc:  # e.g. a name that is not text (a lone surrogate)
         raise ValueError(f"--hub {path}: must be a table a replay can hold, got {one_line(exc)}") from None
-
-
-def table_unfit(table: SpaceTable) -> str | None:
-    """Why the benchmark cannot judge a search on ``table``, or None: a
-    correct configuration's objective it cannot read as a positive rate (its
-    scores take 1000 / rate as a time), or nothing to search (fewer than two
-    correct configurations of different objective)."""
-    ok = [(key, value) for key, (status, value) in table.entries.items() if status == "ok"]
-    bad = next(((key, value) for key, value in ok if not value > 0), None)
-    if bad is not None:  # only a higher-is-better objective can be (a time <= 0 is refused when read)
-        return (f"a higher-is-better objective is scored as a rate, so {table.objective} must be positive in every correct "
-                f"configuration, got {shown(bad[1])} at {shown(table.config(bad[0]))}")  # fmt: skip
-    if len({value for _, value in ok}) < 2:
-        value = 1000.0 / ok[0][1] if table.minimise else ok[0][1]
-        return (f"a table must hold correct configurations of different {table.objective} (something to search), got "
-                f"{len(ok)} correct, all of {table.objective} {value:g}")  # fmt: skip
-    return None
 
 
 def _run(task: tuple) -> tuple[tuple, list[float]]:

@@ -233,18 +233,38 @@ def test_the_cli_says_which_form_needs_which_arguments(tmp_path, capsys):
     assert f"{path}: parameters must be those of {tmp_path / 'T1.json'} ['a'], got ['a', 'b']" in capsys.readouterr().err
 
 
-def test_a_table_whose_parameters_the_results_cannot_hold_is_refused(tmp_path, capsys):
+def test_a_table_is_replayed_whatever_its_parameters_are_named_and_whichever_it_leaves_out(tmp_path, capsys):
     import json
 
+    # Parameters named as results columns (n, status, trial) are the table's own: the replay keeps
+    # them apart from the rows' columns, and every seed measures the whole space.
     clash = tmp_path / "clash.json"
-    clash.write_text(json.dumps({"tune_params": {"n": [1, 2], "b": [1, 2]}, "objective": "time",
-                                 "cache": {f"{n},{b}": {"n": n, "b": b, "time": n + b} for n in (1, 2) for b in (1, 2)}}))  # fmt: skip
-    with pytest.raises(SystemExit):
-        main([str(clash)])
-    assert "a replayed table's parameters must not be named as results columns, got ['n']" in capsys.readouterr().err
-    result = {"invalidity": "correct", "correctness": 1, "objectives": ["time"], "measurements": [{"name": "time", "value": 1.0}]}
+    params = {"n": [1, 2, 3], "status": [0, 1], "trial": [5]}
+    cache = {f"{n},{s},5": {"n": n, "status": s, "trial": 5, "time": 1.0 + abs(n - 2) + s} for n in (1, 2, 3) for s in (0, 1)}
+    clash.write_text(json.dumps({"tune_params": params, "objective": "time", "cache": cache}))
+    assert main([str(clash), "--samplers", "ordinal_global", "random", "--budgets", "1", "6", "--seeds", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{tmp_path.name}/clash: 6 configurations, 3 parameters")
+    rows = {(r.split()[0], int(r.split()[1])): r.split() for r in lines[3:]}
+    for sampler in ("ordinal_global", "random"):
+        assert rows[(sampler, 6)][2:7] == ["100.0%", "1.000", "1.000", "100%", "6"]
+        assert 0 < float(rows[(sampler, 1)][4]) <= float(rows[(sampler, 1)][3]) <= 1  # min <= median <= optimum
+    # A T4 result that leaves a parameter out (our writer leaves out empty ones) has no value there.
+    result = {"invalidity": "correct", "correctness": 1, "objectives": ["time"]}
     gaps = tmp_path / "gaps.json"
-    gaps.write_text(json.dumps({"results": [result | {"configuration": {"a": 1, "b": 1}}, result | {"configuration": {"a": 2}}]}))
+    gaps.write_text(json.dumps({"results": [result | {"configuration": {"a": 1, "b": 1}, "measurements": [{"name": "time", "value": 2.0}]},
+                                            result | {"configuration": {"a": 2}, "measurements": [{"name": "time", "value": 1.0}]}]}))  # fmt: skip
+    assert main([str(gaps), "--samplers", "random", "--budgets", "2", "--seeds", "1"]) == 0
+    assert capsys.readouterr().out.splitlines()[3].split()[2:7] == ["100.0%", "1.000", "1.000", "100%", "2"]
+
+
+def test_a_table_with_nothing_to_search_is_refused_in_one_line(tmp_path, capsys):
+    import json
+
+    lone = tmp_path / "lone.json"
+    lone.write_text(json.dumps({"tune_params": {"a": [1, 2]}, "objective": "time",
+                                "cache": {"1": {"a": 1, "time": 2.0}, "2": {"a": 2, "time": "RuntimeFailedConfig"}}}))  # fmt: skip
     with pytest.raises(SystemExit):
-        main([str(gaps)])
-    assert "a replayed table's configurations must give every parameter a value, got {'a': 2, 'b': None}" in capsys.readouterr().err
+        main([str(lone)])
+    err = capsys.readouterr().err
+    assert f"{lone}: a table must hold correct configurations of different time (something to search), got 1 correct" in err

@@ -686,13 +686,13 @@ def test_a_hub_table_with_nothing_to_search_stops_before_any_run(tmp_path, capsy
 
 
 def test_a_rate_the_scores_cannot_read_is_refused_as_a_table_unfit():
-    from tuner.search.tables import SpaceTable
+    from tuner.search.tables import SpaceTable, table_unfit
 
     table = SpaceTable("t", {"a": [0, 1]}, entries={(0,): ("ok", 5.0), (1,): ("ok", -1.0)}, objective="gflops", minimise=False)
-    assert search.table_unfit(table) == ("a higher-is-better objective is scored as a rate, so gflops must be positive in every "
+    assert table_unfit(table) == ("a higher-is-better objective is scored as a rate, so gflops must be positive in every "
                                          "correct configuration, got -1.0 at {'a': 1}")  # fmt: skip
     table.entries[(1,)] = ("compile_error", None)
-    assert search.table_unfit(table) == ("a table must hold correct configurations of different gflops (something to search), "
+    assert table_unfit(table) == ("a table must hold correct configurations of different gflops (something to search), "
                                          "got 1 correct, all of gflops 5")  # fmt: skip
 
 

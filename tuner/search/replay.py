@@ -29,7 +29,7 @@ import statistics
 import sys
 import warnings
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import optuna
 import pandas as pd
@@ -153,61 +153,68 @@ def replay(
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     seeds: Iterable[int] = range(DEFAULT_SEEDS),
     source: str | None = None,
-    measure: Callable[[dict], dict] | None = None,
 ) -> pd.DataFrame:
-    """How close each sampler gets to the table's optimum within each budget.
+    """How close each sampler gets to the optimum of a results table (ideally
+    an exhaustive sweep) within each budget: ``replay_space`` over the space
+    of ``problem``'s rows (from ``source``, see ``problem_rows``), measured by
+    looking configurations up in them (``table_measure``).
+
+    Raises:
+        ValueError: bad arguments, or the table has no ``ok`` row.
+    """
+    _check_arguments(samplers, budgets, seeds)
+    rows = problem_rows(table, problem, source)
+    ok = rows[(rows["status"] == "ok") & rows["bandwidth_gbs"].notna()]
+    if ok.empty:
+        statuses = sorted(rows["status"].dropna().unique())
+        raise ValueError(f"table must hold an ok row for {problem.key}, got statuses {statuses}")
+    domains = table_domains(rows, family)
+    return replay_space(family, problem, domains, table_measure(rows, family), float(ok["bandwidth_gbs"].max()),
+                        len(family.space(problem, domains)), samplers, budgets, seeds)  # fmt: skip
+
+
+def replay_space(
+    family: Family,
+    problem: Problem,
+    domains: Mapping[str, list],
+    measure: Callable[[dict], dict],
+    optimum: float,
+    feasible: int,
+    samplers: Sequence[str] = DEFAULT_SAMPLERS,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    seeds: Iterable[int] = range(DEFAULT_SEEDS),
+) -> pd.DataFrame:
+    """How close each sampler gets to ``optimum`` within each budget, measuring
+    by ``measure`` (a look-up: a results table's, or another tuner's table's,
+    ``tuner.search.tables.table_measure``).
 
     One study per sampler and seed runs to the largest budget; the result at a
     smaller budget is its first ``budget`` measurements, which is what a study
     with that budget would have measured (samplers do not see the budget).
 
     Args:
-        table: measured rows (the results schema), ideally an exhaustive sweep.
-        family: the family the rows belong to.
-        problem: which of the table's problems to replay.
+        family, problem, domains: the searched space.
+        measure: the look-up a study measures by.
+        optimum: the space's best ``bandwidth_gbs`` (the ratios' denominator).
+        feasible: the number of feasible configurations (the budgets' share).
         samplers: sampler names (see ``tuner.search.study.SAMPLERS``).
         budgets: budgets to report, in distinct configurations measured.
         seeds: sampler seeds; each (sampler, seed) is one study.
-        source: which source's rows to replay (see ``problem_rows``).
-        measure: the look-up a study measures by (default: ``table_measure``
-            of the rows; a community table brings its own,
-            ``tuner.search.tables.table_measure``).
 
     Returns:
         One row per sampler x budget with ``COLUMNS``: ``median_ratio`` and
         ``min_ratio`` of best-found / optimum over seeds, ``within_2pct`` the
         share of seeds within 2 % of the optimum, ``budget_fraction`` the
-        budget over the number of feasible configurations in the table's
-        space, ``median_measured`` the configurations actually measured (less
-        than the budget when a study stalled or exhausted the space),
-        ``rescued_share`` the share of those measurements that the loop drew
-        at random because the sampler was stuck (pooled over seeds).
+        budget over ``feasible``, ``median_measured`` the configurations
+        actually measured (less than the budget when a study stalled or
+        exhausted the space), ``rescued_share`` the share of those
+        measurements that the loop drew at random because the sampler was
+        stuck (pooled over seeds).
 
     Raises:
-        ValueError: bad arguments, or the table has no ``ok`` row.
+        ValueError: bad arguments.
     """
-    samplers = list(samplers)
-    budgets = sorted({int(b) for b in budgets})
-    seeds = list(seeds)
-    if not samplers:
-        raise ValueError(f"samplers must not be empty, got {samplers}")
-    if not budgets or budgets[0] < 1:
-        raise ValueError(f"budgets must be >= 1 and not empty, got {budgets}")
-    if not seeds:
-        raise ValueError(f"seeds must not be empty, got {seeds}")
-    for name in samplers:
-        make_sampler(name, 0)  # unknown names and missing packages fail here, not mid-way
-
-    rows = problem_rows(table, problem, source)
-    ok = rows[(rows["status"] == "ok") & rows["bandwidth_gbs"].notna()]
-    if ok.empty:
-        statuses = sorted(rows["status"].dropna().unique())
-        raise ValueError(f"table must hold an ok row for {problem.key}, got statuses {statuses}")
-    optimum = float(ok["bandwidth_gbs"].max())
-    domains = table_domains(rows, family)
-    feasible = len(family.space(problem, domains))
-    measure = measure or table_measure(rows, family)
-
+    samplers, budgets, seeds = _check_arguments(samplers, budgets, seeds)
     # Per sampler, per seed: the measured rows in order, and which were rescues.
     found: dict[str, list[list[tuple[dict, bool]]]] = {name: [] for name in samplers}
     with _quiet_optuna():
@@ -216,7 +223,7 @@ def replay(
                 outcome = run_study(
                     family=family,
                     problem=problem,
-                    domains=domains,
+                    domains=dict(domains),
                     storage=None,
                     study_name=f"replay-{name}-{seed}",
                     measure=measure,
@@ -251,6 +258,23 @@ def replay(
                 }
             )
     return pd.DataFrame(result, columns=list(COLUMNS))
+
+
+def _check_arguments(samplers: Sequence[str], budgets: Sequence[int], seeds: Iterable[int]) -> tuple[list, list, list]:
+    """The samplers, the budgets (sorted, distinct) and the seeds, refused
+    before any study: unknown names and missing packages fail here, not mid-way."""
+    samplers = list(samplers)
+    budgets = sorted({int(b) for b in budgets})
+    seeds = list(seeds)
+    if not samplers:
+        raise ValueError(f"samplers must not be empty, got {samplers}")
+    if not budgets or budgets[0] < 1:
+        raise ValueError(f"budgets must be >= 1 and not empty, got {budgets}")
+    if not seeds:
+        raise ValueError(f"seeds must not be empty, got {seeds}")
+    for name in samplers:
+        make_sampler(name, 0)
+    return samplers, budgets, seeds
 
 
 def _share(share: float) -> str:
@@ -378,8 +402,11 @@ def _replay_community_table(parser: argparse.ArgumentParser, args: argparse.Name
         parser.error(f"{' '.join(given)} name a Parquet table's problem; {args.table} is its own space, got them")
     try:
         table = tables.load_table(args.table, args.t1)
-        df = replay(tables.table_rows(table), tables.table_family(table), tables.table_problem(table), _split(args.samplers),
-                    args.budgets, range(args.seeds), measure=tables.table_measure(table))  # fmt: skip
+        unfit = tables.table_unfit(table)
+        if unfit:
+            raise ValueError(f"{args.table}: {unfit}")
+        df = replay_space(tables.table_family(table), tables.table_problem(table), table.params, tables.table_measure(table),
+                          table.optimum, table.size, _split(args.samplers), args.budgets, range(args.seeds))  # fmt: skip
     except (ValueError, ImportError) as exc:
         parser.error(str(exc))
     direction = "lower" if table.minimise else "higher"

@@ -29,9 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-import pandas as pd
-
-from tuner.data.results import COLUMNS, PARAM_COLUMNS, config_key
+from tuner.data.results import config_key
 from tuner.data.t4 import finite_number, read_json, read_t4, t4_metadata
 from tuner.families.base import Family, Param, Problem
 from tuner.search.expressions import (
@@ -538,19 +536,21 @@ def table_measure(table: SpaceTable) -> Callable[[dict], dict]:
     return measure
 
 
-def table_rows(table: SpaceTable) -> pd.DataFrame:
-    """The table as results rows (its parameters, ``status`` and the rate as
-    ``bandwidth_gbs``), for what replays a results table
-    (``tuner.search.replay``)."""
-    clash = sorted(set(table.params) & (set(COLUMNS) - set(PARAM_COLUMNS)))
-    if clash:
-        raise ValueError(f"{table.name}: a replayed table's parameters must not be named as results columns, got {clash}")
-    gaps = next((table.config(key) for key in table.entries if None in key), None)
-    if gaps is not None:
-        raise ValueError(f"{table.name}: a replayed table's configurations must give every parameter a value, got {gaps}")
-    measure = table_measure(table)
-    rows = pd.DataFrame([table.config(key) | measure(table.config(key)) for key in table.entries])
-    return rows.astype({name: object for name in table.params})  # values as the file gives them, not as floats
+def table_unfit(table: SpaceTable) -> str | None:
+    """Why no search can be judged on ``table`` (the benchmark, a replay), or None: a
+    correct configuration's objective it cannot read as a positive rate (its
+    scores take 1000 / rate as a time), or nothing to search (fewer than two
+    correct configurations of different objective)."""
+    ok = [(key, value) for key, (status, value) in table.entries.items() if status == "ok"]
+    bad = next(((key, value) for key, value in ok if not value > 0), None)
+    if bad is not None:  # only a higher-is-better objective can be (a time <= 0 is refused when read)
+        return (f"a higher-is-better objective is scored as a rate, so {table.objective} must be positive in every correct "
+                f"configuration, got {shown(bad[1])} at {shown(table.config(bad[0]))}")  # fmt: skip
+    if len({value for _, value in ok}) < 2:
+        value = 1000.0 / ok[0][1] if table.minimise else ok[0][1]
+        return (f"a table must hold correct configurations of different {table.objective} (something to search), got "
+                f"{len(ok)} correct, all of {table.objective} {value:g}")  # fmt: skip
+    return None
 
 
 def table_key(table: SpaceTable, cfg: Mapping) -> str:
