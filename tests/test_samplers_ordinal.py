@@ -453,6 +453,27 @@ def test_the_pair_columns_cover_narrow_parameters_only_and_stop_at_their_cap(mon
     assert sampler._pair_columns == {} and sampler._features_of([config_key(cfg)]).shape == (1, 3)
 
 
+def test_over_the_cap_the_pairs_with_a_switch_keep_their_columns_then_the_pairs_of_switches(monkeypatch):
+    import tuner.search.ordinal as ordinal
+
+    Choices = optuna.distributions.CategoricalDistribution
+    dists = {"block": Choices([32, 64, 128, 256, 512]), "tile_x": Choices([1, 2, 3]),
+             "tile_y": Choices([1, 2, 3]), "read_only": Choices([0, 1]),
+             "shared": Choices([0, 1])}  # fmt: skip
+    sampler = OrdinalSampler(seed=0, pairs=True)
+    kept = {}
+    for cap in (37, 36, 28, 27, 4, 3):  # every pair: 9 + 4 x 6 + 4 columns; with a switch 28; of two switches 4
+        monkeypatch.setattr(ordinal, "PAIR_COLUMNS_MAX", cap)
+        sampler.bind(dists, lambda cfg: True, None)
+        kept[cap] = (len(sampler._pair_columns), sampler._pair_names)
+        cfg = {"block": 64, "tile_x": 3, "tile_y": 1, "read_only": 1, "shared": 0}
+        assert sampler._features_of([config_key(cfg)]).shape == (1, 5 + len(sampler._pair_names))
+    assert kept[37][0] == 37 and len(kept[37][1]) == 6
+    assert kept[36] == kept[28] and kept[28][0] == 28 and ("tile_x", "tile_y") not in kept[28][1]
+    assert kept[27] == kept[4] == (4, [("read_only", "shared")])
+    assert kept[3] == (0, [])
+
+
 def test_the_default_strategy_models_pairs_and_ordinal_does_not():
     assert make_sampler("ordinal_global", 0).pairs is True
     assert make_sampler("ordinal", 0).pairs is False

@@ -139,7 +139,7 @@ SLICE_AFTER = 15  # measurements of a stalled climb before its best's slice is s
 RUGGED = 0.8  # the best stands alone where its measured neighbours' median is below this share of it
 WIDE = 5  # ordered parameters of at least this many values are a slice's free ones
 SLICE_MAX = 4096  # configurations of a slice ranked in one ask at most (a random choice of a larger one)
-PAIR_COLUMNS_MAX = 256  # value-pair columns the model takes at most (beyond, main effects only: two inverses an ask)
+PAIR_COLUMNS_MAX = 256  # value-pair columns the model takes at most (beyond, fewer pairs: two inverses an ask)
 LEFT_OUT_ROWS = 2000  # the latest rows (measurements, prior) whose leave-one-out error decides on the pairs
 CROWD_SHARE = 0.97  # a measurement this close to the best is one of its crowd (a plateau)
 CROWD = 10  # a best with this many in its crowd has no restart drawn apart from it
@@ -646,18 +646,26 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
 
     def _paired(self) -> list[tuple[str, str]]:
         """The parameter pairs the model has value-pair columns for: every
-        two parameters of more than one and fewer than ``WIDE`` values."""
+        two parameters of more than one and fewer than ``WIDE`` values. Where
+        their value pairs would be more than ``PAIR_COLUMNS_MAX`` (a space of
+        many narrow parameters, such as a GEMM's tile and vector widths), only
+        the pairs with a switch (a parameter of two values), then only those
+        of two switches, then none: one switch deciding what another value is
+        worth is the interaction the pairs are for (on the hub's convolution
+        the pairs with a switch did what every pair did)."""
         narrow = [name for name in self._narrow if 1 < len(self._dists[name].choices) < WIDE]
-        return list(itertools.combinations(narrow, 2))
+        every = list(itertools.combinations(narrow, 2))
+        switch = {name for name in narrow if len(self._dists[name].choices) == 2}
+        for names in (every, [p for p in every if switch & set(p)], [p for p in every if set(p) <= switch]):
+            if sum(len(self._dists[a].choices) * len(self._dists[b].choices) for a, b in names) <= PAIR_COLUMNS_MAX:
+                return names
+        return []
 
     def _value_pairs(self) -> dict[tuple, int]:
         """The model's column (after the one-hot values') of every pair of
-        values of each pair of ``_pair_names``; none where they would
-        be more than ``PAIR_COLUMNS_MAX``."""
+        values of each pair of ``_pair_names``."""
         pairs = [((a, va), (b, vb)) for a, b in self._pair_names
                  for va in self._dists[a].choices for vb in self._dists[b].choices]  # fmt: skip
-        if len(pairs) > PAIR_COLUMNS_MAX:
-            return {}
         return {pair: self._main_width + i for i, pair in enumerate(pairs)}
 
     def _grouped_columns(self) -> tuple[dict[tuple, int], int]:
