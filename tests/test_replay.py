@@ -216,6 +216,13 @@ def test_the_cli_replays_another_tuners_table_without_a_family(tmp_path, capsys)
         assert 0 < float(rows[(sampler, 5)][4]) <= float(rows[(sampler, 5)][3]) <= 1  # min <= median <= optimum
 
 
+def test_a_budget_beyond_the_space_is_cut_to_its_size(tmp_path, capsys):
+    path = _community_table(tmp_path)
+    assert main([str(path), "--samplers", "random", "--budgets", "5", "100", "33", "--seeds", "2"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[3:]]
+    assert [(r[1], r[2], r[6]) for r in rows] == [("5", "15.2%", "5"), ("33", "100.0%", "33")]
+
+
 def test_the_cli_says_which_form_needs_which_arguments(tmp_path, capsys):
     path = _community_table(tmp_path)
     with pytest.raises(SystemExit):

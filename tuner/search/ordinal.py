@@ -61,8 +61,8 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    start) join its data until the study's own measurements outnumber them.
    With ``pairs`` (on in ``ordinal_global``) it also has a column for every
    pair of values of two parameters of fewer than ``WIDE`` values (switches,
-   tiles): where one switch decides what another is worth, main
-   effects average it away. On the A100's convolution of the benchmark hub,
+   tiles; over ``PAIR_COLUMNS_MAX`` columns, fewer pairs: ``_paired``): where
+   one switch decides what another is worth, main effects average it away. On the A100's convolution of the benchmark hub,
    read-only loads are the slowest choice without shared memory (a median
    of 0.13 of the optimum) and part of the optimum with it, and a tile
    height of 3 is slow without shared memory and the optimum's with it.
@@ -651,8 +651,9 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         many narrow parameters, such as a GEMM's tile and vector widths), only
         the pairs with a switch (a parameter of two values), then only those
         of two switches, then none: one switch deciding what another value is
-        worth is the interaction the pairs are for (on the hub's convolution
-        the pairs with a switch did what every pair did)."""
+        worth is the interaction the pairs are for. On the hub's convolution
+        (under the cap) the pairs with a switch alone did nearly what every
+        pair did; no space over the cap has been screened."""
         narrow = [name for name in self._narrow if 1 < len(self._dists[name].choices) < WIDE]
         every = list(itertools.combinations(narrow, 2))
         switch = {name for name in narrow if len(self._dists[name].choices) == 2}

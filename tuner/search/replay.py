@@ -162,7 +162,6 @@ def replay(
     Raises:
         ValueError: bad arguments, or the table has no ``ok`` row.
     """
-    _check_arguments(samplers, budgets, seeds)
     rows = problem_rows(table, problem, source)
     ok = rows[(rows["status"] == "ok") & rows["bandwidth_gbs"].notna()]
     if ok.empty:
@@ -198,7 +197,8 @@ def replay_space(
         optimum: the space's best ``bandwidth_gbs`` (the ratios' denominator).
         feasible: the number of feasible configurations (the budgets' share).
         samplers: sampler names (see ``tuner.search.study.SAMPLERS``).
-        budgets: budgets to report, in distinct configurations measured.
+        budgets: budgets to report, in distinct configurations measured (one
+            beyond the space is cut to ``feasible``).
         seeds: sampler seeds; each (sampler, seed) is one study.
 
     Returns:
@@ -214,7 +214,7 @@ def replay_space(
     Raises:
         ValueError: bad arguments.
     """
-    samplers, budgets, seeds = _check_arguments(samplers, budgets, seeds)
+    samplers, budgets, seeds = _check_arguments(samplers, budgets, seeds, feasible)
     # Per sampler, per seed: the measured rows in order, and which were rescues.
     found: dict[str, list[list[tuple[dict, bool]]]] = {name: [] for name in samplers}
     with _quiet_optuna():
@@ -260,12 +260,15 @@ def replay_space(
     return pd.DataFrame(result, columns=list(COLUMNS))
 
 
-def _check_arguments(samplers: Sequence[str], budgets: Sequence[int], seeds: Iterable[int]) -> tuple[list, list, list]:
-    """The samplers, the budgets (sorted, distinct) and the seeds, refused
-    before any study: unknown names and missing packages fail here, not mid-way."""
+def _check_arguments(samplers: Sequence[str], budgets: Sequence[int], seeds: Iterable[int],
+                     feasible: int) -> tuple[list, list, list]:  # fmt: skip
+    """The samplers, the budgets (sorted, distinct, none beyond the space's
+    ``feasible`` configurations: a study measures no more) and the seeds,
+    refused before any study: unknown names and missing packages fail here,
+    not mid-way."""
     samplers = list(samplers)
-    budgets = sorted({int(b) for b in budgets})
     seeds = list(seeds)
+    budgets = sorted({min(int(b), max(feasible, 1)) for b in budgets})
     if not samplers:
         raise ValueError(f"samplers must not be empty, got {samplers}")
     if not budgets or budgets[0] < 1:
