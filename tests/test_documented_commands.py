@@ -79,7 +79,8 @@ SKIPPED = {
     "python benchmarks/search.py": "50 seeds of every strategy on every shipped table, tens of minutes on a CPU "
     "(tests/test_search_bench.py runs it on a few seeds)",
     "python benchmarks/search.py --tables --hub ../shared/benchmark_hub/convolution_milo ../shared/benchmark_hub/dedispersion_milo "
-    "--seeds 10 --jobs 1 --fixed 50 100 200 --orders ascending --out benchmarks/results --name search-hub": "the benchmark hub's "
+    "--seeds 10 --jobs 1 --strategies random ordinal tpe hybrid_vndx adaptive_tabu_greywolf genetic_algorithm basinhopping "
+    "dual_annealing diff_evo greedy_ils --fixed 50 100 200 --orders ascending --out benchmarks/results --name search-hub": "the benchmark hub's "
     "files lie outside the repository, and the run takes an hour on one core (tests/test_search_bench.py runs one of its tables)",
     "python benchmarks/search.py --tables --hub ../shared/benchmark_hub/convolution_milo ../shared/benchmark_hub/dedispersion_milo "
     "--seeds 50 --strategies ordinal_global ordinal random --fixed 50 100 200 --orders ascending --merge "

@@ -21,8 +21,8 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    unmeasured neighbours): one ordered parameter moved 1, 2, 4, ... positions
    or to an end, one unordered parameter changed, or two ordered ones moved
    one position each. The ends take a search out of an interior optimum when
-   the best lies at an edge (H200, 2^24 hard table, 5 % budget: 16 of 20 runs
-   within 1 % without them, 50 of 50 with them). The two-parameter steps
+   the best lies at an edge (the H200's 2^24 table: its optimum has the
+   largest grid, 32 blocks per SM). The two-parameter steps
    climb diagonal ridges: on the H100's 2^24 table all 31 configurations
    within 1 % have unroll 2 and vector width 4, climbs stopped at unroll 4
    and width 2 (the same elements per thread, 1-1.5 % slower), where every
