@@ -8,6 +8,9 @@ namespace tuner_best {
 #if !defined(TUNER_TARGET_SM) || TUNER_TARGET_SM == 90
 constexpr bool tuned = true;
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner: no member of its tie set ties at another size (n = 268435456). The others:
+//   variant=copy, block_size=1024, vector_width=4, unroll=1, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3104.6 GB/s
 struct copy_float32_n16777216 {
     static constexpr const char* variant = "copy";
     static constexpr int block_size = 256;
@@ -21,6 +24,11 @@ struct copy_float32_n16777216 {
     static constexpr double bandwidth_gbs = 3141.8;  // measured
 };
 
+// 4 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
+//   variant=read, block_size=256, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3172.8 GB/s
+//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3171.2 GB/s
+//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3164.0 GB/s
 struct copy_float32_n268435456 {
     static constexpr const char* variant = "read";
     static constexpr int block_size = 1024;
@@ -34,6 +42,9 @@ struct copy_float32_n268435456 {
     static constexpr double bandwidth_gbs = 3180.2;  // measured
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of layout float32 (2 of 2; 0.26% behind each size's best, geometric mean). The others:
+//   variant=soa, block_size=256: 2991.7 GB/s
 struct layout_float32_n4194304 {
     static constexpr const char* variant = "aos";
     static constexpr int block_size = 256;
@@ -42,32 +53,47 @@ struct layout_float32_n4194304 {
     static constexpr double bandwidth_gbs = 3006.7;  // measured
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 2 tied configurations the one that ties at the most sizes of layout float32 (2 of 2; 0.26% behind each size's best, geometric mean). The others:
+//   variant=aos, block_size=128: 2962.3 GB/s (the winner)
 struct layout_float32_n67108864 {
     static constexpr const char* variant = "aos";
-    static constexpr int block_size = 128;
-    static constexpr unsigned grid[3] = {524288, 1, 1};
-    static constexpr unsigned block[3] = {128, 1, 1};
-    static constexpr double bandwidth_gbs = 2962.3;  // measured
+    static constexpr int block_size = 256;
+    static constexpr unsigned grid[3] = {262144, 1, 1};
+    static constexpr unsigned block[3] = {256, 1, 1};
+    static constexpr double bandwidth_gbs = 2946.7;  // measured
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of matmul float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=shared_ab, tile=32, pitched=0: 7751.9 GFLOP/s
 struct matmul_float32_n1000 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 32;
     static constexpr int pitched = 1;
     static constexpr unsigned grid[3] = {32, 32, 1};
     static constexpr unsigned block[3] = {32, 32, 1};
-    static constexpr double bandwidth_gbs = 46.7;  // measured
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 2 tied configurations the one that ties at the most sizes of matmul float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=shared_ab, tile=32, pitched=0: 8310.7 GFLOP/s (the winner)
 struct matmul_float32_n1024 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 32;
-    static constexpr int pitched = 0;
+    static constexpr int pitched = 1;
     static constexpr unsigned grid[3] = {32, 32, 1};
     static constexpr unsigned block[3] = {32, 32, 1};
-    static constexpr double bandwidth_gbs = 48.7;  // measured
 };
 
+// 7 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of offset float32 (2 of 2; 0.08% behind each size's best, geometric mean). The others:
+//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3145.7 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3139.4 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3133.2 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3127.0 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3127.0 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3127.0 GB/s
 struct offset_float32_n4194304 {
     static constexpr const char* variant = "read_offset_unrolled";
     static constexpr int offset = 0;
@@ -80,18 +106,41 @@ struct offset_float32_n4194304 {
     static constexpr double bandwidth_gbs = 3145.7;  // measured
 };
 
+// 19 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 19 tied configurations the one that ties at the most sizes of offset float32 (2 of 2; 0.08% behind each size's best, geometric mean). The others:
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3203.4 GB/s (the winner)
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3202.6 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3201.8 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3198.5 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3198.5 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3196.9 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3193.6 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3190.4 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3183.9 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=2, l1_cache=ca, read_only=0: 3179.1 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=2, l1_cache=ca, read_only=0: 3177.5 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3176.7 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3175.9 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3174.3 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3173.5 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=8, l1_cache=ca, read_only=0: 3173.5 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3171.1 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3169.5 GB/s
 struct offset_float32_n16777216 {
     static constexpr const char* variant = "read_offset_unrolled";
-    static constexpr int offset = 128;
-    static constexpr int block_size = 256;
+    static constexpr int offset = 0;
+    static constexpr int block_size = 512;
     static constexpr int unroll = 4;
     static constexpr const char* l1_cache = "ca";
     static constexpr int read_only = 0;
-    static constexpr unsigned grid[3] = {16384, 1, 1};
-    static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3203.4;  // measured
+    static constexpr unsigned grid[3] = {8192, 1, 1};
+    static constexpr unsigned block[3] = {512, 1, 1};
+    static constexpr double bandwidth_gbs = 3198.5;  // measured
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner: no member of its tie set ties at another size (n = 268435456). The others:
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=host: 2674.9 GB/s
 struct reduce_float32_n16777216 {
     static constexpr const char* variant = "shared";
     static constexpr int block_size = 1024;
@@ -107,6 +156,11 @@ struct reduce_float32_n16777216 {
     static constexpr double bandwidth_gbs = 2685.2;  // measured
 };
 
+// 4 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
+//   variant=shuffle, block_size=512, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3170.7 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3152.7 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3150.7 GB/s
 struct reduce_float32_n268435456 {
     static constexpr const char* variant = "shuffle";
     static constexpr int block_size = 1024;
@@ -122,6 +176,10 @@ struct reduce_float32_n268435456 {
     static constexpr double bandwidth_gbs = 3171.8;  // measured
 };
 
+// 3 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner: no member of its tie set ties at another size (n = 268435456). The others:
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=host: 2680.1 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=host: 2647.9 GB/s
 struct reduce_int32_n16777216 {
     static constexpr const char* variant = "shared";
     static constexpr int block_size = 1024;
@@ -137,6 +195,11 @@ struct reduce_int32_n16777216 {
     static constexpr double bandwidth_gbs = 2681.8;  // measured
 };
 
+// 4 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3171.9 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3154.8 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3151.2 GB/s
 struct reduce_int32_n268435456 {
     static constexpr const char* variant = "shuffle";
     static constexpr int block_size = 512;
@@ -164,16 +227,19 @@ struct vector_add_float16_n16777216 {
     static constexpr double bandwidth_gbs = 3283.6;  // measured
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add float16 (2 of 2; 0.01% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=4, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3093.0 GB/s (the winner)
 struct vector_add_float16_n268435456 {
     static constexpr const char* variant = "add";
-    static constexpr int vector_width = 4;
+    static constexpr int vector_width = 8;
     static constexpr int unroll = 1;
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {131072, 1, 1};
+    static constexpr unsigned grid[3] = {65536, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3093.0;  // measured
+    static constexpr double bandwidth_gbs = 3092.7;  // measured
 };
 
 struct vector_add_float32_n16777216 {
@@ -188,6 +254,9 @@ struct vector_add_float32_n16777216 {
     static constexpr double bandwidth_gbs = 3205.0;  // measured
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of vector_add float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=2, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3080.6 GB/s
 struct vector_add_float32_n268435456 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;
@@ -212,6 +281,9 @@ struct vector_add_int32_n16777216 {
     static constexpr double bandwidth_gbs = 3186.4;  // measured
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of vector_add int32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=2, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3077.4 GB/s
 struct vector_add_int32_n268435456 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;

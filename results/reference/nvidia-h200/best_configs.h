@@ -21,6 +21,10 @@ struct copy_float32_n16777216 {
     static constexpr double bandwidth_gbs = 3770.2;  // measured
 };
 
+// 3 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
+//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 4393.1 GB/s
+//   variant=read, block_size=256, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 4385.3 GB/s
 struct copy_float32_n268435456 {
     static constexpr const char* variant = "read";
     static constexpr int block_size = 1024;
@@ -50,24 +54,34 @@ struct layout_float32_n67108864 {
     static constexpr double bandwidth_gbs = 3857.3;  // measured
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of matmul float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=shared_ab, tile=32, pitched=0: 7693.3 GFLOP/s
 struct matmul_float32_n1000 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 32;
     static constexpr int pitched = 1;
     static constexpr unsigned grid[3] = {32, 32, 1};
     static constexpr unsigned block[3] = {32, 32, 1};
-    static constexpr double bandwidth_gbs = 46.2;  // measured
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of matmul float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=shared_ab, tile=32, pitched=0: 8240.3 GFLOP/s
 struct matmul_float32_n1024 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 32;
     static constexpr int pitched = 1;
     static constexpr unsigned grid[3] = {32, 32, 1};
     static constexpr unsigned block[3] = {32, 32, 1};
-    static constexpr double bandwidth_gbs = 48.3;  // measured
 };
 
+// 5 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of offset float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=4, l1_cache=ca, read_only=0: 2891.3 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 2886.0 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 2886.0 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=8, l1_cache=ca, read_only=0: 2859.8 GB/s
 struct offset_float32_n4194304 {
     static constexpr const char* variant = "read_offset_unrolled";
     static constexpr int offset = 0;
@@ -80,6 +94,11 @@ struct offset_float32_n4194304 {
     static constexpr double bandwidth_gbs = 2896.6;  // measured
 };
 
+// 4 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of offset float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3886.0 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3878.8 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3871.7 GB/s
 struct offset_float32_n16777216 {
     static constexpr const char* variant = "read_offset_unrolled";
     static constexpr int offset = 0;
@@ -92,6 +111,9 @@ struct offset_float32_n16777216 {
     static constexpr double bandwidth_gbs = 3887.2;  // measured
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of reduce float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0: 2697.3 GB/s
 struct reduce_float32_n16777216 {
     static constexpr const char* variant = "shuffle";
     static constexpr int block_size = 1024;
@@ -120,20 +142,42 @@ struct reduce_float32_n268435456 {
     static constexpr double bandwidth_gbs = 4380.5;  // measured
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 2 tied configurations the one that ties at the most sizes of reduce int32 (2 of 2; 0.06% behind each size's best, geometric mean). The others:
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0: 2706.0 GB/s (the winner)
 struct reduce_int32_n16777216 {
     static constexpr const char* variant = "shuffle";
     static constexpr int block_size = 1024;
     static constexpr int unroll = 8;
-    static constexpr int vector_width = 1;
+    static constexpr int vector_width = 4;
     static constexpr int offset = 0;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
-    static constexpr unsigned grid[3] = {2048, 1, 1};
+    static constexpr unsigned grid[3] = {512, 1, 1};
     static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 2706.0;  // measured
+    static constexpr double bandwidth_gbs = 2702.5;  // measured
 };
 
+// 18 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of reduce int32 (2 of 2; 0.06% behind each size's best, geometric mean). The others:
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0: 4357.7 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=2: 4356.9 GB/s
+//   variant=shuffle, block_size=1024, unroll=2, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=0: 4354.3 GB/s
+//   variant=shuffle, block_size=1024, unroll=2, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=2: 4353.5 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0: 4351.5 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=2: 4350.4 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=0: 4347.3 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=2, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=0: 4345.6 GB/s
+//   variant=shuffle, block_size=512, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=0: 4343.6 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=2, cache_hint=none, min_blocks=0: 4343.1 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=2: 4343.1 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=2, cache_hint=none, min_blocks=2: 4341.4 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=2, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=2: 4340.5 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=2: 4340.2 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=2, cache_hint=none, min_blocks=2: 4339.1 GB/s
+//   variant=shuffle, block_size=256, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=2: 4336.3 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=2, cache_hint=none, min_blocks=2: 4334.1 GB/s
 struct reduce_int32_n268435456 {
     static constexpr const char* variant = "shuffle";
     static constexpr int block_size = 1024;
