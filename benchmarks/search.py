@@ -103,9 +103,9 @@ SEEDS = 50
 # The default search, the project's others, and Optuna's TPE and GP samplers (run through the study loop).
 OURS = ("ordinal_global", "ordinal", "interactions", "tpe", "gp")
 WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
-# Model-based samplers slow with every trial (multivariate TPE: 1113 trials of an 11,130-point space
-# take a minute a run; the GP sampler far longer; Kernel Tuner's bayes_opt 9 s for 200 evaluations of
-# an 83,000-point space and 150 s for 1,000, so hours for the 8,300 of its 10 %): by default each runs
+# Model-based samplers slow with every trial (multivariate TPE and the GP sampler refit on every trial,
+# Kernel Tuner's bayes_opt its Gaussian process on every evaluation; the GP sampler took 2 to 5 minutes
+# for 200 trials, benchmarks/results/hub-gp/README.md): by default each runs
 # to at most this many trials, and budgets beyond it are left out of its rows (--cap changes it; 0: no
 # cap). bayes_opt's reaches every budget of the hub's convolution and dedispersion spaces. AutoSampler
 # (auto) has TPE's: on these spaces (every parameter categorical) it hands every trial after its first

@@ -67,7 +67,7 @@ def main() -> None:
         report["cases"].append({"case": label, "hot_vs_flushed": hot_vs_flushed, **{m: {k: r[k] for k in (
             "samples", "measure_wall_s", "time_ms_median", "rel_spread", "bandwidth_gbs", "converged")} for m, r in rows.items()}})  # fmt: skip
         del session
-    # Repeatability: 16 configurations of the reduction at 2^28, two separate passes.
+    # Repeatability: 12 configurations of the reduction at 2^28, two separate passes.
     family = REGISTRY["reduce"]
     session = bench.problem(family, Problem("reduce", "int32", 1 << 28))
     configs = [default_config(family, REDUCE_BEST | {"block_size": b, "unroll": u, "vector_width": v})

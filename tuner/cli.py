@@ -35,8 +35,8 @@ from tuner.families import REGISTRY, Problem
 from tuner.processes import child_command, child_env, gpu_list
 from tuner.settings import ConfigError, Settings
 
-# pandas and pyarrow (0.5 s to import on a GPU host) are imported where tables are
-# written: a stage's measuring process never needs them.
+# pandas and pyarrow (a noticeable part of a second to import) are imported where tables
+# are written: a stage's measuring process never needs them.
 
 # ---- settings and paths ------------------------------------------------------
 

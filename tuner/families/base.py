@@ -34,7 +34,7 @@ C_TYPES = {"int8": "signed char", "int32": "int", "float16": "__half", "float32"
 
 
 # One encoder for every key: json.dumps with options builds a new one each call,
-# a third of a key's time where a study enumerates 10^6 configurations.
+# a large share of a key's time where a study enumerates 10^6 configurations.
 _KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
 
 
@@ -237,7 +237,7 @@ class Family(ABC):
         ):
             # Then ``violations`` of each configuration is its rules between
             # parameters alone: each value and the dtype were checked once here,
-            # not once per configuration (reduce's full space is 135,000 of them).
+            # not once per configuration (reduce's full space is 67,584 of them a problem).
             return [c for c in self.configs(domains) if not self.constraint_violations(c, problem)]
         return [c for c in self.configs(domains) if not self.violations(c, problem)]
 

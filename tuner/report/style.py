@@ -67,7 +67,7 @@ def styled() -> Iterator[None]:
 
 def blank_figure(width_in: float, height_in: float) -> Figure:
     """An empty figure laid out by matplotlib's constrained layout."""
-    # matplotlib.figure takes ~0.6 s to import: loaded where a figure is made, so
+    # matplotlib.figure is slow to import: loaded where a figure is made, so
     # that reading the figure list (the workflow does, on every start) stays quick.
     from matplotlib.figure import Figure
 
