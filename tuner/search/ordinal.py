@@ -62,9 +62,10 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    With ``pairs`` (on in ``ordinal_global``) it also has a column for every
    pair of values of two parameters of fewer than ``WIDE`` values (switches,
    tiles; over ``PAIR_COLUMNS_MAX`` columns, fewer pairs: ``_paired``): where
-   one switch decides what another is worth, main effects average it away. On the A100's convolution of the benchmark hub,
-   read-only loads are the slowest choice without shared memory (a median
-   of 0.13 of the optimum) and part of the optimum with it, and a tile
+   one switch decides what another is worth, main effects average it away.
+   On the A100's convolution of the benchmark hub, read-only loads are the
+   slowest choice without shared memory (a median of 0.13 of the optimum)
+   and part of the optimum with it, and a tile
    height of 3 is slow without shared memory and the optimum's with it.
    Each fit keeps the pair columns only while the model with them predicts
    the measurements better when each is left out in turn (ridge regression's

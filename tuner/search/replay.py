@@ -162,14 +162,15 @@ def replay(
     Raises:
         ValueError: bad arguments, or the table has no ``ok`` row.
     """
+    checked = _check_arguments(samplers, budgets, seeds)
     rows = problem_rows(table, problem, source)
     ok = rows[(rows["status"] == "ok") & rows["bandwidth_gbs"].notna()]
     if ok.empty:
         statuses = sorted(rows["status"].dropna().unique())
         raise ValueError(f"table must hold an ok row for {problem.key}, got statuses {statuses}")
     domains = table_domains(rows, family)
-    return replay_space(family, problem, domains, table_measure(rows, family), float(ok["bandwidth_gbs"].max()),
-                        len(family.space(problem, domains)), samplers, budgets, seeds)  # fmt: skip
+    return _replay(family, problem, domains, table_measure(rows, family), float(ok["bandwidth_gbs"].max()),
+                   len(family.space(problem, domains)), *checked)  # fmt: skip
 
 
 def replay_space(
@@ -214,7 +215,13 @@ def replay_space(
     Raises:
         ValueError: bad arguments.
     """
-    samplers, budgets, seeds = _check_arguments(samplers, budgets, seeds, feasible)
+    return _replay(family, problem, domains, measure, optimum, feasible, *_check_arguments(samplers, budgets, seeds))
+
+
+def _replay(family: Family, problem: Problem, domains: Mapping[str, list], measure: Callable[[dict], dict], optimum: float,
+            feasible: int, samplers: list[str], budgets: list[int], seeds: list[int]) -> pd.DataFrame:  # fmt: skip
+    """``replay_space`` on checked arguments; a budget beyond the space is cut to its size."""
+    budgets = sorted({min(budget, max(feasible, 1)) for budget in budgets})
     # Per sampler, per seed: the measured rows in order, and which were rescues.
     found: dict[str, list[list[tuple[dict, bool]]]] = {name: [] for name in samplers}
     with _quiet_optuna():
@@ -260,15 +267,13 @@ def replay_space(
     return pd.DataFrame(result, columns=list(COLUMNS))
 
 
-def _check_arguments(samplers: Sequence[str], budgets: Sequence[int], seeds: Iterable[int],
-                     feasible: int) -> tuple[list, list, list]:  # fmt: skip
-    """The samplers, the budgets (sorted, distinct, none beyond the space's
-    ``feasible`` configurations: a study measures no more) and the seeds,
-    refused before any study: unknown names and missing packages fail here,
-    not mid-way."""
+def _check_arguments(samplers: Sequence[str], budgets: Sequence[int], seeds: Iterable[int]) -> tuple[list, list, list]:
+    """The samplers, the budgets (sorted, distinct) and the seeds, refused
+    before any table is read or study run: unknown names and missing packages
+    fail here, not mid-way."""
     samplers = list(samplers)
     seeds = list(seeds)
-    budgets = sorted({min(int(b), max(feasible, 1)) for b in budgets})
+    budgets = sorted({int(b) for b in budgets})
     if not samplers:
         raise ValueError(f"samplers must not be empty, got {samplers}")
     if not budgets or budgets[0] < 1:
