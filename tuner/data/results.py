@@ -12,7 +12,7 @@ Columns:
     source                       the stage and name that measured it (``sweep:reduce_ladder``, ``study:reduce_int32``)
     trial                        the Optuna trial number for study rows (null for sweeps)
     gpu, gpu_slug, pci_bus_id (which card, when several share a study), compute_capability, driver_version, cuda_version,
-    nvcc_version, pycuda_version, git_commit
+    nvcc_version, pycuda_version, git_commit (``-dirty`` appended where tracked files differed from that commit)
     family, variant, dtype, n    what was computed (n: elements, or matrix dimension)
     <parameter columns>          one per tuning parameter, see PARAM_COLUMNS
     config_key                   canonical text of the parameters (identifies a configuration)

@@ -26,15 +26,21 @@ from tuner.measure.stopwatch import Phases
 from tuner.measure.timing import ClockMonitor, NoClocks, TimingOptions, time_kernel
 
 
-def git_commit() -> str:
+def git_commit(root: Path | None = None) -> str:
+    """The checkout's commit, with ``-dirty`` where tracked files differ from it:
+    a row measured with edited code (a kernel being tuned, a copied working tree
+    whose HEAD lags) must not claim the commit's code measured it."""
     if os.environ.get("TUNER_GIT_COMMIT"):
         return os.environ["TUNER_GIT_COMMIT"]
+    root = root or Path(__file__).resolve().parents[2]
     try:
-        root = Path(__file__).resolve().parents[2]
-        return subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+        edited = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return f"{head}-dirty" if edited else head
 
 
 def now_iso() -> str:
