@@ -60,6 +60,26 @@ def test_repeated_measurements_keep_their_mean():
     assert prior[0][1] == pytest.approx(OPTIMUM_GBS * 0.8 * 0.75)
 
 
+def test_rows_of_another_size_seed_a_space_the_same_size_has_no_row_of():
+    """A folder whose rows at the study's size lie outside its space (a sweep
+    of other block sizes) seeds it from the rows of another size."""
+    table = earlier_table()
+    other_size = table[table["family"] == "fake"].assign(n=PROBLEM.n * 4)
+    same_size_outside = table[(table["family"] == "fake") & (table["block_size"] == 512)]
+    narrow = DOMAINS | {"block_size": [64, 128]}
+    enqueue, prior = warm_start(pd.concat([same_size_outside, other_size], ignore_index=True), FAMILY, PROBLEM, narrow)
+    assert enqueue and all(cfg["block_size"] in (64, 128) for cfg, _ in prior)
+    # the same prior as those rows would give at the study's size
+    assert prior == warm_start(other_size.assign(n=PROBLEM.n), FAMILY, PROBLEM, narrow)[1]
+
+
+def test_rows_of_the_same_size_are_preferred_where_they_lie_within_the_space():
+    table = earlier_table()
+    faster_elsewhere = table[table["family"] == "fake"].assign(n=PROBLEM.n * 4, bandwidth_gbs=lambda t: 2 * t["bandwidth_gbs"])
+    _, prior = warm_start(pd.concat([table, faster_elsewhere], ignore_index=True), FAMILY, PROBLEM, DOMAINS)
+    assert prior[0][1] == pytest.approx(OPTIMUM_GBS * 0.8)  # the same size's rows alone, not a mean with the other's
+
+
 def test_a_warm_study_records_its_warm_trials_and_lands_at_once(tmp_path):
     path = tmp_path / "earlier.parquet"
     write_atomic(to_frame(earlier_table(), keep_unknown=True), path)

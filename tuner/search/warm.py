@@ -32,17 +32,37 @@ def warm_start(
 ) -> tuple[list[dict], list[tuple[dict, float]]]:
     """(configurations to enqueue, prior (configuration, GB/s) rows) from ``table``.
 
-    Rows of ``family`` measured ok count; those of ``problem``'s element type
-    and size are preferred where the table has them. A configuration must lie
-    within ``domains`` (a parameter the table lacks takes the domain's only
-    value, or the family default) and be feasible for ``problem``; one
-    measured several times keeps its mean. The best ``top`` are enqueued,
-    best first; every one is a prior row.
+    Rows of ``family`` measured ok count. Those of ``problem``'s element type
+    and size are preferred; where none of them lies within the study's space,
+    those of its element type at any size, then any row (a results folder
+    whose sweep of this space ran at another size still seeds the study). A
+    configuration must lie within ``domains`` (a parameter the table lacks
+    takes the domain's only value, or the family default) and be feasible for
+    ``problem``; one measured several times keeps its mean. The best ``top``
+    are enqueued, best first; every one is a prior row.
     """
-    rows = _measured(table, family)
-    for column, value in (("dtype", problem.dtype), ("n", problem.n)):
-        if column in rows and (rows[column] == value).any():
-            rows = rows[rows[column] == value]
+    prior: list[tuple[dict, float]] = []
+    for rows in _by_preference(_measured(table, family), problem):
+        prior = _prior(rows, family, problem, domains)
+        if prior:
+            break
+    return [dict(cfg) for cfg, _ in prior[:top]], prior
+
+
+def _by_preference(rows: pd.DataFrame, problem: Problem) -> list[pd.DataFrame]:
+    """``rows`` of ``problem``'s element type and size, of its element type,
+    and all of them: each that holds a row and differs from the one before."""
+    same_dtype = rows[(rows["dtype"] == problem.dtype).fillna(False).astype(bool)] if "dtype" in rows else rows
+    same_size = same_dtype[(same_dtype["n"] == problem.n).fillna(False).astype(bool)] if "n" in same_dtype else same_dtype
+    found: list[pd.DataFrame] = []
+    for subset in (same_size, same_dtype, rows):
+        if not subset.empty and (not found or len(subset) != len(found[-1])):
+            found.append(subset)
+    return found
+
+
+def _prior(rows: pd.DataFrame, family: Family, problem: Problem, domains: Mapping[str, Sequence]) -> list[tuple[dict, float]]:
+    """(configuration, mean GB/s) of ``rows`` within ``domains`` and feasible for ``problem``, best first."""
     sums: dict[str, list] = {}
     for record in rows.to_dict("records"):
         cfg = _within(record, family, domains)
@@ -51,8 +71,7 @@ def warm_start(
         entry = sums.setdefault(config_key(cfg), [cfg, 0.0, 0])
         entry[1] += float(record["bandwidth_gbs"])
         entry[2] += 1
-    prior = sorted(((cfg, total / count) for cfg, total, count in sums.values()), key=lambda item: -item[1])
-    return [dict(cfg) for cfg, _ in prior[:top]], prior
+    return sorted(((cfg, total / count) for cfg, total, count in sums.values()), key=lambda item: -item[1])
 
 
 # Bounds on what a warm start reads, checked before reading it: every
