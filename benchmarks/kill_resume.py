@@ -85,11 +85,16 @@ def main() -> int:
     parser.add_argument("--study-kill-at", type=int, default=40, help="measured trials when the second kill comes")
     parser.add_argument("--tear-journal", action="store_true", help="after the study's kill, append half a record to its journal")
     args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
-    config, log = config_for(args.work), args.work / "snakemake.log"
     from tuner.device.describe import probe_devices, slugify
 
-    gpu_dir = args.work / "results" / slugify(probe_devices().names[0])
+    # NVML names the GPU the pipeline's results folder is named after; without one, nothing is written.
+    names = probe_devices().names
+    if not names:
+        print("error: kill_resume.py needs a CUDA GPU, and NVML sees none here", file=sys.stderr)
+        return 2
+    args.work.mkdir(parents=True, exist_ok=True)
+    config, log = config_for(args.work), args.work / "snakemake.log"
+    gpu_dir = args.work / "results" / slugify(names[0])
     events = []
     start = time.monotonic()
     # The first run is asked for the sweep alone: Snakemake may order independent jobs either way, and a
