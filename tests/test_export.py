@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from tuner import cli
+from tuner.families import REGISTRY
 
 REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference" / "nvidia-h200"
 
@@ -87,14 +88,42 @@ def test_a_reduction_is_exported_by_its_best_complete_configuration():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-def test_the_header_example_compiles_against_a_shipped_header(tmp_path):
+@pytest.mark.parametrize("target", [[], ["-arch=sm_80", "-DTUNER_TARGET_SM=80"]], ids=["its-gpu", "another-gpu"])
+def test_the_header_example_compiles_against_a_shipped_header(tmp_path, target):
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-I", str(root / "results/reference/nvidia-h200"), "-o", str(tmp_path / "add"),
+        ["nvcc", "-arch=sm_90", *target, "-I", str(root / "results/reference/nvidia-h200"), "-o", str(tmp_path / "add"),
          str(root / "examples/use_header/vector_add.cu")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+@pytest.mark.parametrize("target", [None, "80"])
+def test_every_member_of_the_tuned_struct_is_there_for_another_gpu(tmp_path, target):
+    """A program that reads the launch geometry, the bandwidth and the
+    energy-optimal configuration builds for any GPU: the defaults' struct
+    has the same members (zero geometry, no bandwidth measured)."""
+    from tuner.data.export import header_text
+
+    tuned = {"variant": "shuffle", "block_size": 512, "unroll": 2}
+    entry = {"family": "reduce", "dtype": "int32", "n": 1024, "params": tuned, "ranked_by": "bandwidth_gbs",
+             "exported": {"params": tuned, "grid": [264, 1, 1], "block": [512, 1, 1], "bandwidth_gbs": 3000.04,
+                          "config_key": "k", "rule": "the winner"},
+             "config_key": "k", "tie_set": [], "energy_optimal": {"params": tuned | {"block_size": 256}, "energy_j": 0.1}}  # fmt: skip
+    (tmp_path / "best_configs.h").write_text(header_text([entry], {"name": "GPU", "compute_capability": "9.0"}))
+    program = tmp_path / "use.cpp"
+    program.write_text(
+        '#include "best_configs.h"\n#include <cstdio>\nusing B = tuner_best::reduce_int32_n1024;\n'
+        'int main() { std::printf("%d %u %u %.1f %d\\n", B::block_size, B::grid[0], B::block[0], B::bandwidth_gbs, '
+        "B::energy_optimal::block_size); }\n"
+    )
+    define = [f"-DTUNER_TARGET_SM={target}"] if target else []
+    subprocess.run(["g++", "-std=c++17", f"-I{tmp_path}", *define, str(program), "-o", str(tmp_path / "use")], check=True)
+    out = subprocess.run([str(tmp_path / "use")], capture_output=True, text=True, check=True).stdout.split()
+    default_block = REGISTRY["reduce"].param("block_size").default
+    assert out == (["512", "264", "512", "3000.0", "256"] if target is None else [str(default_block), "0", "0", "0.0", str(default_block)])
 
 
 def _results_with_device(tmp_path: Path, **device) -> Path:

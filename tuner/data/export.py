@@ -10,7 +10,8 @@ family and problem, the best verified configuration of a GPU's dataset.
   struct per problem in ``namespace tuner_best``, the other members of its tie
   set in a comment above it, guarded by compute capability: built for another
   GPU (``-DTUNER_TARGET_SM=80``), each struct holds the family's default
-  parameters instead.
+  parameters instead, and the same other members (zero grid and block, no
+  bandwidth), so that one program builds for any GPU.
 
 Yardstick rows (``source == "peaks"``) are not candidates.
 """
@@ -186,24 +187,30 @@ def _struct(entry: dict, params: Mapping, *, tuned: bool) -> list[str]:
         f"    static constexpr {kind} {_identifier(key)} = {text};"
         for key, (kind, text) in ((k, _literal(v)) for k, v in params.items())
     ]
-    if not tuned:
-        return ["", f"struct {name} {{", *body, "};"]
+    # The defaults' struct has the tuned one's members, so that a program using
+    # them builds for any GPU: zero launch geometry (not tuned: the program's own).
     exported = entry.get("exported") or entry
     for axis in ("grid", "block"):
         if exported.get(axis):
-            body.append(f"    static constexpr unsigned {axis}[3] = {{{', '.join(map(str, exported[axis]))}}};")
+            values = ", ".join(map(str, exported[axis])) if tuned else "0, 0, 0"
+            note = "" if tuned else "  // not tuned for this GPU: the program's own"
+            body.append(f"    static constexpr unsigned {axis}[3] = {{{values}}};{note}")
     if exported.get("bandwidth_gbs") is not None:
-        body.append(f"    static constexpr double bandwidth_gbs = {exported['bandwidth_gbs']:.1f};  // measured")
-    body += _energy_struct(entry.get("energy_optimal"))
-    return ["", *_tie_comment(entry), f"struct {name} {{", *body, "};"]
+        text = f"{exported['bandwidth_gbs']:.1f};  // measured" if tuned else "0.0;  // not measured on this GPU"
+        body.append(f"    static constexpr double bandwidth_gbs = {text}")
+    frugal = entry.get("energy_optimal")
+    body += _energy_struct(frugal if tuned or not frugal else {"params": params})
+    return ["", *(_tie_comment(entry) if tuned else ()), f"struct {name} {{", *body, "};"]
 
 
 def _energy_struct(frugal: Mapping | None) -> list[str]:
     """The configuration with the fewest joules per launch, as a nested struct
-    beside the fastest one (where energy was measured)."""
+    beside the fastest one (where energy was measured; for another GPU, the
+    defaults again)."""
     if not frugal:
         return []
-    lines = [f"    struct energy_optimal {{  // {frugal['energy_j'] * 1e3:.1f} mJ per launch, measured"]
+    measured = f"  // {frugal['energy_j'] * 1e3:.1f} mJ per launch, measured" if "energy_j" in frugal else ""
+    lines = [f"    struct energy_optimal {{{measured}"]
     lines += [f"        static constexpr {kind} {_identifier(key)} = {text};"
               for key, (kind, text) in ((k, _literal(v)) for k, v in frugal["params"].items())]  # fmt: skip
     return lines + ["    };"]

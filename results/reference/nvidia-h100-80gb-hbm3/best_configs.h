@@ -330,6 +330,9 @@ struct copy_float32_n16777216 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct copy_float32_n268435456 {
@@ -340,28 +343,41 @@ struct copy_float32_n268435456 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct layout_float32_n4194304 {
     static constexpr const char* variant = "aos";
     static constexpr int block_size = 128;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct layout_float32_n67108864 {
     static constexpr const char* variant = "aos";
     static constexpr int block_size = 128;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct matmul_float32_n1000 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 16;
     static constexpr int pitched = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
 };
 
 struct matmul_float32_n1024 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 16;
     static constexpr int pitched = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
 };
 
 struct offset_float32_n4194304 {
@@ -371,6 +387,9 @@ struct offset_float32_n4194304 {
     static constexpr int unroll = 1;
     static constexpr const char* l1_cache = "ca";
     static constexpr int read_only = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct offset_float32_n16777216 {
@@ -380,6 +399,9 @@ struct offset_float32_n16777216 {
     static constexpr int unroll = 1;
     static constexpr const char* l1_cache = "ca";
     static constexpr int read_only = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct reduce_float32_n16777216 {
@@ -392,6 +414,9 @@ struct reduce_float32_n16777216 {
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
     static constexpr const char* finish = "host";
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct reduce_float32_n268435456 {
@@ -404,6 +429,9 @@ struct reduce_float32_n268435456 {
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
     static constexpr const char* finish = "host";
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct reduce_int32_n16777216 {
@@ -416,6 +444,9 @@ struct reduce_int32_n16777216 {
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
     static constexpr const char* finish = "host";
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct reduce_int32_n268435456 {
@@ -428,6 +459,9 @@ struct reduce_int32_n268435456 {
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
     static constexpr const char* finish = "host";
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_float16_n16777216 {
@@ -437,6 +471,9 @@ struct vector_add_float16_n16777216 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_float16_n268435456 {
@@ -446,6 +483,9 @@ struct vector_add_float16_n268435456 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_float32_n16777216 {
@@ -455,6 +495,9 @@ struct vector_add_float32_n16777216 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_float32_n268435456 {
@@ -464,6 +507,9 @@ struct vector_add_float32_n268435456 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_int32_n16777216 {
@@ -473,6 +519,9 @@ struct vector_add_int32_n16777216 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_int32_n268435456 {
@@ -482,6 +531,9 @@ struct vector_add_int32_n268435456 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_int8_n16777216 {
@@ -491,6 +543,9 @@ struct vector_add_int8_n16777216 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_int8_n268435456 {
@@ -500,6 +555,9 @@ struct vector_add_int8_n268435456 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 #endif
 

@@ -298,6 +298,9 @@ struct copy_float32_n16777216 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct copy_float32_n268435456 {
@@ -308,28 +311,41 @@ struct copy_float32_n268435456 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct layout_float32_n4194304 {
     static constexpr const char* variant = "aos";
     static constexpr int block_size = 128;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct layout_float32_n67108864 {
     static constexpr const char* variant = "aos";
     static constexpr int block_size = 128;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct matmul_float32_n1000 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 16;
     static constexpr int pitched = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
 };
 
 struct matmul_float32_n1024 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 16;
     static constexpr int pitched = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
 };
 
 struct offset_float32_n4194304 {
@@ -339,6 +355,9 @@ struct offset_float32_n4194304 {
     static constexpr int unroll = 1;
     static constexpr const char* l1_cache = "ca";
     static constexpr int read_only = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct offset_float32_n16777216 {
@@ -348,6 +367,9 @@ struct offset_float32_n16777216 {
     static constexpr int unroll = 1;
     static constexpr const char* l1_cache = "ca";
     static constexpr int read_only = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct reduce_float32_n16777216 {
@@ -360,6 +382,9 @@ struct reduce_float32_n16777216 {
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
     static constexpr const char* finish = "host";
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct reduce_float32_n268435456 {
@@ -372,6 +397,9 @@ struct reduce_float32_n268435456 {
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
     static constexpr const char* finish = "host";
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct reduce_int32_n16777216 {
@@ -384,6 +412,9 @@ struct reduce_int32_n16777216 {
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
     static constexpr const char* finish = "host";
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct reduce_int32_n268435456 {
@@ -396,6 +427,9 @@ struct reduce_int32_n268435456 {
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
     static constexpr const char* finish = "host";
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_float16_n16777216 {
@@ -405,6 +439,9 @@ struct vector_add_float16_n16777216 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_float16_n268435456 {
@@ -414,6 +451,9 @@ struct vector_add_float16_n268435456 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_float32_n16777216 {
@@ -423,6 +463,9 @@ struct vector_add_float32_n16777216 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_float32_n268435456 {
@@ -432,6 +475,9 @@ struct vector_add_float32_n268435456 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_int32_n16777216 {
@@ -441,6 +487,9 @@ struct vector_add_int32_n16777216 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_int32_n268435456 {
@@ -450,6 +499,9 @@ struct vector_add_int32_n268435456 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_int8_n16777216 {
@@ -459,6 +511,9 @@ struct vector_add_int8_n16777216 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
 struct vector_add_int8_n268435456 {
@@ -468,6 +523,9 @@ struct vector_add_int8_n268435456 {
     static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 #endif
 

@@ -24,6 +24,9 @@ constexpr bool tuned = false;
 struct fir_float32_n67108864 {
     static constexpr int ITEMS = 2;
     static constexpr int block_size_x = 512;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 #endif
 

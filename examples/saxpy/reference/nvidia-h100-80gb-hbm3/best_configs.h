@@ -41,6 +41,9 @@ struct saxpy_float32_n67108864 {
     static constexpr int VEC = 2;
     static constexpr int block_size_x = 128;
     static constexpr int blocks_per_sm = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 #endif
 
