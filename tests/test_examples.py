@@ -115,3 +115,14 @@ def test_each_example_compiles_with_nvcc(example, tmp_path):
     compiled = compile_all(family, configs, problem, arch="sm_90", cache_dir=tmp_path, jobs=os.cpu_count())
     failures = {key: str(c) for key, c in compiled.items() if isinstance(c, Exception)}
     assert not failures and all(c.spill_bytes == 0 for c in compiled.values())
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_each_shipped_report_is_the_one_its_results_draw(name, tmp_path):
+    """The shipped example report is what the report command draws from the
+    shipped results today (a stale one told another tie set than best.json)."""
+    from tuner.report.__main__ import main as report_main
+
+    folder = ROOT / "examples" / name / "reference" / "nvidia-h100-80gb-hbm3"
+    assert report_main(["--results", str(folder), "--out", str(tmp_path / "report"), "--processes", "1"]) == 0
+    assert (tmp_path / "report" / "report.md").read_text() == (folder / "report" / "report.md").read_text()
