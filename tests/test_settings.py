@@ -285,6 +285,16 @@ def test_yaml_errors_carry_file_line_and_column(tmp_path):
         load(path)
 
 
+def test_describe_checks_a_config_before_the_gpu_and_names_a_syntax_error_line(tmp_path, capsys):
+    """The README's check of a config Snakemake would read first (whose own
+    message names no line): one line, the file's line and column, exit 2."""
+    path = tmp_path / "mine.yaml"
+    path.write_text("sweeps:\n  a: [\n")
+    assert cli.main(["describe", "--config", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"config error: {path}:3:1: must be valid YAML, got a syntax error: ") and "\n" not in err
+
+
 def test_duplicate_keys_are_refused_with_both_lines(tmp_path):
     config = base_config(tmp_path)
     text = yaml.safe_dump(config, sort_keys=False)
