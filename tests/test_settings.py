@@ -278,6 +278,14 @@ def test_a_journal_storage_under_the_home_folder_is_read_as_a_shell_reads_it(tmp
     assert parse(config).studies["search"].storage == str(tmp_path / "home" / "studies" / "search.log")
 
 
+def test_a_config_of_studies_alone_needs_no_sweeps(tmp_path):
+    """A search of one's own kernel without an exhaustive sweep beside it."""
+    config = base_config(tmp_path)
+    del config["sweeps"]
+    settings = parse(config)
+    assert settings.sweeps == {} and list(settings.studies) == ["search"]
+
+
 def test_yaml_errors_carry_file_line_and_column(tmp_path):
     path = tmp_path / "broken.yaml"
     path.write_text("results_dir: results\nsweeps:\n  a: [1, 2\n")

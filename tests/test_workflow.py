@@ -107,6 +107,11 @@ def test_configfile_names_the_whole_config(small_dry_run):
     del config["studies"]  # a deleted key stays deleted
     out = snakemake("-n", "--configfile", str(write(tmp_path, config, name="without-studies.yaml"))).stdout
     assert "tune_search" not in jobs(out) and "sweep_one" in jobs(out)
+    config = small_config(tmp_path)
+    del config["sweeps"]  # a study of one's own kernel, no exhaustive sweep beside it
+    config["studies"]["search"].pop("compare_with_sweep", None)
+    out = snakemake("-n", "--configfile", str(write(tmp_path, config, name="without-sweeps.yaml"))).stdout
+    assert "tune_search" in jobs(out) and not any(job.startswith("sweep_") for job in jobs(out))
 
 
 @SHARES_THE_DRY_RUN
