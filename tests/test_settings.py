@@ -134,12 +134,14 @@ BAD = [
     (
         ("sweeps", "ladder", "params"),
         {"variant": ["unrolled"], "unroll": [1]},
-        r"^sweeps\.ladder\.params: the grid must hold at least one feasible configuration, got none$",
+        r"^sweeps\.ladder\.params: the grid must hold at least one feasible configuration, got none "
+        r"\(the first, \{'variant': 'unrolled', .*\}: unroll must be at least 2 for variant unrolled, got 1\)$",
     ),
     (
         ("studies", "search", "params"),
         {"variant": ["neighbored"], "unroll": [8]},
-        r"^studies\.search\.params: the space must hold at least one feasible configuration for reduce-int32-n1048576, got none$",
+        r"^studies\.search\.params: the space must hold at least one feasible configuration for reduce-int32-n1048576, got none "
+        r"\(the first, \{'variant': 'neighbored', .*\}: .*unroll must be 1 for neighbored \(use variant unrolled\), got 8\)$",
     ),
     (("studies", "search", "sampler"), "annealing", r"^studies\.search\.sampler: must be one of \['tpe', .*\], got 'annealing'$"),
     (

@@ -381,8 +381,17 @@ def _sweep(name: str, section: Mapping, config: Mapping, memory: int | None) -> 
                           _merged_timing(config, section, where), profile if profile in (None, "all", "report") else profile["top"],
                           energy=SWEEP_ENERGY[section.get("energy", "best")])  # fmt: skip
     if not any(family.space(p, sweep.domains()) for p in sweep.problems()):
-        raise ConfigError(f"{where}.params: the grid must hold at least one feasible configuration, got none")
+        raise ConfigError(f"{where}.params: the grid must hold at least one feasible configuration, got none"
+                          f"{_first_infeasible(family, sweep.problems()[0], sweep.domains())}")  # fmt: skip
     return sweep
+
+
+def _first_infeasible(family, problem: Problem, domains: Mapping[str, list]) -> str:
+    """`` (the first, {config}: why)``: the rules that rule out the first
+    configuration of an empty space, so one line says which restriction to loosen."""
+    first = {p.name: list(domains.get(p.name, [p.default]))[0] for p in family.params}
+    reasons = family.violations(first, problem)
+    return f" (the first, {first}: {'; '.join(reasons)})" if reasons else ""
 
 
 def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memory: int | None) -> StudySettings:
@@ -397,7 +406,8 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
     space = family.listed_space(problem, domains)
     space_size = None if space is None else len(space)
     if space_size == 0:
-        raise ConfigError(f"{where}.params: the space must hold at least one feasible configuration for {problem.key}, got none")
+        raise ConfigError(f"{where}.params: the space must hold at least one feasible configuration for {problem.key}, got none"
+                          f"{_first_infeasible(family, problem, domains)}")  # fmt: skip
     for i, point in enumerate(section.get("enqueue", [])):
         unknown = sorted(set(point) - set(family.param_names))
         if unknown:
