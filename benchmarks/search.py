@@ -100,6 +100,7 @@ from tuner.search.warm import warm_start  # noqa: E402
 
 DEFAULT_FRACTIONS = (0.025, 0.05, 0.10)  # of each space
 SEEDS = 50
+MAX_SEEDS = 10_000  # seeds of one command at most: each is a whole run per strategy, table and order
 # The default search, the project's others, and Optuna's TPE and GP samplers (run through the study loop).
 OURS = ("ordinal_global", "ordinal", "interactions", "tpe", "gp")
 WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
@@ -148,9 +149,14 @@ def hub_files(paths: list[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for given in paths:
         path = Path(given)
-        if not path.exists():
+        try:  # a folder on the way that cannot be searched makes exists() raise, not say False
+            is_folder = path.is_dir() if path.exists() else None
+        except OSError as exc:
+            raise ValueError(f"--hub {given}: must be a table file or a folder of them that can be read, got "
+                             f"{type(exc).__name__}: {exc.strerror or exc}") from None  # fmt: skip
+        if is_folder is None:
             raise ValueError(f"--hub {given}: must be a table file or a folder of them, and does not exist")
-        if not path.is_dir():
+        if not is_folder:
             files = [path]
         else:
             try:
@@ -285,7 +291,10 @@ def _run(task: tuple) -> tuple[tuple, list[float]]:
         return task[:5], run_ours(case, strategy, order, seed, budget)
     if strategy == AUTO:
         return task[:5], run_auto(case, order, seed, budget, _OPTUNAHUB_REGISTRY)
-    return task[:5], run_kt(case, strategy, cache, seed, budget)
+    try:
+        return task[:5], run_kt(case, strategy, cache, seed, budget)
+    except Exception as exc:  # Kernel Tuner's own failure on a table it was handed whole: told, not fatal
+        return task[:5], f"seed {seed}, budget {budget}: {one_line(exc)}"
 
 
 _CASES: dict[str, Case] = {}
@@ -421,13 +430,20 @@ def unscored_budgets(case: Case, budgets: list[int]) -> str | None:
 
 def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, warm: bool = True,
               orders: tuple[str, ...] = ORDERS, caps: dict[str, int] = DEFAULT_CAPS,
-              budgets_at: Budgets = Budgets(), optunahub_registry: str | None = None) -> list[dict]:  # fmt: skip
-    """Every (table, order, strategy, budget) row of the benchmark, at the
-    budgets of ``budgets_at``; ``caps``: a strategy's most trials a run (0: none);
-    ``optunahub_registry``: a local checkout of OptunaHub's registry that ``auto``
-    loads AutoSampler from (None: GitHub)."""
+              budgets_at: Budgets = Budgets(), optunahub_registry: str | None = None) -> tuple[list[dict], list[str]]:  # fmt: skip
+    """(every (table, order, strategy, budget) row of the benchmark, at the
+    budgets of ``budgets_at``; a note per Kernel Tuner strategy that failed on
+    a table, whose rows of that table are left out); ``caps``: a strategy's most
+    trials a run (0: none); ``optunahub_registry``: a local checkout of
+    OptunaHub's registry that ``auto`` loads AutoSampler from (None: GitHub)."""
+    with tempfile.TemporaryDirectory(prefix="kt-cache-") as folder:  # Kernel Tuner's caches of the tables, this run's only
+        return _benchmark(names, seeds, strategies, jobs, warm, orders, caps, budgets_at, optunahub_registry, Path(folder))
+
+
+def _benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, warm: bool, orders: tuple[str, ...],
+               caps: dict[str, int], budgets_at: Budgets, optunahub_registry: str | None,
+               folder: Path) -> tuple[list[dict], list[str]]:  # fmt: skip
     _init(names)
-    folder = Path(tempfile.mkdtemp(prefix="kt-cache-"))
     tasks = []
     budgets_by = {name: budgets_at.of(_CASES[name]) for name in names}
     for name in names:
@@ -439,7 +455,8 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
             _init([warm_source])
             plan.append(f"warm:{warm_source}")
         for order in orders:
-            cache = kt_cache(case, order, folder) if any(s in KT_STRATEGIES for s in plan) else None
+            # Each table's own file name: two tables' labels may flatten to the same text.
+            cache = kt_cache(case, order, folder, f"{names.index(name)}") if any(s in KT_STRATEGIES for s in plan) else None
             for strategy in plan:
                 # Strategies that do not see the budget (ours, random, and Kernel Tuner's that
                 # only stop at max_fevals) run once to the largest, cut at each smaller one.
@@ -452,11 +469,20 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
                     for budget in budgets if per_budget else last:
                         tasks.append((name, order, strategy, seed, budget, cache if strategy in KT_STRATEGIES else None))
     runs: dict[tuple, list[list[float]]] = {}
+    failed: dict[tuple[str, str], list[str]] = {}  # (table, Kernel Tuner strategy) -> its failed runs' lines
     with ProcessPoolExecutor(jobs, initializer=_init, initargs=(list(_CASES), dict(HUB), optunahub_registry)) as pool:
         for done, ((name, order, strategy, _seed, budget), found) in enumerate(pool.map(_run, tasks, chunksize=chunk_size(len(tasks), jobs)), 1):
-            runs.setdefault((name, order, strategy, budget), []).append(found)
+            if isinstance(found, str):
+                failed.setdefault((name, strategy), []).append(found)
+            else:
+                runs.setdefault((name, order, strategy, budget), []).append(found)
             if done % 50 == 0 or done == len(tasks):  # a long run says how far it is
                 print(f"{done}/{len(tasks)} runs ({name}, {strategy})", file=sys.stderr, flush=True)
+    # A strategy that failed in some runs of a table is left out of it whole: a share of the seeds would not compare.
+    runs = {key: found for key, found in runs.items() if (key[0], key[2]) not in failed}
+    total = {key: sum(1 for task in tasks if (task[0], task[2]) == key) for key in failed}
+    notes = [f"{strategy} on {name}: Kernel Tuner failed in {len(lines)} of {total[(name, strategy)]} runs "
+             f"(the first: {lines[0]}); its rows of this table are left out" for (name, strategy), lines in failed.items()]  # fmt: skip
     rows = []
     for name in names:
         case = _CASES[name]
@@ -481,7 +507,7 @@ def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, wa
                             found
                         )
                     rows.append(row)
-    return rows
+    return rows, notes
 
 
 def _order_rows(rows: list[dict]) -> list[dict]:
@@ -618,8 +644,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(names) - set(TABLES))
     if unknown:
         parser.error(f"--tables must be of {list(TABLES)}, got {unknown}")
-    if args.seeds < 1:
-        parser.error(f"--seeds must be >= 1, got {args.seeds}")
+    if not 1 <= args.seeds <= MAX_SEEDS:
+        parser.error(f"--seeds must be from 1 to {MAX_SEEDS}, got {args.seeds}")
     if any(b < 1 for b in args.fixed):
         parser.error(f"--fixed budgets must be >= 1, got {args.fixed}")
     if args.jobs is not None and args.jobs < 1:
@@ -685,11 +711,15 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     try:  # a table Kernel Tuner's cache cannot hold stops before the runs (kt_cache)
-        rows = benchmark(names, args.seeds, strategies, args.jobs, warm=not args.no_warm, orders=tuple(dict.fromkeys(args.orders)),
-                         caps=caps, budgets_at=budgets_at, optunahub_registry=args.optunahub_registry) if names else []  # fmt: skip
+        rows, failures = benchmark(names, args.seeds, strategies, args.jobs, warm=not args.no_warm,
+                                   orders=tuple(dict.fromkeys(args.orders)), caps=caps, budgets_at=budgets_at,
+                                   optunahub_registry=args.optunahub_registry) if names else ([], [])  # fmt: skip
     except ValueError as error:
         remove_empty(created)
         parser.error(str(error))
+    for note in failures:
+        print(f"{parser.prog}: note: {note}", file=sys.stderr, flush=True)
+    notes += failures
     for old in merged:
         fresh = {(r["table"], r["order"], r["strategy"], r["budget"]) for r in rows}
         rows = [r for r in old if (r["table"], r["order"], r["strategy"], r["budget"]) not in fresh] + rows

@@ -205,15 +205,17 @@ def kt_unrestricted_note(case: Case) -> str | None:
             "project's strategies never propose them): give the space's T1 file beside the table")  # fmt: skip
 
 
-def kt_cache(case: Case, order: str, folder: Path) -> tuple[Path, dict[str, list]]:
-    """A Kernel Tuner cache file holding every configuration of ``case`` with
-    its median time as Kernel Tuner's ``time`` (minimised; the same bytes for
-    every configuration, so the same order as bandwidth).
+def kt_cache(case: Case, order: str, folder: Path, tag: str = "") -> tuple[Path, dict[str, list]]:
+    """A Kernel Tuner cache file (in ``folder``, its name starting with ``tag``)
+    holding every configuration of ``case`` with its median time as Kernel
+    Tuner's ``time`` (minimised; the same bytes for every configuration, so the
+    same order as bandwidth).
 
     Raises:
         ValueError: Kernel Tuner's cache could not tell the table's values apart
-            (its keys join the values' text with commas), or the table leaves out
-            configurations of a product too large to list for it.
+            (its keys join the values' text with commas), the table leaves out
+            configurations of a product too large to list for it, or Kernel
+            Tuner cannot build the space of its restrictions.
     """
     # Fixed parameters are left out, except where restrictions may name them.
     params = {name: values for name, values in case.ordered_domains(order).items() if len(values) > 1 or case.restrictions}
@@ -223,8 +225,12 @@ def kt_cache(case: Case, order: str, folder: Path) -> tuple[Path, dict[str, list
         if len(set(texts)) < len(texts) or any("," in text for text in texts):
             raise ValueError(f"{case.name}: Kernel Tuner's cache keys join values' text with commas, so the values of "
                              f"{name} must read apart without commas, got {values[:20]}")  # fmt: skip
+    # A table's configuration may give a value as another type that compares equal (1.0 for 1); the
+    # cache keys must be the text of the values Kernel Tuner is given, so each is read as its domain's.
+    canonical = {name: {value: value for value in values} for name, values in params.items()}
     cache = {}
     for cfg, status, time_ms in case.outcomes:
+        cfg = {**cfg, **{name: canonical[name].get(cfg[name], cfg[name]) for name in names}}
         entry = {name: cfg[name] for name in names}
         if status == "ok":
             time_ms = float(time_ms)
@@ -244,12 +250,17 @@ def kt_cache(case: Case, order: str, folder: Path) -> tuple[Path, dict[str, list
     if case.restrictions or len(cache) < product:
         from kernel_tuner.searchspace import Searchspace
 
-        for values in Searchspace(params, list(case.restrictions or []), 1 << 30).list:
+        try:
+            listed = Searchspace(params, list(case.restrictions or []), 1 << 30).list
+        except Exception as exc:  # its parser reads less of Python than a T1 file may hold
+            raise ValueError(f"{case.name}: Kernel Tuner must build the space of its restrictions "
+                             f"{list(case.restrictions or [])[:5]}, got {type(exc).__name__}: {str(exc)[:200]}") from None  # fmt: skip
+        for values in listed:
             key = ",".join(str(value) for value in values)
             if key not in cache:
                 cache[key] = dict(zip(names, values)) | {"time": "InvalidConfig", "compile_time": 0.0,
                                                          "verification_time": 0.0, "benchmark_time": 0.0}  # fmt: skip
-    path = folder / f"{case.name.replace('/', '-')}-{order}.json"
+    path = folder / f"{tag}{'-' if tag else ''}{case.name.replace('/', '-')}-{order}.json"
     header = {"device_name": case.name, "kernel_name": case.problem.family, "problem_size": [case.problem.n],
               "tune_params_keys": names, "tune_params": params, "objective": "time", "cache": cache}  # fmt: skip
     path.write_text(json.dumps(header))

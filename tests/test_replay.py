@@ -238,6 +238,9 @@ def test_the_cli_says_which_form_needs_which_arguments(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(path)])
     assert f"{path}: parameters must be those of {tmp_path / 'T1.json'} ['a'], got ['a', 'b']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(path), "--seeds", "100000000000"])  # one study a seed, listed before any runs: refused, not a MemoryError
+    assert "--seeds must be from 1 to 10000, got 100000000000" in capsys.readouterr().err
 
 
 def test_a_table_is_replayed_whatever_its_parameters_are_named_and_whichever_it_leaves_out(tmp_path, capsys):

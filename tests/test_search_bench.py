@@ -185,6 +185,7 @@ def test_a_capped_sampler_has_rows_only_for_budgets_within_its_cap(case, tmp_pat
     ("extra", "message"),
     [
         (["--jobs", "0"], "--jobs must be >= 1, got 0"),
+        (["--seeds", "100000000000"], "--seeds must be from 1 to 10000, got 100000000000"),
         (["--strategies", "ordinal_global", "nosuch"], "--strategies must be of ['random', 'ordinal_global', "),
         (["--cap", "tpe=-1"], "--cap must be STRATEGY=TRIALS, a strategy of --strategies' choices and trials >= 0, got {'tpe': -1}"),
         (["--cap", "nosuch=5"], "got {'nosuch': 5}"),
@@ -318,7 +319,7 @@ def test_the_default_strategies_are_those_whose_packages_are_installed(monkeypat
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
     assert "gp" not in search.installed(search.OURS) and "ordinal_global" in search.installed(search.OURS)
     planned = []
-    monkeypatch.setattr(search, "benchmark", lambda names, seeds, strategies, *a, **k: planned.append(strategies) or [])
+    monkeypatch.setattr(search, "benchmark", lambda names, seeds, strategies, *a, **k: planned.append(strategies) or ([], []))
     assert search.main(["--tables", "reduce_space_offset11", "--seeds", "1", "--out", str(tmp_path)]) == 0
     assert planned == [["random", *[s for s in search.OURS if s != "gp"], *search.KT_STRATEGIES]]
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
@@ -341,7 +342,7 @@ def test_budgets_are_fractions_and_evaluations_within_the_space(case):
 def test_the_default_strategies_leave_out_kernel_tuners_where_it_is_not_installed(tmp_path, monkeypatch):
     ran = {}
     monkeypatch.setattr(search, "_imports", lambda module: module != "kernel_tuner")
-    monkeypatch.setattr(search, "benchmark", lambda names, seeds, strategies, *a, **k: ran.setdefault("strategies", strategies) and [])
+    monkeypatch.setattr(search, "benchmark", lambda names, seeds, strategies, *a, **k: ran.setdefault("strategies", strategies) and ([], []))
     assert search.main(["--tables", "reduce_space_offset11", "--seeds", "1", "--out", str(tmp_path)]) == 0
     assert "random" in ran["strategies"] and "ordinal_global" in ran["strategies"]
     assert not set(ran["strategies"]) & set(search.KT_STRATEGIES)
@@ -488,7 +489,7 @@ def test_a_long_plain_name_is_written_whole_and_nothing_else(tmp_path, monkeypat
     name = "search-hub_v1.2+" + "x" * 184  # 200 characters: the most a name may have
     assert search.name_unfit(name) is None and search.name_unfit(name + "x") is not None
     table = _kt_table(tmp_path / "hub" / "G.json", [1.0, 2.0, 3.0])
-    monkeypatch.setattr(search, "benchmark", lambda *a, **k: [])
+    monkeypatch.setattr(search, "benchmark", lambda *a, **k: ([], []))
     assert search.main(["--tables", "--hub", str(table), "--out", str(tmp_path / "out" / "new"), "--name", name]) == 0
     assert _files(tmp_path / "out") == {"new", f"new/{name}.txt", f"new/{name}.json"}
 
@@ -520,7 +521,7 @@ def test_the_two_output_files_are_written_both_or_neither(tmp_path, capsys, monk
         out.mkdir()
         (out / "r.txt").write_text("earlier text")
         (out / "r.json").write_text("{}")
-    monkeypatch.setattr(search, "benchmark", lambda *a, **k: [])
+    monkeypatch.setattr(search, "benchmark", lambda *a, **k: ([], []))
     real = os.replace
 
     def replace(src, dst, *args, **kwargs):
@@ -607,7 +608,7 @@ def test_merged_rows_of_a_table_ranked_otherwise_stop_before_any_run(tmp_path, c
                          f"this run's tables, {message}")  # fmt: skip
     agreeing = tmp_path / "same.json"
     agreeing.write_text(json.dumps({"rows": [_merged_row(optimum_gbs=40.0, objective="GFLOP/s", minimise=False)]}))
-    monkeypatch.setattr(search, "benchmark", lambda *a, **k: [])
+    monkeypatch.setattr(search, "benchmark", lambda *a, **k: ([], []))
     assert search.main(["--tables", "--hub", str(table), "--merge", str(agreeing), "--out", str(tmp_path / "out2")]) == 0
 
 
@@ -734,7 +735,7 @@ def test_fixed_budgets_beyond_a_table_without_fractions_stop_before_any_run(tmp_
 def test_a_strategy_or_order_named_twice_runs_once(tmp_path, monkeypatch):
     planned = {}
     monkeypatch.setattr(search, "benchmark", lambda names, seeds, strategies, *a, orders, **k: planned.update(
-        names=names, strategies=strategies, orders=orders) or [])  # fmt: skip
+        names=names, strategies=strategies, orders=orders) or ([], []))  # fmt: skip
     table = _kt_table(tmp_path / "hub" / "G.json", [1.0, 2.0, 3.0])
     assert search.main(["--tables", "--hub", str(table), str(table), "--strategies", "random", "ordinal", "random",
                         "--orders", "descending", "descending", "--out", str(tmp_path / "out")]) == 0  # fmt: skip
@@ -798,7 +799,7 @@ def test_a_cache_without_restrictions_that_lacks_combinations_gets_a_note_for_ke
     folder = tmp_path / "hub"
     folder.mkdir()
     (folder / "G.json").write_text(json.dumps({"tune_params": params, "objective": "time", "cache": cache}))
-    monkeypatch.setattr(search, "benchmark", lambda *a, **k: [])
+    monkeypatch.setattr(search, "benchmark", lambda *a, **k: ([], []))
     argv = ["--tables", "--hub", str(folder), "--strategies", "random", "greedy_ils", "--out", str(tmp_path / "out")]
     assert search.main([*argv, "--name", "without"]) == 0
     note = (f"hub/G: {24 - len(cache)} of the 24 combinations of its values are not in the table and no restriction leaves "
@@ -813,3 +814,84 @@ def test_a_cache_without_restrictions_that_lacks_combinations_gets_a_note_for_ke
     assert search.main([*argv, "--name", "with"]) == 0
     assert "InvalidConfig" not in capsys.readouterr().err
     assert "InvalidConfig" not in (tmp_path / "out" / "with.txt").read_text()
+
+
+def _kt_grid(path: Path, sizes: tuple[int, int] = (6, 4)) -> Path:
+    """A Kernel Tuner cache over x (sizes[0] values) and y (sizes[1] values), times of a smooth bowl."""
+    cache = {f"{x},{y}": {"x": x, "y": y, "time": 1.0 + (x - 3) ** 2 / 10 + (y - 2) ** 2 / 7}
+             for x in range(1, sizes[0] + 1) for y in range(1, sizes[1] + 1)}  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"tune_params": {"x": list(range(1, sizes[0] + 1)), "y": list(range(1, sizes[1] + 1))},
+                                "objective": "time", "cache": cache}))  # fmt: skip
+    return path
+
+
+KT_ARGV = ["--tables", "--seeds", "2", "--jobs", "1", "--fractions", "0.5", "--orders", "ascending", "--name", "r"]
+
+
+def test_a_kernel_tuner_strategy_that_fails_is_left_out_of_that_table_with_a_note(tmp_path, monkeypatch, capsys):
+    """Kernel Tuner's own failure on a table it was handed (firefly_algorithm's IndexError on a small
+    space, an AttributeError on switch values) costs its rows of that table, not the benchmark."""
+    pytest.importorskip("kernel_tuner")
+    table = _kt_grid(tmp_path / "hub" / "G.json")
+    real = search.run_kt
+
+    def breaks_at_seed_1(case, strategy, cache, seed, budget):
+        if seed == 1:
+            raise RuntimeError("simulated failure\nsecond line")
+        return real(case, strategy, cache, seed, budget)
+
+    monkeypatch.setattr(search, "run_kt", breaks_at_seed_1)  # the worker processes are forked from this one
+    assert search.main([*KT_ARGV, "--hub", str(table), "--strategies", "random", "greedy_ils", "--out", str(tmp_path / "out")]) == 0
+    rows = json.loads((tmp_path / "out" / "r.json").read_text())["rows"]
+    assert {r["strategy"] for r in rows} == {"random"}
+    note = ("greedy_ils on hub/G: Kernel Tuner failed in 1 of 2 runs (the first: seed 1, budget 12: RuntimeError: simulated "
+            "failure second line); its rows of this table are left out")  # fmt: skip
+    assert note in (tmp_path / "out" / "r.txt").read_text()
+    assert f"note: {note}" in capsys.readouterr().err
+
+
+def test_two_tables_whose_labels_flatten_alike_keep_their_own_kernel_tuner_caches(tmp_path, monkeypatch):
+    """hub a-b/G and a/b-G: each strategy replays its own table, never the other's cache."""
+    pytest.importorskip("kernel_tuner")
+    tables = [_kt_grid(tmp_path / "a-b" / "G.json", (6, 4)), _kt_grid(tmp_path / "a" / "b-G.json", (5, 4))]
+    monkeypatch.setattr(search.tempfile, "tempdir", str(tmp_path))  # where the run's Kernel Tuner caches go
+    assert search.main([*KT_ARGV, "--hub", *(str(t.parent) for t in tables), "--strategies", "greedy_ils",
+                        "--out", str(tmp_path / "out")]) == 0  # fmt: skip
+    rows = json.loads((tmp_path / "out" / "r.json").read_text())["rows"]
+    assert sorted((r["table"], r["space"]) for r in rows) == [("a-b/G", 24), ("a/b-G", 20)]
+    assert not list(tmp_path.glob("kt-cache-*"))  # the caches' folder goes with the run
+
+
+def test_a_restriction_kernel_tuner_cannot_read_stops_in_one_line_and_leaves_no_folder(tmp_path, capsys):
+    pytest.importorskip("kernel_tuner")
+    table = _kt_grid(tmp_path / "hub" / "G.json")
+    (tmp_path / "hub" / "T1.json").write_text(json.dumps({"ConfigurationSpace": {
+        "TuningParameters": [{"Name": "x", "Type": "int", "Values": "[1, 2, 3, 4, 5, 6]"},
+                             {"Name": "y", "Type": "int", "Values": "[1, 2, 3, 4]"}],
+        "Conditions": [{"Parameters": ["x"], "Expression": "x >> 1 >= 0"}]}}))  # fmt: skip
+    with pytest.raises(SystemExit):
+        search.main([*KT_ARGV, "--hub", str(table), "--strategies", "greedy_ils", "--out", str(tmp_path / "out" / "new")])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].endswith(
+        ": error: hub/G: Kernel Tuner must build the space of its restrictions ['x >> 1 >= 0'], got SyntaxError: invalid "
+        "syntax (<string>, line 1)")  # fmt: skip
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_hub_path_that_cannot_be_looked_at_stops_in_one_line(tmp_path, capsys, monkeypatch):
+    """A path inside a folder without search permission: Path.exists raises there (Python 3.11)."""
+    table = _kt_table(tmp_path / "locked" / "G.json", [1.0, 2.0, 3.0])
+    real = Path.exists
+
+    def exists(self, *args, **kwargs):
+        if self == table:
+            raise PermissionError(13, "Permission denied")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "exists", exists)
+    line = _stops(capsys, monkeypatch, ["--tables", "--hub", str(table), "--out", str(tmp_path / "out")])
+    assert line.endswith(f": error: --hub {table}: must be a table file or a folder of them that can be read, got "
+                         "PermissionError: Permission denied")  # fmt: skip
+    assert not (tmp_path / "out").exists()

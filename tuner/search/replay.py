@@ -42,6 +42,7 @@ from tuner.search.study import make_sampler, run_study
 DEFAULT_SAMPLERS = ("ordinal_global", "ordinal", "tpe", "random")  # gp needs PyTorch
 DEFAULT_BUDGETS = (8, 16, 32, 64)
 DEFAULT_SEEDS = 10
+MAX_SEEDS = 10_000  # seeds of one command at most: each is a whole study (its list is made before any runs)
 NEAR = 0.02  # "within 2 % of the optimum"
 
 COLUMNS = (
@@ -361,8 +362,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS), help="budgets to report")
     parser.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help="seeds per sampler (0..N-1)")
     args = parser.parse_args(argv)
-    if args.seeds < 1:
-        parser.error(f"--seeds must be >= 1, got {args.seeds}")
+    if not 1 <= args.seeds <= MAX_SEEDS:
+        parser.error(f"--seeds must be from 1 to {MAX_SEEDS}, got {args.seeds}")
     from tuner.search.tables import table_stem
 
     if table_stem(Path(args.table).name):  # NAME.json or NAME.json.gz, in any case
