@@ -895,3 +895,21 @@ def test_a_hub_path_that_cannot_be_looked_at_stops_in_one_line(tmp_path, capsys,
     assert line.endswith(f": error: --hub {table}: must be a table file or a folder of them that can be read, got "
                          "PermissionError: Permission denied")  # fmt: skip
     assert not (tmp_path / "out").exists()
+
+
+def test_a_cache_entry_that_writes_1_0_for_1_is_that_configuration_to_every_strategy(tmp_path):
+    """Kernel Tuner's cache keys compare values as Python does (1 == 1.0): the entry is the
+    configuration of tune_params' 1, so a strategy that proposes 1 (Kernel Tuner's, the study's) finds it."""
+    pytest.importorskip("kernel_tuner")
+    from tuner.search.tables import load_table
+
+    path = _kt_grid(tmp_path / "hub" / "G.json")
+    document = json.loads(path.read_text())
+    document["cache"]["1,1"] |= {"x": 1.0, "time": 0.5}  # the optimum, its x written as a float
+    path.write_text(json.dumps(document))
+    case = Case.from_space_table(load_table(path))
+    (cfg,) = [cfg for cfg, _, time_ms in case.outcomes if time_ms == 0.5]
+    assert cfg == {"x": 1, "y": 1} and type(cfg["x"]) is int
+    found = run_kt(case, "greedy_ils", kt_cache(case, "ascending", tmp_path), 0, case.size)
+    assert max(found) == case.optimum
+    assert max(run_ours(case, "ordinal_global", "ascending", 0, case.size)) == case.optimum

@@ -305,6 +305,21 @@ T4_RESULT = {"configuration": {"x": 1}, "invalidity": "correct", "correctness": 
         (GOOD_CACHE | {"objective": "speed", "cache": {"1": {"x": 1, "speed": 2.0}}},
          r"objective 'speed' must be one whose direction Kernel Tuner knows \['time', .*'GFLOP/s', .*\], or the file must "
          r"say objective_higher_is_better, got neither"),
+        # True is 1 to Python: read as one value, a parameter of true, 2, 3 became [True, 2, 3] (as a cache refuses it).
+        ({"results": [T4_RESULT | {"configuration": {"x": True}}, T4_RESULT | {"configuration": {"x": 2}},
+                      T4_RESULT | {"configuration": {"x": 3}}]},
+         r"values of 'x' must be all booleans or all numbers \(Python counts true as 1\), got True in results\[0\] and 2 in "
+         r"results\[1\]"),
+        ({"results": [T4_RESULT | {"configuration": {"x": 2.5}}, T4_RESULT | {"configuration": {"x": 0}},
+                      T4_RESULT | {"configuration": {"x": False}, "invalidity": "compile"}]},
+         r"values of 'x' must be all booleans or all numbers \(Python counts true as 1\), got 2.5 in results\[0\] and False "
+         r"in results\[2\]"),
+        # Two times of one result: the last won, and could become the optimum.
+        ({"results": [T4_RESULT | {"measurements": [{"name": "time", "value": 5.0}, {"name": "time", "value": 0.1}]}]},
+         r"results\[0\] is correct, so measurement 'time' must be given once, got it 2 times: \[5.0, 0.1\]"),
+        ({"results": [T4_RESULT | {"configuration": {"x": 2}},
+                      T4_RESULT | {"measurements": [{"name": "time", "value": 1.0}, {"name": "time", "value": "fast"}]}]},
+         r"results\[1\] is correct, so measurement 'time' must be given once, got it 2 times: \[1.0, 'fast'\]"),
     ],
 )  # fmt: skip
 def test_malformed_tables_fail_in_one_line_naming_the_file_rule_and_value(tmp_path, document, message):
@@ -508,6 +523,13 @@ def test_hostile_restrictions_are_refused_in_one_line(tmp_path, condition, messa
          r"a parameter a restriction can name must not read as another's name, .* got \['x'\]"),
         ({"TuningParameters": [{"Name": "x", "Values": "[1, 2]"}], "Conditions": [{"Expression": "x > 0"}] * 1001},
          r"a space may have at most 1000 restrictions, got 1001"),
+        # A fault of a condition names the condition, not TuningParameters.
+        ({"TuningParameters": [{"Name": "x", "Values": "[1, 2]"}],
+          "Conditions": [{"Expression": "x > 0"}, {"Parameters": ["x"]}]},
+         r"ConfigurationSpace\.Conditions\[1\]\.Expression must be given \(the restriction as a Python expression\), got a "
+         r"condition of only \['Parameters'\]$"),
+        ({"TuningParameters": [{"Name": "x", "Values": "[1, 2]"}], "Conditions": {"Expression": "x > 0"}},
+         r"ConfigurationSpace\.Conditions must be a list, got dict$"),
     ],
 )  # fmt: skip
 def test_t1_spaces_that_would_mislead_or_cost_too_much_are_refused(tmp_path, space, message):
@@ -592,6 +614,209 @@ def test_the_t4_command_writes_a_problem(tmp_path, capsys):
     assert f"config error: t4: {tmp_path / 'pipe.json'}: must be a file to write (or none yet), got a device, pipe or socket" \
         in capsys.readouterr().err  # fmt: skip
     assert (tmp_path / "pipe.json").is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["h200.json", "pipe.json"]
+
+
+@pytest.fixture
+def small_results(tmp_path) -> Path:
+    """A results Parquet file of 40 rows of one problem (the H200's reduce_hard sweep)."""
+    path = tmp_path / "rh.parquet"
+    pd.read_parquet(REPO / "results" / "reference" / "nvidia-h200" / "sweeps" / "reduce_hard.parquet").head(40).to_parquet(path)
+    return path
+
+
+def _t4_refused(capsys, args: list[str]) -> str:
+    """The one line the t4 command stops with (exit status 2)."""
+    assert cli_main(["t4", *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.splitlines()) == 1, captured.err
+    return captured.err.strip()
+
+
+def test_the_t4_command_never_writes_over_measurements(tmp_path, capsys, small_results):
+    """Before, `t4 rh.parquet --out rh.parquet` exited 0 with the measurements replaced by T4 JSON."""
+    measured = small_results.read_bytes()
+    refused = {
+        # the input itself, by its own name or another (a hard link, a symbolic link named .json)
+        str(small_results): "--out: must not be the results it reads (their measurements would be lost), got "
+        f"'{small_results}', the input itself",
+        "hard.json": "the input itself",
+        # not a T4 file's name (the help promises .json or .json.gz)
+        "new.parquet": "--out: must end in .json or .json.gz (a T4 file, gzipped where .gz), got ",
+        "t4.csv": "--out: must end in .json or .json.gz",
+        # another Parquet file, whatever its name
+        "other.json": "--out: must not be a Parquet file (its measurements would be lost), got ",
+        "rh.parquet/x.json": "--out: must be in a folder, got ",
+    }
+    os.link(small_results, tmp_path / "hard.json")
+    (tmp_path / "other.json").write_bytes(measured)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for out, message in refused.items():
+        assert message in _t4_refused(capsys, [str(small_results), "--out", str(tmp_path / out)]), out
+    assert small_results.read_bytes() == measured and (tmp_path / "other.json").read_bytes() == measured
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written, nothing half-written
+    # A folder of results: none of its Parquet files either, by any name.
+    folder = tmp_path / "results"
+    (folder / "sweeps").mkdir(parents=True)
+    (folder / "sweeps" / "rh.parquet").write_bytes(measured)
+    (folder / "rh.json").symlink_to(folder / "sweeps" / "rh.parquet")
+    assert _t4_refused(capsys, [str(folder), "--out", str(folder / "rh.json")]).endswith(
+        f"got '{folder / 'rh.json'}', the input folder's sweeps/rh.parquet"
+    )
+    assert (folder / "sweeps" / "rh.parquet").read_bytes() == measured
+    # An export is written, and written again over itself (JSON, gzipped where .gz, whatever the case).
+    for out in ("t4.json", "t4.json", "T4.JSON.GZ"):
+        assert cli_main(["t4", str(small_results), "--out", str(tmp_path / out)]) == 0
+        assert "40 results" in capsys.readouterr().out
+        assert len(t4.read_json(tmp_path / out)["results"]) == 40
+    assert (tmp_path / "T4.JSON.GZ").read_bytes()[:2] == b"\x1f\x8b"
+
+
+def test_the_t4_command_says_what_its_input_is_when_it_is_no_results_table(tmp_path, capsys, small_results):
+    """A T4 file (or any other) given as the input is the wrong input, not a damaged one: before,
+    a JSON file was called an unreadable Parquet file to remove, a pipe got a FileNotFoundError
+    and an empty folder a --problem to choose among none."""
+    document = t4.to_t4(read(small_results), [p.name for p in REGISTRY["reduce"].params])
+    t4.write_t4(document, tmp_path / "good.json")
+    t4.write_t4(document, tmp_path / "good.json.gz")
+    (tmp_path / "notes.txt").write_text("not a table\n")
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "good.json").write_bytes((tmp_path / "good.json").read_bytes())
+    rule = "must be a results Parquet file (measurements.parquet, sweeps/*.parquet) or a results folder, got"
+    for name, what in [("good.json", "a JSON file"), ("good.json.gz", "a gzipped file (a T4 or Kernel Tuner file?), not Parquet"),
+                       ("notes.txt", "a file that is not Parquet (it begins b'not a ta', not b'PAR1')"), ("pipe", "a pipe"),
+                       ("empty", "a folder that holds no results table (no .parquet file in it or below)"),
+                       ("other", "a folder that holds no results table (no .parquet file in it or below)"),
+                       ("absent", "nothing there")]:  # fmt: skip
+        line = _t4_refused(capsys, [str(tmp_path / name), "--out", str(tmp_path / "t4.json")])
+        assert line == f"config error: t4: {tmp_path / name}: {rule} {what}"
+        assert "remove" not in line
+    assert not (tmp_path / "t4.json").exists()
+    assert (tmp_path / "good.json").read_bytes() == json.dumps(document).encode() + b"\n"  # left as it was
+    # Parquet files with no results rows in them: said so, not a --problem to choose among none.
+    read(small_results).assign(status=None).to_parquet(tmp_path / "statusless.parquet")
+    statusless = tmp_path / "statusless.parquet"
+    assert _t4_refused(capsys, [str(statusless), "--out", str(tmp_path / "t4.json")]) == (
+        f"config error: t4: {statusless}: must hold results rows (of a sweep, a study or measurements), got none"
+    )
+
+
+def test_a_path_that_cannot_be_looked_at_stops_in_one_line(tmp_path, capsys, monkeypatch, small_results):
+    """On Python 3.11, Path.exists raises PermissionError where a folder on the way may not be
+    entered (EACCES, as a user other than root): a traceback, before. Faked here with os.stat,
+    as the tests run as root, whom no permission stops."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "table.json").write_text(json.dumps(GOOD_CACHE))
+    (locked / "rh.parquet").write_bytes(small_results.read_bytes())
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        if str(path).startswith(str(locked / "")):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    denied = "got PermissionError: [Errno 13] Permission denied"
+    for read_it in (t4.read_json, load_table):
+        with pytest.raises(ValueError) as err:
+            read_it(locked / "table.json")
+        assert str(err.value).startswith(f"{locked / 'table.json'}: must be a readable file, {denied}")
+        assert "\n" not in str(err.value)
+    assert _t4_refused(capsys, [str(locked / "rh.parquet"), "--out", str(tmp_path / "t4.json")]).startswith(
+        f"config error: t4: {locked / 'rh.parquet'}: must be a results Parquet file (measurements.parquet, sweeps/*.parquet) "
+        f"or a results folder this user may read, {denied}"
+    )
+    assert _t4_refused(capsys, [str(small_results), "--out", str(locked / "t4.json")]).startswith(
+        f"config error: t4: {locked / 't4.json'}: must be a file to write (or none yet), {denied}"
+    )
+
+
+def _t4_results(*configurations: dict) -> dict:
+    return {"results": [T4_RESULT | {"configuration": c, "measurements": [{"name": "time", "value": 1.0 + i, "unit": "ms"}]}
+                        for i, c in enumerate(configurations)]}  # fmt: skip
+
+
+def test_a_t4_value_written_two_ways_is_one_value_written_one_way(tmp_path):
+    """1 and 1.0 are one value (as a cache's keys compare with its tune_params): the table keeps
+    the first result's form, or the T1 file's where one is beside it, in its parameters and in
+    every key alike (before, a key kept each result's own form: 1 beside the parameter's 1.0)."""
+    path = tmp_path / "t4.json"
+    path.write_text(json.dumps(_t4_results({"x": 1.0, "y": 1}, {"x": 1, "y": 2}, {"x": 2, "y": 1})))
+    table = load_table(path)
+    assert table.params == {"x": [1.0, 2], "y": [1, 2]} and [type(v) for v in table.params["x"]] == [float, int]
+    assert [[type(v) for v in key] for key in table.entries] == [[float, int], [float, int], [int, int]]
+    family, problem = table_family(table), table_problem(table)
+    assert [table_measure(table)(cfg)["status"] for cfg in family.space(problem, table.params)] == ["ok"] * 3
+    # With a T1 file, its form wins.
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {"TuningParameters": [
+        {"Name": "y", "Values": "[1, 2]"}, {"Name": "x", "Values": "[0, 1, 2, 3]"}]}}))  # fmt: skip
+    table = load_table(path)
+    assert list(table.params) == ["y", "x"] and [type(v) for v in table.params["x"]] == [int] * 4
+    assert [[type(v) for v in key] for key in table.entries] == [[int, int]] * 3
+    # A boolean is no number against a T1 file either (a cache's against its tune_params likewise): 0 and 1, not False and True.
+    path.write_text(json.dumps(_t4_results({"x": True, "y": 1}, {"x": False, "y": 2})))
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: values of 'x' must be of {re.escape(str(tmp_path))}/T1.json "
+                                         r"\[0, 1, 2, 3\], got \[False, True\]$"):  # fmt: skip
+        load_table(path)
+    # A measurement other than the objective given twice is no ambiguity the replay reads: left as it was.
+    document = _t4_results({"x": 1, "y": 1}, {"x": 2, "y": 2})
+    document["results"][0]["measurements"] += [{"name": "power", "value": 1.0}, {"name": "power", "value": 2.0}]
+    document["results"][1] |= {"invalidity": "runtime", "measurements": [{"name": "time", "value": "RuntimeFailedConfig"}] * 2}
+    path.write_text(json.dumps(document))
+    assert load_table(path).size == 2
+
+
+def test_a_t1_parameter_of_100000_values_is_listed_in_moments(tmp_path):
+    """A T1 parameter of list(range(1, 100001)) beside an 8-configuration cache: listing its space
+    took 37 s (Param.accepts scanned the 100,000 values for each of them); a few hundredths now.
+    The bound is generous: a scan per value would take ten times longer."""
+    (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {"TuningParameters": [
+        {"Name": "x", "Values": "list(range(1, 100001))"}, {"Name": "y", "Values": "[1, 2]"}]}}))  # fmt: skip
+    cache = {f"{x},{y}": {"x": x, "y": y, "time": 1.0 + x / 10 + y} for x in (1, 5, 77, 100000) for y in (1, 2)}
+    (tmp_path / "kt.json").write_text(json.dumps({"tune_params": {"x": list(range(1, 100001)), "y": [1, 2]},
+                                                  "objective": "time", "cache": cache}))  # fmt: skip
+    table = load_table(tmp_path / "kt.json")
+    family, problem = table_family(table), table_problem(table)
+    started = time.perf_counter()
+    listed = family.space(problem, table.params)
+    assert time.perf_counter() - started < 5.0
+    assert sorted((c["x"], c["y"]) for c in listed) == sorted((c["x"], c["y"]) for c in cache.values())
+
+
+class _EqualToTwo:
+    """Equal to 2 but hashed apart from it: only a scan of the values finds it among them."""
+
+    def __eq__(self, other):
+        return other == 2
+
+    __hash__ = object.__hash__
+
+
+def test_a_parameter_accepts_what_a_scan_of_its_values_accepts():
+    """``Param.accepts`` looks values up in a set built once; what it accepts is what testing
+    ``value in values`` (a scan) accepted: 1, 1.0 and True are one, but a float or a boolean
+    only where the values have one; unhashable values and ones hashed unlike their equals too."""
+    import numpy as np
+
+    from tuner.families.base import Param
+
+    nan = float("nan")
+    domains = [(1, 2, 4), (1.0, 2.5), (True, False), (0, 1), ("a", "b"), (None, 1), (1, "1"), (nan, 2), ([1], 2),
+               (_EqualToTwo(), 3)]  # fmt: skip
+    probes = [1, 1.0, True, False, 0, 0.0, 2, 2.5, "a", "1", None, nan, float("nan"), [1], (1,), np.int64(2), np.float64(1.0),
+              np.bool_(True), _EqualToTwo(), 10**30, -0.0]  # fmt: skip
+
+    def scanned(param, value):  # the scan ``accepts`` did before
+        if isinstance(value, (bool, float)) and not any(type(v) is type(value) for v in param.values):
+            return False
+        return value in param.values
+
+    for values in domains:
+        param = Param("p", values, "")
+        for value in probes:
+            assert param.accepts(value) == scanned(param, value), (values, value)
 
 
 @pytest.mark.parametrize("dropped", [["status"], ["family", "n"]])

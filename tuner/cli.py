@@ -334,8 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--table", help="write the per-configuration table to this .csv or .parquet")
 
     p = stage("t4", cmd_t4, settings=False)
-    p.add_argument("results", help="a results folder or Parquet file")
-    p.add_argument("--out", required=True, help="the T4 file to write (.json, or .json.gz gzipped)")
+    p.add_argument("results", help="a results Parquet file (measurements.parquet, sweeps/*.parquet) or a results folder")
+    p.add_argument("--out", required=True, help="the T4 file to write (.json, or .json.gz gzipped); an earlier export "
+                                                "is replaced, the input or any Parquet file never")  # fmt: skip
     p.add_argument("--problem", help="family-dtype-nN, where the results hold several problems")
     p.add_argument("--source", help="the rows' source, e.g. sweep:reduce_space (default: the problem's largest)")
     p = stage("space", cmd_space, settings=False)

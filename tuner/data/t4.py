@@ -23,11 +23,13 @@ one problem maps onto it one row to one result:
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import math
 import os
 import re
+import stat
 import zlib
 from importlib import resources
 from pathlib import Path
@@ -189,7 +191,7 @@ def write_t4(document: Mapping, path: str | os.PathLike) -> Path:
     """Write a T4 document atomically (gzipped where ``path`` ends in ``.gz``)."""
     text = json.dumps(document, allow_nan=False)
     path = Path(path)
-    if path.suffix == ".gz":
+    if path.suffix.lower() == ".gz":  # as the t4 command's --out check reads it (.json.GZ too)
         return write_via_temporary(path, lambda fd, _tmp: _write_gzip(fd, text))
     return write_text_atomic(text + "\n", path)
 
@@ -257,11 +259,43 @@ def not_a_file(path: str | os.PathLike) -> str | None:
     """What ``path`` is where it is there but no regular file (nor a link to
     one): "a folder", "a pipe" or "a device or socket", to refuse before
     reading it (a pipe blocks the read until a writer comes, a device may
-    never end it); None where it is a regular file or nothing at all."""
-    path = Path(path)
-    if not path.exists() or path.is_file():
+    never end it); None where it is a regular file or nothing at all.
+
+    Raises:
+        ValueError: what is there cannot be looked at (a folder on the way
+            this user may not enter): one line naming it.
+    """
+    mode = _mode(path, "a readable file")
+    if mode is None or stat.S_ISREG(mode):
         return None
-    return "a folder" if path.is_dir() else "a pipe" if path.is_fifo() else "a device or socket"
+    return _kind(mode)
+
+
+# The errors of os.stat that mean nothing is there (as Path.exists reads them).
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
+def _mode(path: str | os.PathLike, what: str) -> int | None:
+    """``path``'s mode (links followed), None where nothing is there.
+
+    Raises:
+        ValueError: it cannot be looked at, "PATH: must be WHAT, got
+            PermissionError: ..." (Path.exists raises PermissionError itself
+            on Python 3.11, a traceback rather than a line).
+    """
+    try:
+        return os.stat(path).st_mode
+    except ValueError:  # a name no file can have (a NUL byte): nothing there, as Path.exists says
+        return None
+    except OSError as exc:
+        if exc.errno in _ABSENT:
+            return None
+        raise ValueError(f"{path}: must be {what}, got {one_line(exc)}") from None
+
+
+def _kind(mode: int) -> str:
+    """What a mode that is not a regular file's is, as messages name it."""
+    return "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "a device or socket"
 
 
 def finite_number(value: Any) -> bool:
@@ -276,9 +310,11 @@ def finite_number(value: Any) -> bool:
 
 def read_t4(path: str | os.PathLike, document: Any = None) -> list[dict]:
     """A T4 results file's results as ``{"configuration", "status", "values",
-    "unread", "error"}`` dicts: our status from its ``invalidity``, ``values`` its
-    numeric measurements by name (none for a failed result), ``unread`` those
-    whose value is not a finite number, as written. ``document``: the file
+    "unread", "repeated", "error"}`` dicts: our status from its ``invalidity``,
+    ``values`` its numeric measurements by name (none for a failed result),
+    ``unread`` those whose value is not a finite number, as written,
+    ``repeated`` the names given more than once with all their values, as
+    written (``values`` and ``unread`` hold the last). ``document``: the file
     already read (``read_json``), so that it is parsed once.
 
     Raises:
@@ -302,11 +338,12 @@ def read_t4(path: str | os.PathLike, document: Any = None) -> list[dict]:
             raise ValueError(
                 f"{where}.measurements must be a list of {{name, value, unit}} objects, got {str(measurements)[:80]}"
             )
-        values, unread = {}, {}
+        values, unread, given = {}, {}, {}
         for m in measurements:
             name, value = m.get("name"), m.get("value")
             if not isinstance(name, str):
                 raise ValueError(f"{where}.measurements: a measurement's name must be a string, got {str(name)[:80]}")
+            given.setdefault(name, []).append(value)
             if finite_number(value):
                 values[name] = float(value)
             else:
@@ -317,8 +354,11 @@ def read_t4(path: str | os.PathLike, document: Any = None) -> list[dict]:
             raise ValueError(f"{where}.correctness must be a number (1 correct, 0 not), got {str(correctness)[:80]}")
         if status == "ok" and correctness == 0:
             status = "wrong_result"
+        # A name given twice is noted, not settled here (the last one would win): the
+        # reader of the measurement refuses it (a second time can become the optimum).
+        repeated = {name: given[name] for name in given if len(given[name]) > 1}
         out.append({"configuration": result["configuration"], "status": status, "values": values if status == "ok" else {},
-                    "unread": unread, "error": result.get("error")})  # fmt: skip
+                    "unread": unread, "repeated": repeated, "error": result.get("error")})  # fmt: skip
     return out
 
 
@@ -397,6 +437,103 @@ def problem_rows(frame: pd.DataFrame, problem: str | None = None, source: str | 
 
 # The columns a results file must have for its rows to be told apart by problem and status.
 NEEDED = ("family", "dtype", "n", "status")
+# What the t4 command reads and writes (its help says so too).
+RESULTS_INPUT = "a results Parquet file (measurements.parquet, sweeps/*.parquet) or a results folder"
+T4_SUFFIXES = (".json", ".json.gz")
+PARQUET_MAGIC = b"PAR1"  # the first (and last) four bytes of every Parquet file
+
+
+def check_export_paths(results: str | os.PathLike, out: str | os.PathLike) -> None:
+    """Refuse, before anything is read, what ``export_t4`` must not take: a
+    ``results`` that is no Parquet file or folder of them (a T4 or other JSON
+    file is no damaged Parquet file: it is the wrong input, and nothing to
+    remove), a folder with no Parquet file in it, and an ``out`` that is no
+    ``.json``/``.json.gz`` file or would overwrite measurements (the input, one
+    of an input folder's files, or any Parquet file).
+
+    Raises:
+        ValueError: one line naming the path, the rule and what it is.
+    """
+    results, out = Path(results), Path(out)
+    wanted = f"{results}: must be {RESULTS_INPUT}"
+    mode = _mode(results, f"{RESULTS_INPUT} this user may read")
+    if mode is None:
+        raise ValueError(f"{wanted}, got nothing there")
+    if stat.S_ISDIR(mode):
+        inputs = sorted(results.rglob("*.parquet"))  # the files results.read reads
+        if not inputs:
+            raise ValueError(f"{wanted}, got a folder that holds no results table (no .parquet file in it or below)")
+    elif stat.S_ISREG(mode):
+        what = _not_parquet(results)
+        if what:
+            raise ValueError(f"{wanted}, got {what}")
+        inputs = [results]
+    else:  # a pipe would block the read until a writer comes
+        raise ValueError(f"{wanted}, got {_kind(mode)}")
+    out_mode = _mode(out, "a file to write (or none yet)")
+    if out_mode is not None and stat.S_ISDIR(out_mode):
+        raise ValueError(f"--out must name the file to write, got {str(out)!r}, a folder")
+    if out_mode is not None and not stat.S_ISREG(out_mode):  # as write_t4 would say, but before the work
+        raise ValueError(f"{out}: must be a file to write (or none yet), got a device, pipe or socket")
+    # An existing T4 file is exported over (the command remakes it); measurements never are.
+    if out_mode is not None:
+        out_id = _file_id(out)
+        for path in inputs:
+            if _file_id(path) == out_id:  # by any name: the same path, a link
+                which = "the input itself" if path == results else f"the input folder's {path.relative_to(results)}"
+                raise ValueError(f"--out: must not be the results it reads (their measurements would be lost), got "
+                                 f"{str(out)!r}, {which}")  # fmt: skip
+    if not out.name.lower().endswith(T4_SUFFIXES):  # the T4 readers (ours, Kernel Tuner's) read these
+        raise ValueError(f"--out: must end in {' or '.join(T4_SUFFIXES)} (a T4 file, gzipped where .gz), got {str(out)!r}")
+    if out_mode is None:
+        # Its folders are made where missing: the nearest that is there must be a folder.
+        for above in out.absolute().parents:  # ends at the root, which is there
+            above_mode = _mode(above, "a folder to write in")
+            if above_mode is not None:
+                break
+        if not stat.S_ISDIR(above_mode):
+            kind = "a file" if stat.S_ISREG(above_mode) else _kind(above_mode)
+            raise ValueError(f"--out: must be in a folder, got {str(out)!r}, under {str(above)!r}, {kind}")
+        return
+    if _head(out).startswith(PARQUET_MAGIC):  # whatever its name says
+        raise ValueError(f"--out: must not be a Parquet file (its measurements would be lost), got {str(out)!r}, "
+                         "which holds Parquet")  # fmt: skip
+
+
+def _head(path: Path) -> bytes:
+    """A regular file's first bytes.
+
+    Raises:
+        ValueError: it cannot be read (one line naming it).
+    """
+    try:
+        with path.open("rb") as handle:
+            return handle.read(64)
+    except OSError as exc:
+        raise ValueError(f"{path}: must be a readable file, got {one_line(exc)}") from None
+
+
+def _not_parquet(path: Path) -> str | None:
+    """What a regular file is where it is no Parquet file (it does not begin
+    with Parquet's magic bytes), None where it is one or is empty (zero bytes:
+    a results file a stage left damaged, which ``results.read`` names so)."""
+    head = _head(path)
+    if not head or head.startswith(PARQUET_MAGIC):
+        return None
+    if head.startswith(b"\x1f\x8b"):
+        return "a gzipped file (a T4 or Kernel Tuner file?), not Parquet"
+    if head.lstrip()[:1] in (b"{", b"["):
+        return "a JSON file"
+    return f"a file that is not Parquet (it begins {head[:8]!r}, not {PARQUET_MAGIC!r})"
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """The device and inode of what ``path`` names (links followed): the same file by any name."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def export_t4(results: str | os.PathLike, out: str | os.PathLike, problem: str | None = None, source: str | None = None) -> str:
@@ -405,17 +542,18 @@ def export_t4(results: str | os.PathLike, out: str | os.PathLike, problem: str |
     saying what was written.
 
     Raises:
-        ValueError: a file lacks a column of ``NEEDED``, or see
-            ``problem_rows``; FileNotFoundError: no results there.
+        ValueError: ``results`` or ``out`` is not what the command reads or
+            writes (``check_export_paths``), a file lacks a column of
+            ``NEEDED``, the files hold no results rows, or see ``problem_rows``.
     """
     from tuner.data.results import param_columns, read
     from tuner.families import REGISTRY
 
-    if not Path(results).exists():
-        raise FileNotFoundError(f"{results} does not exist")
-    if Path(out).is_dir():
-        raise ValueError(f"--out must name the file to write, got {str(out)!r}, a folder")
-    rows = problem_rows(read(results, needs=NEEDED), problem, source)
+    check_export_paths(results, out)
+    frame = read(results, needs=NEEDED)
+    if frame["status"].notna().sum() == 0:
+        raise ValueError(f"{results}: must hold results rows (of a sweep, a study or measurements), got none")
+    rows = problem_rows(frame, problem, source)
     family = REGISTRY.families.get(str(rows["family"].iloc[0]))
     params = [p.name for p in family.params] if family else param_columns(rows)
     try:

@@ -64,24 +64,51 @@ class Param:
     rule: Callable[[Any], bool] | None = None
     rule_text: str = ""
 
+    # Built once from ``values`` (``__post_init__``): ``accepts`` runs for every value a
+    # space lists, and a scan of ``values`` each time made a replay table whose T1
+    # parameter has 100,000 values take minutes to list (10^10 comparisons).
+    _kinds: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
+    _lookup: frozenset | None = field(default=None, init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
         if self.default is None:
             object.__setattr__(self, "default", self.values[0])
+        object.__setattr__(self, "_kinds", frozenset(type(v) for v in self.values))
+        # A set answers ``in`` as the tuple does only where hashing agrees with ==
+        # (1, 1.0 and True hash alike and compare equal, as in the tuple): so only for
+        # values of the plain kinds; any other value (a numpy scalar, a class of one's
+        # own) leaves the scan of ``values`` in place.
+        if all(type(v) in _HASH_AGREES for v in self.values):
+            object.__setattr__(self, "_lookup", frozenset(self.values))
 
     def accepts(self, value: Any) -> bool:
         # Strict about kinds: 4.0 == 4 and True == 1 in Python, but a float or
         # a bool where an integer is meant is a mistake (it would reach nvcc as -DVEC=4.0).
-        if isinstance(value, (bool, float)) and not any(type(v) is type(value) for v in self.values):
+        if isinstance(value, (bool, float)) and type(value) not in self._kinds:
             return False
         if self.rule is None:
-            return value in self.values
+            return self._among_values(value)
         try:
             return bool(self.rule(value))
         except TypeError:
             return False
 
+    def _among_values(self, value: Any) -> bool:
+        """``value in self.values``, in constant time where the set answers it the
+        same (a value of a plain kind against values of plain kinds; a list, say, is
+        unhashable and is scanned for, as before)."""
+        if self._lookup is not None and type(value) in _HASH_AGREES:
+            return value in self._lookup
+        return value in self.values
+
     def rule_description(self) -> str:
         return self.rule_text or f"one of {list(self.values)}"
+
+
+# The kinds whose hash agrees with == among themselves (Python hashes equal numbers
+# alike, whatever their kind): for these a set lookup is the tuple's ``in``. Exact
+# types, not subclasses (a subclass may redefine == or hash).
+_HASH_AGREES = frozenset({int, float, bool, str, type(None)})
 
 
 @dataclass(frozen=True)

@@ -149,14 +149,22 @@ def read_t1(path: str | os.PathLike) -> tuple[dict[str, list], list[str]]:
             count += len(params[name])
             if count > MAX_VALUES:
                 raise ValueError(f"the parameters must hold at most {MAX_VALUES} values together, got {count} or more")
-        conditions = space.get("Conditions") or []
-        if not isinstance(conditions, list):
-            raise TypeError(f"Conditions must be a list, got {type(conditions).__name__}")
-        restrictions = [c["Expression"] if isinstance(c, dict) else c for c in conditions]
     except (KeyError, TypeError, ValueError, SyntaxError, MemoryError, RecursionError) as exc:
         raise ValueError(f"{path}: a T1 file must hold ConfigurationSpace.TuningParameters (Name, Values), "
                          f"got {type(exc).__name__}: {brief(str(exc))}") from None  # fmt: skip
     _check_space(path, params)
+    # The conditions apart from the parameters, so that a fault in one is named as
+    # where it is (a condition without its Expression is no fault of TuningParameters).
+    conditions = space.get("Conditions") or []  # space: a dict, as TuningParameters was read from it
+    if not isinstance(conditions, list):
+        raise ValueError(f"{path}: ConfigurationSpace.Conditions must be a list, got {type(conditions).__name__}")
+    restrictions = []
+    for index, condition in enumerate(conditions):
+        if isinstance(condition, dict) and "Expression" not in condition:
+            raise ValueError(f"{path}: ConfigurationSpace.Conditions[{index}].Expression must be given (the restriction "
+                             f"as a Python expression), got a condition of only {shown(sorted(condition))}")  # fmt: skip
+        # A bare string is taken as the expression itself; anything else is refused as one below.
+        restrictions.append(condition["Expression"] if isinstance(condition, dict) else condition)
     if len(restrictions) > MAX_RESTRICTIONS:
         raise ValueError(f"{path}: a space may have at most {MAX_RESTRICTIONS} restrictions, got {len(restrictions)}")
     # A restriction names a parameter as Python reads a name (NFKC: 'ｘ' is 'x'), beside the functions it may call.
@@ -242,7 +250,9 @@ def read_kernel_tuner_cache(
     minimise = not higher
     table = SpaceTable(name or table_label(path), params, objective=objective, minimise=minimise,
                        problem_size=_problem_size(document.get("problem_size")))  # fmt: skip
-    allowed = {n: set(values) for n, values in params.items()}  # as the entries' keys compare: 1 == 1.0
+    # As the entries' keys compare (1 == 1.0), each to the tune_params value it stands for: a key
+    # is written with that one, so a configuration reads the same from the table as from its values.
+    allowed = {n: {v: v for v in values} for n, values in params.items()}
     # ... but a boolean where the parameter has none is a mistake, not a 1 or a 0.
     no_bools = {n for n, values in params.items() if not any(isinstance(v, bool) for v in values)}
     for text, record in document["cache"].items():
@@ -261,10 +271,11 @@ def read_kernel_tuner_cache(
         value = error if isinstance(error, str) else record.get(objective)
         if value == KT_INVALID:
             continue
-        key = tuple(record[p] for p in params)
+        key = tuple(allowed[p][record[p]] for p in params)
         if key in table.entries:
+            written = {p: record[p] for p in params}  # as this entry writes it (1.0 where another wrote 1)
             raise ValueError(f"{path}: cache entry {shown(text)} must be a configuration of its own, got "
-                             f"{shown(table.config(key))} a second time")  # fmt: skip
+                             f"{shown(written)} a second time")  # fmt: skip
         if isinstance(value, str):
             if value not in KT_FAILED:
                 where = "__error__" if isinstance(error, str) else shown_name(objective)
@@ -337,23 +348,40 @@ def read_t4_table(
             raise ValueError(f"{path}: results[{index}].configuration {shown_name(odd[0])} must be a number, a string or a "
                              f"boolean, got {shown(r['configuration'][odd[0]])}")  # fmt: skip
     # A parameter a result leaves out (our writer leaves out empty ones) is None there.
-    values: dict[str, set] = {n: set() for n in names}  # as the entries' keys tell values apart
-    for r in results:
+    # Its values as the entries' keys tell them apart: 1 and 1.0 are one value, written
+    # as its first result writes it, and every result's key takes that one (as a cache's
+    # keys compare with its tune_params; a T1 file's values replace them in _with_t1).
+    # True is 1 too, but a boolean beside numbers is a mistake in the file, not a 1:
+    # read as one value, a parameter of true, 2, 3 and 4 became [True, 2, 3, 4].
+    values: dict[str, dict] = {n: {} for n in names}  # value -> the one the table keeps
+    kinds: dict[str, dict[bool, tuple[Any, int]]] = {n: {} for n in names}  # boolean or not -> first (value, result)
+    for index, r in enumerate(results):
         for n in names:
-            values[n].add(r["configuration"].get(n))
-    params = {n: sorted(v, key=lambda x: (x is None, isinstance(x, str), x)) for n, v in values.items()}
+            value = r["configuration"].get(n)
+            if isinstance(value, (int, float)):  # booleans too
+                kinds[n].setdefault(isinstance(value, bool), (value, index))
+                if len(kinds[n]) == 2:
+                    (a, i), (b, j) = sorted(kinds[n].values(), key=lambda seen: seen[1])
+                    raise ValueError(f"{path}: values of {shown(n)} must be all booleans or all numbers (Python counts "
+                                     f"true as 1), got {shown(a)} in results[{i}] and {shown(b)} in results[{j}]")  # fmt: skip
+            values[n].setdefault(value, value)
+    params = {n: sorted(v.values(), key=lambda x: (x is None, isinstance(x, str), x)) for n, v in values.items()}
     _check_space(path, params)
     table = SpaceTable(name or table_label(path), params, objective=objective, minimise=minimise)
     for index, r in enumerate(results):
-        key = tuple(r["configuration"].get(n) for n in names)
+        key = tuple(values[n][r["configuration"].get(n)] for n in names)
         if r["status"] == "infeasible":
             continue
         if key in table.entries:
-            raise ValueError(f"{path}: results[{index}] must be a configuration of its own, got "
-                             f"{shown(table.config(key))} a second time")  # fmt: skip
+            written = {n: r["configuration"].get(n) for n in names}  # as this result writes it (1 where another wrote 1.0)
+            raise ValueError(f"{path}: results[{index}] must be a configuration of its own, got {shown(written)} a second "
+                             "time")  # fmt: skip
         if r["status"] != "ok":
             table.entries[key] = (r["status"], None)
             continue
+        if objective in r["repeated"]:  # which one was measured? The last would win, and might be the optimum.
+            raise ValueError(f"{path}: results[{index}] is correct, so measurement {shown(objective)} must be given once, "
+                             f"got it {len(r['repeated'][objective])} times: {shown(r['repeated'][objective])}")  # fmt: skip
         value = r["values"].get(objective)
         if value is None or value <= 0:  # a rate of 0 has no ratio to the optimum
             raise ValueError(f"{path}: results[{index}] is correct, so measurement {shown(objective)} must be a "
@@ -428,15 +456,20 @@ def _with_t1(table: SpaceTable, path: Any, t1: str | os.PathLike | None) -> Spac
         params, restrictions = read_t1(t1)
         if set(params) != set(table.params):
             raise ValueError(f"{path}: parameters must be those of {t1} {shown(sorted(params))}, got {shown(sorted(table.params))}")
+        t1_value = {}
         for n, values in params.items():
-            allowed = set(values)  # as the entries' keys compare: 1 is 1.0
-            outside = sorted({v for v in table.params[n] if v not in allowed}, key=str)
+            # The T1 value each table value is, as the entries' keys compare (1 is 1.0);
+            # but a boolean is no number here either (true for a T1 1, or 1 for a T1 True).
+            t1_value[n] = {v: v for v in values}
+            outside = sorted({v for v in table.params[n] if v not in t1_value[n]
+                              or isinstance(v, bool) != isinstance(t1_value[n][v], bool)}, key=str)  # fmt: skip
             if outside:
                 raise ValueError(f"{path}: values of {shown(n)} must be of {t1} {shown(values)}, got {shown(outside)}")
         order = list(params)
         place = {n: i for i, n in enumerate(table.params)}
         position = [place[n] for n in order]
-        table.entries = {tuple(k[i] for i in position): v for k, v in table.entries.items()}
+        # Keys in T1's order, and written as T1 writes each value (1.0 where it says 1.0), as the parameters are.
+        table.entries = {tuple(t1_value[n][k[i]] for n, i in zip(order, position)): v for k, v in table.entries.items()}
         table.params, table.restrictions = params, restrictions
     if not any(status == "ok" for status, _ in table.entries.values()):
         raise ValueError(f"{path}: a replay table must hold a correct configuration, got none of {table.size}")
