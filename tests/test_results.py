@@ -116,3 +116,12 @@ def test_files_of_the_old_schema_still_read(tmp_path):
     assert back.loc[1, "timestamp"] == pd.Timestamp("2026-11-22T01:16:05Z")
     assert back.loc[0, "error"] is pd.NA and back.loc[0, "verify_error"] == pytest.approx(2.76e-08)
     assert back.loc[1, "error"] == "illegal address"
+
+
+def test_the_best_line_says_when_no_copy_peak_was_measured():
+    """A study run on its own (no peaks stage) has no copy peak: the line says so, not nan."""
+    best_line = results.best_line
+    row = {"status": "ok", "bandwidth_gbs": 2677.4, "dtype": "int32", "n": 16, "config_key": "{}"}
+    without = best_line(pd.DataFrame([row | {"fraction_of_copy_peak": None}]), "study r")
+    assert "(no copy peak measured)" in without and "nan" not in without
+    assert "(0.912 of copy peak)" in best_line(pd.DataFrame([row | {"fraction_of_copy_peak": 0.9123}]), "study r")

@@ -366,5 +366,8 @@ def best_line(frame: pd.DataFrame, what: str) -> str:
     if ok.empty:
         return f"{what}: no verified configuration; statuses {counts}"
     best = ok.loc[ok.bandwidth_gbs.idxmax()]
+    fraction = best.get("fraction_of_copy_peak")
+    # Without the peaks stage (a study run on its own) there is no copy peak to be a fraction of.
+    peak = "no copy peak measured" if fraction is None or pd.isna(fraction) else f"{fraction:.3f} of copy peak"
     return (f"{what}: {len(frame)} rows {counts}; best {best.bandwidth_gbs:.0f} GB/s "
-            f"({best['fraction_of_copy_peak'] or float('nan'):.3f} of copy peak) {best['dtype']} n={best['n']} {best['config_key']}")  # fmt: skip
+            f"({peak}) {best['dtype']} n={best['n']} {best['config_key']}")  # fmt: skip
