@@ -11,7 +11,9 @@ from tuner.measure.compile import (
     CompileError,
     compile_all,
     compile_variant,
+    kernel_parameters,
     module_key,
+    nvcc_command,
     parse_ptxas_report,
 )
 
@@ -69,3 +71,35 @@ def test_compile_error_is_reported_and_not_cached(tmp_path, monkeypatch):
     assert not list(tmp_path.glob("*.cubin"))
     results = compile_all(reduce, [cfg], problem, arch="sm_90", cache_dir=tmp_path)
     assert isinstance(next(iter(results.values())), CompileError)
+
+
+@pytest.mark.parametrize(
+    "defines, output, message",
+    [({"S": "$(touch {marker})"}, "k.cubin", "-DS: a define must hold none of $ ` \" \\ , or control characters"),
+     ({"S": "`touch {marker}`"}, "k.cubin", "-DS: a define must hold none of"),
+     ({"S": "1,block_size_x=7"}, "k.cubin", "-DS: a define must hold none of"),
+     ({"S=1 -o /tmp/x S": "1"}, "k.cubin", "-DS=1 -o /tmp/x S: a define must be a C identifier"),
+     ({"S": "1"}, "r$(touch {marker})/k.cubin", "nvcc's command line: an argument must hold none of")],
+    ids=["dollar", "backtick", "comma", "name", "output-path"],
+)  # fmt: skip
+def test_nvcc_is_never_given_what_its_shell_would_run(tmp_path, defines, output, message):
+    """nvcc runs its steps through a shell with each argument in double quotes: a
+    define or path with $( ), backticks or a comma (another define) is refused,
+    and nothing runs (the marker file is never made)."""
+    marker = tmp_path / "ran"
+    defines = {k.replace("{marker}", str(marker)): v.replace("{marker}", str(marker)) for k, v in defines.items()}
+    source = tmp_path / "k.cu"
+    source.write_text('extern "C" __global__ void k() {}\n')
+    with pytest.raises(CompileError) as refused:
+        nvcc_command(source, defines, (), "sm_90", tmp_path / output.replace("{marker}", str(marker)))
+    assert str(refused.value).startswith(message.replace("{marker}", str(marker)))
+    assert not marker.exists()
+
+
+@needs_nvcc
+def test_nvcc_output_that_is_not_utf8_is_a_compile_error(tmp_path):
+    """A source of its own bytes (Latin-1 text in an #error) echoed by nvcc is a compile error, not a crash."""
+    source = tmp_path / "k.cu"
+    source.write_bytes(b'#error VEC=3 n\xe9cessite une autre largeur\nextern "C" __global__ void k() {}\n')
+    with pytest.raises(CompileError, match="nvcc failed for k.cu"):
+        kernel_parameters(source, "k", defines={}, arch="sm_90")

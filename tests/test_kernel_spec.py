@@ -4,6 +4,7 @@ declaration, and ``tuner check-family`` on good and broken families."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from tuner import cli
 from tuner.families import REGISTRY, Constant, In, InOut, KernelSpec, Out, Problem, Scalar
 from tuner.families.spec import SpecError
+from tuner.settings import ConfigError, parse
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -153,7 +155,14 @@ def test_in_out_arrays_are_restored_before_every_launch_and_constants_uploaded(t
     [
         ({"restrictions": ["block_size * ITEMS <= 512"]}, r"restriction 1 'block_size \* ITEMS <= 512' names 'block_size', which is not one of"),
         ({"restrictions": ["block_size_x <="]}, r"restriction 1 must be a Python expression, got 'block_size_x <='"),
-        ({"tune_params": {"block-size": [128]}}, r"parameter names must be C identifiers .*, got 'block-size'"),
+        ({"tune_params": {"block-size": [128]}}, r"parameter names must be ASCII C identifiers and no C\+\+ keyword .*, got 'block-size'"),
+        ({"tune_params": {"block_size_x": [128], "template": [1]}}, r"parameter names must be ASCII C identifiers and no C\+\+ keyword .*, got 'template'"),
+        ({"tune_params": {"block_size_x": [128], "é": [1]}}, r"parameter names must be ASCII C identifiers .*, got 'é'"),
+        ({"tune_params": {"block_size_x": [128], "itemsize": [3]}}, r"tune_params: a parameter must not be named as the problem's \['dtype', 'itemsize', 'n', 'sm_count'\], got 'itemsize'"),
+        ({"tune_params": {"block_size_x": [128], "S": ["$(touch /tmp/x)"]}}, r"tune_params\['S'\]: a value \(a -D define\) must hold none of \$ ` \" \\ , or control characters \(nvcc passes it through a shell\), got '\$\(touch /tmp/x\)'"),
+        ({"tune_params": {"block_size_x": [128], "S": ["1,block_size_x=7"]}}, r"tune_params\['S'\]: a value \(a -D define\) must hold none of .* got '1,block_size_x=7'"),
+        ({"type_macro": "T=1 `id`"}, r"type_macro must be an ASCII C identifier \(a -D name\), got 'T=1 `id`'"),
+        ({"compile_flags": ["-DX=$(id)"]}, r"compile_flags: a flag must hold none of .* got '-DX=\$\(id\)'"),
         ({"tune_params": {"block_size_x": []}}, r"tune_params\['block_size_x'\] must be a non-empty list of values, got \[\]"),
         ({"tune_params": {"block_size_x": [128, 128]}}, r"tune_params\['block_size_x'\] lists a value twice: \[128, 128\]"),
         ({"tune_params": {"ITEMS": [1]}, "restrictions": [], "grid_div_x": ["ITEMS"]}, r"block must be given when tune_params has no block_size_x"),
@@ -164,7 +173,8 @@ def test_in_out_arrays_are_restored_before_every_launch_and_constants_uploaded(t
         ({"source": "missing.cu"}, r"source must be an existing CUDA file, got '.*missing.cu'"),
         ({"grid_div_x": ["block_size_x * WIDTH"]}, r"grid_div_x 'block_size_x \* WIDTH' names 'WIDTH'"),
     ],
-    ids=["unknown-name", "syntax", "define-name", "no-values", "twice", "no-block", "reference-arg", "no-output",
+    ids=["unknown-name", "syntax", "define-name", "keyword-name", "non-ascii-name", "problem-name", "shell-in-define",
+         "comma-in-define", "type-macro", "shell-in-flag", "no-values", "twice", "no-block", "reference-arg", "no-output",
          "scalar-dtype", "dtype", "source", "grid-name"],
 )  # fmt: skip
 def test_a_broken_declaration_is_one_line_naming_the_family_the_rule_and_the_value(source, changes, message):
@@ -280,3 +290,24 @@ def test_a_profile_keeps_a_plugin_familys_own_parameters():
     columns = list(frame.columns)
     assert frame.loc[0, "TILE"] == 32 and frame.loc[0, "PAD"] == 1
     assert columns.index("TILE") < columns.index("config_key")
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [('"status": [1, 2]', "parameter 'status' must not be named as a column of the results table (its own data: status), got it"),
+     ('"n_items": [2**70, 1]', "parameter 'n_items': values must fit 64 bits (a results column), got 1180591620717411303424"),
+     ('"tile": ["a", "b"]', "parameter 'tile': values must be integers, as the results column tile of built-in families is, got 'a'")],
+    ids=["a-results-column", "beyond-64-bits", "a-built-in-column-of-another-type"],
+)  # fmt: skip
+def test_a_parameter_the_results_table_cannot_hold_is_refused_before_any_work(tmp_path, capsys, params, message):
+    """A parameter is a column of the results: one named as the row's own data (its status,
+    its family) would be written over, and the store would set every measured row aside."""
+    spec = SPEC_FILE.replace('"ITEMS": [1, 2]}', '"ITEMS": [1, 2], ' + params + "}")
+    with pytest.raises(SystemExit):
+        cli.main(["check-family", str(write_family(tmp_path, spec))])
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("check-family: ") and err.endswith(f"scale.py: family 'scale': {message}"), err
+    config = {"results_dir": str(tmp_path / "results"), "gpu": "test-gpu", "family_paths": [str(tmp_path / "scale.py")],
+              "sweeps": {"s": {"family": "scale", "dtypes": ["float32"], "sizes": [4096]}}}  # fmt: skip
+    with pytest.raises(ConfigError, match=r"^family_paths: family 'scale': " + re.escape(message) + "$"):
+        parse(config)

@@ -20,7 +20,8 @@ ALLOWED = {
     "measure": {"data", "device", "errors", "families", "progress"},
     "search": {"data", "errors", "families", "progress"},
     # checked at load as the stages read them: warm-start tables and storage servers (tuner.search)
-    "settings": {"device", "families", "measure", "search"},
+    # and the results table's columns, which a plug-in's parameters must not be named as (data)
+    "settings": {"data", "device", "families", "measure", "search"},
     "report": {"data", "errors", "families"},
     # it runs the measuring harness (and settings imports measure); `profile: report` asks the report what it shows
     "profile": {"data", "families", "measure", "report", "settings"},

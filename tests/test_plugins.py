@@ -85,9 +85,10 @@ def test_family_paths_are_relative_to_the_config_file_and_only_named_files_are_i
         ('dtypes = ("float32",)', r"family 'faulty': dtypes must be among \[.*\], got 'float64'"),
         ('"1: store 2^40 elements past the output (an illegal address)", default=0', r"parameter 'reach''s default must be one of \[0, 1\], got 5"),
         ("import numpy as np", r"failed to import: ZeroDivisionError: division by zero"),
+        ("from pathlib import Path", r"failed to import: SystemExit: 0"),
         ('name = "faulty"', r"must define a family \(a Family subclass or a KernelSpec\), got none"),
     ],
-    ids=["unknown-dtype", "default-outside-values", "import-error", "no-family"],
+    ids=["unknown-dtype", "default-outside-values", "import-error", "exit-at-import", "no-family"],
 )
 def test_a_broken_plugin_family_is_one_line_naming_its_file(tmp_path, change, message):
     text = FAULTY.read_text()
@@ -95,6 +96,7 @@ def test_a_broken_plugin_family_is_one_line_naming_its_file(tmp_path, change, me
         'dtypes = ("float32",)': 'dtypes = ("float64",)',
         '"1: store 2^40 elements past the output (an illegal address)", default=0': '"1: store 2^40 elements past the output (an illegal address)", default=5',
         "import numpy as np": "import numpy as np\n1 / 0",
+        "from pathlib import Path": "from pathlib import Path\nimport sys\nsys.exit(0)",
         'name = "faulty"': "",
     }[change]
     assert change in text, change

@@ -472,3 +472,12 @@ def test_every_subcommand_and_option_has_help():
         for action in sub._actions:
             if action.dest != "help":
                 assert action.help, f"{name} {action.dest}"
+
+
+def test_a_results_dir_nvccs_shell_would_read_is_refused(tmp_path):
+    """The cubin cache lies under results_dir, and its path goes on nvcc's command line."""
+    config = base_config(tmp_path)
+    config["results_dir"] = str(tmp_path / "r$(touch marker)")
+    with pytest.raises(ConfigError, match=r"^results_dir: must hold none of \$ ` \" \\ or control characters \(nvcc passes "
+                                          r"it through a shell\), got '.*r\$\(touch marker\)'$"):  # fmt: skip
+        parse(config)

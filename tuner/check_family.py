@@ -21,6 +21,7 @@ from typing import Callable
 
 import numpy as np
 
+from tuner.data.results import family_columns_unfit
 from tuner.families import REGISTRY, Family, Problem, load_family_paths
 from tuner.families.base import KERNELS_DIR, config_key
 
@@ -46,6 +47,9 @@ def check(path: Path, *, arch: str = "sm_90", gpu: bool = False, list_space: boo
         raise FamilyDefect(str(error)) from None
     for name in names:
         family = REGISTRY[name]
+        unfit = family_columns_unfit(family)
+        if unfit:
+            raise FamilyDefect(f"{path}: {unfit}")
         say(f"load: {path}: family {name}, parameters {list(family.param_names)}, dtypes {list(family.dtypes)}")
         for dtype in family.dtypes:
             problem = Problem(name, dtype, family.check_sizes[0])

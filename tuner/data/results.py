@@ -76,6 +76,30 @@ PARAM_COLUMNS = {
     "finish": "string",
 }
 
+
+INT64 = 2**63  # a whole-number column's bound (Int64)
+
+
+def family_columns_unfit(family) -> str | None:
+    """Why ``family``'s parameters cannot be columns of the results table (one
+    line), or None. Each parameter is a column of its own: one named as another
+    column (``status``, ``n``, ``bandwidth_gbs``) would be written over or write
+    over it, and a row the store reads back would no longer be its own; one
+    named as a built-in parameter takes that column's type."""
+    for param in family.params:
+        where = f"family {family.name!r}: parameter {param.name!r}"
+        if param.name in COLUMNS and param.name not in PARAM_COLUMNS:
+            return f"{where} must not be named as a column of the results table (its own data: {param.name}), got it"
+        kind = PARAM_COLUMNS.get(param.name)
+        for value in param.values:
+            if isinstance(value, int) and not -INT64 <= value < INT64:
+                return f"{where}: values must fit 64 bits (a results column), got {value}"
+            if kind == "Int64" and not isinstance(value, int):
+                return f"{where}: values must be integers, as the results column {param.name} of built-in families is, got {value!r}"
+            if kind == "string" and not isinstance(value, str):
+                return f"{where}: values must be text, as the results column {param.name} of built-in families is, got {value!r}"
+    return None
+
 COLUMNS = {
     "run_id": "string",
     "timestamp": TIMESTAMP,

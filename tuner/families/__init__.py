@@ -100,7 +100,7 @@ def load_family_paths(paths) -> list[str]:
             except ValueError as error:  # a declaration's own one line (a KernelSpec's SpecError)
                 del sys.modules[module_name]
                 raise ValueError(f"family_paths: {path}: {error}") from None
-            except Exception as error:
+            except (Exception, SystemExit) as error:  # sys.exit() in a plug-in would end the run in silence
                 del sys.modules[module_name]
                 raise ValueError(f"family_paths: {path} failed to import: {type(error).__name__}: {error}") from None
         found = []

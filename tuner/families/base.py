@@ -32,6 +32,23 @@ DTYPES = {
 }
 C_TYPES = {"int8": "signed char", "int32": "int", "float16": "__half", "float32": "float"}
 
+# nvcc runs each of its compile steps through a shell, every argument in double
+# quotes: inside them $ and ` still run commands, and \ and " escape or end the
+# quoting; it also splits a -D at its commas into several defines. Text that
+# reaches its command line (a define's value, a path) must hold none of them.
+NVCC_UNSAFE = '$`"\\'
+
+
+def nvcc_text_unfit(text: str, *, define: bool = False) -> str | None:
+    """Why ``text`` cannot go on nvcc's command line (``must ..., got ...``;
+    ``define``: a -D define's value, where a comma starts another), or None."""
+    bad = [c for c in dict.fromkeys(text) if c in NVCC_UNSAFE or (define and c == ",") or not c.isprintable()]
+    if not bad:
+        return None
+    banned = "$ ` \" \\" + (" ," if define else "")
+    return f"must hold none of {banned} or control characters (nvcc passes it through a shell), got {text!r}"
+
+
 
 # One encoder for every key: json.dumps with options builds a new one each call,
 # a large share of a key's time where a study enumerates 10^6 configurations.

@@ -45,7 +45,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from tuner.families.base import C_TYPES, DTYPES, Config, DeviceOutput, Family, Launch, Param, Problem, Verdict
+from tuner.families.base import C_TYPES, DTYPES, Config, DeviceOutput, Family, Launch, Param, Problem, Verdict, nvcc_text_unfit
 from tuner.families.buffers import ceil_div, poison
 from tuner.families.inputs import integers, uniform
 
@@ -207,10 +207,13 @@ class KernelSpec(Family):
         def fail(rule: str) -> SpecError:
             return SpecError(f"family {name!r}: {rule}")
 
-        if not (isinstance(name, str) and name.isidentifier()):
-            raise SpecError(f"kernel spec: name must be an identifier, got {name!r}")
+        if not (isinstance(name, str) and name.isidentifier() and name.isascii() and len(name) <= MAX_NAME):
+            # It names files (cubins, report figures) and the header's structs.
+            raise SpecError(f"kernel spec: name must be an ASCII identifier of at most {MAX_NAME} characters, got {name!r}")
         self.name = name
         self.source = str(_resolve_source(source, name))
+        if nvcc_text_unfit(self.source):
+            raise fail(f"source {nvcc_text_unfit(self.source)}")
         self.kernel = kernel
         self.dtypes = tuple(dtypes)
         for dtype in self.dtypes:
@@ -224,6 +227,14 @@ class KernelSpec(Family):
         for key in self.runtime_params:
             if key not in param_names:
                 raise fail(f"runtime_params must name parameters of tune_params, got {key!r}")
+        for param in self.params:
+            if param.name in EXPRESSION_NAMES:  # an expression would read the problem's value, not the parameter's
+                raise fail(f"tune_params: a parameter must not be named as the problem's {sorted(EXPRESSION_NAMES)}, "
+                           f"got {param.name!r}")  # fmt: skip
+            for value in param.values if param.name not in self.runtime_params else ():
+                why = nvcc_text_unfit(_define_text(value), define=True)
+                if why:
+                    raise fail(f"tune_params[{param.name!r}]: a value (a -D define) {why}")
         self.args = tuple(args)
         self._check_args(fail)
         self.tolerance = float(tolerance)
@@ -231,9 +242,14 @@ class KernelSpec(Family):
         if not callable(reference):
             raise fail(f"reference must be a function of the input arrays, got {reference!r}")
         self._compile_flags = tuple(compile_flags)
+        for flag in self._compile_flags:
+            if nvcc_text_unfit(str(flag)):
+                raise fail(f"compile_flags: a flag {nvcc_text_unfit(str(flag))}")
+        if type_macro is not None and not (isinstance(type_macro, str) and type_macro.isidentifier() and type_macro.isascii()):
+            raise fail(f"type_macro must be an ASCII C identifier (a -D name), got {type_macro!r}")
         self.type_macro = type_macro
 
-        problem_names = {"n", "dtype", "itemsize"}
+        problem_names = EXPRESSION_NAMES - {"sm_count"}
         config_names = param_names | problem_names
         launch_names = config_names | {"sm_count"}
 
@@ -454,6 +470,18 @@ class KernelSpec(Family):
         return super().verify(output, expected, inputs)
 
 
+MAX_NAME = 64  # a family name's characters at most (it names files: cubins, figures)
+# The problem's names an expression reads beside the parameters (restrictions, grid, block, bytes).
+EXPRESSION_NAMES = frozenset({"n", "dtype", "itemsize", "sm_count"})
+# C++ keywords (and alternative tokens): a parameter so named breaks its -D define and the header's struct.
+CPP_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
+char32_t class compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype
+default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline int long
+mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register reinterpret_cast
+requires return short signed sizeof static static_assert static_cast struct switch template this thread_local throw true
+try typedef typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq""".split())
+
+
 def _resolve_source(source: str | Path, name: str) -> Path:
     """``source`` as an absolute path: relative paths are taken from the file
     that made the spec (the first caller outside this module)."""
@@ -473,8 +501,9 @@ def _param(key: str, values: Any, family: str) -> Param:
         if values.name != key:
             raise SpecError(f"family {family!r}: tune_params[{key!r}] is a Param named {values.name!r}")
         return values
-    if not key.isidentifier():
-        raise SpecError(f"family {family!r}: parameter names must be C identifiers (they become -D defines), got {key!r}")
+    if not (key.isidentifier() and key.isascii()) or key in CPP_KEYWORDS:
+        raise SpecError(f"family {family!r}: parameter names must be ASCII C identifiers and no C++ keyword (they become "
+                        f"-D defines and names in best_configs.h), got {key!r}")  # fmt: skip
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
         raise SpecError(f"family {family!r}: tune_params[{key!r}] must be a non-empty list of values, got {values!r}")
     values = tuple(v.item() if isinstance(v, np.generic) else v for v in values)

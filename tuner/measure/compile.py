@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from tuner.families.base import KERNELS_DIR, Config, Family, Problem
+from tuner.families.base import KERNELS_DIR, Config, Family, Problem, nvcc_text_unfit
 from tuner.progress import Progress
 
 
@@ -108,6 +108,22 @@ def _sources_digest(source: Path) -> str:
 
 
 def nvcc_command(source: Path, defines: dict[str, str], flags: Sequence[str], arch: str, output: Path) -> list[str]:
+    """nvcc's arguments. A define, flag or path that its shell would read (``$(...)``,
+    a quote) or that would split into more defines (a comma) is refused here
+    whatever let it through: the families and settings refuse them earlier.
+
+    Raises:
+        CompileError: an argument nvcc cannot be given safely (one line).
+    """
+    for name, value in defines.items():
+        why = nvcc_text_unfit(name) or (None if name.isidentifier() else f"must be a C identifier, got {name!r}")
+        why = why or nvcc_text_unfit(str(value), define=True)
+        if why:
+            raise CompileError(f"-D{name}: a define {why}")
+    for text in (*flags, str(source), str(output), str(KERNELS_DIR)):
+        why = nvcc_text_unfit(text)
+        if why:
+            raise CompileError(f"nvcc's command line: an argument {why}")
     return [
         "nvcc", "-cubin", f"-arch={arch}", "-O3", "-std=c++17", "-Xptxas", "-v",
         f"-I{source.parent}", f"-I{KERNELS_DIR}",  # a plug-in family's source may include common.cuh
@@ -203,7 +219,8 @@ def _run_nvcc(
     cubin.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cubin.parent) as tmp:
         out = Path(tmp) / cubin.name
-        proc = subprocess.run(nvcc_command(source, defines, flags, arch, out), capture_output=True, text=True)
+        proc = subprocess.run(nvcc_command(source, defines, flags, arch, out), capture_output=True, text=True,
+                              encoding="utf-8", errors="replace")  # a source's own bytes may be echoed
         log = proc.stdout + proc.stderr
         if proc.returncode != 0:  # a negative code: killed by that signal (out of memory, say), worth asking again
             raise CompileError(f"nvcc failed for {source.name}:\n{log.strip()}", lasting=proc.returncode > 0)
@@ -234,7 +251,7 @@ def kernel_parameters(source: Path, kernel: str, *, defines: dict[str, str], fla
         out = Path(tmp) / "module.ptx"
         command = nvcc_command(Path(source), defines, tuple(flags), arch, out)
         command[1] = "-ptx"
-        proc = subprocess.run(command, capture_output=True, text=True)
+        proc = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", errors="replace")
         if proc.returncode != 0:
             raise CompileError(f"nvcc failed for {Path(source).name}:\n{(proc.stdout + proc.stderr).strip()}")
         ptx = out.read_text()

@@ -15,8 +15,10 @@ from typing import Any, Mapping
 
 import yaml
 
+from tuner.data.results import family_columns_unfit
 from tuner.device.describe import DeviceFacts
 from tuner.families import REGISTRY, Problem, load_family_paths
+from tuner.families.base import nvcc_text_unfit
 from tuner.measure.timing import TimingOptions
 from tuner.settings.model import ConfigError, RunSettings, Settings, StudySettings, SweepSettings, frozen_params
 from tuner.settings.yaml_file import read_yaml
@@ -67,9 +69,13 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     family_paths = tuple(str((base / p).resolve()) for p in config.get("family_paths", []))
     try:
-        load_family_paths(family_paths)
+        loaded = load_family_paths(family_paths)
     except ValueError as error:  # a plug-in that does not import, or breaks a family's rules, is the user's config error
         raise ConfigError(str(error)) from None
+    for name in loaded:  # a parameter is a column of the results: one named as another is refused here
+        unfit = family_columns_unfit(REGISTRY[name])
+        if unfit:
+            raise ConfigError(f"family_paths: {unfit}")
     device = device or DeviceFacts()
     index = config.get("device_index", 0)
     if device.count is not None and not index < device.count:
@@ -234,6 +240,8 @@ def _check_results_dir(results_dir: str, gpu: str, allow_reference: bool) -> str
     if odd:  # Snakemake reads a brace in a rule's paths as a wildcard
         raise ConfigError(f"results_dir: must be a path without braces or control characters, got {results_dir[:80]!r} "
                           f"with {odd.group()!r}")  # fmt: skip
+    if nvcc_text_unfit(results_dir):  # the cubin cache is under it, on nvcc's command line
+        raise ConfigError(f"results_dir: {nvcc_text_unfit(results_dir)}")
     normal = os.path.normpath(os.path.expanduser(results_dir))  # ~/runs as a shell reads it, not a folder named ~
     path = Path(normal)
     for part in path.parts:
@@ -342,6 +350,9 @@ def _check_params(family, params: Mapping[str, list], where: str) -> None:
         for i, value in enumerate(values):
             if not param.accepts(value):
                 raise ConfigError(f"{where}.{name}[{i}]: must be {param.rule_description()}, got {value!r}")
+            # A text value a plug-in's rule lets through becomes a -D define: nothing nvcc's shell would run.
+            if isinstance(value, str) and nvcc_text_unfit(value, define=True):
+                raise ConfigError(f"{where}.{name}[{i}]: {nvcc_text_unfit(value, define=True)}")
 
 
 def _merged_timing(config: Mapping, section: Mapping, where: str) -> TimingOptions:
