@@ -311,3 +311,11 @@ def test_a_parameter_the_results_table_cannot_hold_is_refused_before_any_work(tm
               "sweeps": {"s": {"family": "scale", "dtypes": ["float32"], "sizes": [4096]}}}  # fmt: skip
     with pytest.raises(ConfigError, match=r"^family_paths: family 'scale': " + re.escape(message) + "$"):
         parse(config)
+
+
+@needs_nvcc
+def test_a_parameter_of_fractional_values_goes_through_every_stage(tmp_path, capsys):
+    """A float parameter is a number column of the results (as text it no longer was the parameter's value)."""
+    spec = SPEC_FILE.replace('"ITEMS": [1, 2]}', '"ITEMS": [1, 2], "P": [0.5, 1e300]}')
+    assert cli.main(["check-family", str(write_family(tmp_path, spec))]) == 0
+    assert "exported ({'ITEMS': 2, 'P': 1e+300, 'block_size_x': 256})" in capsys.readouterr().out

@@ -168,20 +168,31 @@ COLUMNS = {
 
 def columns() -> dict[str, str]:
     """The schema: ``COLUMNS`` plus a column for each parameter of a family
-    added as a plug-in (integer or text, from its values), after the built-in
-    parameters."""
+    added as a plug-in (integer, number or text, from its values), after the
+    built-in parameters."""
     from tuner.families import REGISTRY
 
     extra = {}
     for family in REGISTRY:
         for param in family.params:
             if param.name not in COLUMNS and param.name not in extra:
-                extra[param.name] = "Int64" if all(isinstance(v, int) for v in param.values) else "string"
+                extra[param.name] = _column_type(param.values)
     if not extra:
         return COLUMNS
     names = list(COLUMNS)
     at = names.index("config_key")
     return {name: COLUMNS.get(name) or extra[name] for name in names[:at] + list(extra) + names[at:]}
+
+
+def _column_type(values) -> str:
+    """A plug-in parameter's column: whole numbers (switches too), numbers where
+    any is fractional (0.5 read back as text was no longer the parameter's
+    value), else text."""
+    if all(isinstance(v, int) for v in values):
+        return "Int64"
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return "float64"
+    return "string"
 
 
 def to_frame(rows: Iterable[Mapping] | pd.DataFrame, *, keep_unknown: bool = False) -> pd.DataFrame:
