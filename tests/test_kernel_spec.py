@@ -319,3 +319,23 @@ def test_a_parameter_of_fractional_values_goes_through_every_stage(tmp_path, cap
     spec = SPEC_FILE.replace('"ITEMS": [1, 2]}', '"ITEMS": [1, 2], "P": [0.5, 1e300]}')
     assert cli.main(["check-family", str(write_family(tmp_path, spec))]) == 0
     assert "exported ({'ITEMS': 2, 'P': 1e+300, 'block_size_x': 256})" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "grid, message",
+    [(["0"], "grid must be one to three whole numbers of at least 1, got [0]"),
+     (["-5"], "grid must be one to three whole numbers of at least 1, got [-5]"),
+     (["n / 400"], "grid must be one to three whole numbers of at least 1, got [2.5]"),
+     (["1", "1", "1", "2"], "grid must be one to three whole numbers of at least 1, got [1, 1, 1, 2]")],
+    ids=["zero", "negative", "fraction", "four-dimensions"],
+)  # fmt: skip
+def test_a_launch_shape_the_spec_gets_wrong_is_said_never_changed(source, grid, message):
+    """A grid of 0 or 2.5 used to launch as 1 or 2; now it is the configuration's launch error, in one line."""
+    family = scale_spec(source, grid=grid)
+    problem = Problem("scale", "float32", 1000)
+    gpu = StandInGpu()
+    buffers = family.allocate(problem, family.make_inputs(problem, np.random.default_rng(1)), gpu)
+    with pytest.raises(SpecError, match=r"^family 'scale': " + re.escape(message) + "$"):
+        family.bind({"block_size_x": 128, "ITEMS": 2}, problem, buffers, object(), gpu)
+    whole = scale_spec(source, grid=["n / 500"]).bind({"block_size_x": 128, "ITEMS": 2}, problem, buffers, object(), gpu)
+    assert whole.grid == (2, 1, 1)  # 2.0 is a whole number

@@ -422,14 +422,14 @@ class KernelSpec(Family):
 
     def bind(self, cfg: Config, problem: Problem, buffers, function, gpu) -> Launch:
         env = self._env(cfg, problem, sm_count=gpu.sm_count)
-        block = _dims([int(b(env)) for b in self.block_exprs])
+        block = _dims([b(env) for b in self.block_exprs], "block", self.name)
         if self.grid_exprs is not None:
-            grid = _dims([int(g(env)) for g in self.grid_exprs])
+            grid = _dims([g(env) for g in self.grid_exprs], "grid", self.name)
         else:
             grid = _dims([
                 ceil_div(int(size(env)), math.prod(int(d(env)) for d in divisors))
                 for size, divisors in zip(self.problem_size, self.grid_divisors)
-            ])  # fmt: skip
+            ], "grid", self.name)  # fmt: skip
         for name, array in buffers[":constants"].items():
             gpu.set_constant(function, name, array)
         inouts = [a for a in self.args if a.role == "inout"]
@@ -521,9 +521,16 @@ def _define_text(value: Any) -> str:
     return str(value)
 
 
-def _dims(values: list[int]) -> tuple[int, int, int]:
-    values = (values + [1, 1, 1])[:3]
-    return tuple(max(1, v) for v in values)
+def _dims(values: list, what: str, family: str) -> tuple[int, int, int]:
+    """A launch's grid or block from its expressions' values: one to three
+    whole numbers of at least 1 (the rest 1). Anything else is the spec's
+    mistake, said so (a launch error of that configuration), never changed
+    into a launch it did not ask for."""
+    if not 1 <= len(values) <= 3 or any(
+        isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or v != int(v) or v < 1 for v in values
+    ):
+        raise SpecError(f"family {family!r}: {what} must be one to three whole numbers of at least 1, got {list(values)}")
+    return tuple(int(v) for v in (list(values) + [1, 1, 1])[:3])
 
 
 def _check_sizes(rank: int) -> tuple[int, int]:
