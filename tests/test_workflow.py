@@ -219,9 +219,10 @@ def test_duplicate_keys_in_the_default_config_are_refused(tmp_path):
 
 
 def test_no_folder_name_reaches_a_shell_unquoted(tmp_path):
-    """A results folder whose name holds $(...) is a name, not a command."""
+    """A results folder whose name holds $(...) is a name, not a command (results_dir itself
+    may not hold one: the cubin cache beneath it goes on nvcc's command line, tests/test_settings.py)."""
     reference = ROOT / "results" / "reference" / "nvidia-h200"
-    results_dir = tmp_path / "res $(touch PWNED)"
+    results_dir = tmp_path / "res (touch PWNED); x"
     folder = results_dir / "gpu-$(touch PWNED2)"
     folder.mkdir(parents=True)
     for name in ("device.json", "peaks.json"):
