@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from tuner.data import results
 from tuner.measure.peaks import peak_buffer_bytes, theoretical_gbs
+
+REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference" / "nvidia-h200"
 
 
 def row(**overrides):
@@ -125,3 +128,29 @@ def test_the_best_line_says_when_no_copy_peak_was_measured():
     without = best_line(pd.DataFrame([row | {"fraction_of_copy_peak": None}]), "study r")
     assert "(no copy peak measured)" in without and "nan" not in without
     assert "(0.912 of copy peak)" in best_line(pd.DataFrame([row | {"fraction_of_copy_peak": 0.9123}]), "study r")
+
+
+@pytest.mark.parametrize(
+    "column, value, message",
+    [("status", "OK", "status is 'OK' in row 4, but must be one of ['ok', 'infeasible', 'compile_error', 'launch_error', "
+                      "'wrong_result']"),
+     ("bandwidth_gbs", float("inf"), "bandwidth_gbs is inf in row 4 (status ok), but a rate is finite and never negative"),
+     ("bandwidth_gbs", -1.0, "bandwidth_gbs is -1.0 in row 4 (status ok), but a rate is finite and never negative"),
+     ("config_key", "not json {", "config_key is 'not json {' in row 4 (status ok), but must be a JSON object of the parameters"),
+     ("config_key", "[1, 2]", "config_key is '[1, 2]' in row 4 (status ok), but must be a JSON object of the parameters"),
+     ("grid", "a,b,c", "grid is 'a,b,c' in row 4 (status ok), but must be three whole numbers, x,y,z")],
+    ids=["unknown-status", "infinite-rate", "negative-rate", "key-not-json", "key-not-object", "grid-not-numbers"],
+)  # fmt: skip
+def test_a_row_every_reader_would_trip_on_is_damage_named_at_read(tmp_path, column, value, message):
+    """Found once as the file is read, in one line naming it: an unknown status was silently no row,
+    an infinite rate made a slow row the exported winner, a bad key a header without parameters."""
+    from tuner.errors import DamagedFile
+
+    rows = results.read(REFERENCE / "measurements.parquet").head(10).copy()
+    rows[column] = rows[column].astype(object)
+    rows.loc[3, column] = value
+    path = tmp_path / "measurements.parquet"
+    rows.to_parquet(path)
+    with pytest.raises(DamagedFile) as damaged:
+        results.read(path)
+    assert message in str(damaged.value) and str(path) in str(damaged.value) and "\n" not in str(damaged.value)

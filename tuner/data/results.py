@@ -46,11 +46,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+import numpy as np
 import pandas as pd
 
 from tuner.data.readback import damaged, one_line
@@ -325,11 +327,53 @@ def _read_one(path: Path, needs: tuple[str, ...] = ()) -> pd.DataFrame:
     except (ValueError, TypeError, OverflowError) as error:  # OverflowError: a whole number past a column's type
         raise DamagedFile(damaged(path, f"not results rows ({one_line(error)})")) from None
     _check_times(path, frame)
+    _check_rows(path, frame)
     return frame
 
 
 # The timing statistics of a row, in milliseconds: durations, never negative.
 TIME_COLUMNS = tuple(c for c in COLUMNS if c.startswith("time_ms_"))
+STATUSES = ("ok", "infeasible", "compile_error", "launch_error", "wrong_result")
+_GEOMETRY = re.compile(r"\d{1,10},\d{1,10},\d{1,10}")  # "x,y,z", each a whole number that fits 32 bits or near it
+
+
+def _check_rows(path: Path, frame: pd.DataFrame) -> None:
+    """What every reader relies on, checked once as a file is read: a status
+    of the schema's (an unknown one was silently no row at all), and on a
+    verified row a finite, non-negative rate (an infinite one made a slow
+    row the winner), a configuration key that is a JSON object and a launch
+    geometry of three whole numbers (each would otherwise be a traceback, or
+    a header without parameters, far from this file)."""
+    status = frame["status"]
+    odd = status.notna() & ~status.isin(STATUSES)
+    if odd.any():
+        at = int(odd.to_numpy(dtype=bool).argmax())
+        raise DamagedFile(damaged(path, f"status is {status.iloc[at]!r} in row {at + 1}, but must be one of {list(STATUSES)}"))
+    ok = (status == "ok").fillna(False).to_numpy(dtype=bool)
+    for column in ("bandwidth_gbs", "gflops"):
+        values = frame[column].to_numpy(dtype="float64", na_value=math.nan)
+        bad = ok & (np.isinf(values) | (values < 0))
+        if bad.any():
+            at = int(bad.argmax())
+            raise DamagedFile(damaged(path, f"{column} is {float(values[at])!r} in row {at + 1} (status ok), but a rate is finite "
+                                            "and never negative"))  # fmt: skip
+    rows = np.flatnonzero(ok)
+    for at, key in zip(rows, frame["config_key"].to_numpy(dtype=object)[rows]):
+        if isinstance(key, str) and not isinstance(_json_or_none(key), dict):  # none at all: the readers say so
+            raise DamagedFile(damaged(path, f"config_key is {str(key)[:80]!r} in row {at + 1} (status ok), but must be a "
+                                            "JSON object of the parameters"))  # fmt: skip
+    for column in ("grid", "block"):
+        for at, geometry in zip(rows, frame[column].to_numpy(dtype=object)[rows]):
+            if isinstance(geometry, str) and not _GEOMETRY.fullmatch(geometry):
+                raise DamagedFile(damaged(path, f"{column} is {geometry[:80]!r} in row {at + 1} (status ok), but must be "
+                                                "three whole numbers, x,y,z"))  # fmt: skip
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _check_times(path: Path, frame: pd.DataFrame) -> None:
