@@ -275,3 +275,13 @@ def test_the_reference_reports_are_rebuilt_until_their_stamp_is_newer_than_their
     stamp.touch()
     proc = snakemake("-n", "report", "--configfile", str(config))
     assert proc.returncode == 0 and "Nothing to be done" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_results_folder_named_with_braces_is_left_out_of_the_report_said_so(tmp_path):
+    """Snakemake reads braces in a path as a wildcard: such a folder once stopped every folder's report."""
+    odd = tmp_path / "results" / "run{1}"
+    odd.mkdir(parents=True)
+    shutil.copy(ROOT / "results" / "reference" / "nvidia-h200" / "measurements.parquet", odd / "measurements.parquet")
+    proc = snakemake("-n", "report", "--configfile", str(write(tmp_path, small_config(tmp_path))))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"report: {odd}: left out, a folder name must hold no braces (Snakemake reads them as a wildcard)" in proc.stderr
