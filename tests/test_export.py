@@ -4,6 +4,7 @@ shipped reference results."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -187,3 +188,172 @@ def test_a_string_parameter_with_a_line_break_is_an_escaped_literal():
     from tuner.data.export import _literal
 
     assert _literal('a\n"b"\\') == ("const char*", '"a\\012\\"b\\"\\\\"')
+
+
+def _results_with_rows(tmp_path: Path, change) -> Path:
+    """A copy of the shipped results whose measurements are ``change(rows)``."""
+    folder = _results_with_device(tmp_path)
+    rows = change(pd.read_parquet(folder / "measurements.parquet"))
+    rows.to_parquet(folder / "measurements.parquet")
+    return folder
+
+
+def _with_params(**extra):
+    """Every row's configuration key with ``extra`` parameters added."""
+
+    def change(rows):
+        rows["config_key"] = [json.dumps(json.loads(key) | extra) for key in rows["config_key"]]
+        return rows
+
+    return change
+
+
+def _build(tmp_path: Path, include: Path, code: str, std: str, *define: str) -> subprocess.CompletedProcess:
+    """Compile and link ``code`` against the header in ``include``, and run it where it built."""
+    program, binary = tmp_path / "use.cpp", tmp_path / "use"
+    program.write_text(f'#include "best_configs.h"\n#include <cstdio>\n{code}\n')
+    done = subprocess.run(["g++", f"-std={std}", f"-I{include}", *define, str(program), "-o", str(binary)],
+                          capture_output=True, text=True)  # fmt: skip
+    return done if done.returncode else subprocess.run([str(binary)], capture_output=True, text=True, check=True)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+@pytest.mark.parametrize("std", ["c++14", "c++17"])
+def test_a_trigraph_in_a_string_parameter_cannot_end_its_literal(tmp_path, std):
+    """Under C++14 ??/ is a backslash: ??/" would end the literal and put the rest into the struct."""
+    note = '??/" ; int injected = 1; //'
+    folder = _results_with_rows(tmp_path, _with_params(note=note))
+    assert cli.main(["best", "--results", str(folder), "--out-dir", str(tmp_path / "out")]) == 0
+    struct = "tuner_best::reduce_int32_n268435456"
+    injected = _build(tmp_path, tmp_path / "out", f"int main() {{ return {struct}::injected; }}", std)
+    assert injected.returncode != 0 and "injected" in injected.stderr, "the text became a member"
+    printed = _build(tmp_path, tmp_path / "out", f"int main() {{ std::fputs({struct}::note, stdout); }}", std)
+    assert printed.stdout == note
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+@pytest.mark.parametrize("std", ["c++14", "c++17"])
+def test_parameter_names_that_are_no_cpp_member_are_spelled_as_one_and_the_comment_says_how(tmp_path, std):
+    """A keyword, a leading digit, the struct's own grid, two names with one
+    identifier: each its own member, the comment maps them, best.json keeps the names."""
+    extra = {"class": 1, "9lives": 2, "grid": 3, "a-b": 4, "a_b": 5}
+    folder = _results_with_rows(tmp_path, _with_params(**extra))
+    out = tmp_path / "out"
+    assert cli.main(["best", "--results", str(folder), "--out-dir", str(out)]) == 0
+    header = (out / "best_configs.h").read_text()
+    assert ('// Parameters spelled otherwise in C++ (a keyword, a leading digit, a clash): "class" as class_, '
+            '"9lives" as p_9lives, "grid" as grid_2, "a-b" as a_b_2') in header.splitlines()  # fmt: skip
+    code = ("using S = tuner_best::reduce_int32_n268435456;\n"
+            'int main() { std::printf("%d %d %d %d %d %u", S::class_, S::p_9lives, S::grid_2, S::a_b_2, S::a_b, S::grid[0]); }')  # fmt: skip
+    done = _build(tmp_path, out, code, std)
+    assert done.returncode == 0, done.stderr
+    problems = json.loads((out / "best.json").read_text())["problems"]
+    entry = next(e for e in problems if (e["family"], e["dtype"], e["n"]) == ("reduce", "int32", 1 << 28))
+    assert done.stdout == f"1 2 3 4 5 {entry['grid'][0]}"
+    assert {k: entry["params"][k] for k in extra} == extra  # the original names
+    other_gpu = subprocess.run(["g++", f"-std={std}", "-fsyntax-only", "-DTUNER_TARGET_SM=80", "-x", "c++", str(out / "best_configs.h")],
+                               capture_output=True, text=True)  # fmt: skip
+    assert other_gpu.returncode == 0, other_gpu.stderr
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+@pytest.mark.parametrize("target", [None, "80"])
+def test_families_whose_struct_names_coincide_get_distinct_structs(tmp_path, target):
+    """``a-b`` and ``a_b`` (plug-ins this process does not know) both spell
+    a_b_int32_n1024; a name starting with a digit or clashing with the
+    energy_optimal struct is spelled as a member too."""
+    from tuner.data.export import header_text
+
+    def entry(family, value):
+        params = {"x": value, "energy_optimal": value, "1st": value}
+        return {"family": family, "dtype": "int32", "n": 1024, "params": params, "ranked_by": "bandwidth_gbs",
+                "exported": {"params": params, "grid": [1, 1, 1], "block": [value, 1, 1], "bandwidth_gbs": 1.0,
+                             "config_key": "k", "rule": "the winner"},
+                "config_key": "k", "tie_set": [], "energy_optimal": {"params": params, "energy_j": 0.1}}  # fmt: skip
+
+    header = header_text([entry("a-b", 64), entry("a_b", 128), entry("9", 256)], {"name": "GPU", "compute_capability": "9.0"})
+    (tmp_path / "best_configs.h").write_text(header)
+    for line in ('// a_b_int32_n1024_2: family "a-b", dtype "int32", n=1024',
+                 '// p_9_int32_n1024: family "9", dtype "int32", n=1024',
+                 '// Parameters spelled otherwise in C++ (a keyword, a leading digit, a clash): "energy_optimal" as '
+                 'energy_optimal_2, "1st" as p_1st'):  # fmt: skip
+        assert line in header.splitlines()
+    code = ("using namespace tuner_best;\n"
+            'int main() { std::printf("%d %d %d %d %d", a_b_int32_n1024::x, a_b_int32_n1024_2::x, p_9_int32_n1024::x, '
+            "a_b_int32_n1024_2::energy_optimal::energy_optimal_2, a_b_int32_n1024::p_1st); }")  # fmt: skip
+    done = _build(tmp_path, tmp_path, code, "c++14", *([f"-DTUNER_TARGET_SM={target}"] if target else []))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "128 64 256 64 128"
+
+
+def _set_geometry(column: str, value: str):
+    def change(rows):
+        rows.loc[rows["status"] == "ok", column] = value
+        return rows
+
+    return change
+
+
+def test_a_launch_geometry_past_32_bits_stops_naming_the_file_the_configuration_and_the_value(tmp_path, capsys):
+    folder = _results_with_rows(tmp_path, _set_geometry("block", "4294967296,1,1"))
+    assert cli.main(["best", "--results", str(folder), "--out-dir", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    first = pd.read_parquet(folder / "measurements.parquet").query("status == 'ok'").iloc[0]
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"error: {folder / 'measurements.parquet'}: block is '4294967296,1,1' in row "), err
+    assert first["config_key"][:60] in err and "below 2^32" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "column, value", [("grid", "a,b,c"), ("block", "99999999999999999999999,1,1"), ("grid", "1,2"), ("block", "-1,1,1")]
+)
+def test_a_launch_geometry_not_three_whole_numbers_stops_in_one_line_and_writes_nothing(tmp_path, capsys, column, value):
+    folder = _results_with_rows(tmp_path, _set_geometry(column, value))
+    assert cli.main(["best", "--results", str(folder), "--out-dir", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"error: {folder / 'measurements.parquet'}: {column} is {value!r} in row "), err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_geometry_check_names_the_rows_configuration():
+    from tuner.data.export import _check_geometry
+    from tuner.errors import DamagedFile
+
+    rows = pd.DataFrame({"status": ["ok", "ok", "ok"], "source": ["sweep:x", "peaks", "sweep:x"], "grid": ["1,1,1", "x", "1,1,a"],
+                         "block": ["4294967295,1,1", "x", "1,1,1"], "config_key": ['{"u": 1}', "{}", '{"u": 2}']})  # fmt: skip
+    with pytest.raises(DamagedFile, match=r"^m.parquet: grid is '1,1,a' in row 3 \(configuration '\{\"u\": 2\}'\)"):
+        _check_geometry(Path("m.parquet"), rows)  # the yardstick's row 2 is no candidate; 2^32 - 1 fits
+
+
+def test_measurements_without_a_config_key_column_stop_in_one_line(tmp_path, capsys):
+    folder = _results_with_rows(tmp_path, lambda rows: rows.drop(columns=["config_key"]))
+    assert cli.main(["best", "--results", str(folder), "--out-dir", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"error: {folder / 'measurements.parquet'}: must have a config_key column; "), err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", ["best_configs.h", "best.json"])
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_an_output_that_is_no_regular_file_stops_before_either_is_written(tmp_path, capsys, name, kind):
+    out = tmp_path / "out"
+    out.mkdir()
+    {"fifo": os.mkfifo, "directory": os.mkdir}[kind](out / name)
+    assert cli.main(["best", "--results", str(REFERENCE), "--out-dir", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"error: {out / name}: must be a regular file to replace, or absent"), err
+    assert [p.name for p in out.iterdir()] == [name]  # neither written, no temporary left
+
+
+def test_outputs_that_are_regular_files_are_replaced(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("best.json", "best_configs.h"):
+        (out / name).write_text("old")
+    assert cli.main(["best", "--results", str(REFERENCE), "--out-dir", str(out)]) == 0
+    assert (out / "best_configs.h").read_text() == (REFERENCE / "best_configs.h").read_text()
+    assert json.loads((out / "best.json").read_text()) == json.loads((REFERENCE / "best.json").read_text())

@@ -18,10 +18,13 @@ Yardstick rows (``source == "peaks"``) are not candidates.
 
 from __future__ import annotations
 
+import errno
+import json
 import math
 import re
+import stat
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
@@ -131,8 +134,56 @@ def best_json(entries: list[dict], device: Mapping) -> dict:
     }
 
 
+# Words a C++ (or CUDA host) compiler will not take as a member's name: the
+# keywords up to C++20 with the alternative tokens, and the macros g++ and
+# nvcc's default GNU dialect predefine as 1.
+_RESERVED_WORDS = frozenset(
+    """
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class
+    compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype
+    default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline
+    int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
+    reinterpret_cast requires return short signed sizeof static static_assert static_cast struct switch template
+    this thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t
+    while xor xor_eq linux unix
+    """.split()
+)
+
+# The members every problem's struct may have besides its parameters.
+_STRUCT_MEMBERS = ("grid", "block", "bandwidth_gbs", "energy_optimal")
+
+
 def _identifier(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+    """``text`` as a C++ identifier: other characters as ``_`` and runs of
+    ``_`` as one (a double underscore is the compiler's), a ``p_`` before one
+    that would start with a digit or an underscore (``_X`` is the compiler's
+    too), a ``_`` after a keyword."""
+    name = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_", text))
+    if not name[:1].isalpha():
+        name = "p_" + name.lstrip("_")
+    return name + "_" if name in _RESERVED_WORDS else name
+
+
+def _spellings(names: Iterable[str], taken: Iterable[str] = ()) -> list[str]:
+    """An identifier per name (``_identifier``), distinct from each other and
+    from ``taken``: where two would be the same, or one is taken, the later
+    gets ``_2``, ``_3``, ... A name that is already its own identifier is
+    served first, so ``a_b`` stays ``a_b`` and ``a-b`` becomes ``a_b_2``
+    whichever comes first in the data. Equal names get equal spellings."""
+    names = list(names)
+    plain = {name: _identifier(name) for name in names}
+    used, spelled = set(taken), {}
+    for name in sorted(dict.fromkeys(names), key=lambda name: plain[name] != name):  # a stable sort
+        spelling, count = plain[name], 1
+        while spelling in used:
+            count += 1
+            spelling = f"{plain[name].rstrip('_')}_{count}"  # class_ -> class_2, not class__2 (the compiler's)
+        used.add(spelling)
+        spelled[name] = spelling
+    return [spelled[name] for name in names]
+
+
+_INT_RANGE = {"int": (-(2**31), 2**31), "long long": (-(2**63), 2**63)}
 
 
 def _literal(value: Any) -> tuple[str, str]:
@@ -140,10 +191,15 @@ def _literal(value: Any) -> tuple[str, str]:
     if isinstance(value, bool):
         return "bool", "true" if value else "false"
     if isinstance(value, int):
-        return "int", str(value)
+        for kind, (low, high) in _INT_RANGE.items():
+            if low <= value < high:
+                return kind, str(value)
+        # No C++ integer holds it: the digits as text keep it whole.
     if isinstance(value, float) and math.isfinite(value):
         return "double", repr(value)
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    # A ? escaped: under C++14 and before, ??/ in a literal is a trigraph for \ and
+    # ??/" would end the literal early, putting the rest of the text into the code.
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("?", "\\?")
     # A control character (a newline above all) would end the literal: written as an octal escape.
     return "const char*", '"' + re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\{ord(m.group()):03o}", text) + '"'
 
@@ -170,21 +226,58 @@ def header_text(entries: list[dict], device: Mapping) -> str:
         f"#if !defined(TUNER_TARGET_SM) || TUNER_TARGET_SM == {sm}",
         "constexpr bool tuned = true;",
     ]
-    for entry in entries:
-        lines += _struct(entry, (entry.get("exported") or entry)["params"], tuned=True)
-    lines += ["#else", "constexpr bool tuned = false;"]
+    # Names come from the data (a family's, a configuration key's): two may
+    # spell the same identifier, so each struct's name is made distinct here.
+    names = _spellings([_plain_struct_name(entry) for entry in entries], taken=("tuned",))
+    defaults = []
     for entry in entries:
         family = REGISTRY.families.get(entry["family"])
-        defaults = {p.name: p.default for p in family.params} if family else entry["params"]
-        lines += _struct(entry, defaults, tuned=False)
+        defaults.append({p.name: p.default for p in family.params} if family else entry["params"])
+    # One spelling per parameter name for both structs of a problem (and its
+    # energy_optimal), so that a program using one builds against the other.
+    members = [_member_spellings(entry, default, name) for entry, default, name in zip(entries, defaults, names)]
+    for entry, name, spelled in zip(entries, names, members):
+        exported = (entry.get("exported") or entry)["params"]
+        lines += _struct(entry, exported, tuned=True, name=name, spelled=spelled)
+    lines += ["#else", "constexpr bool tuned = false;"]
+    for entry, default, name, spelled in zip(entries, defaults, names, members):
+        lines += _struct(entry, default, tuned=False, name=name, spelled=spelled)
     lines += ["#endif", "", "}  // namespace tuner_best", ""]
     return "\n".join(lines)
 
 
-def _struct(entry: dict, params: Mapping, *, tuned: bool) -> list[str]:
-    name = _identifier(f"{entry['family']}_{entry['dtype']}_n{entry['n']}")
+def _plain_struct_name(entry: Mapping) -> str:
+    return f"{entry['family']}_{entry['dtype']}_n{entry['n']}"
+
+
+def _member_spellings(entry: Mapping, defaults: Mapping, struct_name: str) -> dict[str, str]:
+    """Parameter name -> member name, for every parameter of the problem's
+    structs: none may be one of the struct's own members, nor the struct's
+    name (nor energy_optimal's: a member may not share its class's name)."""
+    names = [*(entry.get("exported") or entry)["params"], *defaults, *((entry.get("energy_optimal") or {}).get("params") or ())]
+    names = list(dict.fromkeys(names))
+    return dict(zip(names, _spellings(names, taken=(*_STRUCT_MEMBERS, struct_name))))
+
+
+def _spelling_comment(entry: Mapping, name: str, spelled: Mapping[str, str]) -> list[str]:
+    """Where a name is spelled otherwise in C++, the original beside it (best.json keeps the originals)."""
+    lines = []
+    if name != _plain_struct_name(entry):
+        lines.append(f"// {name}: family {_quoted(entry['family'])}, dtype {_quoted(entry['dtype'])}, n={entry['n']}")
+    renamed = [f"{_quoted(key)} as {member}" for key, member in spelled.items() if key != member]
+    if renamed:
+        lines.append(f"// Parameters spelled otherwise in C++ (a keyword, a leading digit, a clash): {', '.join(renamed)}")
+    return lines
+
+
+def _quoted(text: Any) -> str:
+    # JSON's quoting: one line, ASCII, and where the name ends is plain to see.
+    return json.dumps(str(text))
+
+
+def _struct(entry: dict, params: Mapping, *, tuned: bool, name: str, spelled: Mapping[str, str]) -> list[str]:
     body = [
-        f"    static constexpr {kind} {_identifier(key)} = {text};"
+        f"    static constexpr {kind} {spelled[key]} = {text};"
         for key, (kind, text) in ((k, _literal(v)) for k, v in params.items())
     ]
     # The defaults' struct has the tuned one's members, so that a program using
@@ -199,11 +292,12 @@ def _struct(entry: dict, params: Mapping, *, tuned: bool) -> list[str]:
         text = f"{exported['bandwidth_gbs']:.1f};  // measured" if tuned else "0.0;  // not measured on this GPU"
         body.append(f"    static constexpr double bandwidth_gbs = {text}")
     frugal = entry.get("energy_optimal")
-    body += _energy_struct(frugal if tuned or not frugal else {"params": params})
-    return ["", *(_tie_comment(entry) if tuned else ()), f"struct {name} {{", *body, "};"]
+    body += _energy_struct(frugal if tuned or not frugal else {"params": params}, spelled)
+    comment = [*_tie_comment(entry), *_spelling_comment(entry, name, spelled)] if tuned else []
+    return ["", *comment, f"struct {name} {{", *body, "};"]
 
 
-def _energy_struct(frugal: Mapping | None) -> list[str]:
+def _energy_struct(frugal: Mapping | None, spelled: Mapping[str, str]) -> list[str]:
     """The configuration with the fewest joules per launch, as a nested struct
     beside the fastest one (where energy was measured; for another GPU, the
     defaults again)."""
@@ -211,7 +305,7 @@ def _energy_struct(frugal: Mapping | None) -> list[str]:
         return []
     measured = f"  // {frugal['energy_j'] * 1e3:.1f} mJ per launch, measured" if "energy_j" in frugal else ""
     lines = [f"    struct energy_optimal {{{measured}"]
-    lines += [f"        static constexpr {kind} {_identifier(key)} = {text};"
+    lines += [f"        static constexpr {kind} {spelled[key]} = {text};"
               for key, (kind, text) in ((k, _literal(v)) for k, v in frugal["params"].items())]  # fmt: skip
     return lines + ["    };"]
 
@@ -260,13 +354,71 @@ def export(folder: Path, out: Path) -> list[str]:
     if not isinstance(capability, str) or not re.fullmatch(r"\d{1,2}\.\d", capability):
         # It goes into the header's #if as <major><minor>.
         raise DamagedFile(damaged(folder / "device.json", f"compute_capability is {str(capability)[:40]!r}, not <major>.<minor>"))
-    entries = best_entries(read(folder / "measurements.parquet"))
-    write_json_atomic(best_json(entries, device), out / "best.json")
-    write_text_atomic(header_text(entries, device), out / "best_configs.h")
+    measurements = folder / "measurements.parquet"
+    try:
+        # Without needs, read gives a file lacking the column one of nulls, and every row no configuration.
+        dataset = read(measurements, needs=("config_key",))
+    except ValueError:  # read's only ValueError for a file: a column of needs lacking
+        raise DamagedFile(damaged(measurements, "must have a config_key column")) from None
+    _check_geometry(measurements, dataset)
+    entries = best_entries(dataset)
+    # Both files or neither: both are made and both places checked before either is written.
+    document, header = best_json(entries, device), header_text(entries, device)
+    for path in (out / "best.json", out / "best_configs.h"):
+        _check_destination(path)
+    write_json_atomic(document, out / "best.json")
+    write_text_atomic(header, out / "best_configs.h")
     lines = []
     for e in entries:
         lines += summary_lines(e)
     return lines + [f"{len(entries)} problems -> {out / 'best.json'}, {out / 'best_configs.h'}"]
+
+
+_WHOLE_NUMBERS = re.compile(r"(\d+),(\d+),(\d+)", re.ASCII)  # ASCII: int() would take other scripts' digits
+
+
+def _check_geometry(path: Path, dataset: pd.DataFrame) -> None:
+    """The grid and block of every candidate row (status ok, not a yardstick)
+    are three whole numbers that fit 32 bits: the header holds them as
+    ``unsigned[3]`` (a larger one does not compile, other text is no number).
+
+    Raises:
+        DamagedFile: one line naming the file, the row and its configuration, and the value.
+    """
+    from tuner.data.readback import damaged
+    from tuner.errors import DamagedFile
+
+    candidate = ((dataset["status"] == "ok") & (dataset["source"] != "peaks")).fillna(False).to_numpy(dtype=bool)
+    for column in ("grid", "block"):
+        for at, (ok, text, key) in enumerate(zip(candidate, dataset[column], dataset["config_key"])):
+            if not ok or not isinstance(text, str) or not text:
+                continue  # no geometry: the header leaves it out (_dims)
+            whole = _WHOLE_NUMBERS.fullmatch(text)
+            if whole is None or any(int(number) >= 2**32 for number in whole.groups()):
+                raise DamagedFile(damaged(path, f"{column} is {text[:80]!r} in row {at + 1} (configuration {str(key)[:120]!r}), "
+                                                "but must be three whole numbers x,y,z, each below 2^32"))  # fmt: skip
+
+
+def _check_destination(path: Path) -> None:
+    """``path`` is absent or a regular file, which the rename of a temporary
+    file replaces: over a directory the rename fails, over a pipe or a device
+    it would put the file in its place, not write to it.
+
+    Raises:
+        FileExistsError: ``path`` is something else (the CLI's one line: the path and why).
+    """
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        why = f"must be a regular file to replace, or absent, but is {kind}; nothing written"
+        raise FileExistsError(errno.EEXIST, why, str(path))
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISLNK, "a symbolic link"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))  # fmt: skip
 
 
 def summary_lines(entry: dict) -> list[str]:
