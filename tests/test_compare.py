@@ -5,6 +5,7 @@ change hidden in noise each get the verdict they must."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -227,3 +228,100 @@ def test_two_fresh_h100_runs_name_winners_in_each_others_tie_sets():
     verdicts = compare.compare(one, two)["verdict"].value_counts().to_dict()
     assert verdicts == {"SAME": 1829, "AMBIGUOUS": 209, "FASTER": 14, "SLOWER": 8}
 
+
+
+def _refused(capsys, argv: list[str]) -> str:
+    """The one line `tuner compare` stops with (exit status 2, nothing printed)."""
+    assert cli.main(["compare", *argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1, err
+    return err.strip()
+
+
+def test_the_table_and_figure_never_write_over_measurements(runs, tmp_path, capsys):
+    """Before, `compare A B --table A/measurements.parquet` exited 0 with A's measurements replaced by the comparison."""
+    a, b = runs
+    measured = (a / "measurements.parquet").read_bytes()
+    (tmp_path / "link.parquet").symlink_to(a / "measurements.parquet")
+    os.link(a / "measurements.parquet", tmp_path / "hard.csv")
+    (tmp_path / "rows.parquet").write_bytes(measured)  # a results table that is no input
+    pd.DataFrame({"dram_read_bytes": [1.0]}).to_parquet(tmp_path / "counters.parquet")  # measured, with no status column
+    (b / "sweeps").mkdir()
+    (b / "sweeps" / "s.parquet").write_bytes(measured)
+    (b / "profiles").mkdir()
+    untouched = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    before = sorted(tmp_path.rglob("*"))
+    lost = "(its measurements would be lost)"
+    refused = [
+        (["--table", str(a / "measurements.parquet")], f"--table: must not be an input of A or B {lost}, got "
+                                                       f"'{a / 'measurements.parquet'}', A's '{a / 'measurements.parquet'}'"),
+        (["--table", str(tmp_path / "link.parquet")], f"--table: must not be an input of A or B {lost}, got '{tmp_path / 'link.parquet'}'"),
+        (["--table", str(tmp_path / "hard.csv")], f"--table: must not be an input of A or B {lost}, got '{tmp_path / 'hard.csv'}'"),
+        (["--table", str(tmp_path / "rows.parquet")], "--table: must not be a Parquet file other than a comparison table "
+                                                      "(measurements would be lost), got "),
+        (["--table", str(tmp_path / "counters.parquet")], "a Parquet file with no ratio and verdict columns"),
+        (["--table", str(tmp_path / "new" / "measurements.parquet")], "--table: must not be a results folder's measurements.parquet"),
+        (["--table", str(b / "sweeps" / "s.parquet")], "--table: must not be in a results folder's sweeps/, studies/, profiles/"),
+        (["--table", str(b / "sweeps" / "cmp.csv")], "--table: must not be in a results folder's sweeps/, studies/, profiles/"),
+        (["--figure", str(b / "profiles" / "cmp.png")], "--figure: must not be in a results folder's sweeps/, studies/, profiles/"),
+    ]  # fmt: skip
+    for argv, message in refused:
+        line = _refused(capsys, [str(a), str(b), *argv])
+        assert line.startswith("config error: ") and message in line, (argv, line)
+    # B given as a Parquet file: its file is an input too
+    assert "must not be an input of A or B" in _refused(capsys, [str(a), str(tmp_path / "rows.parquet"), "--table",
+                                                                  str(tmp_path / "rows.parquet")])  # fmt: skip
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == untouched
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written, nothing half-written
+    # A comparison table is written, and written again over itself.
+    for _ in range(2):
+        assert cli.main(["compare", str(a), str(b), "--table", str(tmp_path / "cmp.parquet")]) == 1
+        assert f"table -> {tmp_path / 'cmp.parquet'}" in capsys.readouterr().out
+    assert list(pd.read_parquet(tmp_path / "cmp.parquet")["verdict"]) == ["SAME", "SLOWER", "SLOWER"]
+
+
+def test_both_outputs_are_checked_before_either_is_written(runs, tmp_path, capsys):
+    """Before, a --figure that was a folder, under a file or a pipe failed after the table was written
+    (the pipe with an io.UnsupportedOperation traceback)."""
+    a, b = runs
+    (tmp_path / "folder.png").mkdir()
+    (tmp_path / "file").write_text("a file\n")
+    os.mkfifo(tmp_path / "pipe.png")
+    table = tmp_path / "cmp.csv"
+    before = sorted(tmp_path.rglob("*"))
+    for figure, message in [
+        ("folder.png", f"config error: --figure: must name a file to write, got '{tmp_path / 'folder.png'}', a folder"),
+        ("file/x.png", f"config error: --figure: must be in a folder, got '{tmp_path / 'file' / 'x.png'}', under "
+                       f"'{tmp_path / 'file'}', a file"),
+        ("file/y/x.svg", f"config error: --figure: must be in a folder, got '{tmp_path / 'file' / 'y' / 'x.svg'}', under "
+                         f"'{tmp_path / 'file'}', a file"),
+        ("pipe.png", f"config error: --figure: must name a file to write (or none yet), got '{tmp_path / 'pipe.png'}', a pipe"),
+    ]:  # fmt: skip
+        assert _refused(capsys, [str(a), str(b), "--table", str(table), "--figure", str(tmp_path / figure)]) == message
+        assert not table.exists()
+    os.mkfifo(tmp_path / "pipe.csv")
+    assert _refused(capsys, [str(a), str(b), "--table", str(tmp_path / "pipe.csv"), "--figure", str(tmp_path / "f.png")]) == (
+        f"config error: --table: must name a file to write (or none yet), got '{tmp_path / 'pipe.csv'}', a pipe"
+    )
+    assert sorted(tmp_path.rglob("*")) == sorted([*before, tmp_path / "pipe.csv"])
+    assert (tmp_path / "pipe.png").is_fifo() and (tmp_path / "folder.png").is_dir()
+    # The table and the figure by one name (a link): one would replace the other.
+    (tmp_path / "same.png").symlink_to(tmp_path / "same.csv")
+    assert "--figure: must not be the --table file" in _refused(
+        capsys, [str(a), str(b), "--table", str(tmp_path / "same.csv"), "--figure", str(tmp_path / "same.png")]
+    )
+    assert not (tmp_path / "same.csv").exists()
+
+
+def test_a_figure_that_fails_to_draw_leaves_no_table(runs, tmp_path, capsys, monkeypatch):
+    """Both or neither: the table is put in place only once the figure is drawn."""
+    from tuner.report import compare_figure
+
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device", str(tmp_path / "f.png"))
+
+    monkeypatch.setattr(compare_figure, "draw", fail)
+    a, b = runs
+    assert cli.main(["compare", str(a), str(b), "--table", str(tmp_path / "cmp.csv"), "--figure", str(tmp_path / "f.png")]) == 1
+    assert capsys.readouterr().err.strip() == f"error: {tmp_path / 'f.png'}: No space left on device"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]  # no table, no temporary file left

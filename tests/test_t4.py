@@ -686,8 +686,7 @@ def test_the_t4_command_says_what_its_input_is_when_it_is_no_results_table(tmp_p
     rule = "must be a results Parquet file (measurements.parquet, sweeps/*.parquet) or a results folder, got"
     for name, what in [("good.json", "a JSON file"), ("good.json.gz", "a gzipped file (a T4 or Kernel Tuner file?), not Parquet"),
                        ("notes.txt", "a file that is not Parquet (it begins b'not a ta', not b'PAR1')"), ("pipe", "a pipe"),
-                       ("empty", "a folder that holds no results table (no .parquet file in it or below)"),
-                       ("other", "a folder that holds no results table (no .parquet file in it or below)"),
+                       ("empty", NO_TABLE), ("other", NO_TABLE),
                        ("absent", "nothing there")]:  # fmt: skip
         line = _t4_refused(capsys, [str(tmp_path / name), "--out", str(tmp_path / "t4.json")])
         assert line == f"config error: t4: {tmp_path / name}: {rule} {what}"
@@ -700,6 +699,75 @@ def test_the_t4_command_says_what_its_input_is_when_it_is_no_results_table(tmp_p
     assert _t4_refused(capsys, [str(statusless), "--out", str(tmp_path / "t4.json")]) == (
         f"config error: t4: {statusless}: must hold results rows (of a sweep, a study or measurements), got none"
     )
+
+
+NO_TABLE = ("a folder that holds no results table (no measurements.parquet, sweeps/*.parquet, studies/*.parquet or "
+            ".parquet file of its own)")
+SAXPY = REPO / "examples" / "saxpy" / "reference" / "nvidia-h100-80gb-hbm3"
+H100 = REPO / "results" / "reference" / "nvidia-h100-80gb-hbm3"
+
+
+def _results_folder(source: Path, to: Path) -> Path:
+    """A copy of a shipped results folder's tables (never the tracked files themselves)."""
+    for path in source.rglob("*.parquet"):
+        (to / path.relative_to(source)).parent.mkdir(parents=True, exist_ok=True)
+        (to / path.relative_to(source)).write_bytes(path.read_bytes())
+    return to
+
+
+def _exported(capsys, folder: Path, problem: str, out: Path) -> list[dict]:
+    assert cli_main(["t4", str(folder), "--problem", problem, "--out", str(out)]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    return t4.read_json(out)["results"]
+
+
+def test_a_results_folder_gives_each_row_once(tmp_path, capsys):
+    """Before, the saxpy folder gave 450 results for its 225 configurations: the sweep's rows from both
+    measurements.parquet and sweeps/saxpy_space.parquet."""
+    folder = _results_folder(SAXPY, tmp_path / "saxpy")
+    problem = "saxpy-float32-n67108864"
+    configurations = len(read(SAXPY / "sweeps" / "saxpy_space.parquet"))
+    assert configurations == 225
+    results = _exported(capsys, folder, problem, tmp_path / "all.json")
+    assert len(results) == configurations
+    assert len({json.dumps(r["configuration"], sort_keys=True) for r in results}) == configurations
+    # Before collect (no measurements.parquet): its sweeps and studies, once each.
+    (folder / "measurements.parquet").unlink()
+    assert len(_exported(capsys, folder, problem, tmp_path / "sweeps.json")) == configurations
+    assert _exported(capsys, folder, problem, tmp_path / "sweeps.json") == results
+    # A folder of tables (a results folder's sweeps/) is read as its own Parquet files.
+    assert _exported(capsys, folder / "sweeps", problem, tmp_path / "own.json") == results
+    assert cli_main(["t4", str(folder), "--problem", problem, "--source", "study:saxpy_search",
+                     "--out", str(tmp_path / "study.json")]) == 0  # fmt: skip
+    assert "25 results" in capsys.readouterr().out
+
+
+def test_a_results_folders_profiles_are_no_results_rows(tmp_path, capsys):
+    """Before, the H100 reference folder was refused outright: its profiles/copy_widths.parquet (hardware
+    counters) "lacks ['status']"."""
+    folder = _results_folder(H100, tmp_path / "h100")
+    assert (folder / "profiles" / "copy_widths.parquet").exists()
+    problem = "reduce-int32-n268435456"
+    results = _exported(capsys, folder, problem, tmp_path / "h100.json")
+    expected = t4.problem_rows(read(H100 / "measurements.parquet"), problem)
+    assert len(results) == len(expected) == 1536
+    # Before collect: sweeps, studies and peaks, never profiles (the search benchmark's reduce_hard sweep,
+    # not collected, is then the problem's largest source).
+    (folder / "measurements.parquet").unlink()
+    assert cli_main(["t4", str(folder), "--problem", problem, "--out", str(tmp_path / "hard.json")]) == 0
+    assert "6975 results" in capsys.readouterr().out
+    assert cli_main(["t4", str(folder), "--problem", problem, "--source", "sweep:reduce_space",
+                     "--out", str(tmp_path / "sweeps.json")]) == 0  # fmt: skip
+    assert "1536 results" in capsys.readouterr().out
+    again = t4.read_json(tmp_path / "sweeps.json")["results"]
+    assert sorted(json.dumps(r["configuration"], sort_keys=True) for r in again) == sorted(
+        json.dumps(r["configuration"], sort_keys=True) for r in results
+    )
+    # A folder whose measurements.parquet is no file is refused, not read around.
+    (folder / "measurements.parquet").mkdir()
+    line = _t4_refused(capsys, [str(folder), "--problem", problem, "--out", str(tmp_path / "x.json")])
+    assert line == (f"config error: t4: {folder}: must be a results Parquet file (measurements.parquet, sweeps/*.parquet) or "
+                    "a results folder, got a folder whose measurements.parquet is a folder, not a Parquet file")  # fmt: skip
 
 
 def test_a_path_that_cannot_be_looked_at_stops_in_one_line(tmp_path, capsys, monkeypatch, small_results):

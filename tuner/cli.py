@@ -181,15 +181,17 @@ def cmd_compare(args) -> int:
     """Compare two runs configuration by configuration: B / A of each median time with its confidence interval and a verdict (SAME, FASTER, SLOWER, AMBIGUOUS); exit status 1 on a regression beyond --threshold."""
     from tuner.data import compare
 
-    try:
-        table, lines = compare.run(args.a, args.b, margin=args.margin, threshold=args.threshold, figure=args.figure, out=args.table)
-    except ValueError as error:  # one line naming the argument, the rule and the value
-        raise ConfigError(str(error)) from None
-    print("\n".join(lines))
-    if args.figure:
+    def draw(table, path, **kwargs):  # matplotlib is loaded only once the arguments have passed
         from tuner.report.compare_figure import draw
 
-        print(f"figure -> {draw(table, Path(args.figure), names=(args.a, args.b), margin=args.margin, threshold=args.threshold)}")
+        return draw(table, path, **kwargs)
+
+    try:
+        table, lines = compare.run(args.a, args.b, margin=args.margin, threshold=args.threshold, figure=args.figure,
+                                   out=args.table, draw=draw)  # fmt: skip
+    except ValueError as error:  # one line naming the argument, the rule and the value
+        raise ConfigError(str(error)) from None
+    print("\n".join(lines))  # the table and the figure written (both or neither) are among them
     return 1 if len(compare.regressions(table, args.threshold)) else 0
 
 
@@ -334,7 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--table", help="write the per-configuration table to this .csv or .parquet")
 
     p = stage("t4", cmd_t4, settings=False)
-    p.add_argument("results", help="a results Parquet file (measurements.parquet, sweeps/*.parquet) or a results folder")
+    p.add_argument("results", help="a results Parquet file (measurements.parquet, sweeps/*.parquet) or a results folder "
+                                   "(its measurements.parquet, else its sweeps/, studies/ and peaks.parquet; never profiles/)")  # fmt: skip
     p.add_argument("--out", required=True, help="the T4 file to write (.json, or .json.gz gzipped); an earlier export "
                                                 "is replaced, the input or any Parquet file never")  # fmt: skip
     p.add_argument("--problem", help="family-dtype-nN, where the results hold several problems")

@@ -48,12 +48,17 @@ one, else with the other side's row of the most samples.
 from __future__ import annotations
 
 import math
+import os
+import stat
+import tempfile
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from tuner.data.intervals import MARGIN, ratio_intervals, row_intervals
+from tuner.data.t4 import PARQUET_MAGIC, check_folder_above, file_head, file_id, mode_kind, path_mode
 
 KEYS = ["family", "dtype", "n", "config_key"]
 PROBLEM = ["family", "dtype", "n"]
@@ -278,11 +283,154 @@ def summary_lines(table: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, *, name
     return lines
 
 
+# Where a results folder keeps what was measured, and the files that make a folder one.
+MEASURED_FOLDERS = ("sweeps", "studies", "profiles")
+RESULTS_FOLDER_FILES = ("measurements.parquet", "device.json", "peaks.json", "peaks.parquet")
+
+
+def side_file(path: str | Path) -> Path:
+    """The file ``load`` reads for a side: a folder's measurements.parquet, else the path itself."""
+    path = Path(path)
+    return path / "measurements.parquet" if path.is_dir() else path
+
+
+def check_outputs(a: str, b: str, *, figure: str | None = None, out: str | None = None) -> None:
+    """Refuse, before anything is read or written, a ``--table`` or ``--figure``
+    that could not be written as a file, or that would write over what was
+    measured: an input of A or B (by any name: a link, a hard link), a results
+    folder's measurements.parquet or a file in its sweeps/, studies/ or
+    profiles/, or an existing Parquet file that is no comparison table (a
+    results table, with its ``status`` column, above all); and the two naming
+    one file. Both are checked, so that neither is written where the other
+    would fail.
+
+    Raises:
+        ValueError: one line naming the option, the rule and the value.
+    """
+    inputs = {"A": side_file(a), "B": side_file(b)}
+    outputs = [(option, Path(path)) for option, path in (("--table", out), ("--figure", figure)) if path]
+    for option, path in outputs:
+        _check_output(option, path, inputs)
+    if len(outputs) == 2 and _same_file(outputs[0][1], outputs[1][1]):
+        raise ValueError(f"--figure: must not be the --table file (one would replace the other), got {figure!r}, the "
+                         f"same file as {out!r}")  # fmt: skip
+
+
+def _check_output(option: str, path: Path, inputs: dict[str, Path]) -> None:
+    got = f"got {str(path)!r}"
+    mode = path_mode(path, "a file to write (or none yet)")
+    if mode is not None and stat.S_ISDIR(mode):
+        raise ValueError(f"{option}: must name a file to write, {got}, a folder")
+    if mode is not None and not stat.S_ISREG(mode):  # a rename would put the file in place of a pipe, not write to it
+        raise ValueError(f"{option}: must name a file to write (or none yet), {got}, {mode_kind(mode)}")
+    for side, read in inputs.items():
+        if _same_file(path, read):
+            raise ValueError(f"{option}: must not be an input of A or B (its measurements would be lost), {got}, "
+                             f"{side}'s {str(read)!r}")  # fmt: skip
+    real = Path(os.path.realpath(path))  # links followed: where the file would land
+    if real.name.lower() == "measurements.parquet":
+        raise ValueError(f"{option}: must not be a results folder's measurements.parquet (its measurements would be lost), {got}")
+    for above in real.parents:
+        if above.name in MEASURED_FOLDERS and _results_folder(above.parent):
+            raise ValueError(f"{option}: must not be in a results folder's {', '.join(f'{n}/' for n in MEASURED_FOLDERS)} "
+                             f"(measurements live there), {got}, in {str(above)!r}")  # fmt: skip
+    if mode is None:
+        check_folder_above(option, path)
+        return
+    what = _measured_parquet(path)
+    if what:
+        raise ValueError(f"{option}: must not be a Parquet file other than a comparison table (measurements would be "
+                         f"lost), {got}, {what}")  # fmt: skip
+
+
+def _same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name one file: the same place once links are followed, or the same inode (a hard link)."""
+    if os.path.realpath(first) == os.path.realpath(second):
+        return True
+    first_id = file_id(first)
+    return first_id is not None and first_id == file_id(second)
+
+
+def _results_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a results folder: it holds one of ``RESULTS_FOLDER_FILES``, or Parquet
+    tables in its sweeps/ or studies/."""
+    try:
+        return any(path_mode(folder / name, "a readable file") is not None for name in RESULTS_FOLDER_FILES) or any(
+            any((folder / name).glob("*.parquet")) for name in ("sweeps", "studies")
+        )
+    except (ValueError, OSError):  # a folder that cannot be looked at: taken for one, to be safe
+        return True
+
+
+def _measured_parquet(path: Path) -> str | None:
+    """What an existing file is where it is a Parquet file that is no comparison table
+    (one this command wrote, which it may write again); None otherwise."""
+    if not file_head(path).startswith(PARQUET_MAGIC):
+        return None
+    import pyarrow.parquet as pq
+
+    try:
+        names = set(pq.read_schema(path).names)
+    except Exception as error:  # noqa: BLE001 - pyarrow's errors: it may be a damaged table of measurements
+        return f"a Parquet file that does not read ({type(error).__name__})"
+    if "status" in names:
+        return "a results table (it has a status column)"
+    if not {"ratio", "verdict"} <= names:
+        return "a Parquet file with no ratio and verdict columns"
+    return None
+
+
+def write_outputs(table: pd.DataFrame, *, figure: str | None, out: str | None,
+                  draw: Callable[[pd.DataFrame, Path], object] | None = None) -> list[str]:  # fmt: skip
+    """Write the table (.csv or .parquet) and the figure (``draw(table, path)``,
+    the caller's: ``tuner.report.compare_figure``), both or neither: each is
+    made as a temporary file beside its place, and both are renamed into place
+    only once both are made. Returns the lines saying so."""
+    staged: list[tuple[Path, Path]] = []
+    lines = []
+    try:
+        if out:
+            out_path = Path(out)
+            if out_path.suffix.lower() == ".csv":
+                staged.append((_stage(out_path, lambda tmp: table.to_csv(tmp, index=False)), out_path))
+            else:
+                staged.append((_stage(out_path, lambda tmp: table.to_parquet(tmp, index=False)), out_path))
+            lines.append(f"table -> {out}")
+        if figure:
+            if draw is None:
+                raise ValueError(f"--figure: must come with a way to draw it, got {figure!r} and none")
+            figure_path = Path(figure)
+            staged.append((_stage(figure_path, lambda tmp: draw(table, tmp)), figure_path))
+            lines.append(f"figure -> {figure_path}")
+        for tmp, final in staged:
+            os.replace(tmp, final)
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+    return lines
+
+
+def _stage(path: Path, write) -> Path:
+    """``write(tmp)`` to a temporary file beside ``path`` of its suffix (the figure's format); returns it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
 def run(a: str, b: str, *, margin: float = MARGIN, threshold: float = THRESHOLD, figure: str | None = None,
-        out: str | None = None) -> tuple[pd.DataFrame, list[str]]:  # fmt: skip
-    """``tuner compare``: the arguments checked, both sides read and compared,
-    the per-configuration table written to ``out`` (.csv or .parquet) if given.
-    Returns (the table, the lines to print); the figure is the caller's.
+        out: str | None = None, draw: Callable[..., object] | None = None) -> tuple[pd.DataFrame, list[str]]:  # fmt: skip
+    """``tuner compare``: the arguments checked (the outputs too: ``check_outputs``),
+    both sides read and compared, the per-configuration table written to ``out``
+    (.csv or .parquet) and the figure to ``figure`` if given, both or neither.
+    ``draw(table, path, names=, margin=, threshold=)`` draws the figure
+    (``tuner.report.compare_figure.draw``: the caller's, as the data layer
+    draws nothing). Returns (the table, the lines to print).
 
     Raises:
         ValueError: one line naming the bad argument, its rule and its value.
@@ -295,6 +443,7 @@ def run(a: str, b: str, *, margin: float = MARGIN, threshold: float = THRESHOLD,
         raise ValueError(f"--figure: must name a .png, .svg or .pdf file, got {figure!r}")
     if out and Path(out).suffix.lower() not in (".csv", ".parquet"):
         raise ValueError(f"--table: must name a .csv or .parquet file, got {out!r}")
+    check_outputs(a, b, figure=figure, out=out)
     sides = []
     for name, path in (("A", a), ("B", b)):
         try:
@@ -307,12 +456,6 @@ def run(a: str, b: str, *, margin: float = MARGIN, threshold: float = THRESHOLD,
             f"A, B: must share a verified configuration (family, dtype, n, config_key), got none in common between {a!r} and {b!r}"
         )
     lines = summary_lines(table, *sides, names=(a, b), margin=margin, threshold=threshold)
-    if out:
-        from tuner.data import results
-
-        if Path(out).suffix.lower() == ".csv":
-            results.write_text_atomic(table.to_csv(index=False), out)
-        else:
-            results.write_atomic(table, out)
-        lines.append(f"table -> {out}")
+    drawing = None if draw is None else (lambda rows, path: draw(rows, path, names=(a, b), margin=margin, threshold=threshold))
+    lines += write_outputs(table, figure=figure, out=out, draw=drawing)
     return table, lines

@@ -265,17 +265,17 @@ def not_a_file(path: str | os.PathLike) -> str | None:
         ValueError: what is there cannot be looked at (a folder on the way
             this user may not enter): one line naming it.
     """
-    mode = _mode(path, "a readable file")
+    mode = path_mode(path, "a readable file")
     if mode is None or stat.S_ISREG(mode):
         return None
-    return _kind(mode)
+    return mode_kind(mode)
 
 
 # The errors of os.stat that mean nothing is there (as Path.exists reads them).
 _ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
 
-def _mode(path: str | os.PathLike, what: str) -> int | None:
+def path_mode(path: str | os.PathLike, what: str) -> int | None:
     """``path``'s mode (links followed), None where nothing is there.
 
     Raises:
@@ -293,7 +293,7 @@ def _mode(path: str | os.PathLike, what: str) -> int | None:
         raise ValueError(f"{path}: must be {what}, got {one_line(exc)}") from None
 
 
-def _kind(mode: int) -> str:
+def mode_kind(mode: int) -> str:
     """What a mode that is not a regular file's is, as messages name it."""
     return "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "a device or socket"
 
@@ -443,64 +443,98 @@ T4_SUFFIXES = (".json", ".json.gz")
 PARQUET_MAGIC = b"PAR1"  # the first (and last) four bytes of every Parquet file
 
 
-def check_export_paths(results: str | os.PathLike, out: str | os.PathLike) -> None:
+def folder_results(folder: str | os.PathLike) -> list[Path]:
+    """The results tables of a folder, as a results folder holds them: its
+    ``measurements.parquet`` where present (the collected dataset: every sweep,
+    study and peak row once), else what ``collect`` would gather
+    (``sweeps/*.parquet``, ``studies/*.parquet`` and ``peaks.parquet``), else,
+    for a folder of tables (a results folder's ``sweeps``), its own
+    ``*.parquet`` files. Never ``profiles/`` (hardware counters, not results
+    rows), never a table twice (a sweep's rows are also in the measurements).
+    Empty where there is none."""
+    folder = Path(folder)
+    collected, peaks = folder / "measurements.parquet", folder / "peaks.parquet"
+    if path_mode(collected, "a readable file") is not None:
+        return [collected]
+    gathered = sorted((folder / "sweeps").glob("*.parquet")) + sorted((folder / "studies").glob("*.parquet"))
+    gathered += [peaks] if path_mode(peaks, "a readable file") is not None else []
+    return gathered or sorted(folder.glob("*.parquet"))
+
+
+def check_export_paths(results: str | os.PathLike, out: str | os.PathLike) -> list[Path]:
     """Refuse, before anything is read, what ``export_t4`` must not take: a
     ``results`` that is no Parquet file or folder of them (a T4 or other JSON
     file is no damaged Parquet file: it is the wrong input, and nothing to
-    remove), a folder with no Parquet file in it, and an ``out`` that is no
-    ``.json``/``.json.gz`` file or would overwrite measurements (the input, one
-    of an input folder's files, or any Parquet file).
+    remove), a folder with no results table in it (``folder_results``), and an
+    ``out`` that is no ``.json``/``.json.gz`` file or would overwrite
+    measurements (the input, one of an input folder's files, or any Parquet
+    file). Returns the Parquet files to read.
 
     Raises:
         ValueError: one line naming the path, the rule and what it is.
     """
     results, out = Path(results), Path(out)
     wanted = f"{results}: must be {RESULTS_INPUT}"
-    mode = _mode(results, f"{RESULTS_INPUT} this user may read")
+    mode = path_mode(results, f"{RESULTS_INPUT} this user may read")
     if mode is None:
         raise ValueError(f"{wanted}, got nothing there")
     if stat.S_ISDIR(mode):
-        inputs = sorted(results.rglob("*.parquet"))  # the files results.read reads
+        inputs = folder_results(results)
         if not inputs:
-            raise ValueError(f"{wanted}, got a folder that holds no results table (no .parquet file in it or below)")
+            raise ValueError(f"{wanted}, got a folder that holds no results table (no measurements.parquet, "
+                             "sweeps/*.parquet, studies/*.parquet or .parquet file of its own)")  # fmt: skip
+        for path in inputs:  # a folder or pipe by a table's name: refused, not read (a pipe blocks the read)
+            kind = not_a_file(path)
+            if kind:
+                raise ValueError(f"{wanted}, got a folder whose {path.relative_to(results)} is {kind}, not a Parquet file")
     elif stat.S_ISREG(mode):
         what = _not_parquet(results)
         if what:
             raise ValueError(f"{wanted}, got {what}")
         inputs = [results]
     else:  # a pipe would block the read until a writer comes
-        raise ValueError(f"{wanted}, got {_kind(mode)}")
-    out_mode = _mode(out, "a file to write (or none yet)")
+        raise ValueError(f"{wanted}, got {mode_kind(mode)}")
+    out_mode = path_mode(out, "a file to write (or none yet)")
     if out_mode is not None and stat.S_ISDIR(out_mode):
         raise ValueError(f"--out must name the file to write, got {str(out)!r}, a folder")
     if out_mode is not None and not stat.S_ISREG(out_mode):  # as write_t4 would say, but before the work
         raise ValueError(f"{out}: must be a file to write (or none yet), got a device, pipe or socket")
     # An existing T4 file is exported over (the command remakes it); measurements never are.
     if out_mode is not None:
-        out_id = _file_id(out)
+        out_id = file_id(out)
         for path in inputs:
-            if _file_id(path) == out_id:  # by any name: the same path, a link
+            if file_id(path) == out_id:  # by any name: the same path, a link
                 which = "the input itself" if path == results else f"the input folder's {path.relative_to(results)}"
                 raise ValueError(f"--out: must not be the results it reads (their measurements would be lost), got "
                                  f"{str(out)!r}, {which}")  # fmt: skip
     if not out.name.lower().endswith(T4_SUFFIXES):  # the T4 readers (ours, Kernel Tuner's) read these
         raise ValueError(f"--out: must end in {' or '.join(T4_SUFFIXES)} (a T4 file, gzipped where .gz), got {str(out)!r}")
     if out_mode is None:
-        # Its folders are made where missing: the nearest that is there must be a folder.
-        for above in out.absolute().parents:  # ends at the root, which is there
-            above_mode = _mode(above, "a folder to write in")
-            if above_mode is not None:
-                break
-        if not stat.S_ISDIR(above_mode):
-            kind = "a file" if stat.S_ISREG(above_mode) else _kind(above_mode)
-            raise ValueError(f"--out: must be in a folder, got {str(out)!r}, under {str(above)!r}, {kind}")
-        return
-    if _head(out).startswith(PARQUET_MAGIC):  # whatever its name says
+        check_folder_above("--out", out)
+        return inputs
+    if file_head(out).startswith(PARQUET_MAGIC):  # whatever its name says
         raise ValueError(f"--out: must not be a Parquet file (its measurements would be lost), got {str(out)!r}, "
                          "which holds Parquet")  # fmt: skip
+    return inputs
 
 
-def _head(path: Path) -> bytes:
+def check_folder_above(option: str, out: Path) -> None:
+    """Refuse an ``out`` not there yet whose folders cannot be made: the
+    nearest of them that is there must be a folder (not a file, a pipe).
+
+    Raises:
+        ValueError: "OPTION: must be in a folder, got 'OUT', under 'ABOVE', a file".
+    """
+    for above in Path(out).absolute().parents:  # ends at the root, which is there
+        above_mode = path_mode(above, "a folder to write in")
+        if above_mode is not None:
+            break
+    if not stat.S_ISDIR(above_mode):
+        kind = "a file" if stat.S_ISREG(above_mode) else mode_kind(above_mode)
+        raise ValueError(f"{option}: must be in a folder, got {str(out)!r}, under {str(above)!r}, {kind}")
+
+
+def file_head(path: Path) -> bytes:
     """A regular file's first bytes.
 
     Raises:
@@ -517,7 +551,7 @@ def _not_parquet(path: Path) -> str | None:
     """What a regular file is where it is no Parquet file (it does not begin
     with Parquet's magic bytes), None where it is one or is empty (zero bytes:
     a results file a stage left damaged, which ``results.read`` names so)."""
-    head = _head(path)
+    head = file_head(path)
     if not head or head.startswith(PARQUET_MAGIC):
         return None
     if head.startswith(b"\x1f\x8b"):
@@ -527,7 +561,7 @@ def _not_parquet(path: Path) -> str | None:
     return f"a file that is not Parquet (it begins {head[:8]!r}, not {PARQUET_MAGIC!r})"
 
 
-def _file_id(path: Path) -> tuple[int, int] | None:
+def file_id(path: Path) -> tuple[int, int] | None:
     """The device and inode of what ``path`` names (links followed): the same file by any name."""
     try:
         info = os.stat(path)
@@ -546,11 +580,13 @@ def export_t4(results: str | os.PathLike, out: str | os.PathLike, problem: str |
             writes (``check_export_paths``), a file lacks a column of
             ``NEEDED``, the files hold no results rows, or see ``problem_rows``.
     """
-    from tuner.data.results import param_columns, read
+    from tuner.data.results import param_columns, read, to_frame
     from tuner.families import REGISTRY
 
-    check_export_paths(results, out)
-    frame = read(results, needs=NEEDED)
+    inputs = check_export_paths(results, out)
+    # A folder's tables as folder_results picks them (results.read would take every .parquet below it).
+    frame = read(inputs[0], needs=NEEDED) if len(inputs) == 1 else to_frame(
+        pd.concat([read(path, needs=NEEDED) for path in inputs], ignore_index=True), keep_unknown=True)  # fmt: skip
     if frame["status"].notna().sum() == 0:
         raise ValueError(f"{results}: must hold results rows (of a sweep, a study or measurements), got none")
     rows = problem_rows(frame, problem, source)

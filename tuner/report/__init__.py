@@ -25,7 +25,7 @@ from tuner.report.profile_section import profile_content
 from tuner.report.published import load_published
 from tuner.report.selection import best_per_family, study_frames, usable
 from tuner.report.studies import summarise_studies
-from tuner.report.style import report_style
+from tuner.report.style import report_style, shown_name
 from tuner.report.ties import ties_section
 
 __all__ = [
@@ -84,6 +84,8 @@ def with_run_environment(device: Mapping[str, Any], dataset: pd.DataFrame) -> di
     the rows live in the rows. Fill what device.json lacks from the most common
     value of each column."""
     filled = dict(device)
+    if filled.get("name"):  # drawn in every figure's title and written in the text: cut to a sane length
+        filled["name"] = shown_name(filled["name"])
     for key in ("nvcc_version", "pycuda_version", "git_commit", "driver_version", "cuda_version"):
         if not filled.get(key) and key in dataset and dataset[key].notna().any():
             filled[key] = str(dataset[key].dropna().mode().iloc[0])
@@ -161,7 +163,7 @@ def build_report(
         # Counters of the blog tables only where the table has rows of ours: a lesson not measured is left out.
         counters = None if profiles is None else profile_content(
             [c for c in comparisons if c.has_data], profiles[0], profiles[1], published=ctx.published, peaks=ctx.peaks,
-            gpu=ctx.device.get("name") or "unknown GPU", out_dir=out_dir)  # fmt: skip
+            gpu=shown_name(ctx.device.get("name") or "unknown GPU"), out_dir=out_dir)  # fmt: skip
         figures = drawn()
         family_figures = families_drawn()
     families = family_sections.family_sections(ctx, dataset, family_figures, None if profiles is None else profiles[0])
@@ -178,7 +180,7 @@ def build_report(
     if counters is not None:
         content["profile"] = counters
     content["ties"] = ties_section(dataset)  # its own module and templates: tuner/report/ties.py
-    content["energy"] = energy_content(dataset, gpu=ctx.device.get("name") or "unknown GPU", out_dir=out_dir)
+    content["energy"] = energy_content(dataset, gpu=shown_name(ctx.device.get("name") or "unknown GPU"), out_dir=out_dir)
     documents = write_documents(content, out_dir)
     return ReportOutputs(
         out_dir=out_dir,

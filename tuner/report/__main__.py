@@ -10,7 +10,9 @@ starts with ``study:``.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -36,6 +38,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: missing input file: {args.results / name}", file=sys.stderr)
             return 2
 
+    out = args.out or args.results / "report"
+    refused = check_out(out)
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
+
     # Imported here so that a bad invocation fails fast, before matplotlib loads.
     from tuner.data.counters import read_profiles
     from tuner.data.readback import read_json
@@ -50,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DamagedFile as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    outputs = build_report(dataset, device=device, peaks=peaks, out_dir=args.out or args.results / "report",
+    outputs = build_report(dataset, device=device, peaks=peaks, out_dir=out,
                            profiles=read_profiles(args.results, log=_warn), processes=max(1, args.processes))  # fmt: skip
     drawn = len(outputs.figures) // 2
     print(f"report: {outputs.markdown} and {outputs.html}; {drawn} figures, {len(outputs.skipped)} skipped, "
@@ -58,6 +66,70 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stem, why in outputs.skipped.items():
         print(f"  skipped {stem}: {why}")
     return 0
+
+
+# What the report writes into its folder: these two, and figures (PNG and SVG).
+DOCUMENTS = ("report.md", "report.html")
+FIGURE_SUFFIXES = (".png", ".svg")
+
+
+def check_out(out: Path) -> str | None:
+    """Why the report cannot be written into ``out``, in one line, or None:
+    ``out`` must be a folder, or none yet under a folder this user may write
+    in, and what the report replaces in it (report.md, report.html, the
+    figures) must be files or absent. Checked before anything is drawn.
+    """
+    got = f"got {str(out)!r}"
+    mode = _mode(out)
+    if isinstance(mode, str):
+        return f"--out: must be a folder this user may look in, {got}, {mode}"
+    if mode is None:  # made with its folders: the nearest that is there must be a folder to write in
+        above = next(p for p in out.absolute().parents if _mode(p) is not None)  # the root is there
+        above_mode = _mode(above)
+        if isinstance(above_mode, str) or not stat.S_ISDIR(above_mode):
+            kind = above_mode if isinstance(above_mode, str) else _kind(above_mode)
+            return f"--out: must be a folder or one that can be made, {got}, under {str(above)!r}, {kind}"
+        if not os.access(above, os.W_OK | os.X_OK):
+            return f"--out: must be a folder this user may write in, {got}, under {str(above)!r}, which this user may not write in"
+        return None
+    if not stat.S_ISDIR(mode):
+        return f"--out: must be a folder (or none yet), {got}, {_kind(mode)}"
+    if not os.access(out, os.W_OK | os.X_OK):
+        return f"--out: must be a folder this user may write in, {got}, which this user may not write in"
+    try:
+        names = sorted(os.listdir(out))
+    except OSError as error:
+        return f"--out: must be a folder this user may read, {got}, {type(error).__name__}: {error.strerror or error}"
+    for name in names:
+        if name in DOCUMENTS or name.lower().endswith(FIGURE_SUFFIXES):
+            inner = _mode(out / name)
+            if isinstance(inner, str) or (inner is not None and not stat.S_ISREG(inner)):
+                kind = inner if isinstance(inner, str) else _kind(inner)
+                return f"--out: must hold the report's files ({', '.join(DOCUMENTS)}, *.png, *.svg) as files to replace or not " \
+                       f"at all, got {str(out / name)!r}, {kind}"  # fmt: skip
+    return None
+
+
+def _mode(path: Path) -> int | str | None:
+    """``path``'s mode (links followed), None where nothing is there, or why it cannot be looked at."""
+    try:
+        return os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except ValueError:  # a NUL byte in the name
+        return "a name no file can have"
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # a link that leads back to itself: nothing can be written there
+            return "a link that leads to itself"
+        return f"{type(error).__name__}: {error.strerror or error}"
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISREG(mode):
+        return "a file"
+    return "a pipe" if stat.S_ISFIFO(mode) else "a device or socket"
 
 
 def _warn(line: str) -> None:

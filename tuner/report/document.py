@@ -37,6 +37,7 @@ from tuner.report.figures import OVERVIEW
 from tuner.report.lessons import lesson_scope, scope_text
 from tuner.report.selection import config_text, measured_families, problem_label, source_counts, usable
 from tuner.report.studies import StudySummary
+from tuner.report.style import shown_name
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -110,7 +111,7 @@ def environment_table(device: Mapping[str, Any]) -> pd.DataFrame:
 
     l2 = device.get("l2_bytes")
     rows = [
-        ("GPU", get("name")),
+        ("GPU", shown_name(get("name"))),
         ("compute capability", get("compute_capability")),
         ("multiprocessors", get("sm_count")),
         ("L2 cache", f"{l2 / 2**20:.0f} MiB" if l2 else "unknown"),
@@ -333,7 +334,7 @@ def build_content(
     head = summary(shown)
     items = [figure_item(r) for r in figures]
     return {
-        "title": f"Kernel autotuning report — {device.get('name') or 'unknown GPU'}",
+        "title": f"Kernel autotuning report — {shown_name(device.get('name') or 'unknown GPU')}",
         "intro": intro(dataset),
         "scope": scope_text(present),
         "overview": next((f for f in items if f["stem"] == OVERVIEW and f["drawn"] and f["stem"] not in left_out), None),

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from tuner.data.front import ENERGY, TIME, knee, pareto_mask
-from tuner.report.style import blank_figure, styled, write
+from tuner.report.style import blank_figure, shown_name, styled, write
 
 STEM = "energy_front"
 MAX_PANELS = 12
@@ -107,7 +107,7 @@ def draw_energy(dataset: pd.DataFrame, gpu: str, out_dir: Path) -> tuple[list[Pa
             ax.set_xlabel("median time (ms)")
             ax.set_ylabel("mJ per launch (± 1 s.e.)")
             ax.legend(fontsize=7)
-        fig.suptitle(f"Time against energy — {gpu}", fontweight="bold")
+        fig.suptitle(f"Time against energy — {shown_name(gpu)}", fontweight="bold")
         files = write(fig, out_dir, STEM)
     note = f"{left_out} more problems with energy are in the table only" if left_out > 0 else ""
     return files, note

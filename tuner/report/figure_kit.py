@@ -22,7 +22,7 @@ from tuner.report.comparisons import Comparison
 from tuner.report.panels import HLine, Mark, Panel, draw_panel
 from tuner.report.selection import best_by, format_n, problem_label, select
 from tuner.report.studies import StudySummary
-from tuner.report.style import PEAK_STYLES, figure_legend, new_figure, placeholder, styled, write
+from tuner.report.style import PEAK_STYLES, figure_legend, new_figure, placeholder, shown_name, styled, write
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -51,7 +51,7 @@ class FigureContext:
 
     @property
     def gpu(self) -> str:
-        return str(self.device.get("name") or "unknown GPU")
+        return shown_name(self.device.get("name") or "unknown GPU")
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from tuner.report.explanations import best_profiled
-from tuner.report.style import blank_figure, styled, write
+from tuner.report.style import blank_figure, shown_name, styled, write
 
 STEM = "roofline"
 
@@ -67,7 +67,7 @@ def draw_roofline(profiles: pd.DataFrame, peaks: Mapping[str, Any], gpu: str, ou
                         xytext=(6, -12), fontsize=8)  # fmt: skip
         ax.set_xlabel("arithmetic intensity (FP32 FLOP per DRAM byte, counted by ncu)")
         ax.set_ylabel("GFLOP/s (counted FLOP / timed median)")
-        ax.set_title(f"Roofline — {gpu}", fontweight="bold")
+        ax.set_title(f"Roofline — {shown_name(gpu)}", fontweight="bold")
         ax.legend(fontsize=8, loc="upper left")
         files = write(fig, out_dir, STEM)
     note = "families without floating-point work (not on the chart): " + ", ".join(without) if without else ""

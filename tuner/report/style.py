@@ -23,6 +23,26 @@ HOLDS = "#2a7d2a"
 FAILS = "#c0392b"
 # Series colours: no orange or red, which mean "published" and "copy peak".
 SERIES = ("#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#8c564b", "#7f7f7f", "#bcbd22", "#aec7e8")
+# The most characters of a name (the GPU's, from device.json) a figure or the text shows: a
+# name of a million characters took minutes to lay out in every figure title.
+NAME_LIMIT = 120
+
+
+def shown_name(value: Any, limit: int = NAME_LIMIT) -> str:
+    """``value`` as a figure or the text shows it: on one line, cut to ``limit``
+    characters with an ellipsis where longer."""
+    text = str(value)
+    if len(text) > 4 * limit:  # only the head is shown: not a million characters split
+        text = text[: 4 * limit]
+        cut = True
+    else:
+        cut = False
+    text = " ".join(text.split())
+    if cut or len(text) > limit:
+        return text[: limit - 1].rstrip() + "…"
+    return text
+
+
 PEAK_STYLES = {  # peaks key -> (label, line style, colour)
     "theoretical_gbs": ("theoretical peak", "-", "#444444"),
     "read_gbs": ("read peak", ":", "#2ca02c"),
