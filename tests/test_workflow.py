@@ -285,3 +285,21 @@ def test_a_results_folder_named_with_braces_is_left_out_of_the_report_said_so(tm
     proc = snakemake("-n", "report", "--configfile", str(write(tmp_path, small_config(tmp_path))))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"report: {odd}: left out, a folder name must hold no braces (Snakemake reads them as a wildcard)" in proc.stderr
+
+
+def test_the_report_of_a_folder_from_another_run_plans_no_stage_that_makes_its_inputs(tmp_path):
+    """A finished folder copied from another run (another config's sweeps, no peaks.parquet): the
+    report target draws it from its files and plans nothing else; through the rules that make its
+    inputs it had planned the GPU stages, and a failed peaks job's peaks.json was deleted."""
+    folder = tmp_path / "results" / "sx"
+    shutil.copytree(ROOT / "examples" / "saxpy" / "reference" / "nvidia-h100-80gb-hbm3", folder)
+    (folder / "peaks.parquet").unlink(missing_ok=True)
+    config = write(tmp_path, small_config(tmp_path))
+    proc = snakemake("-n", "report", "--configfile", str(config))
+    assert proc.returncode == 0 and jobs(proc.stdout) == {"report_finished": 1, "report": 1}, proc.stdout + proc.stderr
+    proc = snakemake("report", "--cores", "1", "--configfile", str(config), timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert (folder / "report" / "report.html").exists() and (folder / "peaks.json").exists()
+    assert "Nothing to be done" in snakemake("-n", "report", "--configfile", str(config)).stdout  # drawn: done
+    (folder / "device.json").write_text((folder / "device.json").read_text() + "\n")  # an edit of an input
+    assert jobs(snakemake("-n", "report", "--configfile", str(config)).stdout) == {"report_finished": 1, "report": 1}

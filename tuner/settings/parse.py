@@ -265,11 +265,11 @@ def _check_results_dir(results_dir: str, gpu: str, allow_reference: bool) -> str
 
 # What a results folder holds once this pipeline has written to it: one folder
 # per GPU (holding some of GPU_FOLDER_NAMES), the compiled-kernel cache, the
-# shipped reference results and the stamps of their rebuilt reports, the search
+# shipped reference results and the stamps of their rebuilt reports (and of finished folders' reports), the search
 # benchmark's folder, a README saying how the runs were made, and files version
 # control leaves.
-RESULTS_FOLDER_NAMES = frozenset({"reference", ".reference-reports", ".cubin-cache", "search-benchmark", "README.md",
-                                  ".gitkeep", ".gitignore", ".DS_Store"})  # fmt: skip
+RESULTS_FOLDER_NAMES = frozenset({"reference", ".reference-reports", ".finished-reports", ".cubin-cache", "search-benchmark",
+                                  "README.md", ".gitkeep", ".gitignore", ".DS_Store"})  # fmt: skip
 GPU_FOLDER_NAMES = frozenset({"device.json", "logs", "sweeps", "studies", "store", "compile.parquet", "peaks.json",
                               "peaks.parquet", "measurements.parquet", "best.json", "best_configs.h", "report", "optuna.log"})  # fmt: skip
 MAX_RESULTS_ENTRIES = 1000  # entries of a results folder looked at

@@ -130,6 +130,31 @@ def reference_folders():
     return [p.parent.name for p in found]
 
 
+def finished_inputs(folder):
+    """What a finished folder's report is drawn from, as (name, size, mtime)
+    text: a change of any of them draws the report again (a param, not an
+    input another rule makes)."""
+    files = [
+        Path(folder, name)
+        for name in ("measurements.parquet", "device.json", "peaks.json")
+    ]
+    files += sorted(Path(folder).glob("profiles/*.parquet"))
+    found = []
+    for path in files:
+        if path.is_file():
+            info = path.stat()
+            found.append(f"{path.name}:{info.st_size}:{info.st_mtime_ns}")
+    return ",".join(found)
+
+
+def report_code_digest():
+    """The report code's files as (name, size, mtime) text (a param)."""
+    return ",".join(
+        f"{Path(p).name}:{Path(p).stat().st_size}:{Path(p).stat().st_mtime_ns}"
+        for p in report_code()
+    )
+
+
 def report_code():
     """The files a report is drawn by: editing one rebuilds the reference reports."""
     package = Path(workflow.basedir) / "tuner" / "report"
