@@ -58,7 +58,8 @@ import numpy as np
 import pandas as pd
 
 from tuner.data.intervals import MARGIN, ratio_intervals, row_intervals
-from tuner.data.t4 import PARQUET_MAGIC, check_folder_above, file_head, file_id, mode_kind, path_mode
+from tuner.data.readback import mode_kind, path_mode
+from tuner.data.t4 import PARQUET_MAGIC, check_folder_above, file_head, file_id
 
 KEYS = ["family", "dtype", "n", "config_key"]
 PROBLEM = ["family", "dtype", "n"]

@@ -6,8 +6,10 @@ read their device.json and peaks.json through it."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from pathlib import Path
 
 from tuner.errors import DamagedFile
@@ -64,3 +66,31 @@ def damaged(path: Path, problem: str) -> str:
     if command is None:
         return f"{path}: {problem}; remove it and run the stage that wrote it again (`snakemake --cores 1` reruns it)"
     return f"{path}: {problem}; remove it and make it again with `{command}`{note}"
+
+
+# What a path is, before it is read or written: nothing there, a file, or what
+# messages name otherwise (a folder, a pipe, a device).
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
+def path_mode(path: str | os.PathLike, what: str) -> int | None:
+    """``path``'s mode (links followed), None where nothing is there.
+
+    Raises:
+        ValueError: it cannot be looked at, "PATH: must be WHAT, got
+            PermissionError: ..." (Path.exists raises PermissionError itself
+            on Python 3.11, a traceback rather than a line).
+    """
+    try:
+        return os.stat(path).st_mode
+    except ValueError:  # a name no file can have (a NUL byte): nothing there, as Path.exists says
+        return None
+    except OSError as exc:
+        if exc.errno in _ABSENT:
+            return None
+        raise ValueError(f"{path}: must be {what}, got {one_line(exc)}") from None
+
+
+def mode_kind(mode: int) -> str:
+    """What a mode that is not a regular file's is, as messages name it."""
+    return "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "a device or socket"

@@ -23,7 +23,6 @@ one problem maps onto it one row to one result:
 
 from __future__ import annotations
 
-import errno
 import gzip
 import json
 import math
@@ -37,7 +36,7 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from tuner.data.readback import one_line
+from tuner.data.readback import mode_kind, one_line, path_mode
 from tuner.data.results import plain_value, write_text_atomic, write_via_temporary
 
 SCHEMA_VERSION = "1.0.0"
@@ -272,32 +271,6 @@ def not_a_file(path: str | os.PathLike) -> str | None:
 
 
 # The errors of os.stat that mean nothing is there (as Path.exists reads them).
-_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
-
-
-def path_mode(path: str | os.PathLike, what: str) -> int | None:
-    """``path``'s mode (links followed), None where nothing is there.
-
-    Raises:
-        ValueError: it cannot be looked at, "PATH: must be WHAT, got
-            PermissionError: ..." (Path.exists raises PermissionError itself
-            on Python 3.11, a traceback rather than a line).
-    """
-    try:
-        return os.stat(path).st_mode
-    except ValueError:  # a name no file can have (a NUL byte): nothing there, as Path.exists says
-        return None
-    except OSError as exc:
-        if exc.errno in _ABSENT:
-            return None
-        raise ValueError(f"{path}: must be {what}, got {one_line(exc)}") from None
-
-
-def mode_kind(mode: int) -> str:
-    """What a mode that is not a regular file's is, as messages name it."""
-    return "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "a device or socket"
-
-
 def finite_number(value: Any) -> bool:
     """A number (not a boolean) that is neither infinite, NaN nor too large for a float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

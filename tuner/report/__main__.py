@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from tuner.data.readback import mode_kind
+
 INPUTS = ("measurements.parquet", "device.json", "peaks.json")
 
 
@@ -125,11 +127,7 @@ def _mode(path: Path) -> int | str | None:
 
 
 def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISREG(mode):
-        return "a file"
-    return "a pipe" if stat.S_ISFIFO(mode) else "a device or socket"
+    return "a file" if stat.S_ISREG(mode) else mode_kind(mode)
 
 
 def _warn(line: str) -> None:
