@@ -732,3 +732,28 @@ def test_the_schema_and_the_readme_name_the_registered_strategies():
     sentence = re.search(r"`studies` are Optuna searches \(sampler (.*?), a seed", readme)
     assert sentence, "README.md must list the study samplers where it describes studies"
     assert sorted(re.findall(r"`(\w+)`", sentence.group(1))) == sorted(SAMPLERS)
+
+
+def test_the_search_loop_chooses_with_one_blas_thread_and_gives_the_setting_back():
+    # On a 64-core host, numpy's default of one BLAS thread per core made each ask of the
+    # project's sampler six times slower (its small fits woke 64 threads every time).
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads() -> set[int]:
+        return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+    if not blas_threads():
+        pytest.skip("numpy loaded no BLAS that threadpoolctl can see")
+    seen_in_asks: list[set[int]] = []
+
+    class Watching(Proposals):
+        def sample_relative(self, study, trial, search_space):
+            seen_in_asks.append(blas_threads())
+            return super().sample_relative(study, trial, search_space)
+
+    with threadpool_limits(limits=3, user_api="blas"):  # as a host of several cores would have
+        configs = [cfg(), cfg(unroll=2), cfg(block_size=128), cfg(vector_width=2)]
+        outcome = study(measure, budget_trials=4, sampler=Watching(configs))
+        assert blas_threads() == {3}  # given back after the study
+    assert outcome.measured == 4
+    assert len(seen_in_asks) >= 4 and all(seen == {1} for seen in seen_in_asks)  # the ask thread's asks too

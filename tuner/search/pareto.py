@@ -33,6 +33,7 @@ from optuna.trial import TrialState
 from tuner.data.front import ENERGY, TIME, Knee, knee, pareto_mask  # noqa: F401 - the front's arithmetic, re-exported
 from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
+from tuner.search.blas import one_blas_thread
 from tuner.search.storage import open_storage
 
 METRICS = ("time_ms", "energy_j")  # the objectives as the dashboard names them
@@ -122,7 +123,8 @@ def run_pareto_study(
     for cfg in enqueue:
         study.enqueue_trial({name: cfg[name] for name, values in searched.items() if len(values) > 1}, skip_if_exists=True)
     while _finished(study) < budget_trials:
-        trial = study.ask()
+        with one_blas_thread():
+            trial = study.ask()
         cfg = {
             name: trial.suggest_categorical(name, values) if len(values) > 1 else values[0] for name, values in searched.items()
         }

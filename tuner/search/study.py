@@ -81,6 +81,7 @@ import optuna
 from optuna.storages import BaseStorage
 
 from tuner.families.base import Family, Problem
+from tuner.search.blas import one_blas_thread
 from tuner.search.claim_records import claim_row
 from tuner.search.claims import CLAIMED
 from tuner.search.outcome import StudyOutcome
@@ -264,7 +265,9 @@ def run_study(
         outcome.asks_cpu_s += time.thread_time() - cpu
         return asked
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ask") as pool, heartbeat:
+    # One BLAS thread for the whole loop, set here in the thread that started it: OpenBLAS
+    # leaves the setting alone when the ask thread makes it, and the setting is the process's.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ask") as pool, heartbeat, one_blas_thread():
         try:
             while True:
                 if ahead is not None:
