@@ -11,18 +11,19 @@ TUNER = ROOT / "tuner"
 
 # Package -> the tuner packages it may import.
 ALLOWED = {
-    "families": set(),
+    "host": set(),  # the CPUs this process may use
+    "families": {"host"},
     "device": set(),
     "errors": set(),
     "progress": set(),
     "data": {"errors", "families"},
     "processes": set(),
-    "measure": {"data", "device", "errors", "families", "progress"},
+    "measure": {"data", "device", "errors", "families", "host", "progress"},
     "search": {"data", "errors", "families", "progress"},
     # checked at load as the stages read them: warm-start tables and storage servers (tuner.search)
     # and the results table's columns, which a plug-in's parameters must not be named as (data)
     "settings": {"data", "device", "families", "measure", "search"},
-    "report": {"data", "errors", "families"},
+    "report": {"data", "errors", "families", "host"},
     # it runs the measuring harness (and settings imports measure); `profile: report` asks the report what it shows
     "profile": {"data", "families", "measure", "report", "settings"},
     "harness": {"data", "device", "measure", "settings"},

@@ -10,11 +10,12 @@ chunks on a thread pool: numpy releases the GIL while it fills.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
+
+from tuner.host import usable_cpus
 
 CHUNK = 1 << 22  # elements per chunk and generator
 
@@ -30,7 +31,7 @@ def by_chunks(n: int, work: Callable[[slice], None]) -> None:
     """``work(piece)`` for consecutive slices covering ``range(n)``, on a
     thread pool; ``work`` writes its results into arrays it was given."""
     pieces = [slice(start, min(start + CHUNK, n)) for start in range(0, n, CHUNK)]
-    workers = max(1, min(len(pieces), os.cpu_count() or 1))
+    workers = max(1, min(len(pieces), usable_cpus()))
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(work, pieces))
 

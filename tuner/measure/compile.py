@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from tuner.families.base import KERNELS_DIR, Config, Family, Problem, nvcc_text_unfit
+from tuner.host import usable_cpus
 from tuner.progress import Progress
 
 
@@ -292,7 +293,7 @@ def compile_all(
 def _nvcc_pool(jobs: int | None) -> Iterator[ThreadPoolExecutor]:
     """Threads that run nvcc (one per CPU by default); on an error or Ctrl-C
     the queued modules are dropped and only the nvcc runs under way finish."""
-    with ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(jobs or usable_cpus()) as pool:
         try:
             yield pool
         except BaseException:

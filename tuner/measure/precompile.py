@@ -12,13 +12,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterable, Mapping, Sequence
 
 from tuner.families.base import Config, Family, Problem
+from tuner.host import usable_cpus
 from tuner.measure.compile import CompiledKernel, compile_variant, unique_modules
 
 
 def background_jobs() -> int:
-    """nvcc processes a study compiles ahead with by default: one per CPU but
-    one, which the measuring thread keeps (launches, its own compiles)."""
-    return max(1, (os.cpu_count() or 2) - 1)
+    """nvcc processes a study compiles ahead with by default: one per CPU it
+    may use but one, which the measuring thread keeps (launches, its own compiles)."""
+    return max(1, usable_cpus() - 1)
 
 
 class Precompiler:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from tuner.data.readback import mode_kind
+from tuner.host import usable_cpus
 
 INPUTS = ("measurements.parquet", "device.json", "peaks.json")
 
@@ -28,8 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--results", type=Path, required=True, help="folder with measurements.parquet, device.json, peaks.json")
     parser.add_argument("--out", type=Path, default=None, help="report folder (default: <results>/report)")
-    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1,
-                        help="processes drawing the figures (default: one per CPU)")  # fmt: skip
+    parser.add_argument("--processes", type=int, default=usable_cpus(),
+                        help="processes drawing the figures (default: one per CPU this process may use, here %(default)s)")  # fmt: skip
     args = parser.parse_args(argv)
 
     if not args.results.is_dir():

@@ -1,0 +1,21 @@
+"""What this process may use of its host.
+
+A SLURM job or a container is given some of a node's CPUs (its affinity, a
+cpuset), while ``os.cpu_count()`` counts the node's: a job of 4 CPUs on a
+128-core node that started 128 nvcc processes, 128 figure processes or 128
+input threads would run them 32 to a CPU, and nvcc's at a few hundred MB each
+would need tens of GB of the job's memory.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (at least 1)."""
+    if hasattr(os, "process_cpu_count"):  # Python 3.13: the affinity where there is one
+        return os.process_cpu_count() or 1
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
