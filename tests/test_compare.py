@@ -223,7 +223,7 @@ def test_two_fresh_h100_runs_name_winners_in_each_others_tie_sets():
     """The shipped claim: rerun on the same GPU, every problem's winner is one the first run could not tell from its own."""
     fresh = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "fresh-h100"
     one, two = compare.load(fresh / "run1"), compare.load(fresh / "run2")
-    assert compare.winners(one, two)[0] == "winners: the same in 18 of 20 problems; B's winner lies in A's tie set in 20 of 20"
+    assert compare.winners(one, two)[0] == "winners: the same in 17 of 20 problems; B's winner lies in A's tie set in 20 of 20"
     assert compare.winners(two, one)[0].endswith("B's winner lies in A's tie set in 20 of 20")
     verdicts = compare.compare(one, two)["verdict"].value_counts().to_dict()
     assert verdicts == {"SAME": 1829, "AMBIGUOUS": 209, "FASTER": 14, "SLOWER": 8}
@@ -325,3 +325,26 @@ def test_a_figure_that_fails_to_draw_leaves_no_table(runs, tmp_path, capsys, mon
     assert cli.main(["compare", str(a), str(b), "--table", str(tmp_path / "cmp.csv"), "--figure", str(tmp_path / "f.png")]) == 1
     assert capsys.readouterr().err.strip() == f"error: {tmp_path / 'f.png'}: No space left on device"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]  # no table, no temporary file left
+
+
+def test_rows_without_a_95_percent_interval_are_ambiguous_however_far_apart():
+    # One sample each (a slow kernel the timer's wall-time cap stopped), three samples (a min-to-max
+    # range, 75 % sure), and rows that lost their interval columns: none may be called SLOWER.
+    assert one([1.00], [1.01])["verdict"] == "AMBIGUOUS"
+    assert one([1.00, 1.001, 0.999], [1.05, 1.051, 1.049])["verdict"] == "AMBIGUOUS"
+    unknown = dict.fromkeys(["time_ms_ci_low", "time_ms_ci_high", "samples"], np.nan)
+    a = pd.DataFrame([timed_row([1.0] * 10) | unknown])
+    b = pd.DataFrame([timed_row([1.01] * 10) | unknown])
+    (row,) = compare.compare(a, b).itertuples(index=False)
+    assert row.verdict == "AMBIGUOUS" and np.isnan(row.ratio_low) and row.ratio == pytest.approx(1.01)
+    # Six samples suffice for a 95 % interval: the same gap is then called.
+    assert one([1.0, 1.0, 1.0, 1.0, 1.0, 1.0], [1.05] * 6)["verdict"] == "SLOWER"
+
+
+def test_the_summary_counts_the_configurations_without_a_95_percent_interval():
+    a = pd.DataFrame([timed_row([1.0]), timed_row([1.0] * 10, block=512)])
+    b = pd.DataFrame([timed_row([1.2]), timed_row([1.0] * 10, block=512)])
+    table = compare.compare(a, b)
+    lines = compare.summary_lines(table, a, b, names=("A", "B"))
+    assert any("fewer than 6 samples): 1" in line for line in lines)
+    assert compare.regressions(table).empty  # 20 % apart on one sample each: not a regression

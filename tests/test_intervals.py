@@ -92,3 +92,23 @@ def test_the_ratio_interval_adds_the_two_sides_in_quadrature():
     # B high with A low: both log half-widths add; B low with A high: neither moves.
     assert low == pytest.approx(1.0) and high == pytest.approx(np.exp(np.hypot(np.log(1.04), np.log(1 / 0.97))))
     assert np.isnan(intervals.ratio_interval(0.0, 0, 0, 1.0, 1.0, 1.0)[0])
+
+
+def test_an_interval_of_fewer_than_six_samples_says_it_is_not_a_95_percent_one():
+    from tuner.data.intervals import EXACT, HOW, SHORT, row_intervals
+
+    rows = pd.DataFrame({"samples": [3, 6, 10], "time_ms_median": [1.0, 1.0, 1.0], "time_ms_ci_low": [0.9, 0.95, 0.98],
+                         "time_ms_ci_high": [1.1, 1.05, 1.02]})  # fmt: skip
+    out = row_intervals(rows)
+    assert list(out["how"]) == [SHORT, EXACT, EXACT]
+    assert out["low"].tolist() == [0.9, 0.95, 0.98]  # kept, as what it is
+    assert "less than 95 %" in HOW[SHORT]
+
+
+def test_a_ratio_with_an_unknown_side_has_no_interval():
+    from tuner.data.intervals import ratio_interval
+
+    ratio, low, high = ratio_interval(1.0, float("nan"), float("nan"), 1.01, 1.0, 1.02)
+    assert ratio == pytest.approx(1.01) and np.isnan(low) and np.isnan(high)
+    ratio, low, high = ratio_interval(1.0, 1.0, 1.0, 1.01, 1.01, 1.01)  # identical samples: a real, zero-wide interval
+    assert (low, high) == pytest.approx((1.01, 1.01))

@@ -22,7 +22,18 @@ default both for its clear gap and for its "same centre"):
   twice the margin: the two runs agree within ``m``, and noise could not hide a
   difference of more than ``2 m``.
 - ``AMBIGUOUS``: anything else: the interval straddles a margin, or is too wide
-  to say (noisy rows).
+  to say (noisy rows), or there is no 95 % interval: a row without one (older
+  or foreign rows) or of fewer than 6 samples (``intervals.SHORT``: the timer's
+  wall-time cap stops a slow kernel early), whose min-to-max range is not one.
+
+Each verdict is about one configuration, against the noise within each run.
+It is no guarantee over many configurations at once, and two runs differ by
+more than one run's noise: two fresh runs of the same code on one H100 called
+14 of 2060 configurations FASTER and 8 SLOWER, one of them by 2.2 %
+(``benchmarks/results/compare-two-fresh-h100.txt``). About 1 % of the
+configurations of an unchanged run can be expected to get a verdict, so a
+check over thousands wants a higher ``--threshold`` or a regression that
+holds on a rerun.
 
 Like nvbench-compare-robust (SLOW/FAST only on a clear gap between the two
 measurements, SAME only when their centres are close and their spread small,
@@ -57,7 +68,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from tuner.data.intervals import MARGIN, ratio_intervals, row_intervals
+from tuner.data.intervals import MARGIN, SHORT, ratio_intervals, row_intervals
 from tuner.data.readback import mode_kind, path_mode
 from tuner.data.t4 import PARQUET_MAGIC, check_folder_above, file_head, file_id
 
@@ -84,9 +95,12 @@ def load(path: str | Path) -> pd.DataFrame:
 
 
 def measured(frame: pd.DataFrame) -> pd.DataFrame:
-    """The verified rows with a median time, their interval (``low``, ``high``, ``how``) joined."""
+    """The verified rows with a median time, their interval (``low``, ``high``, ``how``) joined;
+    no ends where the interval is not a 95 % one (fewer than 6 samples)."""
     ok = frame[(frame["status"] == "ok") & frame["time_ms_median"].notna()].reset_index(drop=True)  # a unique index to join on
-    return ok.join(row_intervals(ok))
+    joined = ok.join(row_intervals(ok))
+    joined.loc[joined["how"] == SHORT, ["low", "high"]] = np.nan
+    return joined
 
 
 def _most_samples(rows: pd.DataFrame) -> pd.DataFrame:
@@ -263,6 +277,9 @@ def summary_lines(table: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, *, name
         + ", ".join(f"{v} {int(counts.get(v, 0))}" for v in VERDICTS)
         + f"; B / A geometric mean {_geomean(table['ratio']):.4f}",
     ]
+    unsure = int(table["ratio_low"].isna().sum()) if len(table) else 0
+    if unsure:
+        lines.append(f"  of which AMBIGUOUS for want of a 95 % interval (a row without one, or of fewer than 6 samples): {unsure}")
     lines += [f"  unpaired: {line}" for line in key_differences(ok_a, ok_b)]
     lines += winners(a, b)
     clocks = table["clock_ratio"].dropna()

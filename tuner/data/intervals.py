@@ -12,7 +12,8 @@ two numbers per row where a bootstrap would need the samples, which the rows do
 not keep, and it is the rank rule the timer's stopping test already uses
 (``tuner/measure/timing.py``, there in its normal approximation). Below 6
 samples no pair of ranks reaches 95 %: the interval is the whole sample (min to
-max), 1 - 2^(1-n) sure.
+max), 1 - 2^(1-n) sure (75 % at 3 samples), and it says so (``SHORT``): the
+timer's wall-time cap can stop a slow kernel after one to five samples.
 
 Rows measured since this module carry the interval (``time_ms_ci_low``,
 ``time_ms_ci_high``). Older rows do not: for them the same ranks are read off
@@ -24,7 +25,9 @@ exact interval's width from the exact ends, and its width is unbiased
 
 The ratio ``B / A`` of two medians gets the interval of ``log B - log A``, the
 two sides' log half-widths (the lower of one with the upper of the other)
-added in quadrature: the two measurements are independent.
+added in quadrature: the two measurements are independent. Where either side
+has no interval the ratio has none either (nan ends): a missing interval is
+not a certain figure.
 """
 
 from __future__ import annotations
@@ -46,11 +49,14 @@ LEVEL = 0.95
 MARGIN = 0.005
 EXACT = "order statistics"
 FALLBACK = "from quantiles"
+SHORT = "min to max"
 NONE = "none"
+SURE_SAMPLES = 6  # the fewest samples whose order statistics bracket the median 95 % sure
 _NORMAL = NormalDist()
 HOW = {
     EXACT: "95 % distribution-free interval of the median from order statistics of the kept samples",
     FALLBACK: "the same ranks read off the row's min, p10, median, p90 and max (rows measured before the interval was kept)",
+    SHORT: "the whole sample, min to max, of fewer than 6 samples: less than 95 % sure (75 % at 3 samples, 0 % at 1)",
     NONE: "no interval: the row lacks its sample count or quantiles",
 }
 
@@ -120,7 +126,8 @@ def fallbacks(n, minimum, p10, median, p90, maximum) -> tuple[np.ndarray, np.nda
 def row_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     """Per row of ``frame`` (results rows): ``low`` and ``high``, the 95 %
     interval of ``time_ms_median``, and ``how`` it was made (``EXACT``,
-    ``FALLBACK`` or ``NONE``, keys of ``HOW``); same index as ``frame``."""
+    ``FALLBACK``, ``SHORT`` or ``NONE``, keys of ``HOW``); same index as
+    ``frame``. A ``SHORT`` interval is kept, but it is not a 95 % one."""
     import pandas as pd
 
     out = pd.DataFrame(index=frame.index, columns=["low", "high", "how"])
@@ -142,13 +149,15 @@ def row_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     out["low"] = np.where(stored, column("time_ms_ci_low"), np.where(derived, low, np.nan))
     out["high"] = np.where(stored, column("time_ms_ci_high"), np.where(derived, high, np.nan))
     out["how"] = np.where(stored, EXACT, np.where(derived, FALLBACK, NONE))
+    known = stored | derived
+    out.loc[known & (column("samples").to_numpy() < SURE_SAMPLES), "how"] = SHORT
     return out
 
 
 def ratio_interval(a: float, a_low: float, a_high: float, b: float, b_low: float, b_high: float) -> tuple[float, float, float]:
     """(ratio, low, high): ``b / a`` and its 95 % interval from the two
     medians' intervals (log half-widths in quadrature); nan where a median is
-    missing, and the point itself where an interval is."""
+    missing, and nan ends where an interval is."""
     ratio, low, high = ratio_intervals(*(np.array([x], dtype="float64") for x in (a, a_low, a_high, b, b_low, b_high)))
     return float(ratio[0]), float(low[0]), float(high[0])
 
@@ -158,9 +167,9 @@ def ratio_intervals(a, a_low, a_high, b, b_low, b_high) -> tuple[np.ndarray, np.
     with np.errstate(divide="ignore", invalid="ignore"):
         valid = (a > 0) & (b > 0)
 
-        def half(top, bottom):  # a log half-width; 0 where the interval is unknown
+        def half(top, bottom):  # a log half-width; nan where the interval is unknown
             width = np.log(top / bottom)
-            return np.where(np.isfinite(width) & (width > 0), width, 0.0)
+            return np.where(np.isfinite(width), np.maximum(width, 0.0), np.nan)
 
         a_down, a_up = half(a, a_low), half(a_high, a)
         b_down, b_up = half(b, b_low), half(b_high, b)
