@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -152,3 +153,25 @@ def test_two_h100_sweeps_of_the_hard_space_name_winners_in_each_others_tie_sets(
     assert winners[0] != winners[1] and (int(one["tie"].sum()), int(two["tie"].sum())) == (37, 38)
     assert winners[1] in set(one[one["tie"]]["config_key"]) and winners[0] in set(two[two["tie"]]["config_key"])
     assert one.set_index("config_key").loc[winners[1], "behind"] == pytest.approx(0.0006, abs=0.0001)
+
+
+def test_equal_figures_name_the_same_winner_and_tie_set_whatever_the_rows_order():
+    # Event times come in steps of 32 ns, so two configurations often share a median.
+    from tuner.data import ties
+
+    rng = np.random.default_rng(3)
+    rows = pd.DataFrame({
+        "config_key": [f'{{"block_size": {b}}}' for b in (128, 256, 512, 1024)],
+        "bandwidth_gbs": [3000.0, 3000.0, 2990.0, 2000.0],
+        "time_ms_median": [1.0, 1.0, 1.0033, 1.5],
+        "time_ms_ci_low": [0.999, 0.9995, 1.002, 1.49],
+        "time_ms_ci_high": [1.001, 1.0005, 1.004, 1.51],
+        "samples": [10, 10, 10, 10],
+        "source": ["sweep:s"] * 4,
+    })
+    seen = set()
+    for _ in range(12):
+        shuffled = rows.sample(frac=1.0, random_state=int(rng.integers(1 << 30)))
+        table = ties.rank(shuffled, "bandwidth_gbs")
+        seen.add((table.iloc[0]["config_key"], tuple(table[table["tie"]]["config_key"])))
+    assert seen == {('{"block_size": 128}', ('{"block_size": 128}', '{"block_size": 256}', '{"block_size": 512}'))}

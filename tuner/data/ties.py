@@ -80,7 +80,11 @@ def rank(rows: pd.DataFrame, by: str, margin: float = MARGIN) -> pd.DataFrame:
     """``rows`` (ok rows of one problem) as distinct configurations, best first,
     with the interval columns and ``tie`` of the module docstring."""
     rows = rows[rows[by].notna()]
-    rows = rows.sort_values(by, ascending=False, kind="stable").drop_duplicates("config_key").reset_index(drop=True)
+    # Equal figures are common (event times come in steps of 32 ns): the configuration key, then the
+    # row's source, break ties, so the winner does not depend on the order the rows were read in.
+    order = [by, "config_key", *(["source"] if "source" in rows else [])]
+    rows = rows.sort_values(order, ascending=[False] + [True] * (len(order) - 1), kind="stable")
+    rows = rows.drop_duplicates("config_key").reset_index(drop=True)
     table = rows.join(row_intervals(rows))
     metric, median = table[by].astype("float64"), table["time_ms_median"].astype("float64")
     if table.empty:

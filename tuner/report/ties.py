@@ -23,9 +23,9 @@ from tuner.report.selection import problem_label
 COLUMNS = ("family", "problem", "winner", "figure [95 % interval]", "tied", "last tied behind by", "header exports")
 
 TEXT = (
-    "The figure of each winner comes with the 95 % interval of its median time, and the configurations whose "
-    "intervals overlap the winner's are tied with it: the run cannot tell them apart, and a rerun may name any "
-    "of them. The C++ header exports the member that also ties at the most other sizes of its family and dtype "
+    "The figure of each winner comes with the 95 % interval of its median time. A configuration is tied with the "
+    "winner unless the 95 % interval of its slowdown behind the winner (the two medians' intervals combined) lies "
+    "wholly above 0.5 %: the run cannot tell the tied ones from the winner, and a rerun may name any of them. The C++ header exports the member that also ties at the most other sizes of its family and dtype "
     "(the winner where none does); `best.json` lists every member."
 )
 

@@ -91,9 +91,9 @@ struct matmul_float32_n1024 {
 //   variant=read_offset_unrolled, offset=128, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3145.7 GB/s
 //   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3139.4 GB/s
 //   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3133.2 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3127.0 GB/s
 //   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3127.0 GB/s
 //   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3127.0 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3127.0 GB/s
 struct offset_float32_n4194304 {
     static constexpr const char* variant = "read_offset_unrolled";
     static constexpr int offset = 0;
@@ -122,8 +122,8 @@ struct offset_float32_n4194304 {
 //   variant=read_offset_unrolled, offset=11, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3176.7 GB/s
 //   variant=read_offset_unrolled, offset=0, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3175.9 GB/s
 //   variant=read_offset_unrolled, offset=128, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3174.3 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3173.5 GB/s
 //   variant=read_offset_unrolled, offset=128, block_size=128, unroll=8, l1_cache=ca, read_only=0: 3173.5 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3173.5 GB/s
 //   variant=read_offset_unrolled, offset=128, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3171.1 GB/s
 //   variant=read_offset_unrolled, offset=11, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3169.5 GB/s
 struct offset_float32_n16777216 {
