@@ -154,3 +154,46 @@ def test_a_row_every_reader_would_trip_on_is_damage_named_at_read(tmp_path, colu
     with pytest.raises(DamagedFile) as damaged:
         results.read(path)
     assert message in str(damaged.value) and str(path) in str(damaged.value) and "\n" not in str(damaged.value)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o077])
+def test_written_files_have_the_mode_the_umask_gives_not_mkstemps_0600(tmp_path, umask):
+    # Colleagues, a CI user and `nvcc -I results/<gpu>` read these files; mkstemp made them 0600.
+    from tuner.data import compare, counters
+
+    old = os.umask(umask)
+    try:
+        written = [
+            results.write_atomic(pd.DataFrame([row()]), tmp_path / "rows.parquet"),
+            results.write_text_atomic("x", tmp_path / "best_configs.h"),
+            results.write_json_atomic({"a": 1}, tmp_path / "best.json"),
+            counters.write_profile([], tmp_path / "profile.parquet", note="none"),
+        ]
+        staged = compare._stage(tmp_path / "table.parquet", lambda p: p.write_bytes(b"x"))
+    finally:
+        os.umask(old)
+    for path in [*written, staged]:
+        assert (path.stat().st_mode & 0o777) == 0o666 & ~umask, path
+
+
+def test_a_results_file_that_cannot_be_opened_is_not_called_damaged(tmp_path, monkeypatch):
+    path = results.write_atomic(pd.DataFrame([row()]), tmp_path / "measurements.parquet")
+    real_open = open
+
+    def refusing(file, *args, **kwargs):
+        if str(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    real_read = pd.read_parquet
+
+    def read_as_pyarrow_would(source, *args, **kwargs):  # pyarrow opens a path itself, and is refused too
+        if str(source) == str(path):
+            raise PermissionError(13, "Permission denied", str(source))
+        return real_read(source, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", refusing)
+    monkeypatch.setattr(pd, "read_parquet", read_as_pyarrow_would)
+    with pytest.raises(ValueError, match=r"measurements.parquet: cannot be opened \(.*Permission denied") as caught:
+        results.read(path)
+    assert "remove it" not in str(caught.value) and not isinstance(caught.value, results.DamagedFile)

@@ -61,7 +61,6 @@ from __future__ import annotations
 import math
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -70,6 +69,7 @@ import pandas as pd
 
 from tuner.data.intervals import MARGIN, SHORT, ratio_intervals, row_intervals
 from tuner.data.readback import mode_kind, path_mode
+from tuner.data.results import temporary_beside
 from tuner.data.t4 import PARQUET_MAGIC, check_folder_above, file_head, file_id
 
 KEYS = ["family", "dtype", "n", "config_key"]
@@ -431,7 +431,7 @@ def write_outputs(table: pd.DataFrame, *, figure: str | None, out: str | None,
 def _stage(path: Path, write) -> Path:
     """``write(tmp)`` to a temporary file beside ``path`` of its suffix (the figure's format); returns it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+    fd, tmp = temporary_beside(path, path.suffix)
     os.close(fd)
     try:
         write(Path(tmp))

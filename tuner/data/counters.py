@@ -14,14 +14,13 @@ permitted) is a file with no rows and the reason in its metadata
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
 import pandas as pd
 
-from tuner.data.results import PARAM_COLUMNS, param_columns
+from tuner.data.results import PARAM_COLUMNS, param_columns, temporary_beside
 
 NOTE_KEY = b"tuner.profile_note"
 
@@ -170,7 +169,7 @@ def write_profile(rows, path: str | os.PathLike, note: str = "") -> Path:
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), NOTE_KEY: note.encode()})
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = temporary_beside(path)
     os.close(fd)
     try:
         pq.write_table(table, tmp)

@@ -241,6 +241,31 @@ def _upgrade_old_rows(frame: pd.DataFrame) -> None:
         frame.loc[ok, "error"] = None
 
 
+def _umask() -> int:
+    """This process's umask, read without changing it (``os.umask`` sets one
+    to read it, which another thread's file could catch in between)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
+    """(fd, name) of a new temporary file in ``path``'s folder, to be renamed
+    onto ``path``, with the mode a file made there would have (0666 less the
+    umask). ``mkstemp`` makes it 0600, and a rename keeps that: results that
+    the user's colleagues, a CI user or ``nvcc -I`` could not read."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.fchmod(fd, 0o666 & ~_umask())
+    return fd, tmp
+
+
 def write_via_temporary(path: str | os.PathLike, write: Callable[[int, str], None]) -> Path:
     """Create ``path`` through a temporary file beside it and a rename, so a
     reader never sees a partial file; ``write(fd, tmp)`` fills the temporary
@@ -254,7 +279,7 @@ def write_via_temporary(path: str | os.PathLike, write: Callable[[int, str], Non
         # The rename would put the file in place of a device, pipe or socket, not write to it.
         raise ValueError(f"{path}: must be a file to write (or none yet), got a device, pipe or socket")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = temporary_beside(path)
     try:
         write(fd, tmp)
         os.replace(tmp, path)
@@ -301,7 +326,8 @@ def read(path: str | os.PathLike, needs: Iterable[str] = ()) -> pd.DataFrame:
             results rows, or gives a verified row a negative time; one line
             naming it and the command that remakes it.
         ValueError: a file lacks a column of ``needs`` (one line naming it
-            and the columns).
+            and the columns), or cannot be opened (a permission, a name the
+            locale cannot spell: one line, and no advice to remove it).
     """
     path, needs = Path(path), tuple(needs)
     if path.is_dir():
@@ -316,9 +342,14 @@ def read(path: str | os.PathLike, needs: Iterable[str] = ()) -> pd.DataFrame:
 
 def _read_one(path: Path, needs: tuple[str, ...] = ()) -> pd.DataFrame:
     try:
-        frame = pd.read_parquet(path)
-    except Exception as error:  # noqa: BLE001 - pyarrow's errors, OSError and kin: the file is what is wrong
-        raise DamagedFile(damaged(path, f"not a readable Parquet file ({one_line(error)})")) from None
+        handle = open(path, "rb")
+    except (OSError, UnicodeError) as error:  # not this file's fault: a permission, or a name this locale cannot spell
+        raise ValueError(f"{path}: cannot be opened ({one_line(error)})") from None
+    with handle:
+        try:
+            frame = pd.read_parquet(handle)
+        except Exception as error:  # noqa: BLE001 - pyarrow's errors and kin: the file is what is wrong
+            raise DamagedFile(damaged(path, f"not a readable Parquet file ({one_line(error)})")) from None
     lacking = [c for c in needs if c not in frame.columns]
     if lacking:
         raise ValueError(f"{path}: must have the results columns {list(needs)}, lacks {lacking}")
