@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from tuner.families import REGISTRY, Problem
+from tuner.families.base import KERNELS_DIR
 from tuner.measure.compile import (
     CompileError,
     compile_all,
@@ -103,3 +104,23 @@ def test_nvcc_output_that_is_not_utf8_is_a_compile_error(tmp_path):
     source.write_bytes(b'#error VEC=3 n\xe9cessite une autre largeur\nextern "C" __global__ void k() {}\n')
     with pytest.raises(CompileError, match="nvcc failed for k.cu"):
         kernel_parameters(source, "k", defines={}, arch="sm_90")
+
+
+@needs_nvcc
+def test_a_tmpdir_that_does_not_exist_does_not_fail_the_compile(tmp_path, monkeypatch):
+    # nvcc writes its intermediate files to TMPDIR as given (Python falls back to /tmp): a cluster's
+    # missing scratch folder failed every compile, stored as each configuration's compile_error.
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "no-such-scratch"))
+    reduce = REGISTRY["reduce"]
+    problem = Problem("reduce", "int32", 1 << 20)
+    cfg = {p.name: p.default for p in reduce.params}
+    assert compile_variant(reduce, cfg, problem, arch="sm_90", cache_dir=tmp_path / "cubins").registers > 0
+    source = KERNELS_DIR / reduce.source
+    assert kernel_parameters(source, reduce.kernel_name(cfg), defines=reduce.defines(cfg, problem), arch="sm_90")
+
+
+@pytest.mark.parametrize("folder", ["plug,in", "o'brien"])
+def test_an_include_folder_nvcc_would_split_or_quote_is_refused_in_one_line(tmp_path, folder):
+    source = tmp_path / folder / "k.cu"
+    with pytest.raises(CompileError, match=r"include folder .*must hold none of ' or ,"):
+        nvcc_command(source, {}, (), "sm_90", tmp_path / "k.cubin")

@@ -125,12 +125,26 @@ def nvcc_command(source: Path, defines: dict[str, str], flags: Sequence[str], ar
         why = nvcc_text_unfit(text)
         if why:
             raise CompileError(f"nvcc's command line: an argument {why}")
+    for folder in (source.parent, KERNELS_DIR):
+        # nvcc splits an -I value at commas, and its shell takes a single quote for one of its own
+        unfit = sorted({c for c in str(folder) if c in "',"})
+        if unfit:
+            raise CompileError(f"nvcc's include folder {str(folder)!r}: must hold none of ' or , (nvcc splits -I values "
+                               f"at commas and its shell reads quotes), holds {' and '.join(unfit)}; move it")  # fmt: skip
     return [
         "nvcc", "-cubin", f"-arch={arch}", "-O3", "-std=c++17", "-Xptxas", "-v",
         f"-I{source.parent}", f"-I{KERNELS_DIR}",  # a plug-in family's source may include common.cuh
         *(f"-D{k}={v}" if v != "" else f"-D{k}" for k, v in sorted(defines.items())),
         *flags, "-o", str(output), str(source),
     ]  # fmt: skip
+
+
+def _nvcc_env(tmp: str) -> dict[str, str]:
+    """nvcc's environment: its intermediate files in ``tmp`` (a fresh folder of
+    this compile's). nvcc writes them to ``TMPDIR`` as given, where Python falls
+    back to /tmp: a cluster's missing or full ``TMPDIR`` failed every compile,
+    and each failure was stored as the configuration's ``compile_error``."""
+    return {**os.environ, "TMPDIR": tmp}
 
 
 def compile_variant(family: Family, cfg: Config, problem: Problem, *, arch: str, cache_dir: str | os.PathLike) -> CompiledKernel:
@@ -221,7 +235,7 @@ def _run_nvcc(
     with tempfile.TemporaryDirectory(dir=cubin.parent) as tmp:
         out = Path(tmp) / cubin.name
         proc = subprocess.run(nvcc_command(source, defines, flags, arch, out), capture_output=True, text=True,
-                              encoding="utf-8", errors="replace")  # a source's own bytes may be echoed
+                              encoding="utf-8", errors="replace", env=_nvcc_env(tmp))  # a source's own bytes may be echoed
         log = proc.stdout + proc.stderr
         if proc.returncode != 0:  # a negative code: killed by that signal (out of memory, say), worth asking again
             raise CompileError(f"nvcc failed for {source.name}:\n{log.strip()}", lasting=proc.returncode > 0)
@@ -252,7 +266,7 @@ def kernel_parameters(source: Path, kernel: str, *, defines: dict[str, str], fla
         out = Path(tmp) / "module.ptx"
         command = nvcc_command(Path(source), defines, tuple(flags), arch, out)
         command[1] = "-ptx"
-        proc = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", errors="replace")
+        proc = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", errors="replace", env=_nvcc_env(tmp))
         if proc.returncode != 0:
             raise CompileError(f"nvcc failed for {Path(source).name}:\n{(proc.stdout + proc.stderr).strip()}")
         ptx = out.read_text()
