@@ -28,6 +28,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from tuner.families import REGISTRY, Family, Problem, register
+from tuner.families.base import KERNELS_DIR, checkout_missing
 from tuner.search.strategies import DEFAULT_STRATEGY
 
 
@@ -73,10 +74,14 @@ def tune(
         timing: a ``tuner.measure.timing.TimingOptions`` (default: the pipeline's).
 
     Raises:
-        ValueError: a value outside a parameter's rule, an unknown dtype, or
-            an empty space (one line naming it), before the GPU is touched.
+        ValueError: a value outside a parameter's rule, an unknown dtype, an
+            empty space, or an install without its source checkout's kernels/
+            (one line naming it), before the GPU is touched.
         tuner.device.gpu.GpuUnavailable: no PyCUDA or no CUDA device.
     """
+    missing = checkout_missing(KERNELS_DIR)
+    if missing:
+        raise ValueError(missing)
     family = _registered(family)
     dtype = dtype or family.dtypes[0]
     if dtype not in family.dtypes:

@@ -18,7 +18,7 @@ import yaml
 from tuner.data.results import family_columns_unfit
 from tuner.device.describe import DeviceFacts
 from tuner.families import REGISTRY, Problem, load_family_paths
-from tuner.families.base import nvcc_text_unfit
+from tuner.families.base import checkout_missing, nvcc_text_unfit
 from tuner.measure.timing import TimingOptions
 from tuner.settings.model import ConfigError, RunSettings, Settings, StudySettings, SweepSettings, frozen_params
 from tuner.settings.yaml_file import read_yaml
@@ -32,6 +32,9 @@ def config_schema() -> dict:
     """The config's JSON schema, read once per process with libyaml's parser
     where PyYAML has it (the pure-Python one takes a good part of a second for
     this file, paid at every Snakemake start). Shared: do not modify."""
+    missing = checkout_missing(SCHEMA)
+    if missing:
+        raise ConfigError(missing)
     return yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
 
 # Without a device to ask, sizes are judged against this much device memory.
