@@ -97,3 +97,21 @@ def test_a_report_of_a_one_megabyte_device_name_is_made_in_seconds(results, tmp_
     for name in ("report.md", "report.html"):
         text = (tmp_path / "report" / name).read_text(encoding="utf-8")
         assert f"report — {shown}" in text and "N" * 120 not in text, name
+
+
+def test_a_tmpdir_too_long_for_the_fork_servers_socket_draws_in_this_process(tmp_path):
+    # A cluster's per-job scratch path can pass the 107 bytes a Unix socket's path may have;
+    # the figures' fork server puts its socket there, and the report ended in a traceback.
+    import subprocess
+    import sys
+
+    long_tmp = tmp_path / ("x" * 110)
+    long_tmp.mkdir()
+    root = Path(__file__).resolve().parents[1]
+    folder = root / "examples" / "saxpy" / "reference" / "nvidia-h100-80gb-hbm3"
+    proc = subprocess.run([sys.executable, "-m", "tuner.report", "--results", str(folder), "--out", str(tmp_path / "report"),
+                           "--processes", "2"], cwd=root, env={**os.environ, "TMPDIR": str(long_tmp)},
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert (tmp_path / "report" / "report.md").is_file()

@@ -341,6 +341,13 @@ def figure_pool(processes: int) -> Iterator[ProcessPoolExecutor | None]:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["tuner.report.figures"])
     with ProcessPoolExecutor(processes, mp_context=context) as pool:
+        try:
+            pool.submit(int).result()  # starts the fork server now, where its failure can be caught
+        except OSError:
+            # Its socket lives under TMPDIR, and a cluster's long scratch path passes the 107
+            # bytes a socket's path may have ("AF_UNIX path too long"): draw here instead.
+            yield None
+            return
         yield pool
 
 
