@@ -47,3 +47,21 @@ def test_check_family_and_tune_without_the_kernels_folder_stop_before_compiling(
         check_family.check(EXAMPLES / "saxpy" / "saxpy.py", say=lambda line: None)
     with pytest.raises(ValueError, match=r"kernels: missing: .*pip install -e"):
         api.tune("reduce", n=1 << 20, results=str(tmp_path / "results"))
+
+
+def test_an_installed_plug_in_that_fails_to_load_is_left_out_in_one_line(monkeypatch, capsys):
+    # Every command imports tuner.families: one project's broken plug-in stopped report and best of all others.
+    import tuner.families as families
+
+    class Broken:
+        name, value = "brokenplug", "brokenplug_missing:family"
+
+        def load(self):
+            raise ModuleNotFoundError("No module named 'brokenplug_missing'")
+
+    monkeypatch.setattr(families, "entry_points", lambda group: [Broken()])
+    monkeypatch.setattr(families, "UNLOADED", {})
+    families._load_entry_points()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "plug-in family 'brokenplug' (brokenplug_missing:family) left out" in err
+    assert "No module named 'brokenplug_missing'" in families.UNLOADED["brokenplug"]

@@ -118,9 +118,22 @@ def load_family_paths(paths) -> list[str]:
     return names
 
 
+# Installed plug-in families that failed to load: entry point name -> why (one line).
+UNLOADED: dict[str, str] = {}
+
+
 def _load_entry_points() -> None:
+    """Register the installed ``tuner.families`` entry points. One that fails
+    to import or register is left out with one line on stderr, naming it and
+    why: every command imports this module, and a broken plug-in of one
+    project stopped ``report`` and ``best`` of every other with a traceback."""
     for point in entry_points(group="tuner.families"):
-        register(point.load())
+        try:
+            register(point.load())
+        except Exception as error:  # noqa: BLE001 - a plug-in's own code: whatever it raises, it is left out
+            why = " ".join(f"{type(error).__name__}: {error}".split())
+            UNLOADED[point.name] = why
+            print(f"tuner: plug-in family {point.name!r} ({point.value}) left out: it failed to load ({why})", file=sys.stderr)
 
 
 _load_entry_points()
