@@ -123,3 +123,11 @@ def test_a_counter_that_goes_back_gives_no_energy():
 
     with pytest.raises(EnergyUnavailable, match=r"went back from \d+ to -?\d+ mJ"):
         measure_energy(gpu.run, synchronize=gpu.synchronize, counter=resetting, marker=gpu.marker, wall_clock=gpu.wall_clock)
+
+
+def test_the_report_assumes_the_default_window_count_for_rows_without_one():
+    """Rows without ``energy_windows`` are compared in the report at the
+    degrees of freedom of the default windows, which it may not import."""
+    from tuner.report.energy import DEFAULT_WINDOWS
+
+    assert DEFAULT_WINDOWS == EnergyOptions().windows

@@ -203,3 +203,33 @@ def test_the_command_line_replays_a_table_into_a_storage(tmp_path, monkeypatch, 
     with pytest.raises(SystemExit):
         main([str(no_energy), *args[1:]])
     assert "table must hold rows with energy_j for fake-int32-n1048576" in capsys.readouterr().err
+
+
+def test_identical_points_count_once_on_the_front():
+    """Two configurations measured alike are one point: the front of two
+    identical points is no trade-off (it read '2 configurations on the front;
+    0.0% less energy for 0.0% more time'), and the first row stands for it."""
+    twins = pd.DataFrame({"config_key": ["a", "b"], "time_ms_median": [1.0, 1.0], "energy_j": [5.0, 5.0]})
+    found = knee(twins)
+    assert found.points == 1 and found.fastest["config_key"] == found.frugal["config_key"] == "a"
+    assert found.sentence() == "no trade-off: the fastest configuration is also the most frugal"
+    # beside a real trade-off, the twins are still one end of it
+    traded = pd.DataFrame({"config_key": ["b", "a", "c"], "time_ms_median": [1.0, 1.0, 2.0], "energy_j": [5.0, 5.0, 3.0]})
+    found = knee(traded)
+    assert found.points == 2 and found.fastest["config_key"] == "b" and found.knee["config_key"] == "c"
+    assert "2 configurations on the front; at its knee 40.0% less energy for 100.0% more time" in found.sentence()
+
+
+def test_a_time_or_energy_that_is_not_finite_and_positive_is_on_no_front():
+    """A zero time (it raised ZeroDivisionError), a negative energy (it read
+    '150.0% less energy') or an infinite one (all infinite raised IndexError)
+    places no point: the knee is that of the other rows, or none at all."""
+    assert pareto_mask([0.0, 1.0, 2.0, 3.0], [5.0, 4.0, -1.0, np.inf]).tolist() == [False, True, False, False]
+    zero_time = knee(pd.DataFrame({"time_ms_median": [0.0, 1.0, 2.0], "energy_j": [5.0, 4.0, 3.0]}))
+    assert zero_time.points == 2 and zero_time.fastest["time_ms_median"] == 1.0
+    assert "the most frugal saves 25.0% for 100.0%" in zero_time.sentence()
+    negative = knee(pd.DataFrame({"time_ms_median": [1.0, 2.0], "energy_j": [5.0, -2.5]}))
+    assert negative.points == 1 and negative.sentence().startswith("no trade-off")
+    # none left: as for rows without energy (the report leaves the problem out, `pareto` prints 'none with energy')
+    assert knee(pd.DataFrame({"time_ms_median": [1.0, 2.0], "energy_j": [np.inf, np.inf]})) is None
+    assert knee(pd.DataFrame({"time_ms_median": [0.0, -1.0], "energy_j": [1.0, 2.0]})) is None

@@ -6,6 +6,12 @@ launch. Its knee: the point farthest inside the straight line from the
 fastest point to the most frugal, in the front's own normalised units; there
 the ratio of energy saved to time lost (both relative to the fastest) says
 whether the trade-off is worth it.
+
+Only a time and an energy that are both finite and positive place a row: a
+missing, infinite, zero or negative value is a measurement gone wrong, and on
+a front it would be the fastest or the most frugal of all. The knee counts
+identical points once, however many configurations measured them (the first
+row stands for them).
 """
 
 from __future__ import annotations
@@ -19,11 +25,18 @@ import pandas as pd
 TIME, ENERGY = "time_ms_median", "energy_j"  # the row columns of the two objectives
 
 
+def placed(values: Sequence[float]) -> np.ndarray:
+    """True where a value can place a point: finite and positive."""
+    v = np.asarray(values, dtype=float)
+    return np.isfinite(v) & (v > 0)
+
+
 def pareto_mask(times: Sequence[float], energies: Sequence[float]) -> np.ndarray:
     """True where no other point is at least as good in both and better in
-    one (both minimised); points with a missing value are never on it."""
+    one (both minimised); points with a value that is not finite and positive
+    are never on it."""
     t, e = np.asarray(times, dtype=float), np.asarray(energies, dtype=float)
-    valid = np.isfinite(t) & np.isfinite(e)
+    valid = placed(t) & placed(e)
     mask = np.zeros(t.size, dtype=bool)
     for i in np.flatnonzero(valid):
         others = valid & (t <= t[i]) & (e <= e[i]) & ((t < t[i]) | (e < e[i]))
@@ -41,7 +54,7 @@ class Knee:
     knee: Mapping
     energy_saved: float
     time_lost: float
-    points: int  # on the front
+    points: int  # distinct (time, energy) points on the front
 
     @property
     def ratio(self) -> float | None:
@@ -58,11 +71,21 @@ class Knee:
                 f"{1 - self.frugal[ENERGY] / self.fastest[ENERGY]:.1%} for {self.frugal[TIME] / self.fastest[TIME] - 1:.1%}")  # fmt: skip
 
 
+def with_both(rows: pd.DataFrame, time: str = TIME, energy: str = ENERGY) -> pd.DataFrame:
+    """The rows whose time and energy can both place a point (``placed``)."""
+    times, energies = (rows[column].to_numpy(dtype=float, na_value=np.nan) for column in (time, energy))
+    return rows[placed(times) & placed(energies)]
+
+
 def knee(rows: pd.DataFrame, time: str = TIME, energy: str = ENERGY) -> Knee | None:
-    """The knee of the Pareto front of ``rows`` (None: no row has both)."""
-    rows = rows[rows[time].notna() & rows[energy].notna()]
+    """The knee of the Pareto front of ``rows`` (None: no row has both a
+    finite, positive time and energy)."""
+    rows = with_both(rows, time, energy).reset_index(drop=True)
     if rows.empty:
         return None
+    # Identical points count once: the first row of each stands for it, so the
+    # front's size and its ends do not depend on how often a point was measured.
+    rows = rows.drop_duplicates([time, energy], keep="first")
     front = rows[pareto_mask(rows[time].to_numpy(float), rows[energy].to_numpy(float))].sort_values([time, energy])
     fastest, frugal = front.iloc[0], front.iloc[-1]
     if len(front) == 1:

@@ -23,7 +23,7 @@ from tuner.families.base import Config, Family, Problem, config_key
 from tuner.measure.compile import CompileError, compile_variant, nvcc_version
 from tuner.measure.energy import EnergyOptions, EnergyUnavailable, measure_energy
 from tuner.measure.stopwatch import Phases
-from tuner.measure.timing import ClockMonitor, NoClocks, TimingOptions, time_kernel
+from tuner.measure.timing import ClockMonitor, NoClocks, TimingOptions, TimingResult, time_kernel
 
 
 def git_commit(root: Path | None = None) -> str:
@@ -202,7 +202,9 @@ class ProblemBench:
 
     def measure(self, cfg: Config, source: str, *, flush_l2: bool | None = None, timed: bool = True, profile=None,
                 energy: bool | None = None) -> dict:  # fmt: skip
-        """One results row for ``cfg``; never raises for a bad configuration.
+        """One results row for ``cfg``; never raises for a bad configuration
+        (a timing that gives no time, every sample throttled or a median of 0,
+        is a ``launch_error`` row saying why).
         With ``timed=False`` it stops after verification (status ok, no times);
         with ``profile`` (``profile(run)``), one more untimed launch on restored
         inputs follows verification, handed to the profiler, and no timing.
@@ -251,6 +253,9 @@ class ProblemBench:
             failed = row | {"status": "launch_error", "error": f"while timing: {type(error).__name__}: {error}"}
             self._check_context(error, failed)
             return failed
+        untrusted = _untrusted_time(timing, options)
+        if untrusted:
+            return row | {"status": "launch_error", "error": f"while timing: {untrusted}"}
         bytes_moved = family.bytes_moved(cfg, problem)
         seconds = timing.median_ms / 1e3
         bandwidth = bytes_moved / seconds / 1e9
@@ -308,6 +313,17 @@ class ProblemBench:
         except Exception:
             reason = f"the CUDA context failed after {type(error).__name__}: {error}"
             raise FatalDeviceError(reason, row=failed | {"error": f"{failed['error']} (context lost)"}) from error
+
+
+def _untrusted_time(timing: TimingResult, options: TimingOptions) -> str | None:
+    """Why the timing gives no time to rank by (None: it does): no sample was
+    kept, or a median that is not a positive duration (no rate follows from it)."""
+    if timing.count == 0:
+        return (f"every sample was discarded as throttled (SM clock under {options.throttle_ratio:g} of its maximum): "
+                f"0 kept of {timing.throttled}")  # fmt: skip
+    if not (np.isfinite(timing.median_ms) and timing.median_ms > 0):
+        return f"the median time must be > 0 ms, got {timing.median_ms!r} ms over {timing.count} samples"
+    return None
 
 
 def peak_fractions(bandwidth_gbs: float, peaks: dict) -> dict:

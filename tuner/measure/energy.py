@@ -28,6 +28,11 @@ counter's changes:
    over sqrt(windows), in quadrature with the counting error of the two outer
    boundaries (each uniform over one batch: B / sqrt(12) launches). The
    windows' spread itself is ``energy_rel_spread`` (standard deviation / mean).
+   With so few windows (``energy_windows``: 3, 2 degrees of freedom, by
+   default) two standard errors are not a 95 % interval: where the report
+   says whether two energies differ (``tuner.report.energy``) it takes
+   Student's t for the windows' degrees of freedom instead (4.30 for one
+   row of 3 windows, about 2.8 for the difference of two).
    Average power (``power_w_energy``) = that energy over the host's seconds
    between the first and the last boundary.
 
@@ -68,7 +73,9 @@ HOST_CLOCK: Callable[[], float] = time.perf_counter
 class EnergyOptions:
     """Knobs of ``measure_energy``."""
 
-    windows: int = 3  # windows measured back to back: their spread gives the uncertainty
+    # windows measured back to back: their spread gives the uncertainty (the report
+    # assumes this default for rows without energy_windows: tuner.report.energy.DEFAULT_WINDOWS)
+    windows: int = 3
     updates: int = 2  # counter updates each window spans (about 100 ms each on an H100)
     batch_s: float = 0.002  # seconds a batch of launches lasts between two counter reads
     warmup_s: float = 0.02  # back-to-back launches before the aligned start (clocks and power settle)
