@@ -185,6 +185,9 @@ def test_best_json_carries_the_energy_optimal_configuration_beside_the_fastest()
     assert frugal["time_ms_median"] == pytest.approx(1000.0 / 2900.0)
     (without,) = best_entries(results.to_frame([row(256, 3000.0, None)]))
     assert without["energy_optimal"] is None
+    # A negative or infinite energy places no point: it is never the energy-optimal configuration.
+    (odd,) = best_entries(results.to_frame([row(256, 3000.0, 2.0), row(128, 2900.0, -1.0), row(64, 2000.0, float("inf"))]))
+    assert odd["energy_optimal"]["params"]["block_size"] == 256
 
     from tuner.data.export import header_text
 

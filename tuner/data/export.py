@@ -29,6 +29,7 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from tuner.data import ties
+from tuner.data.front import with_both
 from tuner.data.results import config_params, plain_value
 from tuner.families import REGISTRY
 
@@ -75,12 +76,16 @@ def best_entries(dataset: pd.DataFrame) -> list[dict]:
 
 
 def _energy_optimal(rows: pd.DataFrame, fastest: pd.Series, family) -> dict | None:
-    """Of the rows whose energy was measured, the one with the fewest joules
-    per launch, beside the fastest's own energy (null where not measured);
-    None where no row has energy."""
-    if "energy_j" not in rows or rows["energy_j"].isna().all():
+    """Of the rows whose energy was measured (a finite, positive time and
+    energy: ``front.with_both``), the one with the fewest joules per launch,
+    beside the fastest's own energy (null where not measured); None where no
+    row has energy."""
+    if "energy_j" not in rows:
         return None
-    frugal = rows.loc[rows["energy_j"].idxmin()]
+    measured = with_both(rows)
+    if measured.empty:
+        return None
+    frugal = measured.loc[measured["energy_j"].idxmin()]
     return {"params": _params(frugal, family), "config_key": plain_value(frugal["config_key"]),
             "energy_j": plain_value(frugal["energy_j"]), "energy_j_err": plain_value(frugal.get("energy_j_err")),
             "time_ms_median": plain_value(frugal["time_ms_median"]), "fastest_energy_j": plain_value(fastest.get("energy_j"))}  # fmt: skip
