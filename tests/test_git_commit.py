@@ -49,3 +49,25 @@ def test_outside_a_checkout_the_commit_is_unknown(tmp_path, monkeypatch):
 def test_the_environment_names_the_commit_when_set(checkout, monkeypatch):
     monkeypatch.setenv("TUNER_GIT_COMMIT", "abc123")
     assert git_commit(checkout) == "abc123"
+
+
+def test_an_install_inside_another_projects_checkout_does_not_name_its_commit(checkout, monkeypatch):
+    # tuner installed under /some/project/.venv: git, asked from the install's folder, answered with
+    # the project's HEAD, which every row then claimed measured it.
+    install = checkout / ".venv" / "lib" / "site-packages"
+    install.mkdir(parents=True)
+    assert git_commit(install) == "unknown"
+
+
+def test_a_checkout_owned_by_another_user_is_still_read(checkout, monkeypatch):
+    # git refuses a repository another user owns ("dubious ownership") unless it is a safe.directory.
+    calls = []
+    real_run = subprocess.run
+
+    def recording(command, *args, **kwargs):
+        calls.append(command)
+        return real_run(command, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", recording)
+    git_commit(checkout)
+    assert calls and all(f"safe.directory={checkout}" in command for command in calls)

@@ -33,10 +33,15 @@ def git_commit(root: Path | None = None) -> str:
     if os.environ.get("TUNER_GIT_COMMIT"):
         return os.environ["TUNER_GIT_COMMIT"]
     root = root or Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        # Not a checkout of its own (an install inside another project's tree): git would
+        # answer with that project's commit.
+        return "unknown"
+    # safe.directory: a checkout another user owns (a shared one) is still read, not refused as dubious.
+    git = ["git", "-c", f"safe.directory={root}", "-C", str(root)]
     try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-        edited = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+        head = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        edited = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
                                 capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
