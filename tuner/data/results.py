@@ -342,14 +342,13 @@ def read(path: str | os.PathLike, needs: Iterable[str] = ()) -> pd.DataFrame:
 
 def _read_one(path: Path, needs: tuple[str, ...] = ()) -> pd.DataFrame:
     try:
-        handle = open(path, "rb")
+        open(path, "rb").close()  # pyarrow reads the path itself: a Python file handle in its threads can abort at exit
     except (OSError, UnicodeError) as error:  # not this file's fault: a permission, or a name this locale cannot spell
         raise ValueError(f"{path}: cannot be opened ({one_line(error)})") from None
-    with handle:
-        try:
-            frame = pd.read_parquet(handle)
-        except Exception as error:  # noqa: BLE001 - pyarrow's errors and kin: the file is what is wrong
-            raise DamagedFile(damaged(path, f"not a readable Parquet file ({one_line(error)})")) from None
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as error:  # noqa: BLE001 - pyarrow's errors and kin: the file is what is wrong
+        raise DamagedFile(damaged(path, f"not a readable Parquet file ({one_line(error)})")) from None
     lacking = [c for c in needs if c not in frame.columns]
     if lacking:
         raise ValueError(f"{path}: must have the results columns {list(needs)}, lacks {lacking}")
