@@ -197,3 +197,15 @@ def test_a_results_file_that_cannot_be_opened_is_not_called_damaged(tmp_path, mo
     with pytest.raises(ValueError, match=r"measurements.parquet: cannot be opened \(.*Permission denied") as caught:
         results.read(path)
     assert "remove it" not in str(caught.value) and not isinstance(caught.value, results.DamagedFile)
+
+
+def test_a_folder_this_user_cannot_write_in_is_named_not_the_temporary_file(tmp_path, monkeypatch):
+    def refused(prefix, suffix, dir):
+        raise PermissionError(13, "Permission denied", f"{dir}/{prefix}x7q2.tmp")
+
+    monkeypatch.setattr(results.tempfile, "mkstemp", refused)
+    with pytest.raises(PermissionError) as caught:
+        results.write_json_atomic({"a": 1}, tmp_path / "best.json")
+    error = caught.value
+    assert error.filename == str(tmp_path) and "best.json cannot be written in this folder" in error.strerror
+    assert ".tmp" not in str(error)

@@ -261,7 +261,11 @@ def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
     onto ``path``, with the mode a file made there would have (0666 less the
     umask). ``mkstemp`` makes it 0600, and a rename keeps that: results that
     the user's colleagues, a CI user or ``nvcc -I`` could not read."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    except PermissionError as error:  # named by its folder, not by the temporary name it was refused
+        raise PermissionError(error.errno, f"{error.strerror}: {path.name} cannot be written in this folder",
+                              str(path.parent)) from None  # fmt: skip
     os.fchmod(fd, 0o666 & ~_umask())
     return fd, tmp
 
