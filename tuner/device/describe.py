@@ -3,13 +3,17 @@
 Facts needed before any CUDA context exists (the folder name at workflow parse
 time, the device count and memory for validation) come from NVML; CUDA device
 indices follow the PCI bus order (``CUDA_DEVICE_ORDER=PCI_BUS_ID`` is set for
-every measuring process), which is NVML's and nvidia-smi's order too.
+every measuring process), which is NVML's and nvidia-smi's order too. NVML
+sees every device; CUDA only those ``CUDA_VISIBLE_DEVICES`` lists, in its
+order, so the facts are those of the visible devices (``visible_order``).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from typing import Sequence
 
 NO_GPU_SLUG = "no-gpu"
 
@@ -36,9 +40,33 @@ def slugify(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or NO_GPU_SLUG
 
 
+def visible_order(uuids: Sequence[str], listed: str | None) -> list[int]:
+    """The NVML indices (PCI bus order) of the devices CUDA numbers 0, 1, ...
+    under ``CUDA_VISIBLE_DEVICES=listed`` (None: unset, every device). As CUDA
+    reads it: comma-separated indices or UUIDs (``GPU-...``, a unique prefix
+    will do); the list ends at the first entry that names no device, or one
+    named already. A config's ``device_index: 0`` on a host with
+    ``CUDA_VISIBLE_DEVICES=2`` is NVML's device 2: checked against device 0,
+    its name, arch and memory were another card's. A list naming MIG
+    instances leaves every device in NVML's order."""
+    if listed is None or "MIG-" in listed:  # a MIG instance is no NVML device of its own here: NVML's view, as before
+        return list(range(len(uuids)))
+    order: list[int] = []
+    for entry in (part.strip() for part in listed.split(",")):
+        if entry.isdigit():
+            found = [int(entry)] if int(entry) < len(uuids) else []
+        else:
+            found = [i for i, uuid in enumerate(uuids) if entry and uuid.startswith(entry)]
+        if len(found) != 1 or found[0] in order:
+            break
+        order.append(found[0])
+    return order
+
+
 def probe_devices() -> DeviceFacts:
-    """The CUDA devices NVML sees (name, memory, compute capability); empty
-    facts (nothing checked against a device) where there is no driver."""
+    """The CUDA devices NVML sees (name, memory, compute capability), as CUDA
+    numbers them under ``CUDA_VISIBLE_DEVICES``; empty facts (nothing checked
+    against a device) where there is no driver."""
     try:
         import pynvml
 
@@ -46,11 +74,12 @@ def probe_devices() -> DeviceFacts:
     except Exception:  # no driver, no library: validation runs without a device
         return DeviceFacts()
     try:
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(index) for index in range(pynvml.nvmlDeviceGetCount())]
+        uuids = [_text(pynvml.nvmlDeviceGetUUID(handle)) for handle in handles]
         names, memory, capabilities = [], [], []
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            name = pynvml.nvmlDeviceGetName(handle)
-            names.append(name.decode() if isinstance(name, bytes) else name)
+        for index in visible_order(uuids, os.environ.get("CUDA_VISIBLE_DEVICES")):
+            handle = handles[index]
+            names.append(_text(pynvml.nvmlDeviceGetName(handle)))
             memory.append(int(pynvml.nvmlDeviceGetMemoryInfo(handle).total))
             major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
             capabilities.append(f"{major}.{minor}")
@@ -59,6 +88,10 @@ def probe_devices() -> DeviceFacts:
         return DeviceFacts()
     finally:
         pynvml.nvmlShutdown()
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def describe(gpu) -> dict:
