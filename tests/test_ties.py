@@ -175,3 +175,28 @@ def test_equal_figures_name_the_same_winner_and_tie_set_whatever_the_rows_order(
         table = ties.rank(shuffled, "bandwidth_gbs")
         seen.add((table.iloc[0]["config_key"], tuple(table[table["tie"]]["config_key"])))
     assert seen == {('{"block_size": 128}', ('{"block_size": 128}', '{"block_size": 256}', '{"block_size": 512}'))}
+
+
+def test_a_side_without_an_interval_is_a_point_and_the_other_sides_interval_still_counts():
+    """A winner from rows that kept no interval is its median alone: a runner-up 1 % behind whose own interval
+    reaches the winner's figure ties; one as far behind with a narrow interval does not; and two rows of one
+    sample each (min to max: a point) are judged by their figures."""
+    from tuner.data import ties
+
+    def without_interval(r: dict) -> dict:
+        return {**r, "time_ms_ci_low": np.nan, "time_ms_ci_high": np.nan, "samples": np.nan}
+
+    rows = pd.DataFrame([
+        without_interval(row(1024, 4, 1.000, 0, 0)),
+        row(1024, 2, 1.010, 0.96, 1.06),  # 1 % behind, too noisy to be shown slower
+        row(1024, 1, 1.010, 1.009, 1.011),  # 1 % behind, shown slower
+        without_interval(row(1024, 8, 1.003, 0, 0)),  # 0.3 % behind, no interval: within the margin
+        without_interval(row(1024, 16, 1.010, 0, 0)),  # 1 % behind, no interval: past it
+    ])  # fmt: skip
+    table = ties.rank(rows, "bandwidth_gbs").set_index("vector_width")
+    assert table["tie"].to_dict() == {4: True, 2: True, 1: False, 8: True, 16: False}
+
+    one_sample = [{**row(1024, w, m, m, m), "samples": 1} for w, m in ((4, 1.0), (2, 1.003), (1, 1.01))]
+    table = ties.rank(pd.DataFrame(one_sample), "bandwidth_gbs").set_index("vector_width")
+    assert table["how"].tolist() == ["min to max"] * 3
+    assert table["tie"].to_dict() == {4: True, 2: True, 1: False}

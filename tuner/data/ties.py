@@ -15,8 +15,12 @@ this run by more than this run's noise: on one GPU model, two fresh runs
 judged 1829 of 2060 configurations the same within 0.5 %, and their ratios
 ranged from 0.985 to 1.022 (``benchmarks/results/compare-two-fresh-h100.txt``),
 where the within-run intervals of 10 samples are 0.2 to 0.8 % wide (tenth to
-ninetieth percentile of the shipped H100 run). A row without an interval is a point: it
-ties when its figure itself is within the margin.
+ninetieth percentile of the shipped H100 run). A row without an interval is a point (its
+median at both ends): it ties when its figure, with the other side's interval if that has
+one, is not shown past the margin. Here the judgment departs from compare's, which calls a
+pair AMBIGUOUS where either side lacks a 95 % interval (no interval, or fewer than 6
+samples, whose min-to-max span is kept as the interval here): a tie set must still name
+what a rerun may pick, so such rows are judged by what they have.
 
 **The exported member.** Every member of a tie set is an equally good answer
 for this problem on this GPU, so the header exports the one that also holds up
@@ -92,10 +96,14 @@ def rank(rows: pd.DataFrame, by: str, margin: float = MARGIN) -> pd.DataFrame:
         return table
     winner = table.iloc[0]
     table["behind"] = winner[by] / metric - 1.0
-    # The slowdown's interval: the ratio of the two medians' intervals, scaled to the ranking's unit.
-    ratio, low, _ = ratio_intervals(*(np.full(len(table), float(winner[c])) for c in ("time_ms_median", "low", "high")),
-                                    median.to_numpy(), table["low"].to_numpy(dtype="float64"),
-                                    table["high"].to_numpy(dtype="float64"))  # fmt: skip
+    # The slowdown's interval: the ratio of the two medians' intervals, scaled to the ranking's unit. A side
+    # without an interval is a point (its median at both ends), so the other side's interval still counts.
+    known = table["low"].notna() & table["high"].notna()
+    low_end = table["low"].where(known, median).to_numpy(dtype="float64")
+    high_end = table["high"].where(known, median).to_numpy(dtype="float64")
+    size = len(table)
+    ratio, low, _ = ratio_intervals(np.full(size, median.iloc[0]), np.full(size, low_end[0]), np.full(size, high_end[0]),
+                                    median.to_numpy(), low_end, high_end)  # fmt: skip
     fastest = (1.0 + table["behind"].to_numpy()) * np.where(np.isfinite(low / ratio), low / ratio, 1.0)
     table["tie"] = fastest <= 1.0 + margin
     table.iloc[0, table.columns.get_loc("tie")] = True
