@@ -176,6 +176,41 @@ def test_written_files_have_the_mode_the_umask_gives_not_mkstemps_0600(tmp_path,
         assert (path.stat().st_mode & 0o777) == 0o666 & ~umask, path
 
 
+def test_written_files_take_a_folders_default_acl_as_a_plain_file_made_there_would(tmp_path):
+    """A folder with a default ACL (a shared results folder) overrides the umask for new files: the results
+    written there get the mode a plain file gets, not 0666 less the umask."""
+    import struct
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+
+    def entry(tag: int, perm: int) -> bytes:  # one ACL entry of the kernel's xattr form (no named user or group)
+        return struct.pack("<HHI", tag, perm, 0xFFFFFFFF)
+
+    try:  # user::rwx, group::rwx, other::r-x
+        os.setxattr(folder, "system.posix_acl_default", struct.pack("<I", 2) + entry(1, 7) + entry(4, 7) + entry(0x20, 5))
+    except (OSError, AttributeError) as error:
+        pytest.skip(f"no POSIX ACLs on this file system: {error}")
+    old = os.umask(0o077)
+    try:
+        (folder / "plain.txt").touch()
+        written = results.write_json_atomic({"a": 1}, folder / "best.json")
+    finally:
+        os.umask(old)
+    plain = (folder / "plain.txt").stat().st_mode & 0o777
+    assert plain == 0o664 and (written.stat().st_mode & 0o777) == plain
+
+
+def test_a_temporary_file_is_not_left_behind_when_its_write_fails(tmp_path):
+    def failing(fd: int, tmp: str) -> None:
+        os.close(fd)
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        results.write_via_temporary(tmp_path / "best.json", failing)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_results_file_that_cannot_be_opened_is_not_called_damaged(tmp_path, monkeypatch):
     path = results.write_atomic(pd.DataFrame([row()]), tmp_path / "measurements.parquet")
     real_open = open
@@ -200,10 +235,14 @@ def test_a_results_file_that_cannot_be_opened_is_not_called_damaged(tmp_path, mo
 
 
 def test_a_folder_this_user_cannot_write_in_is_named_not_the_temporary_file(tmp_path, monkeypatch):
-    def refused(prefix, suffix, dir):
-        raise PermissionError(13, "Permission denied", f"{dir}/{prefix}x7q2.tmp")
+    real_open = os.open
 
-    monkeypatch.setattr(results.tempfile, "mkstemp", refused)
+    def refused(file, flags, mode=0o777, **kwargs):
+        if flags & os.O_CREAT and ".best.json." in str(file):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, flags, mode, **kwargs)
+
+    monkeypatch.setattr(results.os, "open", refused)
     with pytest.raises(PermissionError) as caught:
         results.write_json_atomic({"a": 1}, tmp_path / "best.json")
     error = caught.value

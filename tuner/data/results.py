@@ -47,8 +47,8 @@ import json
 import math
 import os
 import re
+import secrets
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -241,33 +241,23 @@ def _upgrade_old_rows(frame: pd.DataFrame) -> None:
         frame.loc[ok, "error"] = None
 
 
-def _umask() -> int:
-    """This process's umask, read without changing it (``os.umask`` sets one
-    to read it, which another thread's file could catch in between)."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
     """(fd, name) of a new temporary file in ``path``'s folder, to be renamed
-    onto ``path``, with the mode a file made there would have (0666 less the
-    umask). ``mkstemp`` makes it 0600, and a rename keeps that: results that
-    the user's colleagues, a CI user or ``nvcc -I`` could not read."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
-    except PermissionError as error:  # named by its folder, not by the temporary name it was refused
-        raise PermissionError(error.errno, f"{error.strerror}: {path.name} cannot be written in this folder",
-                              str(path.parent)) from None  # fmt: skip
-    os.fchmod(fd, 0o666 & ~_umask())
-    return fd, tmp
+    onto ``path``. It is created with mode 0666 for the kernel to narrow, as it
+    narrows any new file there (by the umask, or by the folder's default ACL
+    where it has one): ``mkstemp`` makes it 0600, and a rename keeps that,
+    giving results that the user's colleagues, a CI user or ``nvcc -I`` could
+    not read."""
+    for _ in range(100):  # a name taken by another writer in between: draw again, as mkstemp does
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}{suffix}"
+        try:
+            return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), str(tmp)
+        except FileExistsError:
+            continue
+        except PermissionError as error:  # named by its folder, not by the temporary name it was refused
+            raise PermissionError(error.errno, f"{error.strerror}: {path.name} cannot be written in this folder",
+                                  str(path.parent)) from None  # fmt: skip
+    raise FileExistsError(f"{path.parent}: no unused temporary name beside {path.name} in 100 draws")
 
 
 def write_via_temporary(path: str | os.PathLike, write: Callable[[int, str], None]) -> Path:
