@@ -24,7 +24,16 @@ UUIDS = ["GPU-aaaa-0000", "GPU-bbbb-1111", "GPU-cccc-2222", "GPU-cccd-3333"]
         ("GPU-bbbb", [1]),  # a unique prefix
         ("GPU-ccc", []),  # not unique: no device, as CUDA
         ("0,9,1", [0]),  # the list ends at the first entry naming no device
-        ("1,1,2", [1]),  # or one named already
+        ("1,1,2", []),  # a device named twice: CUDA fails to start, no device
+        ("0,0", []),
+        ("GPU-BBBB", [1]),  # the hex digits in either case
+        ("GPU-", []),  # no digits: no device
+        ("gpu-bbbb", []),
+        ("+1", [1]),  # an index is its leading digits, as strtol reads them
+        ("0x2", [0]),
+        ("2a", [2]),
+        ("1;0", [1]),
+        ("\u00b2", []),  # a superscript two is no digit to CUDA
         ("", []),
         ("-1", []),
         ("MIG-1234abcd", [0, 1, 2, 3]),

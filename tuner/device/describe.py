@@ -42,10 +42,13 @@ def slugify(name: str) -> str:
 
 def visible_order(uuids: Sequence[str], listed: str | None) -> list[int]:
     """The NVML indices (PCI bus order) of the devices CUDA numbers 0, 1, ...
-    under ``CUDA_VISIBLE_DEVICES=listed`` (None: unset, every device). As CUDA
-    reads it: comma-separated indices or UUIDs (``GPU-...``, a unique prefix
-    will do); the list ends at the first entry that names no device, or one
-    named already. A config's ``device_index: 0`` on a host with
+    under ``CUDA_VISIBLE_DEVICES=listed`` (None: unset, every device), read as
+    the CUDA driver reads it (checked against ``cuDeviceGetCount`` on an H200):
+    comma-separated entries, each an index (its leading digits: ``0x1`` and
+    ``0a`` are 0, ``+1`` is 1) or a UUID (``GPU-`` then a unique prefix of its
+    hex digits, in either case). The list ends at the first entry that names no
+    device; an entry naming a device named already leaves none (CUDA fails to
+    start). A config's ``device_index: 0`` on a host with
     ``CUDA_VISIBLE_DEVICES=2`` is NVML's device 2: checked against device 0,
     its name, arch and memory were another card's. A list naming MIG
     instances leaves every device in NVML's order."""
@@ -53,12 +56,17 @@ def visible_order(uuids: Sequence[str], listed: str | None) -> list[int]:
         return list(range(len(uuids)))
     order: list[int] = []
     for entry in (part.strip() for part in listed.split(",")):
-        if entry.isdigit():
-            found = [int(entry)] if int(entry) < len(uuids) else []
+        index = re.match(r"[+-]?[0-9]+", entry)
+        if index:
+            found = [int(index.group())] if 0 <= int(index.group()) < len(uuids) else []
+        elif entry.startswith("GPU-") and len(entry) > len("GPU-"):
+            found = [i for i, uuid in enumerate(uuids) if uuid.lower().startswith(entry.lower())]
         else:
-            found = [i for i, uuid in enumerate(uuids) if entry and uuid.startswith(entry)]
-        if len(found) != 1 or found[0] in order:
+            found = []
+        if len(found) != 1:
             break
+        if found[0] in order:
+            return []
         order.append(found[0])
     return order
 
