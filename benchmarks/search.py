@@ -94,6 +94,7 @@ from tuner.data.readback import one_line  # noqa: E402
 from tuner.data.results import read  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import Problem  # noqa: E402
+from tuner.search.replay import refuse  # noqa: E402
 from tuner.search.strategies import missing_modules  # noqa: E402
 from tuner.search.tables import load_table, table_label, table_stem, table_unfit  # noqa: E402
 from tuner.search.warm import warm_start  # noqa: E402
@@ -692,7 +693,7 @@ def main(argv: list[str] | None = None) -> int:
         if AUTO in strategies:  # loaded here, not first in a worker: a registry that lacks it stops in one line
             auto_sampler_class(args.optunahub_registry)
     except ValueError as error:
-        parser.error(str(error))
+        refuse(parser, str(error))
     names += list(HUB)
     if not names and not merged:
         parser.error("--tables and --hub must name a table (or --merge a file), got none: nothing to run")
@@ -716,7 +717,7 @@ def main(argv: list[str] | None = None) -> int:
                                    optunahub_registry=args.optunahub_registry) if names else ([], [])  # fmt: skip
     except ValueError as error:
         remove_empty(created)
-        parser.error(str(error))
+        refuse(parser, str(error))
     for note in failures:
         print(f"{parser.prog}: note: {note}", file=sys.stderr, flush=True)
     notes += failures
@@ -736,7 +737,7 @@ def main(argv: list[str] | None = None) -> int:
                        "fixed": list(budgets_at.fixed), "rows": rows, "aggregate": summary})  # fmt: skip
     except (OSError, ValueError) as error:
         remove_empty(created)
-        parser.error(f"--out {out}: {args.name}.txt and {args.name}.json must be written there, got {type(error).__name__}: "
+        refuse(parser, f"--out {out}: {args.name}.txt and {args.name}.json must be written there, got {type(error).__name__}: "
                      f"{str(error)[:200]} (neither was)")  # fmt: skip
     return 0
 

@@ -913,3 +913,22 @@ def test_a_cache_entry_that_writes_1_0_for_1_is_that_configuration_to_every_stra
     found = run_kt(case, "greedy_ils", kt_cache(case, "ascending", tmp_path), 0, case.size)
     assert max(found) == case.optimum
     assert max(run_ours(case, "ordinal_global", "ascending", 0, case.size)) == case.optimum
+
+
+def test_a_damaged_table_stops_in_one_line_without_the_usage(tmp_path, capsys, monkeypatch):
+    """What a file holds is no mistake in the command line: its refusal is the one line, for the benchmark
+    and for the replay alike (argparse's usage block is for arguments it could not parse)."""
+    from tuner.search import replay
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"tune_params": {"x": [1]}, "cache": {"1": 5}}))
+    monkeypatch.setattr(search, "benchmark", lambda *a, **k: pytest.fail("ran before its arguments were checked"))
+    with pytest.raises(SystemExit) as stopped:
+        search.main(["--tables", "--hub", str(bad), "--seeds", "1", "--strategies", "random", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1 and "usage" not in err
+    assert err.endswith(f": error: {bad}: cache entry '1' must be an object, got int\n")  # after the program's name
+    with pytest.raises(SystemExit) as stopped:
+        replay.main([str(bad), "--seeds", "1"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1 and f"{bad}: cache entry '1' must be an object, got int" in err

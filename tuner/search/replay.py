@@ -389,17 +389,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         table = read(args.table)
     except DamagedFile as exc:  # the message names the file and what is wrong with it
-        parser.error(str(exc))
+        refuse(parser, str(exc))
     problem = Problem(args.family, args.dtype, args.n)
     try:
         rows = problem_rows(table, problem, args.source)
         df = replay(table, family, problem, _split(args.samplers), args.budgets, range(args.seeds), args.source)
     except (ValueError, ImportError) as exc:
-        parser.error(str(exc))
+        refuse(parser, str(exc))
     source = f" of {rows['source'].iloc[0]}" if "source" in rows and rows["source"].notna().any() else ""
     print(f"{problem.key}: {len(rows)} table rows{source}, {args.seeds} seeds")
     print(format_table(df))
     return 0
+
+
+def refuse(parser: argparse.ArgumentParser, message: str) -> None:
+    """Stop on what a file holds (not on how the command was written): the one
+    line that names the file, the rule and the value, without argparse's usage."""
+    parser.exit(2, f"{parser.prog}: error: {message}\n")
 
 
 def _replay_community_table(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -417,7 +423,7 @@ def _replay_community_table(parser: argparse.ArgumentParser, args: argparse.Name
         df = replay_space(tables.table_family(table), tables.table_problem(table), table.params, tables.table_measure(table),
                           table.optimum, table.size, _split(args.samplers), args.budgets, range(args.seeds))  # fmt: skip
     except (ValueError, ImportError) as exc:
-        parser.error(str(exc))
+        refuse(parser, str(exc))
     direction = "lower" if table.minimise else "higher"
     print(f"{table.name}: {table.size} configurations, {len(table.params)} parameters, {len(table.restrictions)} restrictions, "
           f"ranked by {table.objective} ({direction} is better), {args.seeds} seeds")  # fmt: skip
