@@ -1,10 +1,12 @@
 """The CPUs a process may use (tuner.host), and the defaults that follow them:
 a SLURM job or a container given 2 of a node's 64 CPUs runs 2 nvcc processes,
-not 64."""
+not 64; and a console that escapes what its encoding lacks."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -62,3 +64,20 @@ def test_nvcc_input_and_figure_workers_default_to_the_usable_cpus(two_of_sixty_f
     with pytest.raises(SystemExit):
         report_main(["--help"])
     assert "use, here 2)" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_console_whose_encoding_lacks_a_character_prints_it_escaped_instead_of_stopping(encoding):
+    """A stage's line with a dash for a missing figure, after its GPU work, under a Latin-1 or ASCII locale:
+    printed as an escape, the process goes on (tuner's command line, the report, the replay set this up)."""
+    line = "study s: within 1 % after 12 evaluations, \u2014 (compile \u00b1 0.1 s)"
+    script = f"from tuner.host import tolerant_console\ntolerant_console()\nprint({line!r})\nprint('after')\n"
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONIOENCODING": encoding},
+                          capture_output=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode(encoding).splitlines()
+    assert out[0].startswith("study s: within 1 % after 12 evaluations, \\u2014") and out[1] == "after"
+    # The command line sets it up before anything it prints.
+    check = "import sys\nfrom tuner import cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\nprint(sys.stdout.errors)\n"
+    done = subprocess.run([sys.executable, "-c", check], env={**os.environ, "PYTHONIOENCODING": encoding}, capture_output=True)
+    assert done.stdout.decode(encoding).splitlines()[-1] == "backslashreplace"

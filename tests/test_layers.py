@@ -11,7 +11,7 @@ TUNER = ROOT / "tuner"
 
 # Package -> the tuner packages it may import.
 ALLOWED = {
-    "host": set(),  # the CPUs this process may use
+    "host": set(),  # the CPUs this process may use, and its console
     "families": {"host"},
     "device": set(),
     "errors": set(),
@@ -19,7 +19,7 @@ ALLOWED = {
     "data": {"errors", "families"},
     "processes": set(),
     "measure": {"data", "device", "errors", "families", "host", "progress"},
-    "search": {"data", "errors", "families", "progress"},
+    "search": {"data", "errors", "families", "host", "progress"},
     # checked at load as the stages read them: warm-start tables and storage servers (tuner.search)
     # and the results table's columns, which a plug-in's parameters must not be named as (data)
     "settings": {"data", "device", "families", "measure", "search"},
@@ -36,6 +36,7 @@ ALLOWED = {
         "errors",
         "families",
         "harness",
+        "host",
         "measure",
         "processes",
         "profile",

@@ -32,6 +32,7 @@ from tuner import profile as profiling
 from tuner import settings as config_settings
 from tuner.errors import EXIT_DAMAGED_FILE, DamagedFile, FatalDeviceError
 from tuner.families import REGISTRY, Problem
+from tuner.host import tolerant_console
 from tuner.processes import child_command, child_env, gpu_list
 from tuner.settings import ConfigError, Settings
 
@@ -354,6 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    tolerant_console()
     args = build_parser().parse_args(argv)
     from tuner.device.gpu import GpuUnavailable
 

@@ -1,4 +1,4 @@
-"""What this process may use of its host.
+"""What this process may use of its host: its CPUs, and its console.
 
 A SLURM job or a container is given some of a node's CPUs (its affinity, a
 cpuset), while ``os.cpu_count()`` counts the node's: a job of 4 CPUs on a
@@ -10,6 +10,7 @@ would need tens of GB of the job's memory.
 from __future__ import annotations
 
 import os
+import sys
 
 
 def usable_cpus() -> int:
@@ -19,3 +20,14 @@ def usable_cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0)) or 1
     return os.cpu_count() or 1
+
+
+def tolerant_console() -> None:
+    """Print what the console's encoding lacks as an escape (``\\u2014``) rather
+    than stop on it: a stage's lines hold a few characters beyond ASCII (a dash
+    for a missing figure, ±), and under a Latin-1 or ASCII locale (``LANG``,
+    ``PYTHONIOENCODING``) printing one raised UnicodeEncodeError after the GPU
+    work it reports was done."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")

@@ -24,6 +24,9 @@ INPUTS = ("measurements.parquet", "device.json", "peaks.json")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from tuner.host import tolerant_console
+
+    tolerant_console()
     parser = argparse.ArgumentParser(
         prog="python -m tuner.report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

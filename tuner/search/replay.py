@@ -346,6 +346,9 @@ def _split(values: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: replay samplers on a table and print the summary."""
+    from tuner.host import tolerant_console
+
+    tolerant_console()
     parser = argparse.ArgumentParser(
         prog="python -m tuner.search.replay",
         description="Replay Optuna samplers against an exhaustive results table (no GPU).",

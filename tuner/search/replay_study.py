@@ -76,6 +76,9 @@ def study_summary(storage: str, study: str, budget: int | None) -> tuple[pd.Data
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from tuner.host import tolerant_console
+
+    tolerant_console()
     parser = argparse.ArgumentParser(prog="python -m tuner.search.replay_study", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True)
