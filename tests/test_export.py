@@ -332,8 +332,28 @@ def test_measurements_without_a_config_key_column_stop_in_one_line(tmp_path, cap
     assert cli.main(["best", "--results", str(folder), "--out-dir", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1, err
-    assert err.startswith(f"error: {folder / 'measurements.parquet'}: must have a config_key column; "), err
+    assert err.startswith(f"error: {folder / 'measurements.parquet'}: must have the columns ['config_key', 'family', 'dtype', "
+                          "'n', 'status'], lacks ['config_key']; "), err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("dropped", [["status"], ["family", "n"]])
+def test_measurements_without_a_status_or_problem_column_stop_before_best_json_is_written_empty(tmp_path, capsys, dropped):
+    folder = _results_with_rows(tmp_path, lambda rows: rows.drop(columns=dropped))
+    out = tmp_path / "out"
+    assert cli.main(["best", "--results", str(folder), "--out-dir", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"lacks {dropped}; " in err, err
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_rows_without_a_source_are_candidates_not_left_out_unsaid(tmp_path):
+    """A table that keeps no source for its rows (None throughout): its verified rows still win their problems."""
+    folder = _results_with_rows(tmp_path, lambda rows: rows[rows["source"] != "peaks"].assign(source=None))
+    out = tmp_path / "out"
+    assert cli.main(["best", "--results", str(folder), "--out-dir", str(out)]) == 0
+    shipped = json.loads((REFERENCE / "best.json").read_text())
+    assert len(json.loads((out / "best.json").read_text())["problems"]) == len(shipped["problems"]) > 0
 
 
 @pytest.mark.parametrize("name", ["best_configs.h", "best.json"])

@@ -26,6 +26,7 @@ import stat
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+import numpy as np
 import pandas as pd
 
 from tuner.data import ties
@@ -34,12 +35,22 @@ from tuner.data.results import config_params, plain_value
 from tuner.families import REGISTRY
 
 
+def candidate_rows(dataset: pd.DataFrame) -> np.ndarray:
+    """Which rows may win: verified (status ok) and not a yardstick (source
+    peaks). A row without a source (a table that keeps none) is no yardstick:
+    compared as they are, its missing value would leave it out unsaid."""
+    ok = dataset["status"].eq("ok").fillna(False).to_numpy(dtype=bool)
+    if "source" not in dataset:
+        return ok
+    return ok & ~dataset["source"].eq("peaks").fillna(False).to_numpy(dtype=bool)
+
+
 def best_entries(dataset: pd.DataFrame) -> list[dict]:
     """One entry per (family, dtype, n): its best ok row (by GFLOP/s for
     families that count floating-point work, else by GB/s), the 95 % interval
     of its median time, its tie set and the member the header exports
     (``tuner.data.ties``)."""
-    ok = dataset[(dataset.status == "ok") & (dataset.source != "peaks")]
+    ok = dataset[candidate_rows(dataset)]
     candidates = {}
     for (family_name, dtype, n), rows in ok.groupby(["family", "dtype", "n"], sort=True):
         rows = _complete_if_any(rows)
@@ -361,10 +372,13 @@ def export(folder: Path, out: Path) -> list[str]:
         raise DamagedFile(damaged(folder / "device.json", f"compute_capability is {str(capability)[:40]!r}, not <major>.<minor>"))
     measurements = folder / "measurements.parquet"
     try:
-        # Without needs, read gives a file lacking the column one of nulls, and every row no configuration.
-        dataset = read(measurements, needs=("config_key",))
-    except ValueError:  # read's only ValueError for a file: a column of needs lacking
-        raise DamagedFile(damaged(measurements, "must have a config_key column")) from None
+        # Without needs, read gives a file lacking a column one of nulls: every row no configuration, or none
+        # of them verified or of any problem, and best.json and the header were written empty.
+        needs = ("config_key", "family", "dtype", "n", "status")
+        dataset = read(measurements, needs=needs)
+    except ValueError as error:  # read's only ValueError for a file: a column of needs lacking
+        lacking = str(error).rsplit("lacks ", 1)[-1]
+        raise DamagedFile(damaged(measurements, f"must have the columns {list(needs)}, lacks {lacking}")) from None
     _check_geometry(measurements, dataset)
     entries = best_entries(dataset)
     # Both files or neither: both are made and both places checked before either is written.
@@ -393,7 +407,7 @@ def _check_geometry(path: Path, dataset: pd.DataFrame) -> None:
     from tuner.data.readback import damaged
     from tuner.errors import DamagedFile
 
-    candidate = ((dataset["status"] == "ok") & (dataset["source"] != "peaks")).fillna(False).to_numpy(dtype=bool)
+    candidate = candidate_rows(dataset)
     for column in ("grid", "block"):
         for at, (ok, text, key) in enumerate(zip(candidate, dataset[column], dataset["config_key"])):
             if not ok or not isinstance(text, str) or not text:
