@@ -127,6 +127,22 @@ def test_the_summary_says_whether_each_winner_of_b_lies_in_as_tie_set():
     assert lines[1].startswith("  not measured in A: copy float32 n=16777216: B's winner") and len(lines) == 2
 
 
+def test_a_winner_that_a_measured_only_as_a_yardstick_is_not_measured_there():
+    """B's winner appears in A only among its peaks rows (the yardsticks, no candidates): A never measured it
+    as a candidate, which the summary says, where it stopped with a KeyError."""
+    rng = np.random.default_rng(11)
+    base = {"bytes_moved": 1 << 22, "grid": "1,1,1", "block": "256,1,1", "run_id": "r"}
+
+    def run(medians: dict[int, float], source: str) -> list[dict]:
+        return [timed_row(draw(rng, m, 0.001, 30), block=b) | base | {"bandwidth_gbs": 4.0 / m, "source": source}
+                for b, m in medians.items()]  # fmt: skip
+
+    a = pd.DataFrame(run({1024: 0.9}, "peaks") + run({128: 1.0, 256: 1.05}, "sweep:x"))
+    b = pd.DataFrame(run({1024: 0.9, 128: 1.0}, "sweep:x"))
+    lines = compare.winners(a, b)
+    assert lines[0] == "winners: the same in 0 of 1 problems; B's winner lies in A's tie set in 0 of 0 (1 more where A never measured B's winner)"
+    assert lines[1].startswith("  not measured in A: copy float32 n=1048576: B's winner") and '"block_size": 1024' in lines[1]
+
 def write_run(folder: Path, rows: list[dict]) -> Path:
     results.write_atomic(results.to_frame(rows), folder / "measurements.parquet")
     return folder

@@ -222,7 +222,7 @@ def winners(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     """Is the answer stable across the two runs? Per problem in both, whether
     B's winner lies in A's tie set (``tuner.data.ties``, as ``best.json``
     gives them): a line of counts, then a line per problem where it does not."""
-    from tuner.data.export import best_entries
+    from tuner.data.export import best_entries, candidate_rows
     from tuner.data.results import to_frame
 
     first, second = (
@@ -232,7 +232,8 @@ def winners(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     if not common:
         return []
     same = sum(first[k]["config_key"] == second[k]["config_key"] for k in common)
-    measured_in_a = {key: set(rows["config_key"]) for key, rows in measured(a).groupby(PROBLEM)}
+    rows_a = measured(a)  # a yardstick's rows (peaks) are no candidates, as in best_entries and _behind_in
+    measured_in_a = {key: set(rows["config_key"]) for key, rows in rows_a[candidate_rows(rows_a)].groupby(PROBLEM)}
     unmeasured = [k for k in common if second[k]["config_key"] not in measured_in_a.get(k, set())]
     outside = [k for k in common if k not in unmeasured and second[k]["config_key"] not in {m["config_key"] for m in first[k]["tie_set"]}]
     judged = len(common) - len(unmeasured)
@@ -254,9 +255,10 @@ def winners(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
 def _behind_in(frame: pd.DataFrame, key: tuple, config_key: str, ranked_by: str) -> float:
     """How far ``config_key`` ranked behind the winner of problem ``key`` in ``frame``."""
     from tuner.data import ties
+    from tuner.data.export import candidate_rows
 
     rows = measured(frame)
-    rows = rows[rows["source"] != "peaks"]
+    rows = rows[candidate_rows(rows)]
     rows = rows[(rows["family"] == key[0]) & (rows["dtype"] == key[1]) & (rows["n"] == key[2])]
     table = ties.rank(rows.drop(columns=["low", "high", "how"]), ranked_by).set_index("config_key")
     return float(table.loc[config_key, "behind"])
