@@ -287,6 +287,18 @@ def test_a_results_folder_named_with_braces_is_left_out_of_the_report_said_so(tm
     assert f"report: {odd}: left out, a folder name must hold no braces (Snakemake reads them as a wildcard)" in proc.stderr
 
 
+def test_a_results_folder_without_what_the_report_reads_is_left_out_said_so(tmp_path):
+    """A folder holding a dataset but no device.json or peaks.json (a run whose describe or peaks job
+    failed): the report of every other folder is still planned, and the one line says why this one is not."""
+    broken = tmp_path / "results" / "broken"
+    broken.mkdir(parents=True)
+    shutil.copy(ROOT / "results" / "reference" / "nvidia-h200" / "measurements.parquet", broken / "measurements.parquet")
+    proc = snakemake("-n", "report", "--configfile", str(write(tmp_path, small_config(tmp_path))))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "report_finished" not in jobs(proc.stdout), proc.stdout
+    assert (f"report: {broken}: left out, a finished run's folder must hold measurements.parquet, device.json and "
+            "peaks.json, lacks ['device.json', 'peaks.json']") in proc.stderr
+
 def test_the_report_of_a_folder_from_another_run_plans_no_stage_that_makes_its_inputs(tmp_path):
     """A finished folder copied from another run (another config's sweeps, no peaks.parquet): the
     report target draws it from its files and plans nothing else; through the rules that make its

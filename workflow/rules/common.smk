@@ -107,20 +107,29 @@ def report_figures(folder):
 
 
 def finished_result_folders():
-    """This machine's result folders that already hold a collected dataset: the
-    report target rebuilds these without a GPU. A folder whose name holds a
-    brace is left out, said so: Snakemake reads braces in a path as a wildcard,
-    and one such name stopped every folder's report."""
+    """This machine's result folders that already hold a collected dataset and
+    what the report reads beside it (device.json, peaks.json): the report target
+    rebuilds these without a GPU. A folder left out is said so, as one whose
+    name holds a brace (Snakemake reads braces in a path as a wildcard): one
+    such folder stopped every folder's report."""
     found = []
     for path in sorted(Path(RESULTS).glob("*/measurements.parquet")):
-        if "{" in path.parent.name or "}" in path.parent.name:
-            print(
-                f"report: {path.parent}: left out, a folder name must hold no braces "
-                "(Snakemake reads them as a wildcard)",
-                file=sys.stderr,
+        folder = path.parent
+        lacking = [
+            name
+            for name in ("device.json", "peaks.json")
+            if not (folder / name).is_file()
+        ]
+        if "{" in folder.name or "}" in folder.name:
+            why = (
+                "a folder name must hold no braces (Snakemake reads them as a wildcard)"
             )
+        elif lacking:
+            why = f"a finished run's folder must hold measurements.parquet, device.json and peaks.json, lacks {lacking}"
         else:
-            found.append(str(path.parent))
+            found.append(str(folder))
+            continue
+        print(f"report: {folder}: left out, {why}", file=sys.stderr)
     return found
 
 
