@@ -53,6 +53,7 @@ def test_an_out_that_is_no_folder_is_refused_in_one_line_before_anything_is_draw
     os.mkfifo(tmp_path / "md" / "report.md")
     (tmp_path / "png").mkdir()
     (tmp_path / "png" / "roofline.png").mkdir()
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")  # a folder cannot be made in a link's place
     measured = {name: (results / name).read_bytes() for name in INPUTS}
     before = sorted(tmp_path.rglob("*"))
     files = "(report.md, report.html, *.png, *.svg) as files to replace or not at all"
@@ -66,6 +67,8 @@ def test_an_out_that_is_no_folder_is_refused_in_one_line_before_anything_is_draw
         ("html", f"--out: must hold the report's files {files}, got '{tmp_path / 'html' / 'report.html'}', a folder"),
         ("md", f"--out: must hold the report's files {files}, got '{tmp_path / 'md' / 'report.md'}', a pipe"),
         ("png", f"--out: must hold the report's files {files}, got '{tmp_path / 'png' / 'roofline.png'}', a folder"),
+        ("dangling", f"--out: must be a folder this user may look in, got '{tmp_path / 'dangling'}', "
+                     f"a link to nothing ({tmp_path / 'nowhere'})"),
     ]:  # fmt: skip
         assert _refused(capsys, results, tmp_path / out) == f"error: {line}"
     assert sorted(tmp_path.rglob("*")) == before  # nothing drawn, nothing made

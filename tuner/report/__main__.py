@@ -121,7 +121,8 @@ def _mode(path: Path) -> int | str | None:
     try:
         return os.stat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
-        return None
+        # A link to nothing: a folder cannot be made in its place, nor a file written through it.
+        return f"a link to nothing ({os.readlink(path)})" if os.path.islink(path) else None
     except ValueError:  # a NUL byte in the name
         return "a name no file can have"
     except OSError as error:
