@@ -169,8 +169,12 @@ def cmd_best(args) -> None:
     from tuner.data.export import export
 
     # The settings, where given, load the run's plug-in families: the header's
-    # fallback for other GPUs is each family's defaults.
-    settings = load_settings(args) if args.settings or not args.results else None
+    # fallback for other GPUs is each family's defaults. With --results, a
+    # config is read only where --config names one.
+    settings = None
+    if args.settings or args.config or not args.results:
+        args.config = args.config or "config.yaml"
+        settings = load_settings(args)
     folder = Path(args.results) if args.results else settings.run.gpu_dir
     try:
         print("\n".join(export(folder, Path(args.out_dir) if args.out_dir else folder)))
@@ -326,7 +330,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default="results/.cubin-cache", help="cubin cache folder")
     p.add_argument("--seed", type=int, default=1, help="seed of the random inputs")
     p = stage("best", cmd_best, out_default="best.json")
-    p.add_argument("--results", help="a results folder (default: the config's results/<gpu>)")
+    # Without --results, config.yaml names the folder; with it, a config is read where named: its plug-in families.
+    p.set_defaults(config=None)
+    p.add_argument("--results", help="a results folder (default: the config's results/<gpu>; a --config then loads "
+                                     "the run's plug-in families, whose defaults the header gives other GPUs)")  # fmt: skip
     p.add_argument("--out-dir", help="where best.json and best_configs.h go (default: the results folder)")
     p = stage("compare", cmd_compare, settings=False)
     p.add_argument("a", metavar="A", help="the baseline: a results folder (its measurements.parquet) or a Parquet file of rows")

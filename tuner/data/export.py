@@ -245,10 +245,16 @@ def header_text(entries: list[dict], device: Mapping) -> str:
     # Names come from the data (a family's, a configuration key's): two may
     # spell the same identifier, so each struct's name is made distinct here.
     names = _spellings([_plain_struct_name(entry) for entry in entries], taken=("tuned",))
-    defaults = []
+    # The defaults' struct has the tuned one's members: a family parameter the measured configurations
+    # lack (one added since they were measured) is in neither, so code using either builds for every GPU.
+    defaults, unloaded = [], set()
     for entry in entries:
         family = REGISTRY.families.get(entry["family"])
-        defaults.append({p.name: p.default for p in family.params} if family else entry["params"])
+        exported = (entry.get("exported") or entry)["params"]
+        known = {p.name: p.default for p in family.params} if family else {}
+        defaults.append({key: known.get(key, value) for key, value in exported.items()})
+        if family is None:  # a plug-in not loaded here: its defaults are unknown, the tuned values stand in
+            unloaded.add(entry["family"])
     # One spelling per parameter name for both structs of a problem (and its
     # energy_optimal), so that a program using one builds against the other.
     members = [_member_spellings(entry, default, name) for entry, default, name in zip(entries, defaults, names)]
@@ -257,7 +263,7 @@ def header_text(entries: list[dict], device: Mapping) -> str:
         lines += _struct(entry, exported, tuned=True, name=name, spelled=spelled)
     lines += ["#else", "constexpr bool tuned = false;"]
     for entry, default, name, spelled in zip(entries, defaults, names, members):
-        lines += _struct(entry, default, tuned=False, name=name, spelled=spelled)
+        lines += _struct(entry, default, tuned=False, name=name, spelled=spelled, unloaded=entry["family"] in unloaded)
     lines += ["#endif", "", "}  // namespace tuner_best", ""]
     return "\n".join(lines)
 
@@ -291,7 +297,8 @@ def _quoted(text: Any) -> str:
     return json.dumps(str(text))
 
 
-def _struct(entry: dict, params: Mapping, *, tuned: bool, name: str, spelled: Mapping[str, str]) -> list[str]:
+def _struct(entry: dict, params: Mapping, *, tuned: bool, name: str, spelled: Mapping[str, str],
+            unloaded: bool = False) -> list[str]:  # fmt: skip
     body = [
         f"    static constexpr {kind} {spelled[key]} = {text};"
         for key, (kind, text) in ((k, _literal(v)) for k, v in params.items())
@@ -310,6 +317,9 @@ def _struct(entry: dict, params: Mapping, *, tuned: bool, name: str, spelled: Ma
     frugal = entry.get("energy_optimal")
     body += _energy_struct(frugal if tuned or not frugal else {"params": params}, spelled)
     comment = [*_tie_comment(entry), *_spelling_comment(entry, name, spelled)] if tuned else []
+    if unloaded:
+        comment.append(f"// Family {_quoted(entry['family'])} was not loaded for this export (its defaults are unknown): "
+                       "the tuned values stand in. Give its config (--config) to export its defaults.")  # fmt: skip
     return ["", *comment, f"struct {name} {{", *body, "};"]
 
 

@@ -381,7 +381,6 @@ struct reduce_float32_n16777216 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
-    static constexpr const char* finish = "host";
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
@@ -396,7 +395,6 @@ struct reduce_float32_n268435456 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
-    static constexpr const char* finish = "host";
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
@@ -411,7 +409,6 @@ struct reduce_int32_n16777216 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
-    static constexpr const char* finish = "host";
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
@@ -426,7 +423,6 @@ struct reduce_int32_n268435456 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
-    static constexpr const char* finish = "host";
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU

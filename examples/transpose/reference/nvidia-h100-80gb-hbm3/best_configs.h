@@ -9,9 +9,9 @@ namespace tuner_best {
 constexpr bool tuned = true;
 
 struct transpose_float32_n8192 {
-    static constexpr int PAD = 1;
     static constexpr int TILE = 64;
     static constexpr int block_size_y = 8;
+    static constexpr int PAD = 1;
     static constexpr unsigned grid[3] = {128, 128, 1};
     static constexpr unsigned block[3] = {64, 8, 1};
     static constexpr double bandwidth_gbs = 2956.3;  // measured
@@ -20,9 +20,9 @@ struct transpose_float32_n8192 {
 constexpr bool tuned = false;
 
 struct transpose_float32_n8192 {
-    static constexpr int PAD = 1;
-    static constexpr int TILE = 64;
-    static constexpr int block_size_y = 8;
+    static constexpr int TILE = 16;
+    static constexpr int block_size_y = 1;
+    static constexpr int PAD = 0;
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
