@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tuner import cli
-from tuner.families import REGISTRY, Constant, In, InOut, KernelSpec, Out, Problem, Scalar
+from tuner.families import REGISTRY, Constant, In, InOut, KernelSpec, Out, Param, Problem, Scalar
 from tuner.families.spec import SpecError
 from tuner.settings import ConfigError, parse
 
@@ -182,6 +182,19 @@ def test_a_broken_declaration_is_one_line_naming_the_family_the_rule_and_the_val
         scale_spec(source, **changes)
 
 
+@pytest.mark.parametrize("name", ["class", "x-y", "é"])
+def test_a_param_object_is_held_to_the_same_name_rules_as_a_list_of_values(source, name):
+    """A name declared through a Param becomes a -D define as a list's does: refused in the same one line."""
+    message = (r"^family 'scale': parameter names must be ASCII C identifiers and no C\+\+ keyword \(they become -D defines "
+               r"and names in best_configs.h\), got " + re.escape(repr(name)) + "$")  # fmt: skip
+    with pytest.raises(SpecError, match=message):
+        scale_spec(source, tune_params={"block_size_x": [128], name: [1, 2]})
+    with pytest.raises(SpecError, match=message):
+        scale_spec(source, tune_params={"block_size_x": [128], name: Param(name, (1, 2), "a define")})
+    family = scale_spec(source, tune_params={"block_size_x": [128], "ITEMS": Param("ITEMS", (1, 2), "d")})
+    assert family.param_names == ("block_size_x", "ITEMS")
+
+
 def test_a_reference_of_the_wrong_size_is_named(source):
     family = scale_spec(source, reference=lambda x: x[:10])
     problem = Problem("scale", "float32", 1000)
@@ -326,8 +339,10 @@ def test_a_parameter_of_fractional_values_goes_through_every_stage(tmp_path, cap
     [(["0"], "grid must be one to three whole numbers of at least 1, got [0]"),
      (["-5"], "grid must be one to three whole numbers of at least 1, got [-5]"),
      (["n / 400"], "grid must be one to three whole numbers of at least 1, got [2.5]"),
-     (["1", "1", "1", "2"], "grid must be one to three whole numbers of at least 1, got [1, 1, 1, 2]")],
-    ids=["zero", "negative", "fraction", "four-dimensions"],
+     (["1", "1", "1", "2"], "grid must be one to three whole numbers of at least 1, got [1, 1, 1, 2]"),
+     (["1e308 * 10"], "grid must be one to three whole numbers of at least 1, got [inf]"),
+     (["1e308 * 10 - 1e308 * 10"], "grid must be one to three whole numbers of at least 1, got [nan]")],
+    ids=["zero", "negative", "fraction", "four-dimensions", "infinite", "nan"],
 )  # fmt: skip
 def test_a_launch_shape_the_spec_gets_wrong_is_said_never_changed(source, grid, message):
     """A grid of 0 or 2.5 used to launch as 1 or 2; now it is the configuration's launch error, in one line."""

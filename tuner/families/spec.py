@@ -497,13 +497,14 @@ def _resolve_source(source: str | Path, name: str) -> Path:
 
 
 def _param(key: str, values: Any, family: str) -> Param:
+    # The name's rules hold for a Param as for a list of values: either way it becomes a -D define.
+    if not (isinstance(key, str) and key.isidentifier() and key.isascii()) or key in CPP_KEYWORDS:
+        raise SpecError(f"family {family!r}: parameter names must be ASCII C identifiers and no C++ keyword (they become "
+                        f"-D defines and names in best_configs.h), got {key!r}")  # fmt: skip
     if isinstance(values, Param):
         if values.name != key:
             raise SpecError(f"family {family!r}: tune_params[{key!r}] is a Param named {values.name!r}")
         return values
-    if not (key.isidentifier() and key.isascii()) or key in CPP_KEYWORDS:
-        raise SpecError(f"family {family!r}: parameter names must be ASCII C identifiers and no C++ keyword (they become "
-                        f"-D defines and names in best_configs.h), got {key!r}")  # fmt: skip
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
         raise SpecError(f"family {family!r}: tune_params[{key!r}] must be a non-empty list of values, got {values!r}")
     values = tuple(v.item() if isinstance(v, np.generic) else v for v in values)
@@ -526,9 +527,14 @@ def _dims(values: list, what: str, family: str) -> tuple[int, int, int]:
     whole numbers of at least 1 (the rest 1). Anything else is the spec's
     mistake, said so (a launch error of that configuration), never changed
     into a launch it did not ask for."""
-    if not 1 <= len(values) <= 3 or any(
-        isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or v != int(v) or v < 1 for v in values
-    ):
+    def whole(v: Any) -> bool:  # NaN and infinities too are no whole number (int() of them raises)
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            return False
+        if isinstance(v, (float, np.floating)) and not math.isfinite(v):
+            return False
+        return v == int(v) and v >= 1
+
+    if not 1 <= len(values) <= 3 or not all(whole(v) for v in values):
         raise SpecError(f"family {family!r}: {what} must be one to three whole numbers of at least 1, got {list(values)}")
     return tuple(int(v) for v in (list(values) + [1, 1, 1])[:3])
 
