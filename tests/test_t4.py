@@ -131,6 +131,35 @@ def test_a_sweep_as_t4_replays_to_the_same_optimum(sweep, tmp_path):
     assert family.violations(dict(zip(table.params, next(iter(table.entries)))), table_problem(table)) == []
 
 
+def test_a_plugin_familys_configuration_is_exported_as_it_was_keyed(tmp_path, capsys, small_results):
+    """Before, a plug-in family's switch (True, False: an Int64 results column) was exported as 1 and 0:
+    the configuration came from the table's typed columns, not from the configuration measured."""
+    from tuner.data.results import _column_type
+
+    keyed = [{"flag": True, "ratio": 0.5, "mode": "a"}, {"flag": False, "ratio": 2.0, "mode": "b"},
+             {"flag": True, "ratio": 1e300, "mode": "1"}]  # fmt: skip
+    rows = read(small_results).head(len(keyed)).copy()
+    rows["family"] = "switched"
+    rows["config_key"] = [json.dumps(c, sort_keys=True) for c in keyed]
+    for name in ("flag", "ratio", "mode"):  # the columns as the pipeline types a plug-in's parameters
+        values = [c[name] for c in keyed]
+        rows[name] = pd.Series(values, dtype=object, index=rows.index).astype(_column_type(tuple(values)))
+    assert rows["flag"].tolist() == [1, 0, 1]  # the column alone cannot tell a switch from a number
+    rows.to_parquet(tmp_path / "switched.parquet", index=False)
+    out = tmp_path / "switched.json"
+    assert cli_main(["t4", str(tmp_path / "switched.parquet"), "--out", str(out)]) == 0, capsys.readouterr().err
+    exported = [r["configuration"] for r in t4.read_json(out)["results"]]
+    assert exported == keyed
+    assert [[type(v) for v in c.values()] for c in exported] == [[type(v) for v in c.values()] for c in keyed]
+    assert [r["configuration"] for r in t4.read_t4(out)] == keyed
+    # A row without a key still gives its columns; a parameter the export does not list is left out.
+    document = t4.to_t4(rows.assign(config_key=None), ["flag", "mode"])
+    assert [r["configuration"] for r in document["results"]] == [{"flag": 1, "mode": "a"}, {"flag": 0, "mode": "b"},
+                                                                 {"flag": 1, "mode": "1"}]  # fmt: skip
+    document = t4.to_t4(rows, ["flag", "mode"])
+    assert [r["configuration"] for r in document["results"]] == [{k: c[k] for k in ("flag", "mode")} for c in keyed]
+
+
 @needs_hub
 def test_the_hub_cache_and_its_t4_are_the_same_table():
     cache = load_table(HUB / "convolution_milo" / "A100.json.gz")
@@ -669,6 +698,42 @@ def test_the_t4_command_never_writes_over_measurements(tmp_path, capsys, small_r
         assert "40 results" in capsys.readouterr().out
         assert len(t4.read_json(tmp_path / out)["results"]) == 40
     assert (tmp_path / "T4.JSON.GZ").read_bytes()[:2] == b"\x1f\x8b"
+
+
+def test_the_t4_command_never_writes_over_a_file_that_is_no_t4_file(tmp_path, capsys, small_results):
+    """Before, `t4 results/gpu --out results/gpu/peaks.json` exited 0 with the measured peaks (and so
+    device.json) replaced by T4 JSON: only Parquet files were kept. A T4 file is still written over."""
+    rule = "--out: must be a new file or a T4 file to write over (a JSON object with ['results', 'schema_version']), got"
+    reference = REPO / "results" / "reference" / "nvidia-h200"
+    files = {
+        "peaks.json": (reference / "peaks.json").read_bytes(),
+        "device.json": (reference / "device.json").read_bytes(),
+        "half.json": b'{"results": []}',
+        "list.json": b"[1, 2]",
+        "notes.json": b"not JSON",
+        "peaks.json.gz": gzip.compress((reference / "peaks.json").read_bytes()),
+    }
+    whats = {
+        "peaks.json": "a JSON object without ['results', 'schema_version']",
+        "device.json": "a JSON object without ['results', 'schema_version']",
+        "half.json": "a JSON object without ['schema_version']",
+        "list.json": "a JSON list, not an object",
+        "notes.json": "no JSON (gzipped or not)",
+        "peaks.json.gz": "a JSON object without ['results', 'schema_version']",
+    }
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    for name, what in whats.items():
+        line = _t4_refused(capsys, [str(small_results), "--out", str(tmp_path / name)])
+        assert line == f"config error: t4: {rule} '{tmp_path / name}', which holds {what}"
+    assert {name: (tmp_path / name).read_bytes() for name in files} == files  # nothing written over
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*files, small_results.name])  # nor beside them
+    # A T4 file (gzipped or not) and an empty file (nothing to lose) are written over.
+    (tmp_path / "empty.json").write_bytes(b"")
+    for out in ("t4.json", "t4.json", "t4.json.gz", "t4.json.gz", "empty.json"):
+        assert cli_main(["t4", str(small_results), "--out", str(tmp_path / out)]) == 0, capsys.readouterr().err
+        assert "40 results" in capsys.readouterr().out
+        assert len(t4.read_json(tmp_path / out)["results"]) == 40
 
 
 def test_the_t4_command_says_what_its_input_is_when_it_is_no_results_table(tmp_path, capsys, small_results):

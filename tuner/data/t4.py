@@ -135,7 +135,7 @@ def _result(record: Mapping, params: list[str], objectives: list[str], ranked: l
     status = plain_value(record.get("status"))
     if status not in INVALIDITY:
         raise ValueError(f"results row status must be one of {list(INVALIDITY)}, got {status!r}")
-    configuration = {name: v for name in params if (v := plain_value(record.get(name))) is not None}
+    configuration = _configuration(record, params)
     times = {}
     if (compile_s := _number(record.get("compile_s"))) is not None:
         times["compilation"] = compile_s * 1e3
@@ -168,6 +168,27 @@ def _result(record: Mapping, params: list[str], objectives: list[str], ranked: l
     if status != "ok" and (error := plain_value(record.get("error"))):
         result["error"] = str(error)
     return result
+
+
+def _configuration(record: Mapping, params: list[str]) -> dict:
+    """A row's configuration, of ``params``: as its ``config_key`` holds it (the
+    configuration measured, each value of its own type: a switch's True is no 1,
+    as its Int64 column reads it), else, for a row without a key, from its
+    columns. A parameter null (or absent) there is left out."""
+    key = record.get("config_key")
+    keyed = _json_object(key) if isinstance(key, str) else None
+    if keyed is None:
+        return {name: v for name in params if (v := plain_value(record.get(name))) is not None}
+    return {name: v for name in params if (v := plain_value(keyed.get(name))) is not None}
+
+
+def _json_object(text: str) -> dict | None:
+    """``text`` as a JSON object, None where it is no JSON or no object."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return document if isinstance(document, dict) else None
 
 
 def _number(value: Any) -> float | int | None:
@@ -440,8 +461,9 @@ def check_export_paths(results: str | os.PathLike, out: str | os.PathLike) -> li
     file is no damaged Parquet file: it is the wrong input, and nothing to
     remove), a folder with no results table in it (``folder_results``), and an
     ``out`` that is no ``.json``/``.json.gz`` file or would overwrite
-    measurements (the input, one of an input folder's files, or any Parquet
-    file). Returns the Parquet files to read.
+    measurements (the input, one of an input folder's files, any Parquet
+    file, or any file there that is no T4 document: a results folder's
+    ``peaks.json`` or ``device.json``). Returns the Parquet files to read.
 
     Raises:
         ValueError: one line naming the path, the rule and what it is.
@@ -488,7 +510,30 @@ def check_export_paths(results: str | os.PathLike, out: str | os.PathLike) -> li
     if file_head(out).startswith(PARQUET_MAGIC):  # whatever its name says
         raise ValueError(f"--out: must not be a Parquet file (its measurements would be lost), got {str(out)!r}, "
                          "which holds Parquet")  # fmt: skip
+    # Nor any other file (a results folder's peaks.json or device.json: measurements that need the GPU to remake).
+    what = _not_t4(out)
+    if what:
+        raise ValueError(f"--out: must be a new file or a T4 file to write over (a JSON object with {list(T4_KEYS)}), "
+                         f"got {str(out)!r}, {what}")  # fmt: skip
     return inputs
+
+
+T4_KEYS = ("results", "schema_version")  # what a T4 document holds, and no other JSON file of ours
+
+
+def _not_t4(path: Path) -> str | None:
+    """What an existing regular file is where it is no T4 document (a JSON
+    object with ``T4_KEYS``), None where it is one, or empty (nothing to lose)."""
+    if not file_head(path):
+        return None
+    try:
+        document = read_json(path)
+    except ValueError:
+        return "which holds no JSON (gzipped or not)"
+    if not isinstance(document, dict):
+        return f"which holds a JSON {type(document).__name__}, not an object"
+    missing = [key for key in T4_KEYS if key not in document]
+    return f"which holds a JSON object without {missing}" if missing else None
 
 
 def check_folder_above(option: str, out: Path) -> None:
