@@ -303,6 +303,7 @@ def test_both_outputs_are_checked_before_either_is_written(runs, tmp_path, capsy
     (tmp_path / "folder.png").mkdir()
     (tmp_path / "file").write_text("a file\n")
     os.mkfifo(tmp_path / "pipe.png")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")  # no folder can be made in a link's place
     table = tmp_path / "cmp.csv"
     before = sorted(tmp_path.rglob("*"))
     for figure, message in [
@@ -312,6 +313,8 @@ def test_both_outputs_are_checked_before_either_is_written(runs, tmp_path, capsy
         ("file/y/x.svg", f"config error: --figure: must be in a folder, got '{tmp_path / 'file' / 'y' / 'x.svg'}', under "
                          f"'{tmp_path / 'file'}', a file"),
         ("pipe.png", f"config error: --figure: must name a file to write (or none yet), got '{tmp_path / 'pipe.png'}', a pipe"),
+        ("dangling/x.png", f"config error: --figure: must be in a folder, got '{tmp_path / 'dangling' / 'x.png'}', under "
+                           f"'{tmp_path / 'dangling'}', a link to nothing ({tmp_path / 'nowhere'})"),
     ]:  # fmt: skip
         assert _refused(capsys, [str(a), str(b), "--table", str(table), "--figure", str(tmp_path / figure)]) == message
         assert not table.exists()

@@ -547,6 +547,9 @@ def check_folder_above(option: str, out: Path) -> None:
         above_mode = path_mode(above, "a folder to write in")
         if above_mode is not None:
             break
+        if above.is_symlink():  # a link to nothing: no folder can be made in its place
+            raise ValueError(f"{option}: must be in a folder, got {str(out)!r}, under {str(above)!r}, "
+                             f"a link to nothing ({os.readlink(above)})")  # fmt: skip
     if not stat.S_ISDIR(above_mode):
         kind = "a file" if stat.S_ISREG(above_mode) else mode_kind(above_mode)
         raise ValueError(f"{option}: must be in a folder, got {str(out)!r}, under {str(above)!r}, {kind}")
