@@ -404,11 +404,21 @@ def test_each_struct_has_the_same_members_for_every_gpu(tmp_path):
     assert any("finish" not in members for members in tuned.values())  # the case this is about is in the data
 
 
-def test_a_plug_in_familys_defaults_come_from_its_config_and_are_not_claimed_without_it(tmp_path, monkeypatch):
+@pytest.fixture
+def registry_kept():
+    """The family registry as it was, after a test that loads a plug-in family (its parameters become
+    results columns, which other tests in the same process would see)."""
     from tuner.families import REGISTRY
 
+    before = dict(REGISTRY.families)
+    yield REGISTRY
+    REGISTRY.families.clear()
+    REGISTRY.families.update(before)
+
+
+def test_a_plug_in_familys_defaults_come_from_its_config_and_are_not_claimed_without_it(tmp_path, registry_kept):
     results = ROOT / "examples" / "saxpy" / "reference" / "nvidia-h100-80gb-hbm3"
-    monkeypatch.delitem(REGISTRY.families, "saxpy", raising=False)  # as in a process that never loaded it
+    registry_kept.families.pop("saxpy", None)  # as in a process that never loaded it
     for args, block, vec in (([], 128, 2), (["--config", str(ROOT / "examples" / "saxpy" / "config.yaml")], 64, 1)):
         out = tmp_path / f"out{len(args)}"
         assert cli.main(["best", "--results", str(results), "--out-dir", str(out), *args]) == 0
