@@ -425,3 +425,23 @@ def test_a_plug_in_familys_defaults_come_from_its_config_and_are_not_claimed_wit
         other = (out / "best_configs.h").read_text().split("#else", 1)[1]
         assert f"block_size_x = {block};" in other and f"VEC = {vec};" in other
         assert ('Family "saxpy" was not loaded for this export' in other) == (not args)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+def test_two_problems_whose_names_join_into_one_text_get_two_structs(tmp_path):
+    """Family k with dtype x_float32 beside family k_x with dtype float32, at one size: both spell
+    k_x_float32_n16777216; they were written as one struct name twice, a redefinition."""
+
+    def relabel(rows):
+        rows = rows[(rows["family"] == "vector_add") & (rows["n"] == 16777216)].copy()
+        rows.loc[rows["dtype"] == "float32", ["family", "dtype"]] = ["k", "x_float32"]
+        rows.loc[rows["dtype"] == "int8", ["family", "dtype"]] = ["k_x", "float32"]
+        return rows[rows["family"].isin(["k", "k_x"])]
+
+    folder = _results_with_rows(tmp_path, relabel)
+    out = tmp_path / "out"
+    assert cli.main(["best", "--results", str(folder), "--out-dir", str(out)]) == 0
+    tuned, other = _struct_members((out / "best_configs.h").read_text())
+    assert sorted(tuned) == sorted(other) == ["k_x_float32_n16777216", "k_x_float32_n16777216_2"]
+    done = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-x", "c++", str(out / "best_configs.h")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

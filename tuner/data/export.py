@@ -180,23 +180,29 @@ def _identifier(text: str) -> str:
     return name + "_" if name in _RESERVED_WORDS else name
 
 
-def _spellings(names: Iterable[str], taken: Iterable[str] = ()) -> list[str]:
+def _spellings(names: Iterable[str], taken: Iterable[str] = (), *, each: bool = False) -> list[str]:
     """An identifier per name (``_identifier``), distinct from each other and
     from ``taken``: where two would be the same, or one is taken, the later
     gets ``_2``, ``_3``, ... A name that is already its own identifier is
     served first, so ``a_b`` stays ``a_b`` and ``a-b`` becomes ``a_b_2``
-    whichever comes first in the data. Equal names get equal spellings."""
+    whichever comes first in the data. Equal names get equal spellings, unless
+    ``each``: then every position is a thing of its own (two problems whose
+    family, dtype and size join into one text)."""
     names = list(names)
-    plain = {name: _identifier(name) for name in names}
+    plain = [_identifier(name) for name in names]
+    first = {}
+    for at, name in enumerate(names):
+        first.setdefault(name, at)
+    slots = range(len(names)) if each else sorted(first.values())
     used, spelled = set(taken), {}
-    for name in sorted(dict.fromkeys(names), key=lambda name: plain[name] != name):  # a stable sort
-        spelling, count = plain[name], 1
+    for at in sorted(slots, key=lambda at: plain[at] != names[at]):  # a stable sort
+        spelling, count = plain[at], 1
         while spelling in used:
             count += 1
-            spelling = f"{plain[name].rstrip('_')}_{count}"  # class_ -> class_2, not class__2 (the compiler's)
+            spelling = f"{plain[at].rstrip('_')}_{count}"  # class_ -> class_2, not class__2 (the compiler's)
         used.add(spelling)
-        spelled[name] = spelling
-    return [spelled[name] for name in names]
+        spelled[at] = spelling
+    return [spelled[at] if each else spelled[first[name]] for at, name in enumerate(names)]
 
 
 _INT_RANGE = {"int": (-(2**31), 2**31), "long long": (-(2**63), 2**63)}
@@ -244,7 +250,7 @@ def header_text(entries: list[dict], device: Mapping) -> str:
     ]
     # Names come from the data (a family's, a configuration key's): two may
     # spell the same identifier, so each struct's name is made distinct here.
-    names = _spellings([_plain_struct_name(entry) for entry in entries], taken=("tuned",))
+    names = _spellings([_plain_struct_name(entry) for entry in entries], taken=("tuned",), each=True)
     # The defaults' struct has the tuned one's members: a family parameter the measured configurations
     # lack (one added since they were measured) is in neither, so code using either builds for every GPU.
     defaults, unloaded = [], set()
