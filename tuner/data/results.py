@@ -422,7 +422,7 @@ def config_params(key: str) -> dict[str, Any]:
     parameter of its family, whatever the package knows of that family)."""
     try:
         params = json.loads(key) if isinstance(key, str) else {}
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # no JSON, or nested past the parser's depth (a damaged file)
         return {}
     return params if isinstance(params, dict) else {}
 

@@ -37,7 +37,7 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from tuner.data.readback import mode_kind, one_line, path_mode
-from tuner.data.results import plain_value, write_text_atomic, write_via_temporary
+from tuner.data.results import config_params, plain_value, write_text_atomic, write_via_temporary
 
 SCHEMA_VERSION = "1.0.0"
 TIME_UNIT = "milliseconds"
@@ -175,20 +175,8 @@ def _configuration(record: Mapping, params: list[str]) -> dict:
     configuration measured, each value of its own type: a switch's True is no 1,
     as its Int64 column reads it), else, for a row without a key, from its
     columns. A parameter null (or absent) there is left out."""
-    key = record.get("config_key")
-    keyed = _json_object(key) if isinstance(key, str) else None
-    if keyed is None:
-        return {name: v for name in params if (v := plain_value(record.get(name))) is not None}
-    return {name: v for name in params if (v := plain_value(keyed.get(name))) is not None}
-
-
-def _json_object(text: str) -> dict | None:
-    """``text`` as a JSON object, None where it is no JSON or no object."""
-    try:
-        document = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return document if isinstance(document, dict) else None
+    source = config_params(record.get("config_key")) or record
+    return {name: v for name in params if (v := plain_value(source.get(name))) is not None}
 
 
 def _number(value: Any) -> float | int | None:
