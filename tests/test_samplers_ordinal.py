@@ -252,6 +252,8 @@ def test_after_a_restart_the_global_phase_is_not_counted_against_patience():
     assert plain._climbs.read(dict(list(measured.items())[:6]))["start"] == 6  # no phase: 40 and 30 end the climb of 50
     with pytest.raises(ValueError, match="global_phase, start_phase and slice_after must be >= 0"):
         OrdinalSampler(global_phase=-1)
+    with pytest.raises(ValueError, match="bound_every must be >= 0, got -1"):
+        OrdinalSampler(bound_every=-1)
 
 
 PARZEN_DISTS = {name: optuna.distributions.CategoricalDistribution(list(range(8))) for name in ("a", "b", "c", "d")}
@@ -497,7 +499,8 @@ def test_the_running_sums_of_the_pair_model_are_those_of_every_row_at_once():
         assert (abs(got - want) < 1e-9).all()
 
 
-def restart_phase_sources(monkeypatch, asks: int, wide: bool = True, stalled: bool = True, near: int = 0):
+def restart_phase_sources(monkeypatch, asks: int, wide: bool = True, stalled: bool = True, near: int = 0,
+                          bound_every: int = 0, start: int = 20):
     """What each of ``asks`` global-phase asks of a restart draws from, each
     proposal measured before the next: ("parzen", keys its model sees) or
     ("spread", landmarks), and the keys measured before the phase."""
@@ -505,18 +508,19 @@ def restart_phase_sources(monkeypatch, asks: int, wide: bool = True, stalled: bo
 
     dists = {"a": CategoricalDistribution(list(range(8))), "b": CategoricalDistribution(list(range(8)))}
     configs = [{"a": a, "b": b} for a in range(8) for b in range(8)]
-    sampler = OrdinalSampler(seed=0, global_phase=30, start_phase=5, wide_restarts=wide)
+    sampler = OrdinalSampler(seed=0, global_phase=30, start_phase=5, wide_restarts=wide, bound_every=bound_every)
     sampler.bind(dists, lambda cfg: True, {config_key(cfg): cfg for cfg in configs})
     before = [100.0] + [98.0 if i < near else 50.0 for i in range(19)]  # the study's best, then the rest
     measured = {config_key(cfg): (cfg, value) for cfg, value in zip(configs, before)}
     first = list(measured)
-    state = {"start": 20, "stalled": stalled, "top_before": 100.0, "until": 50, "since": 0, "best": 60.0}
+    state = {"start": start, "stalled": stalled, "top_before": 100.0, "until": 50, "since": 0, "best": 60.0}
     monkeypatch.setattr(sampler._climbs, "read", lambda measured: state)
     fresh = iter(configs[20:])
     sources = []
     monkeypatch.setattr(sampler, "_parzen", lambda seen, visited, rng: (sources.append(("parzen", sorted(seen))), next(fresh))[1])
     monkeypatch.setattr(sampler, "_spread", lambda visited, rng, with_landmarks=True: (sources.append(("spread", with_landmarks)),
                                                                                    next(fresh))[1])  # fmt: skip
+    monkeypatch.setattr(sampler, "_bound", lambda seen, visited, rng: (sources.append(("bound", len(seen))), next(fresh))[1])
     for _ in range(asks):
         cfg = sampler._restart_draw(measured, set(measured), __import__("random").Random(0))
         measured[config_key(cfg)] = (cfg, 60.0)
@@ -554,6 +558,56 @@ def test_a_stalled_restart_draws_apart_through_the_study_loop(monkeypatch):
 def test_the_default_strategy_draws_restarts_apart_and_ordinal_does_not():
     assert make_sampler("ordinal_global", 0).wide_restarts is True
     assert make_sampler("ordinal", 0).wide_restarts is False
+
+
+def test_every_third_draw_of_a_restart_is_the_upper_bounds_but_not_on_a_plateau_nor_in_the_start(monkeypatch):
+    sources, first, keys = restart_phase_sources(monkeypatch, asks=9, bound_every=3)
+    # The phase's 1st, 4th and 7th measurement: the bound's; the others as without it (every other one, counted
+    # from the phase's first, drawn apart after a restart that found nothing).
+    assert [source for source, _ in sources] == ["bound", "spread", "parzen", "bound", "parzen", "spread", "bound",
+                                                 "spread", "parzen"]  # fmt: skip
+    assert [seen for source, seen in sources if source == "bound"] == [20, 23, 26]
+    for options in ({"near": 9}, {"start": 0}, {"bound_every": 0}):
+        sources, _, _ = restart_phase_sources(monkeypatch, asks=6, **{"bound_every": 3, **options})
+        assert all(source != "bound" for source, _ in sources), options
+
+
+def test_the_upper_bound_tries_the_value_pair_never_measured():
+    """Two switches and a wide parameter: every combination of the switches but
+    both on is measured (alike, with noise). The model predicts both on from the
+    main effects alone; its pair column is unmeasured, so its bound is the widest."""
+    from optuna.distributions import CategoricalDistribution
+
+    dists = {"a": CategoricalDistribution([0, 1]), "b": CategoricalDistribution([0, 1]),
+             "c": CategoricalDistribution(list(range(8)))}  # fmt: skip
+    configs = [{"a": a, "b": b, "c": c} for a in (0, 1) for b in (0, 1) for c in range(8)]
+    noise = np.random.default_rng(0)
+    measured = {config_key(cfg): (cfg, 100.0 * math.exp(noise.normal(0, 0.05))) for cfg in configs
+                if (cfg["a"], cfg["b"]) != (1, 1) and cfg["c"] < 6}  # fmt: skip
+    picks = []
+    for seed in range(5):
+        sampler = OrdinalSampler(seed=seed, pairs=True, bound_every=3)
+        sampler.bind(dists, lambda cfg: True, {config_key(cfg): cfg for cfg in configs})
+        cfg = sampler._bound(measured, set(measured), __import__("random").Random(seed))
+        picks.append((cfg["a"], cfg["b"]))
+    assert picks == [(1, 1)] * 5  # 8 of the 14 unvisited have both on
+
+
+def test_the_default_strategy_takes_the_upper_bound_in_its_restarts_and_ordinal_does_not():
+    from tuner.search.ordinal import BOUND_EVERY
+
+    assert make_sampler("ordinal_global", 0).bound_every == BOUND_EVERY > 0
+    assert make_sampler("ordinal", 0).bound_every == 0
+
+
+def test_a_restart_takes_the_upper_bound_through_the_study_loop(monkeypatch):
+    calls = []
+    real = OrdinalSampler._bound
+    monkeypatch.setattr(OrdinalSampler, "_bound", lambda self, *a: (calls.append(1), real(self, *a))[1])
+    sampler = OrdinalSampler(seed=0, global_phase=6, start_phase=8, patience=3, pairs=True, bound_every=3)
+    outcome = run_study(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="u", measure=measure,
+                        budget_trials=60, timeout_s=None, sampler=sampler, seed=0)  # fmt: skip
+    assert len(outcome.rows) == 60 and len(calls) >= 2
 
 
 def test_a_parameter_of_many_values_shares_the_models_columns_among_neighbours():

@@ -148,6 +148,9 @@ LEFT_OUT_ROWS = 2000  # the latest rows (measurements, prior) whose leave-one-ou
 CROWD_SHARE = 0.97  # a measurement this close to the best is one of its crowd (a plateau)
 CROWD = 10  # a best with this many in its crowd has no restart drawn apart from it
 MODEL_VALUES = 64  # a parameter's columns in the model at most (more values share them, neighbours together)
+BOUND_EVERY = 3  # every this many proposals of a restart's global phase, one is the model's upper bound's (ordinal_global)
+BOUND_KAPPA = 1.0  # the bound: the model's prediction plus this many of its standard deviations
+BOUND_POOL = 2000  # unvisited configurations, drawn at random, among which the bound's favourite is chosen
 
 
 class OrdinalSampler(optuna.samplers.BaseSampler):
@@ -187,6 +190,11 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             restart's global phase is drawn apart from the rest: far-apart
             points, then the Parzen model of those draws alone (not where
             ``CROWD`` measurements lie within ``CROWD_SHARE`` of the best).
+        bound_every: every this many measurements of a restart's global
+            phase (from its first; 0: never), except on a plateau as above, the
+            proposal is the configuration of highest upper confidence bound
+            under the step model with every value-pair column, among
+            ``BOUND_POOL`` unvisited ones drawn at random (``_bound``).
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
     """
@@ -208,6 +216,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         slice_after: int = 0,
         pairs: bool = False,
         wide_restarts: bool = False,
+        bound_every: int = 0,
     ) -> None:
         if n_startup < 1 or top_k < 1:
             raise ValueError(f"n_startup and top_k must be >= 1, got {n_startup} and {top_k}")
@@ -216,6 +225,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         if global_phase < 0 or start_phase < 0 or slice_after < 0:
             raise ValueError(f"global_phase, start_phase and slice_after must be >= 0, "
                              f"got {global_phase}, {start_phase} and {slice_after}")  # fmt: skip
+        if bound_every < 0:
+            raise ValueError(f"bound_every must be >= 0, got {bound_every}")
         if not set(landmarks) <= set(LANDMARKS):
             raise ValueError(f"landmarks must be of {list(LANDMARKS)}, got {list(landmarks)}")
         self.seed = seed
@@ -224,7 +235,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self.landmarks, self.landmarks_first = tuple(landmarks), landmarks_first
         self.ends, self.diagonals, self.patience = ends, diagonals, patience
         self.global_phase, self.start_phase, self.slice_after = global_phase, start_phase, slice_after
-        self.pairs, self.wide_restarts = pairs, wide_restarts
+        self.pairs, self.wide_restarts, self.bound_every = pairs, wide_restarts, bound_every
         self.prior = sorted(((dict(cfg), float(value)) for cfg, value in prior if value > 0), key=lambda item: -item[1])
         self._rng = random.Random(seed)
         self._dists: dict[str, CategoricalDistribution] | None = None
@@ -525,24 +536,29 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
 
     def _restart_draw(self, measured: dict[str, tuple[dict, float]], visited: set[str],
                       rng: random.Random) -> dict | None:  # fmt: skip
-        """A global-phase proposal. After a restart that found nothing (and
-        with ``wide_restarts``), every other measurement is drawn apart: the
-        Parzen model then sees only this sampler's draws apart in the phase,
-        and before ``n_startup`` of them are measured the draw is a far-apart
-        point. Where every restart's proposals come from the model of every
-        measurement, they recombine the best ones, and those can all lie on
-        one local optimum far from the best region (a stalled study goes on
-        restarting there). On a plateau (a crowd of measurements near the
-        best) the draws apart cost the steps that refine it, so there they
-        are not taken. The draws apart are this sampler's own record: with
-        several workers each models its own, and a resumed study starts them
-        again from far-apart points."""
+        """A global-phase proposal. In a restart's phase (not the study's
+        start), every ``bound_every``-th is the upper bound's (``_bound``).
+        After a restart that found nothing (and with ``wide_restarts``), every
+        other measurement is drawn apart: the Parzen model then sees only this
+        sampler's draws apart in the phase, and before ``n_startup`` of them
+        are measured the draw is a far-apart point. Where every restart's
+        proposals come from the model of every measurement, they recombine the
+        best ones, and those can all lie on one local optimum far from the best
+        region (a stalled study goes on restarting there). On a plateau (a
+        crowd of measurements near the best) neither is taken: they cost the
+        steps that refine it. The draws apart are this sampler's own record:
+        with several workers each models its own, and a resumed study starts
+        them again from far-apart points."""
         state = self._climbs.read(measured)
         start = state["start"]
+        if self.bound_every and start > 0 and (len(measured) - start) % self.bound_every == 0:
+            if not self._on_plateau(measured, state):
+                cfg = self._bound(measured, visited, rng)
+                if cfg is not None:
+                    return cfg
         if not (self.wide_restarts and state["stalled"] and (len(measured) - start) % 2 == 1):
             return self._parzen(measured, visited, rng)
-        before = [value for _, value in itertools.islice(measured.values(), start)]
-        if sum(value >= CROWD_SHARE * state["top_before"] for value in before) >= CROWD:
+        if self._on_plateau(measured, state):
             return self._parzen(measured, visited, rng)
         drawn = self._apart.setdefault(start, set())
         apart = {key: measured[key] for key in drawn if key in measured}
@@ -550,6 +566,40 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         if cfg is not None:
             drawn.add(config_key(cfg))
         return cfg
+
+    @staticmethod
+    def _on_plateau(measured: dict[str, tuple[dict, float]], state: dict) -> bool:
+        """Whether ``CROWD`` measurements before the current restart lie within
+        ``CROWD_SHARE`` of the study's best when it began."""
+        before = [value for _, value in itertools.islice(measured.values(), state["start"])]
+        return sum(value >= CROWD_SHARE * state["top_before"] for value in before) >= CROWD
+
+    def _bound(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
+        """The unvisited configuration, of ``BOUND_POOL`` drawn at random, of
+        highest upper confidence bound (prediction plus ``BOUND_KAPPA``
+        standard deviations) under the step model with every column, value
+        pairs included, read as a Bayesian linear regression: the posterior
+        covariance is the residual variance times (X'X + ``RIDGE`` I)^-1. The
+        value pairs measured least have the widest bound. Where the best
+        measurements all share a region that is good in most parameters (the
+        A100's convolution of the benchmark hub: its optimum has read-only
+        loads with shared memory, slow without it), the Parzen proposals of a
+        restart recombine that region again; the bound tries what is unmeasured
+        and could be fast. The study's own measurements only (no prior rows)."""
+        gram, moment, ones = self._sums.read(measured)
+        y = np.log(self._sums.values)
+        mean = y.mean()
+        inverse = np.linalg.inv(gram + RIDGE * np.eye(self._width))
+        weights = inverse @ (moment - mean * ones)
+        residuals = y - mean - weights[self._features_of(self._sums.keys)].sum(axis=1)
+        variance = max(float(residuals @ residuals) / max(1, len(y) - 1), 1e-6)
+        candidates = self._random_unseen(visited, rng, BOUND_POOL)
+        if not candidates:
+            return None
+        design = np.zeros((len(candidates), self._width))
+        design[np.arange(len(candidates))[:, None], self._features_of([config_key(cfg) for cfg in candidates])] = 1.0
+        spread = np.einsum("ij,ij->i", design @ inverse, design) * variance
+        return candidates[int(np.argmax(design @ weights + BOUND_KAPPA * np.sqrt(spread)))]
 
     def _neighbours(self, key: str, cfg: dict) -> list[tuple[str, dict]]:
         """Feasible configurations one step from ``cfg`` (cached): an ordered
