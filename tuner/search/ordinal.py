@@ -54,7 +54,12 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    (far-apart points, then the Parzen model of those draws alone), except on
    a plateau (``CROWD`` measurements within ``CROWD_SHARE`` of the best):
    recombining the best measurements keeps drawing beside a stalled local
-   optimum.
+   optimum. With ``bound_every`` (3 in the default), every third proposal of
+   a restart's phase (not the start's), off a plateau, is the unvisited
+   configuration of highest upper confidence bound under the step model
+   (5., every pair column in, read as a Bayesian linear regression): the
+   combinations of values measured least, which the Parzen model never
+   proposes once the best measurements share a region without them.
 5. **A model picks the step**: a ridge regression of log-bandwidth on every
    parameter value (main effects, refitted each trial on every measurement)
    ranks the candidates; the best predicted is proposed. Prior rows (a warm
