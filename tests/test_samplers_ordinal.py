@@ -500,10 +500,11 @@ def test_the_running_sums_of_the_pair_model_are_those_of_every_row_at_once():
 
 
 def restart_phase_sources(monkeypatch, asks: int, wide: bool = True, stalled: bool = True, near: int = 0,
-                          bound_every: int = 0, start: int = 20):
+                          bound_every: int = 0, start: int = 20, fail: frozenset = frozenset()):
     """What each of ``asks`` global-phase asks of a restart draws from, each
-    proposal measured before the next: ("parzen", keys its model sees) or
-    ("spread", landmarks), and the keys measured before the phase."""
+    proposal measured before the next (those of the asks in ``fail`` fail:
+    visited, not measured): ("parzen", keys its model sees), ("spread",
+    landmarks) or ("bound", measurements), and the keys measured."""
     from optuna.distributions import CategoricalDistribution
 
     dists = {"a": CategoricalDistribution(list(range(8))), "b": CategoricalDistribution(list(range(8)))}
@@ -521,9 +522,12 @@ def restart_phase_sources(monkeypatch, asks: int, wide: bool = True, stalled: bo
     monkeypatch.setattr(sampler, "_spread", lambda visited, rng, with_landmarks=True: (sources.append(("spread", with_landmarks)),
                                                                                    next(fresh))[1])  # fmt: skip
     monkeypatch.setattr(sampler, "_bound", lambda seen, visited, rng: (sources.append(("bound", len(seen))), next(fresh))[1])
-    for _ in range(asks):
-        cfg = sampler._restart_draw(measured, set(measured), __import__("random").Random(0))
-        measured[config_key(cfg)] = (cfg, 60.0)
+    visited = set(measured)
+    for ask in range(asks):
+        cfg = sampler._restart_draw(measured, set(visited), __import__("random").Random(0))
+        visited.add(config_key(cfg))
+        if ask not in fail:
+            measured[config_key(cfg)] = (cfg, 60.0)
     return sources, first, list(measured)
 
 
@@ -572,6 +576,15 @@ def test_every_third_draw_of_a_restart_is_the_upper_bounds_but_not_on_a_plateau_
         assert all(source != "bound" for source, _ in sources), options
 
 
+def test_a_failed_upper_bound_proposal_is_not_followed_by_another(monkeypatch):
+    """A failure leaves the count of measurements where it was; the bound never
+    sees failures, so taken again it would go back to the same unmeasured (and
+    failing) region, ask after ask. It is taken once a slot."""
+    sources, _, _ = restart_phase_sources(monkeypatch, asks=5, bound_every=3, fail=frozenset({0}))
+    assert [source for source, _ in sources] == ["bound", "parzen", "spread", "parzen", "bound"]
+    assert [seen for source, seen in sources if source == "bound"] == [20, 23]
+
+
 def test_the_upper_bound_tries_the_value_pair_never_measured():
     """Two switches and a wide parameter: every combination of the switches but
     both on is measured (alike, with noise). The model predicts both on from the
@@ -591,6 +604,66 @@ def test_the_upper_bound_tries_the_value_pair_never_measured():
         cfg = sampler._bound(measured, set(measured), __import__("random").Random(seed))
         picks.append((cfg["a"], cfg["b"]))
     assert picks == [(1, 1)] * 5  # 8 of the 14 unvisited have both on
+
+
+def test_the_upper_bound_is_the_posterior_mean_plus_one_sd_of_the_bayesian_regression():
+    """Worked out here from a one-hot design of its own (a column per value and
+    per pair of values of two parameters): the posterior mean X'(y - mean)
+    through (X'X + I)^-1 and the variance s^2 x'(X'X + I)^-1 x, s^2 the
+    residuals' mean square. The candidates are every unvisited configuration
+    (fewer than the pool), so the pick is the argmax over all of them, and on
+    this table it is not the mean's own favourite: the bound's term decides."""
+    from optuna.distributions import CategoricalDistribution
+
+    from tuner.search.ordinal import BOUND_KAPPA
+
+    values = {"a": [0, 1, 2], "b": [0, 1, 2, 3], "c": [0, 1]}
+    dists = {name: CategoricalDistribution(choices) for name, choices in values.items()}
+    configs = [dict(zip(values, combo)) for combo in itertools.product(*values.values())]
+    noise = np.random.default_rng(3)
+    measured = {config_key(cfg): (cfg, float(math.exp(0.2 * cfg["a"] + 0.3 * cfg["c"] - 0.1 * cfg["b"] + noise.normal(0, 0.2))))
+                for cfg in configs if not (cfg["a"] == 2 and cfg["c"] == 1) and noise.random() < 0.7}  # fmt: skip
+    columns = {(name, value): i for i, (name, value) in enumerate((n, v) for n in values for v in values[n])}
+    for x, y in itertools.combinations(values, 2):
+        for u, v in itertools.product(values[x], values[y]):
+            columns[(x, u, y, v)] = len(columns)
+
+    def row(cfg):
+        out = np.zeros(len(columns))
+        out[[columns[(name, cfg[name])] for name in values]] = 1
+        out[[columns[(x, cfg[x], y, cfg[y])] for x, y in itertools.combinations(values, 2)]] = 1
+        return out
+
+    design = np.array([row(cfg) for cfg, _ in measured.values()])
+    target = np.log([value for _, value in measured.values()])
+    inverse = np.linalg.inv(design.T @ design + np.eye(len(columns)))
+    weights = inverse @ design.T @ (target - target.mean())
+    variance = float(((target - target.mean() - design @ weights) ** 2).sum()) / (len(target) - 1)
+    unvisited = [cfg for cfg in configs if config_key(cfg) not in measured]
+    mean = np.array([row(cfg) @ weights for cfg in unvisited])
+    spread = np.array([row(cfg) @ inverse @ row(cfg) for cfg in unvisited])
+    want = unvisited[int(np.argmax(mean + BOUND_KAPPA * np.sqrt(variance * spread)))]
+    # Neither the mean alone nor a bound without the residual variance picks it: (a 2, c 1) is never measured.
+    assert (want["a"], want["c"]) == (2, 1)
+    assert want != unvisited[int(np.argmax(mean))] and want != unvisited[int(np.argmax(mean + np.sqrt(spread)))]
+    sampler = OrdinalSampler(seed=0, pairs=True, bound_every=3)
+    sampler.bind(dists, lambda cfg: True, {config_key(cfg): cfg for cfg in configs})
+    for seed in range(3):  # the candidates drawn in another order each time
+        assert sampler._bound(measured, set(measured), __import__("random").Random(seed)) == want
+
+
+def test_the_upper_bound_draws_its_pool_in_a_space_too_large_to_list():
+    """Without an enumerated space the candidates are random feasible draws: as
+    many as the pool holds, not the 200 a single unvisited draw may take."""
+    from optuna.distributions import CategoricalDistribution
+
+    from tuner.search.ordinal import BOUND_POOL, UNSEEN
+
+    dists = {name: CategoricalDistribution(list(range(10))) for name in "abcdef"}  # 10^6 points, none listed
+    sampler = OrdinalSampler(seed=0, pairs=True, bound_every=3)
+    sampler.bind(dists, lambda cfg: cfg["a"] != 0, None)
+    drawn = sampler._random_unseen(set(), __import__("random").Random(0), BOUND_POOL)
+    assert UNSEEN < len(drawn) <= BOUND_POOL and all(cfg["a"] != 0 for cfg in drawn)
 
 
 def test_the_default_strategy_takes_the_upper_bound_in_its_restarts_and_ordinal_does_not():

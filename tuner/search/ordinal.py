@@ -58,8 +58,9 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    a restart's phase (not the start's), off a plateau, is the unvisited
    configuration of highest upper confidence bound under the step model
    (5., every pair column in, read as a Bayesian linear regression): the
-   combinations of values measured least, which the Parzen model never
-   proposes once the best measurements share a region without them.
+   combinations of values measured least, which the Parzen model rarely
+   proposes once the best measurements share a region without them. A
+   proposal of the bound's that fails is not followed by another.
 5. **A model picks the step**: a ridge regression of log-bandwidth on every
    parameter value (main effects, refitted each trial on every measurement)
    ranks the candidates; the best predicted is proposed. Prior rows (a warm
@@ -199,7 +200,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             phase (from its first; 0: never), except on a plateau as above, the
             proposal is the configuration of highest upper confidence bound
             under the step model with every value-pair column, among
-            ``BOUND_POOL`` unvisited ones drawn at random (``_bound``).
+            ``BOUND_POOL`` unvisited ones drawn at random (``_bound``); once
+            a measurement count (a failed proposal leaves it where it was).
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
     """
@@ -252,6 +254,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._fitted: tuple | None = None  # (measured, (weights, mean)) of the last fit
         self._exhausted: set[str] = set()  # measured keys whose every step was visited
         self._apart: dict[int, set[str]] = {}  # restart's start -> keys this sampler drew apart (wide_restarts)
+        self._bounded: set[tuple[int, int]] = set()  # (restart's start, measurements) where the bound was proposed
         self._prior: list[tuple[str, dict, float]] = []
 
     # What DistinctSampler tells it.
@@ -542,7 +545,9 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
     def _restart_draw(self, measured: dict[str, tuple[dict, float]], visited: set[str],
                       rng: random.Random) -> dict | None:  # fmt: skip
         """A global-phase proposal. In a restart's phase (not the study's
-        start), every ``bound_every``-th is the upper bound's (``_bound``).
+        start), the proposal at every ``bound_every``-th measurement is the
+        upper bound's (``_bound``), once (a failure leaves the count where it
+        was), and it takes that measurement where it is also one drawn apart.
         After a restart that found nothing (and with ``wide_restarts``), every
         other measurement is drawn apart: the Parzen model then sees only this
         sampler's draws apart in the phase, and before ``n_startup`` of them
@@ -556,8 +561,12 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         them again from far-apart points."""
         state = self._climbs.read(measured)
         start = state["start"]
-        if self.bound_every and start > 0 and (len(measured) - start) % self.bound_every == 0:
+        slot = (start, len(measured))
+        if self.bound_every and start > 0 and (len(measured) - start) % self.bound_every == 0 and slot not in self._bounded:
+            # Once a slot: a proposal that failed leaves the count of measurements where it was, and the bound,
+            # which never sees a failure, would propose the same unmeasured region again.
             if not self._on_plateau(measured, state):
+                self._bounded.add(slot)
                 cfg = self._bound(measured, visited, rng)
                 if cfg is not None:
                     return cfg
@@ -580,7 +589,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         return sum(value >= CROWD_SHARE * state["top_before"] for value in before) >= CROWD
 
     def _bound(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
-        """The unvisited configuration, of ``BOUND_POOL`` drawn at random, of
+        """The unvisited configuration, of ``BOUND_POOL`` drawn at random (of
+        as many random draws where the space is not listed), of
         highest upper confidence bound (prediction plus ``BOUND_KAPPA``
         standard deviations) under the step model with every column, value
         pairs included, read as a Bayesian linear regression: the posterior
@@ -782,7 +792,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             left = [cfg for key, cfg in self._enumerated if key not in visited]
             return rng.sample(left, min(count, len(left)))
         found = []
-        for _ in range(UNSEEN):
+        for _ in range(max(UNSEEN, count)):
             cfg = {name: rng.choice(dist.choices) for name, dist in self._dists.items()}
             if config_key(cfg) not in visited and self._feasible(cfg):
                 found.append(cfg)
