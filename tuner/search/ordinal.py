@@ -54,8 +54,9 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    (far-apart points, then the Parzen model of those draws alone), except on
    a plateau (``CROWD`` measurements within ``CROWD_SHARE`` of the best):
    recombining the best measurements keeps drawing beside a stalled local
-   optimum. With ``bound_every`` (3 in the default), every third proposal of
-   a restart's phase (not the start's), off a plateau, is the unvisited
+   optimum. With ``bound_every`` (3 in the default), at every third
+   measurement of a restart's phase (not the start's), off a plateau, the
+   proposal is the unvisited
    configuration of highest upper confidence bound under the step model
    (5., every pair column in, read as a Bayesian linear regression): the
    combinations of values measured least, which the Parzen model rarely
@@ -121,6 +122,7 @@ from tuner.data.results import config_key, plain_value
 from tuner.search.ordinal_grid import (
     kernel_keep,
     nearest_distances,
+    one_hot_quadratic_forms,
     one_hot_sums,
     ordered_values,
     parzen_log_density,
@@ -154,7 +156,7 @@ LEFT_OUT_ROWS = 2000  # the latest rows (measurements, prior) whose leave-one-ou
 CROWD_SHARE = 0.97  # a measurement this close to the best is one of its crowd (a plateau)
 CROWD = 10  # a best with this many in its crowd has no restart drawn apart from it
 MODEL_VALUES = 64  # a parameter's columns in the model at most (more values share them, neighbours together)
-BOUND_EVERY = 3  # every this many proposals of a restart's global phase, one is the model's upper bound's (ordinal_global)
+BOUND_EVERY = 3  # every this many measurements of a restart's global phase, one proposal is the model's upper bound's (ordinal_global)
 BOUND_KAPPA = 1.0  # the bound: the model's prediction plus this many of its standard deviations
 BOUND_POOL = 2000  # unvisited configurations, drawn at random, among which the bound's favourite is chosen
 
@@ -611,10 +613,9 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         candidates = self._random_unseen(visited, rng, BOUND_POOL)
         if not candidates:
             return None
-        design = np.zeros((len(candidates), self._width))
-        design[np.arange(len(candidates))[:, None], self._features_of([config_key(cfg) for cfg in candidates])] = 1.0
-        spread = np.einsum("ij,ij->i", design @ inverse, design) * variance
-        return candidates[int(np.argmax(design @ weights + BOUND_KAPPA * np.sqrt(spread)))]
+        columns = self._features_of([config_key(cfg) for cfg in candidates])
+        spread = one_hot_quadratic_forms(inverse, columns) * variance
+        return candidates[int(np.argmax(weights[columns].sum(axis=1) + BOUND_KAPPA * np.sqrt(spread)))]
 
     def _neighbours(self, key: str, cfg: dict) -> list[tuple[str, dict]]:
         """Feasible configurations one step from ``cfg`` (cached): an ordered
@@ -705,9 +706,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             inverse = np.linalg.inv(gram[:width, :width] + RIDGE * np.eye(width))
             weights = np.zeros(self._width)
             weights[:width] = inverse @ centred_moment[:width]
-            design = np.zeros((len(rows), width))  # one-hot rows: a dense product costs less than a gather of pairs
-            design[np.arange(len(rows))[:, None], columns] = 1.0
-            leverage = np.einsum("ij,ij->i", design @ inverse, design)
+            leverage = one_hot_quadratic_forms(inverse, columns)
             error = float((((centred - weights[columns].sum(axis=1)) / (1.0 - leverage)) ** 2).sum())
             if best is None or error < best_error:
                 best_error, best = error, weights

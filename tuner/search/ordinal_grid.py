@@ -23,6 +23,16 @@ def one_hot_sums(columns: np.ndarray, y: np.ndarray, width: int) -> tuple[np.nda
     return gram, moment, ones
 
 
+def one_hot_quadratic_forms(inverse: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """x' A x for each one-hot row x that sets ``columns`` (A = ``inverse``,
+    square): a ridge fit's leverages, or its posterior variances over the
+    noise's. A dense product of the one-hot design costs less than a gather
+    of A's entries over each row's columns (4-6 times, 2,000 rows)."""
+    design = np.zeros((len(columns), len(inverse)))
+    design[np.arange(len(columns))[:, None], columns] = 1.0
+    return np.einsum("ij,ij->i", design @ inverse, design)
+
+
 def ordered_values(choices: Sequence) -> tuple[bool, list]:
     """Whether the values are ordered (all numbers), and them sorted (by
     text where unordered, so the listed order never matters)."""
