@@ -42,10 +42,19 @@ TIMEOUT_S = 120
 
 # Each worker imports everything, says so, and waits for the others: all four
 # then start on the empty study together, so claims and the budget are contested.
-STARTER = """
+# A look-up takes MEASURE_S, as a measurement takes time on a GPU: without it one
+# worker that opened the study first could spend the whole budget before the
+# others had read their table, and the study would not be shared.
+MEASURE_S = 0.1
+STARTER = f"""
 import sys, time, pathlib
 from tuner.search import replay_study
 ready, go = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+table_measure = replay_study.table_measure
+def timed_measure(*args, **kwargs):
+    lookup = table_measure(*args, **kwargs)
+    return lambda cfg: (time.sleep({MEASURE_S}), lookup(cfg))[1]
+replay_study.table_measure = timed_measure
 ready.touch()
 while not go.exists():
     time.sleep(0.005)
