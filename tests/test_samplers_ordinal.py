@@ -256,29 +256,87 @@ def test_after_a_restart_the_global_phase_is_not_counted_against_patience():
         OrdinalSampler(bound_every=-1)
 
 
-PARZEN_DISTS = {name: optuna.distributions.CategoricalDistribution(list(range(8))) for name in ("a", "b", "c", "d")}
+PARZEN_DISTS = {name: optuna.distributions.CategoricalDistribution([f"v{i}" for i in range(8)]) for name in "abcd"}
+
+
+def parzen_measurements(seed: int, label) -> dict:
+    """60 measurements of four 8-valued parameters: the fast ones (one in ten) share a = 7 and b = 0, the slow
+    ones are anything else (c and d do not matter). ``label`` makes a value of its position."""
+    rng = __import__("random").Random(seed)
+    measured = {}
+    for _ in range(60):
+        at = {name: rng.randrange(8) for name in "abcd"}
+        fast = rng.random() < 0.1
+        if fast:
+            at |= {"a": 7, "b": 0}
+        elif at["a"] == 7 and at["b"] == 0:
+            at["a"] = 3
+        cfg = {name: label(i) for name, i in at.items()}
+        measured[config_key(cfg)] = (cfg, 100.0 + rng.random() if fast else 10.0 + rng.random())
+    return measured
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_the_global_phase_proposes_what_the_best_measured_configurations_share(seed):
-    # The fast configurations share a = 7 and b = 0 (c and d do not matter); the slow ones are
-    # anything else. The Parzen proposal keeps both values, where a random draw would keep them
-    # together one time in 64.
-    rng = __import__("random").Random(seed)
+    # Unordered values: the Parzen proposal keeps both of the fast ones' values, where a random draw would keep
+    # them together one time in 64.
     sampler = OrdinalSampler(seed=seed)
     sampler.bind(PARZEN_DISTS, lambda cfg: True, None)
-    measured = {}
-    for _ in range(60):
-        cfg = {name: rng.randrange(8) for name in PARZEN_DISTS}
-        fast = rng.random() < 0.1
-        if fast:
-            cfg |= {"a": 7, "b": 0}
-        elif cfg["a"] == 7 and cfg["b"] == 0:
-            cfg["a"] = 3
-        measured[config_key(cfg)] = (cfg, 100.0 + rng.random() if fast else 10.0 + rng.random())
-    proposals = [sampler._parzen(measured, set(measured), __import__("random").Random(seed * 100 + i)) for i in range(5)]
+    measured = parzen_measurements(seed, lambda i: f"v{i}")
+    proposals = [sampler._parzen(measured, set(measured), __import__("random").Random(seed * 100 + i)) for i in range(20)]
     assert all(cfg is not None and config_key(cfg) not in measured for cfg in proposals)
-    assert sum(cfg["a"] == 7 and cfg["b"] == 0 for cfg in proposals) >= 4, proposals
+    assert sum(cfg["a"] == "v7" and cfg["b"] == "v0" for cfg in proposals) >= 10, proposals
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_global_phase_also_proposes_the_neighbours_of_ordered_values(seed):
+    # The same measurements with ordered values 1..8 (a = 8 and b = 1 fast): the kernels move a share of each
+    # ordered value to the values nearest twice and half it (8: 4; 1: 2), so the proposals keep the fast values
+    # or step beside them, each far more often than at random (both kept 1 in 64, both within that 9 in 64).
+    dists = {name: optuna.distributions.CategoricalDistribution(list(range(1, 9))) for name in "abcd"}
+    sampler = OrdinalSampler(seed=seed)
+    sampler.bind(dists, lambda cfg: True, None)
+    measured = parzen_measurements(seed, lambda i: i + 1)
+    proposals = [sampler._parzen(measured, set(measured), __import__("random").Random(seed * 100 + i)) for i in range(20)]
+    kept = sum(cfg["a"] == 8 and cfg["b"] == 1 for cfg in proposals)
+    beside = sum(cfg["a"] in (4, 8) and cfg["b"] in (1, 2) and (cfg["a"], cfg["b"]) != (8, 1) for cfg in proposals)
+    assert kept >= 4 and beside >= 2 and kept + beside >= 10, proposals
+
+
+def test_ordered_parzen_kernels_move_a_share_to_the_values_nearest_twice_and_half():
+    from tuner.search.ordinal_grid import log_neighbours, parzen_kernels
+
+    # Block sizes in steps of 64: 256's neighbours are 128 and 512; 320's are 192 and 640 (160 is absent:
+    # 192 is nearer it than 128 on a log scale); the largest has only its half. Values with a zero: the adjacent ones.
+    blocks = list(range(64, 1025, 64))
+    near = log_neighbours(blocks)
+    assert [blocks[i] for i in near[blocks.index(256)]] == [128, 512]
+    assert [blocks[i] for i in near[blocks.index(320)]] == [192, 640]
+    assert [blocks[i] for i in near[-1]] == [512]
+    assert log_neighbours([0, 1, 2]) == [[1], [0, 2], [1]]
+    ordered, unordered = parzen_kernels([(True, blocks), (False, ["ldg", "none", "stream"])], 9, 0.15)
+    assert np.allclose(ordered.sum(axis=1), 1.0) and np.allclose(unordered.sum(axis=1), 1.0)
+    keep = (1 + 0.1) / (1 + 16 * 0.1)  # the categorical kernel of 9 observations: e = 1 / 10
+    row = ordered[blocks.index(256)]
+    assert row[blocks.index(256)] == pytest.approx(0.85 * keep)
+    assert row[blocks.index(128)] == row[blocks.index(512)] == pytest.approx(0.85 * (1 - keep) / 15 + 0.075)
+    assert row[blocks.index(960)] == pytest.approx(0.85 * (1 - keep) / 15)
+    assert unordered[0, 0] == pytest.approx((1 + 0.1) / (1 + 3 * 0.1)) and unordered[0, 1] == unordered[0, 2]
+
+
+def test_the_parzen_density_is_the_mixture_of_its_kernels():
+    from tuner.search.ordinal_grid import parzen_kernels, parzen_log_density
+
+    rng = np.random.default_rng(3)
+    kernels = parzen_kernels([(True, [1, 2, 4, 8, 16]), (False, ["x", "y"]), (True, [0, 1])], 300, 0.15)
+    observed = np.column_stack([rng.integers(0, 5, 300), rng.integers(0, 2, 300), rng.integers(0, 2, 300)])
+    drawn = np.array([[0, 0, 0], [4, 1, 1], [2, 0, 1]])
+    expected = []
+    for row in drawn:
+        mixture = sum(np.prod([kernels[j][o[j], row[j]] for j in range(3)]) for o in observed)
+        expected.append(np.log((mixture + 1 / 20) / 301))  # one kernel per observation and the uniform one
+    assert np.allclose(parzen_log_density(drawn, observed, kernels), expected)
+    assert np.allclose(parzen_log_density(drawn, observed[:0], kernels), np.log(1 / 20))
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -74,29 +74,69 @@ def nearest_distances(candidates: Sequence[list[float]], points: np.ndarray, ord
 
 
 def kernel_keep(sizes: np.ndarray, observations: int) -> np.ndarray:
-    """The chance that a Parzen kernel of a mixture of ``observations`` keeps
-    its own value of each parameter, (1 + e) / (1 + k e), with k the
-    parameter's number of values and e = 1 / (observations + 1)."""
+    """The chance that a categorical Parzen kernel of a mixture of
+    ``observations`` keeps its own value of each parameter,
+    (1 + e) / (1 + k e), with k the parameter's number of values and
+    e = 1 / (observations + 1); every other value has e / (1 + k e)."""
     e = 1.0 / (observations + 1)
     return (1 + e) / (1 + sizes * e)
 
 
-def parzen_log_density(drawn: np.ndarray, observed: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Log density of each row of ``drawn`` (codes, one column per parameter)
-    under a mixture of one categorical kernel per row of ``observed`` and a
-    uniform one: a kernel gives its own value (1 + e) / (1 + k e) and every
-    other value e / (1 + k e), k the parameter's number of values and
-    e = 1 / (observations + 1)."""
-    uniform = -np.log(sizes).sum()
+def log_neighbours(values: Sequence) -> list[list[int]]:
+    """Each sorted value's neighbours (positions): the values nearest, on a
+    log scale, to twice and to half it, where every value is a positive
+    number; else, or where that is the value itself, the adjacent ones."""
+    positive = all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in values)
+    found = []
+    for here, value in enumerate(values):
+        near = set()
+        if positive:
+            for target in (2.0 * value, 0.5 * value):
+                nearest = min(range(len(values)), key=lambda i: (abs(math.log(values[i] / target)), i))
+                if nearest != here:
+                    near.add(nearest)
+        if not near:
+            near = {i for i in (here - 1, here + 1) if 0 <= i < len(values)}
+        found.append(sorted(near))
+    return found
+
+
+def parzen_kernels(orders: Sequence[tuple[bool, list]], observations: int, neighbour_share: float) -> list[np.ndarray]:
+    """Per parameter, the (k, k) matrix whose row c is the Parzen kernel
+    centred on position c of a mixture of ``observations``: the categorical
+    kernel (``kernel_keep``), and for an ordered parameter a share
+    ``neighbour_share`` of it moved to ``log_neighbours`` of c, split evenly.
+    Positions are the sorted values' of an ordered parameter."""
+    kernels = []
+    for ordered, values in orders:
+        k = len(values)
+        keep = float(kernel_keep(np.array([k], dtype=float), observations)[0])
+        kernel = np.full((k, k), (1.0 - keep) / max(1, k - 1))
+        np.fill_diagonal(kernel, keep)
+        if ordered and k > 1:
+            moved = np.zeros((k, k))
+            for here, near in enumerate(log_neighbours(values)):
+                moved[here, near] = 1.0 / len(near)
+            kernel = (1.0 - neighbour_share) * kernel + neighbour_share * moved
+        kernels.append(kernel)
+    return kernels
+
+
+def parzen_log_density(drawn: np.ndarray, observed: np.ndarray, kernels: Sequence[np.ndarray]) -> np.ndarray:
+    """Log density of each row of ``drawn`` (positions, one column per
+    parameter) under a mixture of one kernel per row of ``observed`` (row c
+    of each parameter's matrix of ``kernels``) and a uniform one."""
+    uniform = -float(sum(np.log(len(kernel)) for kernel in kernels))
     if len(observed) == 0:
         return np.full(len(drawn), uniform)
-    same = np.log(kernel_keep(sizes, len(observed)))
-    other = same - np.log(len(observed) + 2)  # e / (1 + k e): the kept value's (1 + e) / (1 + k e) over 1 + 1 / e
+    log_kernels = [np.log(kernel) for kernel in kernels]
     log_p = np.empty((len(drawn), len(observed) + 1))
     for start in range(0, len(observed), 256):  # bounded memory: 256 observations at a time
         block = observed[start : start + 256]
-        match = drawn[:, None, :] == block[None, :, :]
-        log_p[:, start : start + len(block)] = np.where(match, same, other).sum(axis=2)
+        total = np.zeros((len(drawn), len(block)))
+        for j, log_kernel in enumerate(log_kernels):
+            total += log_kernel[block[:, j][None, :], drawn[:, j][:, None]]
+        log_p[:, start : start + len(block)] = total
     log_p[:, -1] = uniform
     top = log_p.max(axis=1, keepdims=True)
     return top[:, 0] + np.log(np.exp(log_p - top).sum(axis=1)) - np.log(len(observed) + 1)
