@@ -273,16 +273,16 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         # Sorted by key, so that the order the values are listed in changes nothing.
         self._enumerated = None if enumerated is None else sorted(enumerated.items(), key=lambda item: item[0])
         self._order = {name: ordered_values(dist.choices) for name, dist in self._dists.items()}
-        # A value's position for the Parzen kernels: among the sorted values of an ordered parameter (its
-        # neighbours matter), among the listed choices of an unordered one.
-        self._kernel_index = {name: {plain_value(v): i for i, v in enumerate(values if ordered else self._dists[name].choices)}
-                              for name, (ordered, values) in self._order.items()}  # fmt: skip
         # A slice: the configurations that share the parameters of few values (switches, tiles).
         self._wide = [name for name, (ordered, values) in self._order.items() if ordered and len(values) >= WIDE]
         self._narrow = [name for name in self._order if name not in self._wide]
         self._slices: dict[tuple, list[tuple[str, dict]]] | None = None
         self._columns = {(name, value): i for i, (name, value) in enumerate(
             (name, value) for name, dist in self._dists.items() for value in dist.choices)}  # fmt: skip
+        # Each value's column -> its position for the Parzen kernels: among the sorted values of an ordered
+        # parameter (its neighbours matter), among the listed choices of an unordered one.
+        self._kernel_position = np.array([self._order[name][1].index(plain_value(value)) if self._order[name][0] else i
+                                          for name, dist in self._dists.items() for i, value in enumerate(dist.choices)])  # fmt: skip
         self._model_columns, self._main_width = self._grouped_columns()
         self._pair_names = self._paired() if self.pairs else []
         self._pair_columns = self._value_pairs()
@@ -527,7 +527,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         128 and 512 than about 960."""
         ranked = sorted(measured, key=lambda key: -measured[key][1])
         good_count = max(1, min(int(np.ceil(ELITE * len(ranked))), ELITE_MAX))
-        positions = self._kernel_positions([measured[key][0] for key in ranked])
+        positions = self._kernel_positions(ranked)
         good, rest = positions[:good_count], positions[good_count:]
         orders = [self._order[name] for name in self._dists]
         good_kernels = parzen_kernels(orders, good_count, PARZEN_NEIGHBOUR)
@@ -549,17 +549,15 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         if not candidates:
             return None
         keys = list(candidates)
-        drawn = self._kernel_positions([candidates[key] for key in keys])
+        drawn = self._kernel_positions(keys)
         rest_kernels = parzen_kernels(orders, max(1, len(rest)), PARZEN_NEIGHBOUR)
         score = parzen_log_density(drawn, good, good_kernels) - parzen_log_density(drawn, rest, rest_kernels)
         return candidates[keys[int(np.argmax(score))]]
 
-    def _kernel_positions(self, cfgs: list[dict]) -> np.ndarray:
-        """(len(cfgs), parameters) each value's position for the Parzen
-        kernels: among the sorted values of an ordered parameter, among the
-        listed choices of an unordered one."""
-        rows = [[self._kernel_index[name][cfg[name]] for name in self._dists] for cfg in cfgs]
-        return np.array(rows, dtype=int).reshape(len(cfgs), len(self._dists))
+    def _kernel_positions(self, keys: list[str]) -> np.ndarray:
+        """(len(keys), parameters) each value's position for the Parzen
+        kernels (``_kernel_position`` of its column)."""
+        return self._kernel_position[self._columns_of(keys)]
 
     def _kernel_value(self, name: str, position: int) -> Any:
         ordered, values = self._order[name]
