@@ -1,6 +1,7 @@
 """Arithmetic on a grid of parameter values for ``OrdinalSampler``: which
 values are ordered, the step sizes along them, distances between grid points,
-and the sums of the one-hot model's normal equations."""
+the sums of the one-hot model's normal equations, and the Parzen phase's
+kernels and densities."""
 
 from __future__ import annotations
 
