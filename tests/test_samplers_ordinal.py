@@ -314,7 +314,7 @@ def test_ordered_parzen_kernels_move_a_share_to_the_values_nearest_twice_and_hal
     assert [blocks[i] for i in near[blocks.index(320)]] == [192, 640]
     assert [blocks[i] for i in near[-1]] == [512]
     assert log_neighbours([0, 1, 2]) == [[1], [0, 2], [1]]
-    ordered, unordered = parzen_kernels([(True, blocks), (False, ["ldg", "none", "stream"])], 9, 0.15)
+    ordered, unordered = (kernel.dense() for kernel in parzen_kernels([(True, blocks), (False, ["ldg", "none", "stream"])], 9, 0.15))
     assert np.allclose(ordered.sum(axis=1), 1.0) and np.allclose(unordered.sum(axis=1), 1.0)
     keep = (1 + 0.1) / (1 + 16 * 0.1)  # the categorical kernel of 9 observations: e = 1 / 10
     row = ordered[blocks.index(256)]
@@ -324,16 +324,39 @@ def test_ordered_parzen_kernels_move_a_share_to_the_values_nearest_twice_and_hal
     assert unordered[0, 0] == pytest.approx((1 + 0.1) / (1 + 3 * 0.1)) and unordered[0, 1] == unordered[0, 2]
 
 
+def test_a_parzen_draw_is_the_one_random_choices_makes_from_the_same_state():
+    import random
+
+    from tuner.search.ordinal_grid import parzen_kernels, weighted_choice
+
+    rng = np.random.default_rng(5)
+    for trial in range(200):
+        weights = rng.random(int(rng.integers(1, 50))) * 10.0 ** int(rng.integers(-6, 7))
+        ours, theirs = random.Random(trial), random.Random(trial)
+        assert weighted_choice(weights, ours) == theirs.choices(range(len(weights)), weights=weights)[0]
+        assert ours.random() == theirs.random()  # one draw each: the states stay together
+    # A kernel's row is its dense matrix's, for a parameter too wide for one (no k x k matrix is made).
+    wide = list(range(1, 5001))
+    (kernel,) = parzen_kernels([(True, wide)], 20, 0.15)
+    row = kernel.row(999)  # the value 1000: its neighbours 500 and 2000
+    assert row.shape == (5000,) and row.sum() == pytest.approx(1.0)
+    # Among 5,000 values the categorical part is nearly flat (e = 1 / 21): the neighbours' share stands out.
+    assert row[499] == row[1999] == row.max() and row[999] > row[998] == row[0]  # 999 is no neighbour of 1000
+    small = parzen_kernels([(True, [1, 2, 4, 8, 16])], 20, 0.15)[0]
+    assert np.array_equal(np.array([small.row(c) for c in range(5)]), small.dense())
+
+
 def test_the_parzen_density_is_the_mixture_of_its_kernels():
     from tuner.search.ordinal_grid import parzen_kernels, parzen_log_density
 
     rng = np.random.default_rng(3)
     kernels = parzen_kernels([(True, [1, 2, 4, 8, 16]), (False, ["x", "y"]), (True, [0, 1])], 300, 0.15)
+    dense = [kernel.dense() for kernel in kernels]
     observed = np.column_stack([rng.integers(0, 5, 300), rng.integers(0, 2, 300), rng.integers(0, 2, 300)])
     drawn = np.array([[0, 0, 0], [4, 1, 1], [2, 0, 1]])
     expected = []
     for row in drawn:
-        mixture = sum(np.prod([kernels[j][o[j], row[j]] for j in range(3)]) for o in observed)
+        mixture = sum(np.prod([dense[j][o[j], row[j]] for j in range(3)]) for o in observed)
         expected.append(np.log((mixture + 1 / 20) / 301))  # one kernel per observation and the uniform one
     assert np.allclose(parzen_log_density(drawn, observed, kernels), expected)
     assert np.allclose(parzen_log_density(drawn, observed[:0], kernels), np.log(1 / 20))

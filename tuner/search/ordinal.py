@@ -122,6 +122,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
 from tuner.search.ordinal_grid import (
+    kernel_neighbours,
     nearest_distances,
     one_hot_quadratic_forms,
     one_hot_sums,
@@ -129,6 +130,7 @@ from tuner.search.ordinal_grid import (
     parzen_kernels,
     parzen_log_density,
     powers_below,
+    weighted_choice,
 )
 from tuner.search.ordinal_history import FinishedPrefix, climb_read, sums_read
 
@@ -281,8 +283,10 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             (name, value) for name, dist in self._dists.items() for value in dist.choices)}  # fmt: skip
         # Each value's column -> its position for the Parzen kernels: among the sorted values of an ordered
         # parameter (its neighbours matter), among the listed choices of an unordered one.
-        self._kernel_position = np.array([self._order[name][1].index(plain_value(value)) if self._order[name][0] else i
+        sorted_position = {name: {value: i for i, value in enumerate(values)} for name, (_, values) in self._order.items()}
+        self._kernel_position = np.array([sorted_position[name][plain_value(value)] if self._order[name][0] else i
                                           for name, dist in self._dists.items() for i, value in enumerate(dist.choices)])  # fmt: skip
+        self._kernel_neighbours = kernel_neighbours([self._order[name] for name in self._dists])
         self._model_columns, self._main_width = self._grouped_columns()
         self._pair_names = self._paired() if self.pairs else []
         self._pair_columns = self._value_pairs()
@@ -530,7 +534,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         positions = self._kernel_positions(ranked)
         good, rest = positions[:good_count], positions[good_count:]
         orders = [self._order[name] for name in self._dists]
-        good_kernels = parzen_kernels(orders, good_count, PARZEN_NEIGHBOUR)
+        good_kernels = parzen_kernels(orders, good_count, PARZEN_NEIGHBOUR, self._kernel_neighbours)
         candidates: dict[str, dict] = {}
         for _ in range(8 * PARZEN_CANDIDATES):
             if len(candidates) >= PARZEN_CANDIDATES:
@@ -539,8 +543,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             cfg = {}
             for j, (name, dist) in enumerate(self._dists.items()):
                 if pick < good_count:
-                    row = good_kernels[j][good[pick, j]]
-                    cfg[name] = self._kernel_value(name, rng.choices(range(len(row)), weights=row)[0])
+                    cfg[name] = self._kernel_value(name, weighted_choice(good_kernels[j].row(good[pick, j]), rng))
                 else:
                     cfg[name] = plain_value(rng.choice(dist.choices))
             key = config_key(cfg)
@@ -550,7 +553,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             return None
         keys = list(candidates)
         drawn = self._kernel_positions(keys)
-        rest_kernels = parzen_kernels(orders, max(1, len(rest)), PARZEN_NEIGHBOUR)
+        rest_kernels = parzen_kernels(orders, max(1, len(rest)), PARZEN_NEIGHBOUR, self._kernel_neighbours)
         score = parzen_log_density(drawn, good, good_kernels) - parzen_log_density(drawn, rest, rest_kernels)
         return candidates[keys[int(np.argmax(score))]]
 
@@ -560,6 +563,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         return self._kernel_position[self._columns_of(keys)]
 
     def _kernel_value(self, name: str, position: int) -> Any:
+        """The value of parameter ``name`` at a Parzen kernel's ``position``."""
         ordered, values = self._order[name]
         return values[position] if ordered else plain_value(self._dists[name].choices[position])
 

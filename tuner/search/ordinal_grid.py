@@ -5,7 +5,10 @@ kernels and densities."""
 
 from __future__ import annotations
 
+import bisect
 import math
+import random
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -85,15 +88,19 @@ def kernel_keep(sizes: np.ndarray, observations: int) -> np.ndarray:
 
 def log_neighbours(values: Sequence) -> list[list[int]]:
     """Each sorted value's neighbours (positions): the values nearest, on a
-    log scale, to twice and to half it, where every value is a positive
-    number; else, or where that is the value itself, the adjacent ones."""
+    log scale, to twice and to half it (the lower one where two are as
+    near), where every value is a positive number; else, or where that is
+    the value itself, the adjacent ones."""
     positive = all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in values)
     found = []
     for here, value in enumerate(values):
         near = set()
         if positive:
             for target in (2.0 * value, 0.5 * value):
-                nearest = min(range(len(values)), key=lambda i: (abs(math.log(values[i] / target)), i))
+                # The nearest on a log scale is one of the two values around the target.
+                above = bisect.bisect_left(values, target)
+                around = [i for i in (above - 1, above) if 0 <= i < len(values)]
+                nearest = min(around, key=lambda i: (abs(math.log(values[i] / target)), i))
                 if nearest != here:
                     near.add(nearest)
         if not near:
@@ -102,41 +109,95 @@ def log_neighbours(values: Sequence) -> list[list[int]]:
     return found
 
 
-def parzen_kernels(orders: Sequence[tuple[bool, list]], observations: int, neighbour_share: float) -> list[np.ndarray]:
-    """Per parameter, the (k, k) matrix whose row c is the Parzen kernel
-    centred on position c of a mixture of ``observations``: the categorical
-    kernel (``kernel_keep``), and for an ordered parameter a share
-    ``neighbour_share`` of it moved to ``log_neighbours`` of c, split evenly.
-    Positions are the sorted values' of an ordered parameter."""
+def neighbour_table(values: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """``log_neighbours`` of sorted ``values`` as arrays: (k, 2) positions,
+    -1 where a value has one neighbour, and (k,) one over their number."""
+    near = log_neighbours(values)
+    table = np.full((len(values), 2), -1)
+    for here, positions in enumerate(near):
+        table[here, : len(positions)] = positions
+    return table, np.array([1.0 / len(positions) for positions in near])
+
+
+@dataclass(frozen=True)
+class ParzenKernel:
+    """One parameter's Parzen kernel in a mixture of some observations, for
+    every centre at once without a (values x values) matrix (a parameter can
+    list thousands of values). The kernel centred on position c gives c
+    ``keep`` and every other position ``other``; of an ordered parameter a
+    share ``share`` of that goes instead to c's neighbours (``near``, as
+    ``neighbour_table``), split evenly."""
+
+    keep: float
+    other: float
+    share: float
+    near: np.ndarray
+    near_weight: np.ndarray
+
+    def at(self, centres: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """The kernel centred on each of ``centres`` at each of ``positions``
+        (integer arrays, broadcast together)."""
+        base = np.where(centres == positions, self.keep, self.other)
+        if not self.share:
+            return base
+        moved = np.where((self.near[centres, 0] == positions) | (self.near[centres, 1] == positions), self.near_weight[centres], 0.0)
+        return (1.0 - self.share) * base + self.share * moved
+
+    def row(self, centre: int) -> np.ndarray:
+        """The kernel centred on ``centre`` at every position."""
+        return self.at(np.array(centre), np.arange(len(self.near)))
+
+    def dense(self) -> np.ndarray:
+        """(k, k): row c the kernel centred on c (for small parameters)."""
+        positions = np.arange(len(self.near))
+        return self.at(positions[:, None], positions[None, :])
+
+
+def kernel_neighbours(orders: Sequence[tuple[bool, list]]) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """Each parameter's ``neighbour_table`` for ``parzen_kernels``: an
+    ordered one's of its sorted values, None for an unordered one."""
+    return [neighbour_table(values) if ordered and len(values) > 1 else None for ordered, values in orders]
+
+
+def parzen_kernels(orders: Sequence[tuple[bool, list]], observations: int, neighbour_share: float,
+                   neighbours: Sequence[tuple[np.ndarray, np.ndarray] | None] | None = None) -> list[ParzenKernel]:  # fmt: skip
+    """Per parameter, the Parzen kernel of a mixture of ``observations``:
+    the categorical kernel (``kernel_keep``), and for an ordered parameter a
+    share ``neighbour_share`` of it moved to ``log_neighbours`` of its
+    centre, split evenly. Positions are the sorted values' of an ordered
+    parameter. ``neighbours``: ``kernel_neighbours(orders)``, computed here
+    where not given (a sampler computes it once)."""
+    neighbours = kernel_neighbours(orders) if neighbours is None else neighbours
     kernels = []
-    for ordered, values in orders:
+    for (_, values), table in zip(orders, neighbours):
         k = len(values)
         keep = float(kernel_keep(np.array([k], dtype=float), observations)[0])
-        kernel = np.full((k, k), (1.0 - keep) / max(1, k - 1))
-        np.fill_diagonal(kernel, keep)
-        if ordered and k > 1:
-            moved = np.zeros((k, k))
-            for here, near in enumerate(log_neighbours(values)):
-                moved[here, near] = 1.0 / len(near)
-            kernel = (1.0 - neighbour_share) * kernel + neighbour_share * moved
-        kernels.append(kernel)
+        near, weight = table if table is not None else (np.full((k, 2), -1), np.zeros(k))
+        kernels.append(ParzenKernel(keep, (1.0 - keep) / max(1, k - 1), neighbour_share if table is not None else 0.0, near, weight))
     return kernels
 
 
-def parzen_log_density(drawn: np.ndarray, observed: np.ndarray, kernels: Sequence[np.ndarray]) -> np.ndarray:
+def weighted_choice(weights: np.ndarray, rng: random.Random) -> int:
+    """``rng.choices(range(len(weights)), weights=weights)[0]``: the same
+    draw from the same state (one ``rng.random()``), with the running sums
+    of the weights taken by numpy in the same order instead of in Python."""
+    cumulative = np.cumsum(weights)
+    return int(np.searchsorted(cumulative[:-1], rng.random() * (float(cumulative[-1]) + 0.0), side="right"))
+
+
+def parzen_log_density(drawn: np.ndarray, observed: np.ndarray, kernels: Sequence[ParzenKernel]) -> np.ndarray:
     """Log density of each row of ``drawn`` (positions, one column per
-    parameter) under a mixture of one kernel per row of ``observed`` (row c
-    of each parameter's matrix of ``kernels``) and a uniform one."""
-    uniform = -float(sum(np.log(len(kernel)) for kernel in kernels))
+    parameter) under a mixture of one kernel per row of ``observed`` (the
+    kernels of ``kernels`` centred there) and a uniform one."""
+    uniform = -float(sum(np.log(len(kernel.near)) for kernel in kernels))
     if len(observed) == 0:
         return np.full(len(drawn), uniform)
-    log_kernels = [np.log(kernel) for kernel in kernels]
     log_p = np.empty((len(drawn), len(observed) + 1))
     for start in range(0, len(observed), 256):  # bounded memory: 256 observations at a time
         block = observed[start : start + 256]
         total = np.zeros((len(drawn), len(block)))
-        for j, log_kernel in enumerate(log_kernels):
-            total += log_kernel[block[:, j][None, :], drawn[:, j][:, None]]
+        for j, kernel in enumerate(kernels):
+            total += np.log(kernel.at(block[:, j][None, :], drawn[:, j][:, None]))
         log_p[:, start : start + len(block)] = total
     log_p[:, -1] = uniform
     top = log_p.max(axis=1, keepdims=True)
