@@ -192,13 +192,13 @@ def parzen_log_density(drawn: np.ndarray, observed: np.ndarray, kernels: Sequenc
     uniform = -float(sum(np.log(len(kernel.near)) for kernel in kernels))
     if len(observed) == 0:
         return np.full(len(drawn), uniform)
+    total = np.zeros((len(drawn), len(observed)))
+    for j, kernel in enumerate(kernels):
+        # The log kernel of every centre at each drawn position (values x draws), read at the observed centres.
+        at_drawn = np.log(kernel.at(np.arange(len(kernel.near))[:, None], drawn[:, j][None, :]))
+        total += at_drawn[observed[:, j]].T
     log_p = np.empty((len(drawn), len(observed) + 1))
-    for start in range(0, len(observed), 256):  # bounded memory: 256 observations at a time
-        block = observed[start : start + 256]
-        total = np.zeros((len(drawn), len(block)))
-        for j, kernel in enumerate(kernels):
-            total += np.log(kernel.at(block[:, j][None, :], drawn[:, j][:, None]))
-        log_p[:, start : start + len(block)] = total
+    log_p[:, :-1] = total
     log_p[:, -1] = uniform
     top = log_p.max(axis=1, keepdims=True)
     return top[:, 0] + np.log(np.exp(log_p - top).sum(axis=1)) - np.log(len(observed) + 1)
