@@ -804,3 +804,91 @@ def test_a_space_of_at_most_model_values_per_parameter_keeps_one_column_per_valu
     sampler = OrdinalSampler(seed=0)
     sampler.bind(dists, lambda cfg: True, None)
     assert sampler._model_columns is sampler._columns and sampler._width == MODEL_VALUES + 2
+
+
+BASIN_DISTS = {"a": optuna.distributions.CategoricalDistribution(list(range(16))),
+               "b": optuna.distributions.CategoricalDistribution(list(range(16))),
+               "c": optuna.distributions.CategoricalDistribution(["x", "y", "z"])}  # fmt: skip
+
+
+def two_basins(cfg: dict) -> float:
+    """A broad region at 97.5 % far from the grid's centre and a narrow peak
+    (1.0, falling 4 % a position) beside the centre (8, 8): the Parzen draws
+    gather in the broad region."""
+    broad = 0.975 * math.exp(-((cfg["a"] - 2) ** 2 + (cfg["b"] - 13) ** 2) / 40)
+    narrow = 1.0 - 0.04 * (abs(cfg["a"] - 9) + abs(cfg["b"] - 6))
+    return max(broad, narrow, 0.3) * (1.0 if cfg["c"] == "x" else 0.995)
+
+
+def basin_study(seed: int, centre_climb: int, trials: int = 80) -> tuple[OrdinalSampler, list]:
+    sampler = OrdinalSampler(seed=seed, global_phase=30, start_phase=80, landmarks=("last",), landmarks_first=True,
+                             centre_climb=centre_climb)  # fmt: skip
+    sampler.bind(BASIN_DISTS, lambda cfg: True, None)
+    plain = optuna.create_study(sampler=sampler, direction="maximize")
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        plain.optimize(lambda t: two_basins({n: t.suggest_categorical(n, d.choices) for n, d in BASIN_DISTS.items()}),
+                       n_trials=trials)  # fmt: skip
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+    assert len({config_key(t.params) for t in plain.trials}) == trials  # never a configuration twice
+    return sampler, plain.trials
+
+
+def test_the_centre_climb_takes_every_other_start_phase_measurement_from_the_centre():
+    from tuner.search.ordinal import CENTRE_EVERY
+
+    for seed in range(3):
+        sampler, trials = basin_study(seed, centre_climb=12, trials=60)
+        keys = [config_key(t.params) for t in trials]
+        own = [i for i, key in enumerate(keys) if key in sampler._centre]
+        # Its first proposal is the centre (each ordered parameter's middle value), at the first even count of
+        # measurements after the space-filling start; then one every CENTRE_EVERY measurements, 12 in all.
+        assert trials[own[0]].params["a"] == trials[own[0]].params["b"] == 8
+        assert own == list(range(6, 6 + CENTRE_EVERY * 12, CENTRE_EVERY)), own
+        # Each later one is a step from the best of the climb's measurements before it.
+        for before, i in zip(own, own[1:]):
+            climb = {keys[j]: (trials[j].params, trials[j].value) for j in own if j <= before}
+            best_key, (best, _) = max(climb.items(), key=lambda item: item[1][1])
+            assert keys[i] in {key for key, _ in sampler._neighbours(best_key, best)}, (seed, i)
+        off, _ = basin_study(seed, centre_climb=0, trials=30)
+        assert off._centre is None
+
+
+def test_the_centre_climb_ends_after_its_patience_without_progress():
+    from tuner.search.ordinal import CENTRE_PATIENCE
+
+    sampler = OrdinalSampler(seed=0, centre_climb=100)
+    sampler.bind(BASIN_DISTS, lambda cfg: True, None)
+    rng = __import__("random").Random(0)
+    centre = sampler._centre_step({}, set(), rng)
+    measured = {config_key(centre): (centre, 100.0)}
+    for _ in range(CENTRE_PATIENCE):  # each no better than the centre: no progress
+        step = sampler._centre_step(measured, set(measured), rng)
+        assert step is not None
+        measured[config_key(step)] = (step, 99.0)
+    assert sampler._centre_step(measured, set(measured), rng) is None
+    measured[config_key(step)] = (step, 101.0)  # the last one gained after all: the climb goes on from it
+    follow = sampler._centre_step(measured, set(measured), rng)
+    assert config_key(follow) in {key for key, _ in sampler._neighbours(config_key(step), step)}
+    with pytest.raises(ValueError, match="centre_climb must be >= 0, got -1"):
+        OrdinalSampler(centre_climb=-1)
+
+
+def test_a_climb_from_the_centre_finds_a_narrow_peak_the_parzen_draws_pass_by():
+    with_climb = sorted(first_hit for first_hit in (first_two_basins_hit(seed, 20) for seed in range(10)))
+    without = sorted(first_hit for first_hit in (first_two_basins_hit(seed, 0) for seed in range(10)))
+    assert with_climb[5] < without[5] and with_climb[-1] <= 60, (with_climb, without)
+
+
+def first_two_basins_hit(seed: int, centre_climb: int) -> int:
+    _, trials = basin_study(seed, centre_climb)
+    return next((i for i, t in enumerate(trials, 1) if t.value >= 0.99), 81)
+
+
+def test_the_default_strategy_climbs_from_the_centre_and_ordinal_does_not():
+    from tuner.search.ordinal import CENTRE_CLIMB
+
+    assert make_sampler("ordinal_global", 0).centre_climb == CENTRE_CLIMB == 20
+    assert make_sampler("ordinal", 0).centre_climb == 0

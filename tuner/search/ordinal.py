@@ -16,7 +16,13 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    farthest from those chosen (maximin) among random feasible ones;
    ``n_startup`` of them. A warm start's best configurations take their
    place. ``start_phase``: proposals after it come from the Parzen model
-   (4.) until that many measurements, before the first climb.
+   (4.) until that many measurements, before the first climb. With
+   ``centre_climb`` (20 in ``ordinal_global``), every other one of them is
+   instead a step (2.) of a climb from the grid's centre, ``ordinal``'s
+   start, until it has made that many proposals or gone ``CENTRE_PATIENCE``
+   of its measurements without progress: the Parzen draws gather in the
+   broadest good region, and a narrow peak in another basin is otherwise
+   reached only by the climbs after the phase.
 2. **Steps around the best** of the current climb (the ``top_k`` best with
    unmeasured neighbours): one ordered parameter moved 1, 2, 4, ... positions
    or to an end, one unordered parameter changed, or two ordered ones moved
@@ -164,6 +170,9 @@ MODEL_VALUES = 64  # a parameter's columns in the model at most (more values sha
 BOUND_EVERY = 3  # every this many measurements of a restart's global phase, one proposal is the model's upper bound's (ordinal_global)
 BOUND_KAPPA = 1.0  # the bound: the model's prediction plus this many of its standard deviations
 BOUND_POOL = 2000  # unvisited configurations, drawn at random, among which the bound's favourite is chosen
+CENTRE_EVERY = 2  # of the start phase's measurements, every this many is the centre climb's (ordinal_global)
+CENTRE_PATIENCE = 10  # the centre climb's own measurements without progress that end it
+CENTRE_CLIMB = 20  # the centre climb's proposals at most (ordinal_global)
 
 
 class OrdinalSampler(optuna.samplers.BaseSampler):
@@ -209,6 +218,12 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             under the step model with every value-pair column, among
             ``BOUND_POOL`` unvisited ones drawn at random (``_bound``); once
             a measurement count (a failed proposal leaves it where it was).
+        centre_climb: in the start phase (after the space-filling start),
+            every ``CENTRE_EVERY``-th measurement is a step of a climb from
+            the grid's centre (the centre value of each ordered parameter,
+            unordered ones drawn from ``seed``), for at most this many
+            proposals (0: none); ``CENTRE_PATIENCE`` of its own measurements
+            without progress end it sooner (``_centre_step``).
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
     """
@@ -231,6 +246,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         pairs: bool = False,
         wide_restarts: bool = False,
         bound_every: int = 0,
+        centre_climb: int = 0,
     ) -> None:
         if n_startup < 1 or top_k < 1:
             raise ValueError(f"n_startup and top_k must be >= 1, got {n_startup} and {top_k}")
@@ -241,6 +257,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
                              f"got {global_phase}, {start_phase} and {slice_after}")  # fmt: skip
         if bound_every < 0:
             raise ValueError(f"bound_every must be >= 0, got {bound_every}")
+        if centre_climb < 0:
+            raise ValueError(f"centre_climb must be >= 0, got {centre_climb}")
         if not set(landmarks) <= set(LANDMARKS):
             raise ValueError(f"landmarks must be of {list(LANDMARKS)}, got {list(landmarks)}")
         self.seed = seed
@@ -250,6 +268,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self.ends, self.diagonals, self.patience = ends, diagonals, patience
         self.global_phase, self.start_phase, self.slice_after = global_phase, start_phase, slice_after
         self.pairs, self.wide_restarts, self.bound_every = pairs, wide_restarts, bound_every
+        self.centre_climb = centre_climb
         self.prior = sorted(((dict(cfg), float(value)) for cfg, value in prior if value > 0), key=lambda item: -item[1])
         self._rng = random.Random(seed)
         self._dists: dict[str, CategoricalDistribution] | None = None
@@ -262,6 +281,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._exhausted: set[str] = set()  # measured keys whose every step was visited
         self._apart: dict[int, set[str]] = {}  # restart's start -> keys this sampler drew apart (wide_restarts)
         self._bounded: set[tuple[int, int]] = set()  # (restart's start, measurements) where the bound was proposed
+        self._centre: set[str] | None = None  # keys the centre climb proposed (None: its centre not yet proposed)
         self._prior: list[tuple[str, dict, float]] = []
 
     # What DistinctSampler tells it.
@@ -586,6 +606,10 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         them again from far-apart points."""
         state = self._climbs.read(measured)
         start = state["start"]
+        if self.centre_climb and start == 0 and len(measured) >= self.n_startup and len(measured) % CENTRE_EVERY == 0:
+            cfg = self._centre_step(measured, visited, rng)
+            if cfg is not None:
+                return cfg
         slot = (start, len(measured))
         if self.bound_every and start > 0 and (len(measured) - start) % self.bound_every == 0 and slot not in self._bounded:
             # Once a slot: a proposal that failed leaves the count of measurements where it was, and the bound,
@@ -604,6 +628,42 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         cfg = self._spread(visited, rng, with_landmarks=False) if len(apart) < self.n_startup else self._parzen(apart, visited, rng)
         if cfg is not None:
             drawn.add(config_key(cfg))
+        return cfg
+
+    def _centre_step(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
+        """The centre climb's next proposal: the grid's centre first, then the
+        model's favourite step from the best of the climb's own measurements;
+        None once it has proposed ``centre_climb`` configurations or gone
+        ``CENTRE_PATIENCE`` of its measurements without progress. The start
+        phase's Parzen draws gather around the broadest good region, and a
+        narrow peak elsewhere (the H200's 2^24 table: the best at block 512
+        with 32 blocks per SM, a broad 97-98 % region around block 320) is
+        reached late, by a climb after the phase; a climb from the centre
+        alongside them, as ``ordinal`` starts, takes a second basin early,
+        and its measurements inform the Parzen model too. The record is this
+        sampler's own: a resumed study does not resume the climb."""
+        if self._centre is None:
+            self._centre = set()
+            draw = random.Random(self.seed)  # the unordered values: the same centre for a seed, whatever was asked
+            cfg = {name: values[len(values) // 2] if ordered else draw.choice(values)
+                   for name, (ordered, values) in self._order.items()}  # fmt: skip
+            if config_key(cfg) in visited or not self._feasible(cfg):
+                return None
+            self._centre.add(config_key(cfg))
+            return cfg
+        if len(self._centre) >= self.centre_climb:
+            return None
+        own = {key: measured[key] for key in measured if key in self._centre}  # in trial order
+        if not own:
+            return None
+        best, since = 0.0, 0
+        for _, value in own.values():
+            best, since = (value, 0) if value > best * (1 + PROGRESS) else (best, since + 1)
+        if since >= CENTRE_PATIENCE:
+            return None
+        cfg = self._step(own, measured, visited, rng)
+        if cfg is not None:
+            self._centre.add(config_key(cfg))
         return cfg
 
     @staticmethod

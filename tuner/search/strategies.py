@@ -63,14 +63,14 @@ def _ordinal(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
 
 
 def _ordinal_global(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
-    from tuner.search.ordinal import BOUND_EVERY, GLOBAL_PHASE, SLICE_AFTER, START_PHASE, OrdinalSampler
+    from tuner.search.ordinal import BOUND_EVERY, CENTRE_CLIMB, GLOBAL_PHASE, SLICE_AFTER, START_PHASE, OrdinalSampler
 
     # Only the far corner as a landmark: the centre and the near corner of a
     # large space are slow more often than not, and a first measurement many
     # times slower than a random one is what an anytime score punishes most.
     return OrdinalSampler(seed=seed, prior=prior, global_phase=GLOBAL_PHASE, start_phase=START_PHASE, landmarks=("last",),
                           landmarks_first=True, slice_after=SLICE_AFTER, pairs=True, wide_restarts=True,
-                          bound_every=BOUND_EVERY)  # fmt: skip
+                          bound_every=BOUND_EVERY, centre_climb=CENTRE_CLIMB)  # fmt: skip
 
 
 def _interactions(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
