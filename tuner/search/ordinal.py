@@ -640,8 +640,11 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         with 32 blocks per SM, a broad 97-98 % region around block 320) is
         reached late, by a climb after the phase; a climb from the centre
         alongside them, as ``ordinal`` starts, takes a second basin early,
-        and its measurements inform the Parzen model too. The record is this
-        sampler's own: a resumed study does not resume the climb."""
+        and its measurements inform the Parzen model too. A centre that is
+        infeasible or fails ends the climb (its own measurements stay none).
+        The record is this sampler's own: a resumed study does not resume the
+        climb, and of several workers only the one that proposed the centre
+        climbs from it."""
         if self._centre is None:
             self._centre = set()
             draw = random.Random(self.seed)  # the unordered values: the same centre for a seed, whatever was asked
