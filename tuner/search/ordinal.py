@@ -643,8 +643,9 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         and its measurements inform the Parzen model too. A centre that is
         infeasible or fails ends the climb (its own measurements stay none).
         The record is this sampler's own: a resumed study does not resume the
-        climb, and of several workers only the one that proposed the centre
-        climbs from it."""
+        climb, and of several workers those that proposed the centre climb
+        from it (one, unless two asked before either's claim was written: a
+        claimed centre is not proposed again)."""
         if self._centre is None:
             self._centre = set()
             draw = random.Random(self.seed)  # the unordered values: the same centre for a seed, whatever was asked
