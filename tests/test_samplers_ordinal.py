@@ -876,6 +876,27 @@ def test_the_centre_climb_ends_after_its_patience_without_progress():
         OrdinalSampler(centre_climb=-1)
 
 
+def test_the_centre_climb_ends_once_it_falls_behind_the_studys_best():
+    from tuner.search.ordinal import CENTRE_BEHIND, CENTRE_GRACE
+
+    sampler = OrdinalSampler(seed=0, centre_climb=100)
+    sampler.bind(BASIN_DISTS, lambda cfg: True, None)
+    rng = __import__("random").Random(0)
+    elsewhere = {"a": 0, "b": 15, "c": "x"}
+    measured = {config_key(elsewhere): (elsewhere, 100.0)}  # the study's best, not the climb's
+    step = sampler._centre_step(measured, set(measured), rng)
+    value = 50.0
+    while len(sampler._centre) < CENTRE_GRACE:  # each a gain, and far behind
+        measured[config_key(step)] = (step, value)
+        value += 1.0
+        step = sampler._centre_step(measured, set(measured), rng)
+        assert step is not None  # fewer than CENTRE_GRACE measured: not judged yet
+    measured[config_key(step)] = (step, value)
+    assert sampler._centre_step(measured, set(measured), rng) is None  # 54 < 0.9 x 100
+    measured[config_key(step)] = (step, CENTRE_BEHIND * 100.0 + 1.0)  # its last one within reach after all
+    assert sampler._centre_step(measured, set(measured), rng) is not None
+
+
 def test_a_climb_from_the_centre_finds_a_narrow_peak_the_parzen_draws_pass_by():
     with_climb = sorted(first_hit for first_hit in (first_two_basins_hit(seed, 20) for seed in range(10)))
     without = sorted(first_hit for first_hit in (first_two_basins_hit(seed, 0) for seed in range(10)))

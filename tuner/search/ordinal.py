@@ -173,6 +173,8 @@ BOUND_POOL = 2000  # unvisited configurations, drawn at random, among which the 
 CENTRE_EVERY = 2  # of the start phase's measurements, every this many is the centre climb's (ordinal_global)
 CENTRE_PATIENCE = 10  # the centre climb's own measurements without progress that end it
 CENTRE_CLIMB = 20  # the centre climb's proposals at most (ordinal_global)
+CENTRE_BEHIND = 0.9  # a centre climb whose best is below this share of the study's best ends (once it has CENTRE_GRACE)
+CENTRE_GRACE = 5  # the centre climb's own measurements before it can be found behind
 
 
 class OrdinalSampler(optuna.samplers.BaseSampler):
@@ -223,7 +225,9 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             the grid's centre (the centre value of each ordered parameter,
             unordered ones drawn from ``seed``), for at most this many
             proposals (0: none); ``CENTRE_PATIENCE`` of its own measurements
-            without progress end it sooner (``_centre_step``).
+            without progress end it sooner, and so does its best falling under
+            ``CENTRE_BEHIND`` of the study's best once it has ``CENTRE_GRACE``
+            measurements (``_centre_step``).
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
     """
@@ -633,8 +637,12 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
     def _centre_step(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
         """The centre climb's next proposal: the grid's centre first, then the
         model's favourite step from the best of the climb's own measurements;
-        None once it has proposed ``centre_climb`` configurations or gone
-        ``CENTRE_PATIENCE`` of its measurements without progress. The start
+        None once it has proposed ``centre_climb`` configurations, gone
+        ``CENTRE_PATIENCE`` of its measurements without progress, or, with
+        ``CENTRE_GRACE`` of them, has its best under ``CENTRE_BEHIND`` of the
+        study's: where the centre's basin is poor (the convolution tables) the
+        Parzen draws are better spent, and every measurement taken from them
+        early lowers an anytime score. The start
         phase's Parzen draws gather around the broadest good region, and a
         narrow peak elsewhere (the H200's 2^24 table: the best at block 512
         with 32 blocks per SM, a broad 97-98 % region around block 320) is
@@ -664,6 +672,9 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         for _, value in own.values():
             best, since = (value, 0) if value > best * (1 + PROGRESS) else (best, since + 1)
         if since >= CENTRE_PATIENCE:
+            return None
+        if len(own) >= CENTRE_GRACE and max(value for _, value in own.values()) < CENTRE_BEHIND * max(
+                value for _, value in measured.values()):  # fmt: skip
             return None
         cfg = self._step(own, measured, visited, rng)
         if cfg is not None:
