@@ -636,24 +636,26 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
 
     def _centre_step(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
         """The centre climb's next proposal: the grid's centre first, then the
-        model's favourite step from the best of the climb's own measurements;
+        model's favourite step from the best of the climb's own measurements.
+
+        The start phase's Parzen draws gather around the broadest good region,
+        and a narrow peak elsewhere (the H200's 2^24 table: the best at block
+        512 with 32 blocks per SM, a broad 97-98 % region around block 320) is
+        reached late, by a climb after the phase; a climb from the centre
+        alongside them, as ``ordinal`` starts, takes a second basin early, and
+        its measurements inform the Parzen model too.
+
         None once it has proposed ``centre_climb`` configurations, gone
         ``CENTRE_PATIENCE`` of its measurements without progress, or, with
         ``CENTRE_GRACE`` of them, has its best under ``CENTRE_BEHIND`` of the
         study's: where the centre's basin is poor (the convolution tables) the
         Parzen draws are better spent, and every measurement taken from them
-        early lowers an anytime score. The start
-        phase's Parzen draws gather around the broadest good region, and a
-        narrow peak elsewhere (the H200's 2^24 table: the best at block 512
-        with 32 blocks per SM, a broad 97-98 % region around block 320) is
-        reached late, by a climb after the phase; a climb from the centre
-        alongside them, as ``ordinal`` starts, takes a second basin early,
-        and its measurements inform the Parzen model too. A centre that is
-        infeasible or fails ends the climb (its own measurements stay none).
-        The record is this sampler's own: a resumed study does not resume the
-        climb, and of several workers those that proposed the centre climb
-        from it (one, unless two asked before either's claim was written: a
-        claimed centre is not proposed again)."""
+        early lowers an anytime score. A centre that is infeasible or fails
+        ends the climb (its own measurements stay none). The record is this
+        sampler's own: a resumed study does not resume the climb, and of
+        several workers those that proposed the centre climb from it (one,
+        unless two asked before either's claim was written: a claimed centre
+        is not proposed again)."""
         if self._centre is None:
             self._centre = set()
             draw = random.Random(self.seed)  # the unordered values: the same centre for a seed, whatever was asked
