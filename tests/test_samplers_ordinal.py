@@ -856,21 +856,27 @@ def test_the_centre_climb_takes_every_other_start_phase_measurement_from_the_cen
         assert off._centre is None
 
 
+def centre_step(sampler: OrdinalSampler, measured: dict, rng) -> dict | None:
+    """The centre climb's proposal with every measured configuration visited."""
+    top = max((value for _, value in measured.values()), default=0.0)
+    return sampler._centre_step(measured, set(measured), rng, top)
+
+
 def test_the_centre_climb_ends_after_its_patience_without_progress():
     from tuner.search.ordinal import CENTRE_PATIENCE
 
     sampler = OrdinalSampler(seed=0, centre_climb=100)
     sampler.bind(BASIN_DISTS, lambda cfg: True, None)
     rng = __import__("random").Random(0)
-    centre = sampler._centre_step({}, set(), rng)
+    centre = centre_step(sampler, {}, rng)
     measured = {config_key(centre): (centre, 100.0)}
     for _ in range(CENTRE_PATIENCE):  # each no better than the centre: no progress
-        step = sampler._centre_step(measured, set(measured), rng)
+        step = centre_step(sampler, measured, rng)
         assert step is not None
         measured[config_key(step)] = (step, 99.0)
-    assert sampler._centre_step(measured, set(measured), rng) is None
+    assert centre_step(sampler, measured, rng) is None
     measured[config_key(step)] = (step, 101.0)  # the last one gained after all: the climb goes on from it
-    follow = sampler._centre_step(measured, set(measured), rng)
+    follow = centre_step(sampler, measured, rng)
     assert config_key(follow) in {key for key, _ in sampler._neighbours(config_key(step), step)}
     with pytest.raises(ValueError, match="centre_climb must be >= 0, got -1"):
         OrdinalSampler(centre_climb=-1)
@@ -884,17 +890,17 @@ def test_the_centre_climb_ends_once_it_falls_behind_the_studys_best():
     rng = __import__("random").Random(0)
     elsewhere = {"a": 0, "b": 15, "c": "x"}
     measured = {config_key(elsewhere): (elsewhere, 100.0)}  # the study's best, not the climb's
-    step = sampler._centre_step(measured, set(measured), rng)
+    step = centre_step(sampler, measured, rng)
     value = 50.0
     while len(sampler._centre) < CENTRE_GRACE:  # each a gain, and far behind
         measured[config_key(step)] = (step, value)
         value += 1.0
-        step = sampler._centre_step(measured, set(measured), rng)
+        step = centre_step(sampler, measured, rng)
         assert step is not None  # fewer than CENTRE_GRACE measured: not judged yet
     measured[config_key(step)] = (step, value)
-    assert sampler._centre_step(measured, set(measured), rng) is None  # 54 < 0.9 x 100
+    assert centre_step(sampler, measured, rng) is None  # 54 < 0.9 x 100
     measured[config_key(step)] = (step, CENTRE_BEHIND * 100.0 + 1.0)  # its last one within reach after all
-    assert sampler._centre_step(measured, set(measured), rng) is not None
+    assert centre_step(sampler, measured, rng) is not None
 
 
 def test_a_climb_from_the_centre_finds_a_narrow_peak_the_parzen_draws_pass_by():

@@ -19,8 +19,9 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    (4.) until that many measurements, before the first climb. With
    ``centre_climb`` (20 in ``ordinal_global``), every other one of them is
    instead a step (2.) of a climb from the grid's centre, ``ordinal``'s
-   start, until it has made that many proposals or gone ``CENTRE_PATIENCE``
-   of its measurements without progress: the Parzen draws gather in the
+   start, until it has made that many proposals, gone ``CENTRE_PATIENCE``
+   of its measurements without progress or fallen under ``CENTRE_BEHIND``
+   of the study's best (``_centre_step``): the Parzen draws gather in the
    broadest good region, and a narrow peak in another basin is otherwise
    reached only by the climbs after the phase.
 2. **Steps around the best** of the current climb (the ``top_k`` best with
@@ -611,7 +612,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         state = self._climbs.read(measured)
         start = state["start"]
         if self.centre_climb and start == 0 and len(measured) >= self.n_startup and len(measured) % CENTRE_EVERY == 0:
-            cfg = self._centre_step(measured, visited, rng)
+            cfg = self._centre_step(measured, visited, rng, state["top"])
             if cfg is not None:
                 return cfg
         slot = (start, len(measured))
@@ -634,9 +635,11 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             drawn.add(config_key(cfg))
         return cfg
 
-    def _centre_step(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
+    def _centre_step(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random,
+                     top: float) -> dict | None:  # fmt: skip
         """The centre climb's next proposal: the grid's centre first, then the
-        model's favourite step from the best of the climb's own measurements.
+        model's favourite step from the best of the climb's own measurements
+        (``top``: the study's best, as the climbs' fold keeps it).
 
         The start phase's Parzen draws gather around the broadest good region,
         and a narrow peak elsewhere (the H200's 2^24 table: the best at block
@@ -659,7 +662,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         if self._centre is None:
             self._centre = set()
             draw = random.Random(self.seed)  # the unordered values: the same centre for a seed, whatever was asked
-            cfg = {name: values[len(values) // 2] if ordered else draw.choice(values)
+            cfg = {name: _PICK["centre"](values) if ordered else draw.choice(values)
                    for name, (ordered, values) in self._order.items()}  # fmt: skip
             if config_key(cfg) in visited or not self._feasible(cfg):
                 return None
@@ -675,8 +678,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             best, since = (value, 0) if value > best * (1 + PROGRESS) else (best, since + 1)
         if since >= CENTRE_PATIENCE:
             return None
-        if len(own) >= CENTRE_GRACE and max(value for _, value in own.values()) < CENTRE_BEHIND * max(
-                value for _, value in measured.values()):  # fmt: skip
+        if len(own) >= CENTRE_GRACE and max(value for _, value in own.values()) < CENTRE_BEHIND * top:
             return None
         cfg = self._step(own, measured, visited, rng)
         if cfg is not None:
