@@ -820,7 +820,13 @@ def two_basins(cfg: dict) -> float:
     return max(broad, narrow, 0.3) * (1.0 if cfg["c"] == "x" else 0.995)
 
 
-def basin_study(seed: int, centre_climb: int, trials: int = 80) -> tuple[OrdinalSampler, list]:
+def plateau(cfg: dict) -> float:
+    """A plateau: most of the grid within 3 % of the best, at (9, 6); each
+    position towards it a gain above the measurement noise (0.3 %)."""
+    return 1.0 - 0.003 * (abs(cfg["a"] - 9) + abs(cfg["b"] - 6)) - (0.0 if cfg["c"] == "x" else 0.001)
+
+
+def basin_study(seed: int, centre_climb: int, trials: int = 80, objective=two_basins) -> tuple[OrdinalSampler, list]:
     sampler = OrdinalSampler(seed=seed, global_phase=30, start_phase=80, landmarks=("last",), landmarks_first=True,
                              centre_climb=centre_climb)  # fmt: skip
     sampler.bind(BASIN_DISTS, lambda cfg: True, None)
@@ -828,7 +834,7 @@ def basin_study(seed: int, centre_climb: int, trials: int = 80) -> tuple[Ordinal
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        plain.optimize(lambda t: two_basins({n: t.suggest_categorical(n, d.choices) for n, d in BASIN_DISTS.items()}),
+        plain.optimize(lambda t: objective({n: t.suggest_categorical(n, d.choices) for n, d in BASIN_DISTS.items()}),
                        n_trials=trials)  # fmt: skip
     finally:
         optuna.logging.set_verbosity(verbosity)
@@ -854,6 +860,51 @@ def test_the_centre_climb_takes_every_other_start_phase_measurement_from_the_cen
             assert keys[i] in {key for key, _ in sampler._neighbours(best_key, best)}, (seed, i)
         off, _ = basin_study(seed, centre_climb=0, trials=30)
         assert off._centre is None
+
+
+def test_on_a_plateau_every_start_phase_measurement_is_the_centre_climbs_past_its_cap():
+    from tuner.search.ordinal import CENTRE_EVERY, crowded
+
+    for seed in range(3):
+        sampler, trials = basin_study(seed, centre_climb=4, trials=80, objective=plateau)
+        keys = [config_key(t.params) for t in trials]
+        own = [i for i, key in enumerate(keys) if key in sampler._centre]
+        values = [t.value for t in trials]
+        # The first ask once CROWD measurements lie within CROWD_SHARE of the best (after the climb's centre).
+        crowd = next(n for n in range(own[0] + 1, len(trials)) if crowded(values[:n], max(values[:n])))
+        assert own[0] == 6 and all(i % CENTRE_EVERY == 0 for i in own if i < crowd), (seed, own, crowd)
+        assert len(own) > 4, own  # its cap of 4 lifted
+        last = max(own)
+        assert own[own.index(crowd):] == list(range(crowd, last + 1)), (seed, own, crowd)  # every measurement
+        assert max(values[: last + 1]) == 1.0  # it climbed to the peak
+        # It ended after `patience` of its measurements without progress, or with every step from its best
+        # measured, and the Parzen draws went on.
+        reached = max(own, key=lambda i: (values[i], -i))
+        left = {key for key, _ in sampler._neighbours(keys[reached], trials[reached].params)} - set(keys[: last + 1])
+        assert len([i for i in own if i > reached]) == sampler.patience or not left, (seed, reached, last)
+        assert last < 79 and keys[last + 1] not in sampler._centre
+
+
+def test_the_centre_climb_ranks_its_steps_by_its_own_measurements_not_the_draws_beside_it():
+    rng = __import__("random").Random(0)
+    sampler = OrdinalSampler(seed=0, centre_climb=100)
+    sampler.bind(BASIN_DISTS, lambda cfg: True, None)
+    start = [{"a": a, "b": b, "c": c} for a, b, c in ((15, 15, "x"), (0, 0, "y"), (15, 0, "z"), (0, 15, "x"), (4, 4, "y"))]
+    measured = {config_key(cfg): (cfg, 50.0) for cfg in start}
+    centre = centre_step(sampler, measured, rng)
+    measured[config_key(centre)] = (centre, 100.0)
+    step = {**centre, "a": 9}
+    sampler._centre.add(config_key(step))
+    measured[config_key(step)] = (step, 105.0)  # the climb's best
+    for a in range(8):  # the draws beside it: a broad region at b = 15, a little faster
+        draw = {**centre, "a": a, "b": 15}
+        measured[config_key(draw)] = (draw, 110.0)
+    proposal = centre_step(sampler, measured, rng)
+    assert config_key(proposal) in {key for key, _ in sampler._neighbours(config_key(step), step)}
+    assert proposal["b"] != 15, proposal  # not pulled into the draws' region
+    # A model of every measurement would have taken it there.
+    steps = {key: cfg for key, cfg in sampler._neighbours(config_key(step), step) if key not in measured}
+    assert sampler._favourite(steps, measured, rng)["b"] == 15
 
 
 def centre_step(sampler: OrdinalSampler, measured: dict, rng) -> dict | None:

@@ -19,11 +19,13 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    (4.) until that many measurements, before the first climb. With
    ``centre_climb`` (20 in ``ordinal_global``), every other one of them is
    instead a step (2.) of a climb from the grid's centre, ``ordinal``'s
-   start, until it has made that many proposals, gone ``CENTRE_PATIENCE``
-   of its measurements without progress or fallen under ``CENTRE_BEHIND``
-   of the study's best (``_centre_step``): the Parzen draws gather in the
-   broadest good region, and a narrow peak in another basin is otherwise
-   reached only by the climbs after the phase.
+   start, ranked by a model of its own measurements and the start's, until
+   it has made that many proposals, gone ``CENTRE_PATIENCE`` of its
+   measurements without progress or fallen under ``CENTRE_BEHIND`` of the
+   study's best (``_centre_step``): the Parzen draws gather in the broadest
+   good region, and a narrow peak in another basin is otherwise reached only
+   by the climbs after the phase. On a plateau (``crowded``) every
+   measurement is the climb's, uncapped, until ``patience`` without progress.
 2. **Steps around the best** of the current climb (the ``top_k`` best with
    unmeasured neighbours): one ordered parameter moved 1, 2, 4, ... positions
    or to an end, one unordered parameter changed, or two ordered ones moved
@@ -120,7 +122,7 @@ import itertools
 import json
 import math
 import random
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import optuna
@@ -176,6 +178,12 @@ CENTRE_PATIENCE = 10  # the centre climb's own measurements without progress tha
 CENTRE_CLIMB = 20  # the centre climb's proposals at most (ordinal_global)
 CENTRE_BEHIND = 0.9  # a centre climb whose best is below this share of the study's best ends (once it has CENTRE_GRACE)
 CENTRE_GRACE = 5  # the centre climb's own measurements before it can be found behind
+
+
+def crowded(values: Iterable[float], top: float) -> bool:
+    """Whether ``CROWD`` of ``values`` lie within ``CROWD_SHARE`` of ``top``: a
+    plateau, where many configurations are nearly as fast as the best."""
+    return sum(value >= CROWD_SHARE * top for value in values) >= CROWD
 
 
 class OrdinalSampler(optuna.samplers.BaseSampler):
@@ -611,10 +619,13 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         them again from far-apart points."""
         state = self._climbs.read(measured)
         start = state["start"]
-        if self.centre_climb and start == 0 and len(measured) >= self.n_startup and len(measured) % CENTRE_EVERY == 0:
-            cfg = self._centre_step(measured, visited, rng, state["top"])
-            if cfg is not None:
-                return cfg
+        if self.centre_climb and start == 0 and len(measured) >= self.n_startup:
+            # On a plateau every measurement is the centre climb's (``_centre_step``).
+            plateau = self._centre is not None and crowded((value for _, value in measured.values()), state["top"])
+            if plateau or len(measured) % CENTRE_EVERY == 0:
+                cfg = self._centre_step(measured, visited, rng, state["top"], plateau)
+                if cfg is not None:
+                    return cfg
         slot = (start, len(measured))
         if self.bound_every and start > 0 and (len(measured) - start) % self.bound_every == 0 and slot not in self._bounded:
             # Once a slot: a proposal that failed leaves the count of measurements where it was, and the bound,
@@ -636,10 +647,12 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         return cfg
 
     def _centre_step(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random,
-                     top: float) -> dict | None:  # fmt: skip
+                     top: float, plateau: bool = False) -> dict | None:  # fmt: skip
         """The centre climb's next proposal: the grid's centre first, then the
-        model's favourite step from the best of the climb's own measurements
-        (``top``: the study's best, as the climbs' fold keeps it).
+        step from the best of the climb's own measurements that a model of
+        those measurements and the space-filling start ranks first
+        (``_centre_favourite``; ``top``: the study's best, as the climbs' fold
+        keeps it).
 
         The start phase's Parzen draws gather around the broadest good region,
         and a narrow peak elsewhere (the H200's 2^24 table: the best at block
@@ -653,7 +666,12 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         ``CENTRE_GRACE`` of them, has its best under ``CENTRE_BEHIND`` of the
         study's: where the centre's basin is poor (the convolution tables) the
         Parzen draws are better spent, and every measurement taken from them
-        early lowers an anytime score. A centre that is infeasible or fails
+        early lowers an anytime score. On a ``plateau`` (``crowded``: many
+        configurations nearly as fast as the best, as on the reduction tables;
+        the convolution tables' lone peaks do not crowd in the start phase)
+        the Parzen draws only add to the crowd, so the climb is not capped and
+        ends after ``patience`` measurements without progress, as a climb
+        after the phase does. A centre that is infeasible or fails
         ends the climb (its own measurements stay none). The record is this
         sampler's own: a resumed study does not resume the climb, and of
         several workers those that proposed the centre climb from it (one,
@@ -668,7 +686,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
                 return None
             self._centre.add(config_key(cfg))
             return cfg
-        if len(self._centre) >= self.centre_climb:
+        if not plateau and len(self._centre) >= self.centre_climb:
             return None
         own = {key: measured[key] for key in measured if key in self._centre}  # in trial order
         if not own:
@@ -676,21 +694,44 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         best, since = 0.0, 0
         for _, value in own.values():
             best, since = (value, 0) if value > best * (1 + PROGRESS) else (best, since + 1)
-        if since >= CENTRE_PATIENCE:
+        if since >= (self.patience if plateau else CENTRE_PATIENCE):
             return None
         if len(own) >= CENTRE_GRACE and max(value for _, value in own.values()) < CENTRE_BEHIND * top:
             return None
-        cfg = self._step(own, measured, visited, rng)
+        cfg = self._centre_favourite(own, measured, visited, rng)
         if cfg is not None:
             self._centre.add(config_key(cfg))
         return cfg
 
+    def _centre_favourite(self, own: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]],
+                          visited: set[str], rng: random.Random) -> dict | None:  # fmt: skip
+        """The unvisited step from the best of the centre climb's ``own``
+        measurements that a ridge regression of log-bandwidth on the parameter
+        values (main effects), fitted on those and the space-filling start
+        alone, predicts fastest. The Parzen draws alongside crowd the broadest
+        good region; fitted on them too, the model rates that region's values
+        best and pulls the climb out of its own basin towards it (``ordinal``
+        climbs from the centre with a model of its own measurements)."""
+        best_key, (best_cfg, _) = max(own.items(), key=lambda item: item[1][1])
+        steps = {key: cfg for key, cfg in self._neighbours(best_key, best_cfg) if key not in visited}
+        if not steps:
+            return None
+        start = list(measured)[: self.n_startup]
+        keys = start + [key for key in own if key not in start]
+        y = np.log([measured[key][1] for key in keys])
+        main = len(self._dists)  # the model's first columns: one per parameter value (neighbours grouped)
+        gram, moment, ones = one_hot_sums(self._features_of(keys)[:, :main], y, self._main_width)
+        weights = np.linalg.solve(gram + RIDGE * np.eye(self._main_width), moment - y.mean() * ones)
+        candidates = list(steps)
+        scores = weights[self._features_of(candidates)[:, :main]].sum(axis=1) + np.array([rng.random() * 1e-9 for _ in candidates])
+        return steps[candidates[int(np.argmax(scores))]]
+
     @staticmethod
     def _on_plateau(measured: dict[str, tuple[dict, float]], state: dict) -> bool:
-        """Whether ``CROWD`` measurements before the current restart lie within
-        ``CROWD_SHARE`` of the study's best when it began."""
-        before = [value for _, value in itertools.islice(measured.values(), state["start"])]
-        return sum(value >= CROWD_SHARE * state["top_before"] for value in before) >= CROWD
+        """Whether the measurements before the current restart are ``crowded``
+        near the study's best when it began."""
+        before = (value for _, value in itertools.islice(measured.values(), state["start"]))
+        return crowded(before, state["top_before"])
 
     def _bound(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
         """The unvisited configuration, of ``BOUND_POOL`` drawn at random (of

@@ -103,7 +103,7 @@ STRATEGIES: dict[str, Strategy] = {
     ),  # fmt: skip
     "brute_force": Strategy(_brute_force, "every feasible configuration, in order"),
     "ordinal": Strategy(_ordinal, "space-filling, then model-ranked steps (the default until ordinal_global)", uses_prior=True),
-    "ordinal_global": Strategy(_ordinal_global, "the project's own: a Parzen (TPE-like) phase first (a climb from the centre alongside) and after each restart, "
+    "ordinal_global": Strategy(_ordinal_global, "the project's own: a Parzen (TPE-like) phase first (a climb from the centre alongside, alone on a plateau) and after each restart, "
                                "steps ranked by a model of values and value pairs between, a slice sweep on a lone peak",
                                uses_prior=True),  # fmt: skip
     "interactions": Strategy(_interactions, "ordinal steps alternated with Thompson draws from a model of parameter pairs",
