@@ -236,7 +236,10 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             proposals (0: none); ``CENTRE_PATIENCE`` of its own measurements
             without progress end it sooner, and so does its best falling under
             ``CENTRE_BEHIND`` of the study's best once it has ``CENTRE_GRACE``
-            measurements (``_centre_step``).
+            measurements. Its steps are ranked by a model of its own and the
+            space-filling start's measurements. On a plateau (``crowded``)
+            every measurement is its step, uncapped, until ``patience`` of its
+            own without progress (``_centre_step``).
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
     """
