@@ -180,6 +180,12 @@ CENTRE_BEHIND = 0.9  # a centre climb whose best is below this share of the stud
 CENTRE_GRACE = 5  # the centre climb's own measurements before it can be found behind
 
 
+def ridge_weights(gram: np.ndarray, moment: np.ndarray, ones: np.ndarray, mean: float) -> np.ndarray:
+    """The ridge regression's weights per one-hot column (penalty ``RIDGE``)
+    from X'X, X'y and X'1 of the design, the intercept held at ``mean``."""
+    return np.linalg.solve(gram + RIDGE * np.eye(len(ones)), moment - mean * ones)
+
+
 def crowded(values: Iterable[float], top: float) -> bool:
     """Whether ``CROWD`` of ``values`` lie within ``CROWD_SHARE`` of ``top``: a
     plateau, where many configurations are nearly as fast as the best."""
@@ -503,8 +509,14 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         """The candidate the model predicts fastest (ties broken at random)."""
         weights, mean = self._fit(measured)
         keys = list(candidates)
-        scores = weights[self._features_of(keys)].sum(axis=1) + mean + np.array([rng.random() * 1e-9 for _ in keys])
-        return candidates[keys[int(np.argmax(scores))]]
+        return self._highest(candidates, weights[self._features_of(keys)].sum(axis=1) + mean, rng)
+
+    @staticmethod
+    def _highest(candidates: dict[str, dict], scores: np.ndarray, rng: random.Random) -> dict:
+        """The candidate of highest score (``scores`` in the candidates' order;
+        ties broken at random)."""
+        keys = list(candidates)
+        return candidates[keys[int(np.argmax(scores + np.array([rng.random() * 1e-9 for _ in keys])))]]
 
     def _slice_sweep(self, climb: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]],
                      visited: set[str], rng: random.Random) -> dict[str, dict]:  # fmt: skip
@@ -723,11 +735,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         keys = start + [key for key in own if key not in start]
         y = np.log([measured[key][1] for key in keys])
         main = len(self._dists)  # the model's first columns: one per parameter value (neighbours grouped)
-        gram, moment, ones = one_hot_sums(self._features_of(keys)[:, :main], y, self._main_width)
-        weights = np.linalg.solve(gram + RIDGE * np.eye(self._main_width), moment - y.mean() * ones)
-        candidates = list(steps)
-        scores = weights[self._features_of(candidates)[:, :main]].sum(axis=1) + np.array([rng.random() * 1e-9 for _ in candidates])
-        return steps[candidates[int(np.argmax(scores))]]
+        weights = ridge_weights(*one_hot_sums(self._features_of(keys)[:, :main], y, self._main_width), y.mean())
+        return self._highest(steps, weights[self._features_of(list(steps))[:, :main]].sum(axis=1), rng)
 
     @staticmethod
     def _on_plateau(measured: dict[str, tuple[dict, float]], state: dict) -> bool:
@@ -821,7 +830,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             keys, left_out = self._left_out_rows(y, shift)
             weights = self._fit_with_or_without_pairs(gram, moment - mean * ones, self._features_of(keys), left_out - mean)
         else:
-            weights = np.linalg.solve(gram + RIDGE * np.eye(len(ones)), moment - mean * ones)
+            weights = ridge_weights(gram, moment, ones, mean)
         self._fitted = (measured, (weights, mean))
         return weights, mean
 
