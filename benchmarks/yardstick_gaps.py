@@ -44,7 +44,6 @@ its error as its note; the others still run.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics
@@ -224,22 +223,25 @@ class Table:
         return ratio(self.cell(self.experiment.reference, work), self.cell(row, work))
 
     def verdict(self, row: str, tolerance: float = TOLERANCE) -> str:
-        """Where a row lands for every work with a figure: at the baseline
-        (``base``), at the reference (``ref``), elsewhere (``other``), some
-        works one way and some another (``mixed``), or ``n/a``."""
-        kinds = set()
+        """Where a row lands within ``tolerance``: at the baseline (``base``),
+        at the reference (``ref``), at neither (``other``), some works one way
+        and some another (``mixed``), or ``n/a`` where it has no figure. A work
+        whose baseline and reference agree (a control: no gap) says nothing
+        about which of the two a row is at, unless every work is such."""
+        seen = []
         for work in self.works:
-            moved = self.over_baseline(row, work)
+            moved, to_reference = self.over_baseline(row, work), self.reference_over(row, work)
             if moved is None:
                 continue
-            to_reference = self.reference_over(row, work)
-            if abs(moved - 1) <= tolerance:
-                kinds.add("base")
-            elif to_reference is not None and abs(to_reference - 1) <= tolerance:
-                kinds.add("ref")
-            else:
-                kinds.add("other")
-        return "n/a" if not kinds else kinds.pop() if len(kinds) == 1 else "mixed"
+            near = {kind for kind, r in (("base", moved), ("ref", to_reference)) if r is not None and abs(r - 1) <= tolerance}
+            seen.append(near or {"other"})
+        if not seen:
+            return "n/a"
+        telling = [near for near in seen if near != {"base", "ref"}] or seen
+        common = set.intersection(*telling)
+        if common:
+            return "base" if "base" in common else common.pop()
+        return "other" if all(near == {"other"} for near in telling) else "mixed"
 
     def as_json(self) -> dict:
         e = self.experiment
@@ -293,7 +295,9 @@ class Table:
         lines = [f"the gap here ({e.reference} / {e.baseline}): " + _ratios(gaps)]
         if all(g is None or abs(g - 1) <= tolerance for g in gaps.values()):
             lines.append(f"the gap did not show within {tolerance:.0%}: no row can tell its cause")
-        others = [v.name for v in e.rows if v.name not in (e.baseline, e.reference)]
+        last = e.rows[-1].name
+        drift = last if last != e.baseline and last.startswith(e.baseline) else None
+        others = [v.name for v in e.rows if v.name not in (e.baseline, e.reference, drift)]
         verdicts = {name: self.verdict(name, tolerance) for name in others}
         reach = [n for n, v in verdicts.items() if v == "ref"]
         stay = [n for n, v in verdicts.items() if v == "base"]
@@ -306,9 +310,8 @@ class Table:
         missing = [n for n, v in verdicts.items() if v == "n/a"]
         if missing:
             lines.append("no figure: " + ", ".join(missing))
-        last = e.rows[-1].name
-        if last != e.baseline and last.startswith(e.baseline):
-            lines.append(f"drift ({last} / {e.baseline}): " + _ratios({w: self.over_baseline(last, w) for w in self.works}))
+        if drift:
+            lines.append(f"drift ({drift} / {e.baseline}): " + _ratios({w: self.over_baseline(drift, w) for w in self.works}))
         return lines
 
 
@@ -528,9 +531,9 @@ def nvbench_table(args, log) -> Table:
     import ctypes
 
     import numpy as np
+    from vs_nvbench import Work, time_nvbench
 
     from tuner.measure.peaks import peak_buffer_bytes
-    from vs_nvbench import Work, time_nvbench
 
     gpu, device, bench = device_setup(args)
     try:
@@ -587,8 +590,7 @@ def nvbench_table(args, log) -> Table:
         with stream:
             run()  # the workspace and result blocks come from this stream's pool now, not during the capture
             stream.synchronize()
-            mode = getattr(cupy.cuda.runtime, "streamCaptureModeRelaxed", None)
-            stream.begin_capture(*(() if mode is None else (mode,)))
+            stream.begin_capture()  # relaxed: CUB's own queries of the device do not end the capture
             try:
                 run()
             finally:
@@ -787,6 +789,7 @@ def kernel_tuner_table(args, log) -> Table:
                                                 compiler_options=[f"-I{KERNELS_DIR}", "-DELEM=float"])  # fmt: skip
         function = kt_backend["dev"].compile(SimpleNamespace(kernel_string=kt_string(cfg), name="vector_add"))
         function.prepare(family.arg_types)
+        modules.append(kt_backend["dev"].current_module)  # the next compile replaces Kernel Tuner's reference to it
         return function, f"{function.num_regs} registers"
 
     def exact_buffers(work: str) -> Cell:
