@@ -49,6 +49,10 @@ SKIPPED = {
     "python benchmarks/vs_kernel_tuner.py --dtype float32 --out /tmp/vs-kernel-tuner.txt": f"{GPU}: tunes with Kernel Tuner "
     "and with ours (tests/test_vs_benchmarks.py runs its help and arithmetic)",
     "python benchmarks/pipeline_timing.py --results /tmp/cold": f"{GPU}: the whole pipeline, timed",
+    "python benchmarks/yardstick_gaps.py nvbench --out benchmarks/results/yardstick-gaps-h100": f"{GPU}: times CUB's sums "
+    "one factor at a time (tests/test_yardstick_gaps.py runs its arithmetic, and the experiment where there is one)",
+    "python benchmarks/yardstick_gaps.py kernel-tuner --out benchmarks/results/yardstick-gaps-h100": f"{GPU}: times the "
+    "vector add one factor at a time (tests/test_yardstick_gaps.py runs its arithmetic and its dry run)",
     "python -m tuner describe": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
     "python -m tuner sweep reduce_ladder": f"{GPU}: test_cli_examples_on_the_gpu runs it where there is one",
     REFERENCE_REPORT_COMMAND: "tests/test_reference_results.py and tests/test_profile_report.py read what it draws (the "
