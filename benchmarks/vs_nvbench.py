@@ -10,7 +10,9 @@ events around the same launch on the legacy default stream:
 
   ours cold     ``Bench.time`` as the pipeline times: the L2 flushed before every
                 sample by a read of twice its size (clean lines), a 20 us hold
-                kernel while the launch is enqueued, the median of the samples
+                kernel while the launch is enqueued (500 us for CUB through CuPy,
+                as the peaks hold it: CuPy's host work per call outlasts 20 us),
+                the median of the samples
   ours memset   the same, the L2 flushed by a memset of twice its size, as
                 nvbench flushes (dirty lines, written back during the next sample)
   ours hot      no flush
@@ -21,7 +23,9 @@ events around the same launch on the legacy default stream:
 
 and prints the ratios nvb cold / ours memset and nvb batch / ours hot (the same
 state each, so any gap is the timers'; on an H100 they agree within 1.3 % but
-for CUB's sums, 2 % cold and 5 % in nvbench's batch mode: vs-nvbench-h100.txt) and nvb cold / ours cold (not
+for CUB's sums, 2 % cold and 5 % in nvbench's batch mode: vs-nvbench-h100.txt,
+taken when CUB had the 20 us hold too; ``yardstick_gaps.py nvbench`` takes that
+apart) and nvb cold / ours cold (not
 the same state: the difference is the write-back of the lines nvbench's
 memset leaves dirty, which lands in its next sample and never in ours).
 
@@ -56,6 +60,7 @@ class Work:
     nbytes: int  # bytes the work must move, for GB/s
     restore: Callable[[], None] | None = None  # resets inputs the launch overwrites (ours: untimed, before every sample)
     keep: object = None  # what the launch needs alive: its buffers
+    hold_us: float | None = None  # ours: the hold before each start event (None: the bench's)
 
 
 def choose(entries: list[dict], all_sizes: bool) -> list[dict]:
@@ -128,7 +133,7 @@ def best_works(bench, results: Path, all_sizes: bool) -> list[Work]:
 
 def yardstick_works(bench) -> list[Work]:
     """The device copy of the peaks, and CUB's sum through CuPy where it is installed."""
-    from tuner.measure.peaks import peak_buffer_bytes
+    from tuner.measure.peaks import CUB_HOLD_US, peak_buffer_bytes
 
     gpu = bench.gpu
     nbytes = peak_buffer_bytes(gpu.l2_bytes)
@@ -158,21 +163,31 @@ def yardstick_works(bench) -> list[Work]:
         run()
         # float32 partial sums past 2^24 may round: within a part per million, not exact.
         assert abs(float(out.get()) - n) <= 1e-6 * n, f"CUB sum of {n} ones gave {out.get()}"
-        works.append(Work(f"yardstick: CUB sum {dtype} 2^28", run, n * 4, keep=(x, out)))
+        works.append(Work(f"yardstick: CUB sum {dtype} 2^28", run, n * 4, keep=(x, out), hold_us=CUB_HOLD_US))
     return works
+
+
+def memset_flush(bench) -> Callable[[], None]:
+    """An L2 flush as nvbench's: a memset of twice the L2's size (dirty lines), its buffer made once per bench."""
+    gpu = bench.gpu
+    buffer = getattr(bench, "_memset_flush_buffer", None)
+    if buffer is None:
+        buffer = bench._memset_flush_buffer = gpu.alloc(2 * gpu.l2_bytes)
+    return lambda: gpu.fill_bytes(buffer.ptr(), 0, buffer.nbytes)
 
 
 def time_ours(bench, work: Work, mode: str) -> float:
     """The median (ms) of ``Bench.time`` in one of our modes."""
     from tuner.measure.timing import time_kernel
 
+    hold_us = bench.timing.hold_us if work.hold_us is None else work.hold_us
     if mode == "ours memset":
         gpu = bench.gpu
-        options = replace(bench.timing, flush_l2=True)
-        result = time_kernel(work.run, timer=gpu.event_timer(), options=options, restore=work.restore, flush=gpu.flush_l2,
+        options = replace(bench.timing, flush_l2=True, hold_us=hold_us)
+        result = time_kernel(work.run, timer=gpu.event_timer(), options=options, restore=work.restore, flush=memset_flush(bench),
                              hold=bench.hold_for(options.hold_us), synchronize=gpu.synchronize, clocks=bench.clocks)  # fmt: skip
     else:
-        options = replace(bench.timing, flush_l2=mode != "ours hot")
+        options = replace(bench.timing, flush_l2=mode != "ours hot", hold_us=hold_us)
         result = bench.time(work.run, restore=work.restore, options=options)
     return result.median_ms
 

@@ -8,8 +8,8 @@ launched through CuPy, at 0.944 to 0.947 of our hot time
 0.5 % on our own kernels. Works: CUB's sum of 2^28 int32 and float32 through
 CuPy (``cupy.cuda.cub.cub_reduction``, as ``tuner/measure/peaks.py`` calls it)
 and the device copy of the peaks as a control. The baseline is ours hot as
-``vs_nvbench.py`` took it (``Bench.time``, no flush, a 20 us hold kernel before
-the start event); the rows change the hold, the L2 state, single call or
+``vs-nvbench-h100.txt`` took it (``Bench.time``, no flush, a 20 us hold kernel
+before the start event); the rows change the hold, the L2 state, single call or
 batch, the launch path (a CUDA graph of the same CuPy call; CUB called from
 C++), the timer (CuPy's own) and the tool (nvbench batch and cold).
 
@@ -106,8 +106,8 @@ NVBENCH = Experiment(
     question="why nvbench's batch time of CUB's sums (through CuPy) is 0.944 to 0.947 of ours hot",
     works=("CUB sum int32", "CUB sum float32", "device copy"),
     rows=(
-        Variant("ours hot", "the baseline: Bench.time as vs_nvbench.py took ours hot (no flush, a 20 us hold kernel "
-                "before the start event, one call between two events, the median)"),  # fmt: skip
+        Variant("ours hot", "the baseline: Bench.time as vs-nvbench-h100.txt took ours hot (no flush, a 20 us hold "
+                "kernel before the start event, one call between two events, the median)"),  # fmt: skip
         Variant("hold 0", "no hold kernel: the GPU idles while the host enqueues the call"),
         Variant("hold 500 us", "a 500 us hold kernel (CUB_HOLD_US of tuner/measure/peaks.py)"),
         Variant("hold until released", "a kernel spinning on a host flag that the host sets once the stop event is "

@@ -234,7 +234,12 @@ def diagnose(bench, cupy, lines: list[str]) -> None:
         "copy": (lambda: gpu.copy(dst.ptr(), src.ptr(), 1 << 30), 2 << 30),
         "vector add": (add.run, 3 * N * 4),
     }
-    flushes = {"memset": gpu.flush_l2, "read": bench.flush, "none": None}
+    memset_buffer = gpu.alloc(2 * gpu.l2_bytes)
+
+    def memset() -> None:
+        gpu.fill_bytes(memset_buffer.ptr(), 0, memset_buffer.nbytes)
+
+    flushes = {"memset": memset, "read": bench.flush, "none": None}
     lines += ["", "diagnosis: GB/s under each timing (flush before each sample: memset = a write of 2x L2, read = Bench.flush, "
               "a read of 2x L2; hold: spin before the start event)",
               f"{'flush, hold':18s}" + "".join(f"{name:>17s}" for name in work)]  # fmt: skip
