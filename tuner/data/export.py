@@ -380,8 +380,8 @@ def _operation_comment(entry: Mapping) -> list[str]:
     """Where the family's configurations do different work, which operation this struct answers."""
     if entry.get("operation") is None:
         return []
-    return [f"// Operation {_quoted(entry['operation'])} of family {_quoted(entry['family'])}: the fastest configuration "
-            "that does this work (each operation has its own struct)."]  # fmt: skip
+    return [f"// Operation {_quoted(entry['operation'])} of family {_quoted(entry['family'])}: chosen among the "
+            "configurations that do this work; each operation has its own struct."]  # fmt: skip
 
 
 def _tie_comment(entry: dict) -> list[str]:

@@ -8,7 +8,7 @@ namespace tuner_best {
 #if !defined(TUNER_TARGET_SM) || TUNER_TARGET_SM == 90
 constexpr bool tuned = true;
 
-// Operation "copy" of family "copy": the fastest configuration that does this work (each operation has its own struct).
+// Operation "copy" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
 struct copy_copy_float32_n16777216 {
     static constexpr const char* variant = "copy";
     static constexpr int block_size = 256;
@@ -22,7 +22,7 @@ struct copy_copy_float32_n16777216 {
     static constexpr double bandwidth_gbs = 3770.2;  // measured
 };
 
-// Operation "read" of family "copy": the fastest configuration that does this work (each operation has its own struct).
+// Operation "read" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
 // 4 configurations tie (95 % intervals of the median time overlap the winner's);
 // exported: the winner, which ties at the most sizes of copy float32 (read) (2 of 2; 0.17% behind each size's best, geometric mean). The others:
 //   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2723.6 GB/s
@@ -41,7 +41,7 @@ struct copy_read_float32_n16777216 {
     static constexpr double bandwidth_gbs = 2741.4;  // measured
 };
 
-// Operation "copy" of family "copy": the fastest configuration that does this work (each operation has its own struct).
+// Operation "copy" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
 struct copy_copy_float32_n268435456 {
     static constexpr const char* variant = "copy";
     static constexpr int block_size = 256;
@@ -55,7 +55,7 @@ struct copy_copy_float32_n268435456 {
     static constexpr double bandwidth_gbs = 4265.1;  // measured
 };
 
-// Operation "read" of family "copy": the fastest configuration that does this work (each operation has its own struct).
+// Operation "read" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
 // 3 configurations tie (95 % intervals of the median time overlap the winner's);
 // exported: of its 3 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.17% behind each size's best, geometric mean). The others:
 //   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 4400.3 GB/s (the winner)
