@@ -196,3 +196,14 @@ def test_compare_judges_each_operations_winner_against_its_own_tie_set():
     lines = compare.winners(a, slower)
     assert lines[0] == "winners: the same in 1 of 2 problems; B's winner lies in A's tie set in 1 of 2"
     assert lines[1].startswith("  not in copy (copy) float32 n=1024: B's winner") and "5.00% behind" in lines[1]
+
+
+def test_the_energy_table_gives_each_operation_its_own_front():
+    """A read's joules are no answer for a copy: each operation has its own fastest and most frugal."""
+    from tuner.report.energy import energy_table
+
+    joules = {("copy", 256): 0.010, ("copy", 512): 0.008, ("read", 1024): 0.004, ("read", 256): 0.005}
+    rows = [r | {"energy_j": joules[(r["variant"], r["block_size"])], "energy_j_err": 1e-5} for r in copy_rows()]
+    table = energy_table(results.to_frame(rows)).set_index("problem")
+    assert list(table.index) == ["copy (copy) float32 n=1024", "copy (read) float32 n=1024"]
+    assert list(table["with energy"]) == [2, 2] and table.loc["copy (copy) float32 n=1024", "fastest: mJ per launch"].startswith("10 ")
