@@ -120,11 +120,11 @@ def test_the_summary_says_whether_each_winner_of_b_lies_in_as_tie_set():
     b = pd.DataFrame(run({128: 1.0003, 256: 1.0, 512: 1.05}) + run({128: 1.05, 256: 1.0}, n=1 << 24))
     first, second = compare.winners(a, b)[:2]
     assert first == "winners: the same in 0 of 2 problems; B's winner lies in A's tie set in 1 of 2"
-    assert second.startswith("  not in copy float32 n=16777216: B's winner") and second.endswith("(A's tie set: 1; it was 5.00% behind A's winner in A)")
+    assert second.startswith("  not in copy (copy) float32 n=16777216: B's winner") and second.endswith("(A's tie set: 1; it was 5.00% behind A's winner in A)")
     b = pd.DataFrame(run({128: 1.0003, 256: 1.0, 512: 1.05}) + run({128: 1.05, 1024: 1.0}, n=1 << 24))  # A never ran 1024
     lines = compare.winners(a, b)
     assert lines[0] == "winners: the same in 0 of 2 problems; B's winner lies in A's tie set in 1 of 1 (1 more where A never measured B's winner)"
-    assert lines[1].startswith("  not measured in A: copy float32 n=16777216: B's winner") and len(lines) == 2
+    assert lines[1].startswith("  not measured in A: copy (copy) float32 n=16777216: B's winner") and len(lines) == 2
 
 
 def test_a_winner_that_a_measured_only_as_a_yardstick_is_not_measured_there():
@@ -141,7 +141,7 @@ def test_a_winner_that_a_measured_only_as_a_yardstick_is_not_measured_there():
     b = pd.DataFrame(run({1024: 0.9, 128: 1.0}, "sweep:x"))
     lines = compare.winners(a, b)
     assert lines[0] == "winners: the same in 0 of 1 problems; B's winner lies in A's tie set in 0 of 0 (1 more where A never measured B's winner)"
-    assert lines[1].startswith("  not measured in A: copy float32 n=1048576: B's winner") and '"block_size": 1024' in lines[1]
+    assert lines[1].startswith("  not measured in A: copy (copy) float32 n=1048576: B's winner") and '"block_size": 1024' in lines[1]
 
 def write_run(folder: Path, rows: list[dict]) -> Path:
     results.write_atomic(results.to_frame(rows), folder / "measurements.parquet")
@@ -224,7 +224,7 @@ def test_the_readme_numbers_of_the_shipped_runs():
         "SAME": 12,
     }
     assert "reduce: A's keys name finish (the other side's do not)" in compare.key_differences(h100, h200)
-    assert compare.winners(h100, h200)[0] == "winners: the same in 10 of 20 problems; B's winner lies in A's tie set in 16 of 16 (4 more where A never measured B's winner)"
+    assert compare.winners(h100, h200)[0] == "winners: the same in 10 of 22 problems; B's winner lies in A's tie set in 18 of 18 (4 more where A never measured B's winner)"
     hard = (
         REFERENCE / "nvidia-h100-80gb-hbm3/sweeps/reduce_hard_2e24.parquet",
         REFERENCE.parents[1] / "benchmarks/results/history/nvidia-h100-80gb-hbm3/reduce_hard_2e24-study-run/sweep.parquet",
@@ -239,8 +239,8 @@ def test_two_fresh_h100_runs_name_winners_in_each_others_tie_sets():
     """The shipped claim: rerun on the same GPU, every problem's winner is one the first run could not tell from its own."""
     fresh = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "fresh-h100"
     one, two = compare.load(fresh / "run1"), compare.load(fresh / "run2")
-    assert compare.winners(one, two)[0] == "winners: the same in 17 of 20 problems; B's winner lies in A's tie set in 20 of 20"
-    assert compare.winners(two, one)[0].endswith("B's winner lies in A's tie set in 20 of 20")
+    assert compare.winners(one, two)[0] == "winners: the same in 18 of 22 problems; B's winner lies in A's tie set in 22 of 22"
+    assert compare.winners(two, one)[0].endswith("B's winner lies in A's tie set in 22 of 22")
     verdicts = compare.compare(one, two)["verdict"].value_counts().to_dict()
     assert verdicts == {"SAME": 1829, "AMBIGUOUS": 209, "FASTER": 14, "SLOWER": 8}
 

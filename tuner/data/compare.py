@@ -222,18 +222,21 @@ def winners(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     """Is the answer stable across the two runs? Per problem in both, whether
     B's winner lies in A's tie set (``tuner.data.ties``, as ``best.json``
     gives them): a line of counts, then a line per problem where it does not."""
-    from tuner.data.export import best_entries, candidate_rows
+    from tuner.data.export import answer_key, best_entries, candidate_rows
     from tuner.data.results import to_frame
+    from tuner.data.ties import operations
 
-    first, second = (
-        {(e["family"], e["dtype"], e["n"]): e for e in best_entries(to_frame(side, keep_unknown=True))} for side in (a, b)
-    )
+    # Per answer: a family whose configurations do different work (copy: copy and read) has one per operation.
+    first, second = ({answer_key(e): e for e in best_entries(to_frame(side, keep_unknown=True))} for side in (a, b))
     common = sorted(first.keys() & second.keys())
     if not common:
         return []
     same = sum(first[k]["config_key"] == second[k]["config_key"] for k in common)
     rows_a = measured(a)  # a yardstick's rows (peaks) are no candidates, as in best_entries and _behind_in
-    measured_in_a = {key: set(rows["config_key"]) for key, rows in rows_a[candidate_rows(rows_a)].groupby(PROBLEM)}
+    rows_a = rows_a[candidate_rows(rows_a)]
+    rows_a = rows_a.assign(_operation=operations(rows_a).fillna(""))
+    measured_in_a = {(*key[:3], key[3] or None): set(rows["config_key"])
+                     for key, rows in rows_a.groupby([*PROBLEM, "_operation"])}  # fmt: skip
     unmeasured = [k for k in common if second[k]["config_key"] not in measured_in_a.get(k, set())]
     outside = [k for k in common if k not in unmeasured and second[k]["config_key"] not in {m["config_key"] for m in first[k]["tie_set"]}]
     judged = len(common) - len(unmeasured)
@@ -244,22 +247,30 @@ def winners(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     for key in outside:
         behind = _behind_in(a, key, second[key]["config_key"], first[key]["ranked_by"])
         lines.append(
-            f"  not in {key[0]} {key[1]} n={key[2]}: B's winner {second[key]['config_key']} (A's tie set: {first[key]['tie_count']}; "
+            f"  not in {_answer_text(key)}: B's winner {second[key]['config_key']} (A's tie set: {first[key]['tie_count']}; "
             f"it was {behind:.2%} behind A's winner in A)"
         )
     for key in unmeasured:
-        lines.append(f"  not measured in A: {key[0]} {key[1]} n={key[2]}: B's winner {second[key]['config_key']}")
+        lines.append(f"  not measured in A: {_answer_text(key)}: B's winner {second[key]['config_key']}")
     return lines
 
 
+def _answer_text(key: tuple) -> str:
+    """``copy float32 n=1024``, with the operation where the family has several: ``copy (read) float32 n=1024``."""
+    family, dtype, n, operation = key
+    return f"{family}{f' ({operation})' if operation is not None else ''} {dtype} n={n}"
+
+
 def _behind_in(frame: pd.DataFrame, key: tuple, config_key: str, ranked_by: str) -> float:
-    """How far ``config_key`` ranked behind the winner of problem ``key`` in ``frame``."""
+    """How far ``config_key`` ranked behind the winner of answer ``key``
+    (family, dtype, n, operation) in ``frame``."""
     from tuner.data import ties
     from tuner.data.export import candidate_rows
 
     rows = measured(frame)
     rows = rows[candidate_rows(rows)]
     rows = rows[(rows["family"] == key[0]) & (rows["dtype"] == key[1]) & (rows["n"] == key[2])]
+    rows = rows[(ties.operations(rows).fillna("") == (key[3] or "")).to_numpy(dtype=bool)]
     table = ties.rank(rows.drop(columns=["low", "high", "how"]), ranked_by).set_index("config_key")
     return float(table.loc[config_key, "behind"])
 

@@ -1,17 +1,24 @@
 """The answer of a tuning run as files a program can load or include: per
-family and problem, the best verified configuration of a GPU's dataset.
+family and problem, the best verified configuration of a GPU's dataset; where
+a family's configurations do different work (``Family.operation_param``:
+copy's ``variant``, a copy or a read-only pass), the best of each operation.
 
-- ``best.json``: the winning parameters, launch geometry, GB/s (GFLOP/s where
-  the family counts work), fractions of the peaks, and the run that measured it;
-  the 95 % interval of the winner's median time, its tie set (every
-  configuration whose interval overlaps the winner's) and the member the
-  header exports, with the reason (``tuner.data.ties``);
+- ``best.json`` (``"format": 2``): an entry per answer, each naming its
+  ``operation`` (null for a family of one), the default operation's entry
+  first among a problem's; the winning parameters, launch geometry, GB/s
+  (GFLOP/s where the family counts work), fractions of the peaks, and the run
+  that measured it; the 95 % interval of the winner's median time, its tie set
+  (every configuration whose interval overlaps the winner's) and the member
+  the header exports, with the reason (``tuner.data.ties``). Format 1 (no
+  ``format`` key) had one entry per problem and no ``operation``;
 - ``best_configs.h``: a C++ header with the exported member's constants, one
-  struct per problem in ``namespace tuner_best``, the other members of its tie
-  set in a comment above it, guarded by compute capability: built for another
-  GPU (``-DTUNER_TARGET_SM=80``), each struct holds the family's default
-  parameters instead, and the same other members (zero grid and block, no
-  bandwidth), so that one program builds for any GPU.
+  struct per answer in ``namespace tuner_best`` (``<family>_<dtype>_n<n>``,
+  or ``<family>_<operation>_<dtype>_n<n>`` where the family has several
+  operations), the other members of its tie set in a comment above it,
+  guarded by compute capability: built for another GPU
+  (``-DTUNER_TARGET_SM=80``), each struct holds the family's default
+  parameters instead (in its own operation), and the same other members (zero
+  grid and block, no bandwidth), so that one program builds for any GPU.
 
 Yardstick rows (``source == "peaks"``) are not candidates.
 """
@@ -46,27 +53,31 @@ def candidate_rows(dataset: pd.DataFrame) -> np.ndarray:
 
 
 def best_entries(dataset: pd.DataFrame) -> list[dict]:
-    """One entry per (family, dtype, n): its best ok row (by GFLOP/s for
-    families that count floating-point work, else by GB/s), the 95 % interval
-    of its median time, its tie set and the member the header exports
-    (``tuner.data.ties``)."""
+    """One entry per (family, dtype, n) and, where the family's configurations
+    do different work, per operation (``Family.operation``, in the family's
+    order: the default first): its best ok row (by GFLOP/s for families that
+    count floating-point work, else by GB/s), the 95 % interval of its median
+    time, its tie set and the member the header exports (``tuner.data.ties``)."""
     ok = dataset[candidate_rows(dataset)]
+    ok = ok.assign(_operation=ties.operations(ok).fillna(""))  # "": the family's one operation (groupby drops None)
     candidates = {}
-    for (family_name, dtype, n), rows in ok.groupby(["family", "dtype", "n"], sort=True):
-        rows = _complete_if_any(rows)
+    for (family_name, dtype, n, operation), rows in ok.groupby(["family", "dtype", "n", "_operation"], sort=False):
+        rows = _complete_if_any(rows.drop(columns="_operation"))
         by = "gflops" if rows["gflops"].notna().any() else "bandwidth_gbs"
-        candidates[(family_name, dtype, int(n))] = (rows, by)
+        candidates[(family_name, dtype, int(n), operation or None)] = (rows, by)
+    candidates = dict(sorted(candidates.items(), key=lambda item: _answer_order(item[0])))
     every = ties.problems(candidates)
     entries = []
-    for (family_name, dtype, n), problem in every.items():
+    for (family_name, dtype, n, operation), problem in every.items():
         if problem.table.empty:
             continue
         family = REGISTRY.families.get(family_name)
         best = problem.winner
         choice = ties.choose(problem, every)
         chosen = problem.table[problem.table["config_key"] == choice.config_key].iloc[0]
+        key = (family_name, dtype, n, operation)
         entries.append({
-            "family": family_name, "dtype": dtype, "n": int(n),
+            "family": family_name, "operation": operation, "dtype": dtype, "n": int(n),
             "params": _params(best, family),
             "grid": _dims(best["grid"]), "block": _dims(best["block"]),
             "bandwidth_gbs": plain_value(best["bandwidth_gbs"]), "gflops": plain_value(best["gflops"]), "ranked_by": problem.by,
@@ -76,14 +87,27 @@ def best_entries(dataset: pd.DataFrame) -> list[dict]:
             "time_ms_interval": _interval(best), "interval": str(best["how"]),
             "run_id": plain_value(best["run_id"]),
             "source": plain_value(best["source"]), "config_key": plain_value(best["config_key"]),
-            "candidates": int(len(candidates[(family_name, dtype, n)][0])),
-            "energy_optimal": _energy_optimal(candidates[(family_name, dtype, n)][0], best, family),
+            "candidates": int(len(candidates[key][0])),
+            "energy_optimal": _energy_optimal(candidates[key][0], best, family),
             "tie_count": int(len(problem.ties)),
             "tie_set": [_member(row, family, problem.by) for _, row in problem.ties.iterrows()],
             "exported": {**_member(chosen, family, problem.by), "grid": _dims(chosen["grid"]),
                          "block": _dims(chosen["block"]), "rule": choice.rule},
         })  # fmt: skip
     return entries
+
+
+def _answer_order(key: ties.AnswerKey) -> tuple:
+    """best.json's order: by family, dtype and n, then operation in the
+    family's order, so that a reader taking the first entry of a family,
+    dtype and n gets the family's default operation (copy's copy)."""
+    family, dtype, n, operation = key
+    return family, dtype, n, ties.operation_order(family, operation)
+
+
+def answer_key(entry: Mapping) -> ties.AnswerKey:
+    """What an entry of ``best_entries`` answers: (family, dtype, n, operation)."""
+    return entry["family"], entry["dtype"], entry["n"], entry.get("operation")
 
 
 def _energy_optimal(rows: pd.DataFrame, fastest: pd.Series, family) -> dict | None:
@@ -141,8 +165,13 @@ def _dims(text: Any) -> list[int] | None:
     return [int(x) for x in str(text).split(",")] if isinstance(text, str) and text else None
 
 
+# best.json's layout: 2 since an entry answers one operation of a problem (and names it).
+FORMAT = 2
+
+
 def best_json(entries: list[dict], device: Mapping) -> dict:
     return {
+        "format": FORMAT,
         "gpu": device.get("name"),
         "gpu_slug": device.get("slug"),
         "compute_capability": device.get("compute_capability"),
@@ -258,6 +287,9 @@ def header_text(entries: list[dict], device: Mapping) -> str:
         family = REGISTRY.families.get(entry["family"])
         exported = (entry.get("exported") or entry)["params"]
         known = {p.name: p.default for p in family.params} if family else {}
+        if family is not None and family.operation_param in exported:
+            # Another GPU's struct of an operation keeps to that operation: the read's defaults still read.
+            known[family.operation_param] = exported[family.operation_param]
         defaults.append({key: known.get(key, value) for key, value in exported.items()})
         if family is None:  # a plug-in not loaded here: its defaults are unknown, the tuned values stand in
             unloaded.add(entry["family"])
@@ -275,7 +307,8 @@ def header_text(entries: list[dict], device: Mapping) -> str:
 
 
 def _plain_struct_name(entry: Mapping) -> str:
-    return f"{entry['family']}_{entry['dtype']}_n{entry['n']}"
+    operation = f"_{entry['operation']}" if entry.get("operation") is not None else ""
+    return f"{entry['family']}{operation}_{entry['dtype']}_n{entry['n']}"
 
 
 def _member_spellings(entry: Mapping, defaults: Mapping, struct_name: str) -> dict[str, str]:
@@ -291,7 +324,8 @@ def _spelling_comment(entry: Mapping, name: str, spelled: Mapping[str, str]) -> 
     """Where a name is spelled otherwise in C++, the original beside it (best.json keeps the originals)."""
     lines = []
     if name != _plain_struct_name(entry):
-        lines.append(f"// {name}: family {_quoted(entry['family'])}, dtype {_quoted(entry['dtype'])}, n={entry['n']}")
+        operation = f", operation {_quoted(entry['operation'])}" if entry.get("operation") is not None else ""
+        lines.append(f"// {name}: family {_quoted(entry['family'])}{operation}, dtype {_quoted(entry['dtype'])}, n={entry['n']}")
     renamed = [f"{_quoted(key)} as {member}" for key, member in spelled.items() if key != member]
     if renamed:
         lines.append(f"// Parameters spelled otherwise in C++ (a keyword, a leading digit, a clash): {', '.join(renamed)}")
@@ -322,7 +356,7 @@ def _struct(entry: dict, params: Mapping, *, tuned: bool, name: str, spelled: Ma
         body.append(f"    static constexpr double bandwidth_gbs = {text}")
     frugal = entry.get("energy_optimal")
     body += _energy_struct(frugal if tuned or not frugal else {"params": params}, spelled)
-    comment = [*_tie_comment(entry), *_spelling_comment(entry, name, spelled)] if tuned else []
+    comment = [*_operation_comment(entry), *_tie_comment(entry), *_spelling_comment(entry, name, spelled)] if tuned else []
     if unloaded:
         comment.append(f"// Family {_quoted(entry['family'])} was not loaded for this export (its defaults are unknown): "
                        "the tuned values stand in. Give its config (--config) to export its defaults.")  # fmt: skip
@@ -340,6 +374,14 @@ def _energy_struct(frugal: Mapping | None, spelled: Mapping[str, str]) -> list[s
     lines += [f"        static constexpr {kind} {spelled[key]} = {text};"
               for key, (kind, text) in ((k, _literal(v)) for k, v in frugal["params"].items())]  # fmt: skip
     return lines + ["    };"]
+
+
+def _operation_comment(entry: Mapping) -> list[str]:
+    """Where the family's configurations do different work, which operation this struct answers."""
+    if entry.get("operation") is None:
+        return []
+    return [f"// Operation {_quoted(entry['operation'])} of family {_quoted(entry['family'])}: chosen among the "
+            "configurations that do this work; each operation has its own struct."]  # fmt: skip
 
 
 def _tie_comment(entry: dict) -> list[str]:
@@ -406,7 +448,7 @@ def export(folder: Path, out: Path) -> list[str]:
     lines = []
     for e in entries:
         lines += summary_lines(e)
-    return lines + [f"{len(entries)} problems -> {out / 'best.json'}, {out / 'best_configs.h'}"]
+    return lines + [f"{len(entries)} answers -> {out / 'best.json'}, {out / 'best_configs.h'}"]
 
 
 _WHOLE_NUMBERS = re.compile(r"(\d+),(\d+),(\d+)", re.ASCII)  # ASCII: int() would take other scripts' digits
@@ -471,7 +513,8 @@ def summary_lines(entry: dict) -> list[str]:
     else:
         figure = f"{value:.0f} {unit}" if value is not None else "—"
     ties = entry.get("tie_count", 1)
-    line = f"{entry['family']:12s} {entry['dtype']:8s} n={entry['n']:<10d} {figure:>24s}  {ties:3d} tied  {entry['params']}"
+    what = entry["family"] + (f" ({entry['operation']})" if entry.get("operation") is not None else "")
+    line = f"{what:12s} {entry['dtype']:8s} n={entry['n']:<10d} {figure:>24s}  {ties:3d} tied  {entry['params']}"
     exported = entry.get("exported")
     if exported and exported["config_key"] != entry["config_key"]:
         return [line, f"{'':36s} header exports {exported['params']} ({exported[by]:.0f} {unit}): {exported['rule']}"]

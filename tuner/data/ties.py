@@ -35,6 +35,12 @@ and lists the whole set; the header lists the others in a comment.
 
 A configuration measured twice for one problem (by a sweep and a study)
 counts once, by its better row (the one the winner is chosen from).
+
+**One answer per operation.** Where a family's configurations do different
+work (``Family.operation_param``: copy's ``variant``, a copy or a read-only
+pass), each operation of a problem is ranked on its own, with its own tie set
+and exported member, chosen over the sizes of that operation: the fastest read
+is no answer to "which copy is fastest".
 """
 
 from __future__ import annotations
@@ -47,9 +53,39 @@ import numpy as np
 import pandas as pd
 
 from tuner.data.intervals import MARGIN, ratio_intervals, row_intervals
+from tuner.data.results import config_params
+from tuner.families import REGISTRY
 
 # A tie set of this many configurations or more is called large in the report.
 LARGE = 5
+
+
+# What one answer is of: (family, dtype, n, operation), the operation None for a family of one.
+AnswerKey = tuple[str, str, int, "str | None"]
+
+
+def operations(rows: pd.DataFrame) -> pd.Series:
+    """Each row's operation (``Family.operation`` of its configuration key),
+    None where its family has one operation or is not loaded in this process."""
+    out = pd.Series([None] * len(rows), index=rows.index, dtype="object")
+    if rows.empty or "family" not in rows:
+        return out
+    for name, keys in rows.groupby("family", sort=False)["config_key"]:
+        family = REGISTRY.families.get(name)
+        if family is None or family.operation_param is None:
+            continue
+        named = {key: family.operation(config_params(key)) for key in keys.unique()}
+        out.loc[keys.index] = keys.map(named)
+    return out
+
+
+def operation_order(family_name: str, operation: str | None) -> tuple[int, str]:
+    """Where an operation sorts among its family's (``Family.operations``:
+    the default first); an operation the family does not list, after them."""
+    family = REGISTRY.families.get(family_name)
+    listed = family.operations() if family is not None else ()
+    name = operation or ""
+    return (listed.index(name), "") if name in listed else (len(listed), name)
 
 
 @dataclass(frozen=True)
@@ -66,10 +102,16 @@ class Problem:
     n: int
     by: str  # "bandwidth_gbs" or "gflops"
     table: pd.DataFrame
+    operation: str | None = None  # None: the family's configurations all do the same work
 
     @property
-    def key(self) -> tuple[str, str, int]:
-        return self.family, self.dtype, self.n
+    def key(self) -> AnswerKey:
+        return self.family, self.dtype, self.n, self.operation
+
+    @property
+    def series(self) -> tuple[str, str | None, str]:
+        """What the sizes whose tie sets ``choose`` weighs have in common."""
+        return self.family, self.operation, self.dtype
 
     @property
     def winner(self) -> pd.Series:
@@ -110,10 +152,13 @@ def rank(rows: pd.DataFrame, by: str, margin: float = MARGIN) -> pd.DataFrame:
     return table
 
 
-def problems(candidates: dict[tuple[str, str, int], tuple[pd.DataFrame, str]]) -> dict[tuple[str, str, int], Problem]:
-    """Per problem key, its ``Problem``: ``candidates`` maps a key to (the rows
-    that may win it, the ranking column)."""
-    return {key: Problem(*key, by=by, table=rank(rows, by)) for key, (rows, by) in candidates.items()}
+def problems(candidates: dict[AnswerKey, tuple[pd.DataFrame, str]]) -> dict[AnswerKey, Problem]:
+    """Per answer key (family, dtype, n, operation), its ``Problem``:
+    ``candidates`` maps a key to (the rows that may win it, the ranking column)."""
+    return {
+        (family, dtype, n, operation): Problem(family, dtype, n, by=by, table=rank(rows, by), operation=operation)
+        for (family, dtype, n, operation), (rows, by) in candidates.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -122,15 +167,16 @@ class Choice:
     rule: str  # why this member: the sentence best.json and the header carry
 
 
-def choose(problem: Problem, every: dict[tuple[str, str, int], Problem]) -> Choice:
+def choose(problem: Problem, every: dict[AnswerKey, Problem]) -> Choice:
     """The member of ``problem``'s tie set the header exports (module docstring)."""
     ties = problem.ties
     winner = str(problem.winner["config_key"])
     if len(ties) < 2:
         return Choice(winner, "the winner: nothing ties with it")
-    sizes = [p for k, p in every.items() if k[:2] == problem.key[:2] and not p.table.empty]
+    sizes = [p for p in every.values() if p.series == problem.series and not p.table.empty]
     if len(sizes) < 2:
-        return Choice(winner, "the winner: no other size of this family and dtype was measured")
+        what = "family and dtype" if problem.operation is None else "family, operation and dtype"
+        return Choice(winner, f"the winner: no other size of this {what} was measured")
     # config_key -> (tie, behind) per size: a rank's keys are distinct.
     standings = [dict(zip(size.table["config_key"], zip(size.table["tie"], size.table["behind"]))) for size in sizes]
     scores = []
@@ -144,5 +190,6 @@ def choose(problem: Problem, every: dict[tuple[str, str, int], Problem]) -> Choi
     if -count < 2:
         return Choice(winner, f"the winner: no member of its tie set ties at another size (n = {others})")
     what = "the winner, which" if position == 0 else f"of its {len(ties)} tied configurations the one that"
-    return Choice(key, f"{what} ties at the most sizes of {problem.family} {problem.dtype} ({-count} of {len(sizes)}; "
+    series = f"{problem.family} {problem.dtype}" + (f" ({problem.operation})" if problem.operation is not None else "")
+    return Choice(key, f"{what} ties at the most sizes of {series} ({-count} of {len(sizes)}; "
                        f"{slowdown - 1:.2%} behind each size's best, geometric mean)")  # fmt: skip

@@ -228,6 +228,8 @@ class Family(ABC):
       (GB/s is this over the median time); ``flops`` (optional, default 0)
       for compute-bound families; ``device_bytes(problem)`` (optional) when
       the buffers are not about six arrays of n elements.
+    - ``operation_param`` (optional): the parameter whose values do different
+      work (``operation(cfg)``); the answer is then one per operation.
 
     **The harness** (called by the measuring process, once per problem, then
     once per configuration):
@@ -258,6 +260,29 @@ class Family(ABC):
     # Variants that form a lesson's ladder, in the order it climbs them (each
     # step a change to the one before): the report draws their speed-ups in this order.
     ladder: ClassVar[tuple[str, ...]] = ()
+    # Where configurations do different work (copy's variant: a copy, or a read-only
+    # pass), the parameter whose value names the operation: the run's answer (best.json,
+    # the header, the report's tables) is then one per operation, since the fastest of
+    # one is no answer for another. None: every configuration does the same work.
+    operation_param: ClassVar[str | None] = None
+
+    def operation(self, cfg: Config) -> str | None:
+        """The operation ``cfg`` performs: its value of ``operation_param``
+        (the parameter's default where ``cfg`` lacks it), or None where the
+        family has one operation. Override where several values do one operation."""
+        if self.operation_param is None:
+            return None
+        return str(cfg.get(self.operation_param, self.param(self.operation_param).default))
+
+    def operations(self) -> tuple[str, ...]:
+        """Every operation in the family's order (the default first); empty
+        where the family has one operation."""
+        if self.operation_param is None:
+            return ()
+        defaults = {p.name: p.default for p in self.params}
+        values = (defaults[self.operation_param], *self.param(self.operation_param).values)
+        named = (self.operation(defaults | {self.operation_param: value}) for value in values)
+        return tuple(dict.fromkeys(name for name in named if name is not None))
 
     # ---- the space -------------------------------------------------------
     def param(self, name: str) -> Param:

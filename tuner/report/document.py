@@ -177,9 +177,12 @@ def bests_table(bests: pd.DataFrame) -> pd.DataFrame:
             return "— (compute-bound)"
         return f"{value:.1%}" if pd.notna(value) else "—"
 
+    # An operation column only where a family's configurations do different work (copy: copy and read).
+    operations = "operation" in bests and bests["operation"].notna().any()
     rows = [
         (
             r["family"],
+            *([r["operation"] if pd.notna(r["operation"]) else "—"] if operations else []),
             r["variant"],
             problem_label(r["family"], r["dtype"], r["n"]),
             r["config"],
@@ -193,6 +196,7 @@ def bests_table(bests: pd.DataFrame) -> pd.DataFrame:
     ]
     columns = (
         "family",
+        *(["operation"] if operations else []),
         "variant",
         "problem",
         "configuration",
@@ -306,6 +310,16 @@ def compute_bound_text(bests: pd.DataFrame) -> str:
             "compute-bound: the best is the highest GFLOP/s, and a share of a bandwidth peak says nothing about it.")  # fmt: skip
 
 
+def operations_text(bests: pd.DataFrame) -> str:
+    """The sentence on the families whose configurations do different work ("" without any)."""
+    if "operation" not in bests or not bests["operation"].notna().any():
+        return ""
+    named = bests[bests["operation"].notna()].groupby("family", sort=False)["operation"]
+    parts = [f"`{family}` ({', '.join(ops)})" for family, ops in named]
+    return (f"The configurations of {', '.join(parts)} do different work: each operation has its own best, "
+            "since the fastest of one is no answer for another.")  # fmt: skip
+
+
 def build_content(
     *,
     dataset: pd.DataFrame,
@@ -347,6 +361,7 @@ def build_content(
         ),
         "bests": None if bests.empty else bests_table(bests),
         "compute_bound": compute_bound_text(bests),
+        "operations": operations_text(bests),
         "families": [{**f, "figure": figure_item(f["figure"]) if f["figure"] else None} for f in families],
         "environment": environment_table(device),
         "peaks": peaks_table(peaks),

@@ -1,4 +1,5 @@
-"""The report's energy section: per problem, median time against joules per
+"""The report's energy section: per problem (and operation, where a family's
+configurations do different work), median time against joules per
 launch of every configuration whose energy was measured, the Pareto front
 marked and its knee named, and a table saying whether the trade-off is real:
 energy saved for time lost at the knee, and whether the fastest and the most
@@ -24,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from tuner.data.front import ENERGY, TIME, knee, pareto_mask, with_both
+from tuner.data.ties import operation_order, operations
 from tuner.report.style import blank_figure, shown_name, styled, write
 
 STEM = "energy_front"
@@ -38,7 +40,10 @@ T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 DEFAULT_WINDOWS = 3
 
 
-def _problems(dataset: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame]]:
+def _problems(dataset: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(label, rows) per problem with energy and, where a family's
+    configurations do different work (``Family.operation``: copy's copy and
+    read), per operation: a read's joules are no answer for a copy."""
     if ENERGY not in dataset:
         return []
     # Only a finite, positive time and energy place a point (tuner.data.front).
@@ -48,7 +53,14 @@ def _problems(dataset: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame]]:
     # A configuration measured by several sources keeps its latest row.
     rows = rows.sort_values("timestamp") if "timestamp" in rows else rows
     rows = rows.drop_duplicates(["family", "dtype", "n", "config_key"], keep="last")
-    return [(key, group) for key, group in rows.groupby(["family", "dtype", "n"], sort=True)]
+    rows = rows.assign(_operation=operations(rows).fillna(""))
+    groups = rows.groupby(["family", "dtype", "n", "_operation"], sort=False)
+    ordered = sorted(groups, key=lambda item: (*item[0][:3], operation_order(item[0][0], item[0][3] or None)))
+    return [(_label(*key), group.drop(columns="_operation")) for key, group in ordered]
+
+
+def _label(family: str, dtype: str, n: int, operation: str) -> str:
+    return f"{family}{f' ({operation})' if operation else ''} {dtype} n={n}"
 
 
 def t_975(df: float) -> float:
@@ -94,7 +106,7 @@ def energy_table(dataset: pd.DataFrame) -> pd.DataFrame | None:
     one standard error), power and joules per byte, the front's size, and the
     knee's trade-off."""
     lines = []
-    for (family, dtype, n), rows in _problems(dataset):
+    for label, rows in _problems(dataset):
         found = knee(rows)
         fastest, frugal = found.fastest, found.frugal
         per_byte = fastest.get("energy_j_per_byte")
@@ -113,7 +125,7 @@ def energy_table(dataset: pd.DataFrame) -> pd.DataFrame | None:
             )
         lines.append(
             {
-                "problem": f"{family} {dtype} n={n}",
+                "problem": label,
                 "with energy": len(rows),
                 "fastest: mJ per launch": f"{fastest[ENERGY] * 1e3:.4g} ± {fastest.get('energy_j_err', float('nan')) * 1e3:.2g}",
                 "W": f"{fastest.get('power_w_energy', float('nan')):.0f}",
@@ -140,7 +152,7 @@ def draw_energy(dataset: pd.DataFrame, gpu: str, out_dir: Path) -> tuple[list[Pa
         axes = np.atleast_1d(fig.subplots(panel_rows, columns, squeeze=False)).ravel()
         for ax in axes[len(problems) :]:
             ax.set_visible(False)
-        for ax, ((family, dtype, n), rows) in zip(axes, problems):
+        for ax, (label, rows) in zip(axes, problems):
             t, e = rows[TIME].to_numpy(float), rows[ENERGY].to_numpy(float) * 1e3
             err = rows["energy_j_err"].to_numpy(float) * 1e3 if "energy_j_err" in rows else None
             on = pareto_mask(t, e)
@@ -154,7 +166,7 @@ def draw_energy(dataset: pd.DataFrame, gpu: str, out_dir: Path) -> tuple[list[Pa
             if found.points > 2:
                 ax.scatter([found.knee[TIME]], [found.knee[ENERGY] * 1e3], s=120, facecolors="none", edgecolors="black", zorder=4,
                            label=f"knee: −{found.energy_saved:.1%} energy, +{found.time_lost:.1%} time")  # fmt: skip
-            ax.set_title(f"{family} {dtype} n={n}", fontsize=10)
+            ax.set_title(label, fontsize=10)
             ax.set_xlabel("median time (ms)")
             ax.set_ylabel("mJ per launch (± 1 s.e.)")
             ax.legend(fontsize=7)

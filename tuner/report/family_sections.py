@@ -6,7 +6,8 @@ are the names in its rows' configuration keys (``param_columns``), never a
 list of the package's, and GFLOP/s takes the place of GB/s where the rows
 count floating-point work (``counts_flops``). Per family: a figure
 (``family_<name>``: one panel per parameter that varies, the best at each of
-its values, a bar per problem), the best configuration of each problem (every
+its values, a bar per problem), the best configuration of each problem (of
+each operation, where the family's configurations do different work: every
 parameter, grid and block, GB/s and share of the copy peak), what each
 parameter's values reached, the counters of its best profiled configuration
 and its studies.
@@ -32,6 +33,7 @@ from tuner.report.panels import Panel
 from tuner.report.selection import (
     config_text,
     counts_flops,
+    family_operations,
     measured_families,
     peak_fractions,
     problem_label,
@@ -178,23 +180,32 @@ def _launch(text: Any) -> str:
 
 
 def best_table(family: str, rows: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.DataFrame:
-    """Per problem, its best configuration: every parameter, grid and block, and
-    the GB/s and share of the copy peak (GFLOP/s first for a compute-bound family)."""
+    """Per problem, its best configuration (per operation, with a column for
+    it, where the family's configurations do different work:
+    ``family_operations``): every parameter, grid and block, and the GB/s and
+    share of the copy peak (GFLOP/s first for a compute-bound family)."""
     metric = metric_of(rows)
+    answers = family_operations(rows)
+    with_operations = any(operation is not None for _, operation, _ in answers)
     records = []
     for dtype, n in problems(rows):
-        mine = rows[((rows["dtype"] == dtype) & (rows["n"] == n)).fillna(False).to_numpy(dtype=bool)]
-        top = mine.loc[pd.to_numeric(mine[metric]).idxmax()]
-        gbs = float(top["bandwidth_gbs"])
-        numbers = (
-            [f"{float(top['gflops']):.0f}", f"{gbs:.1f}"]
-            if metric == "gflops"
-            else [f"{gbs:.1f}", f"{peak_fractions(gbs, top, peaks)[0]:.1%}"]
-        )
-        records.append([problem_label(family, dtype, n), config_text(top, skip=()), _launch(top["grid"]),
-                        _launch(top["block"]), *numbers, f"`{top['source']}`"])  # fmt: skip
+        for _, operation, of_operation in answers:
+            mine = of_operation[((of_operation["dtype"] == dtype) & (of_operation["n"] == n)).fillna(False).to_numpy(dtype=bool)]
+            if mine.empty:
+                continue
+            top = mine.loc[pd.to_numeric(mine[metric]).idxmax()]
+            gbs = float(top["bandwidth_gbs"])
+            numbers = (
+                [f"{float(top['gflops']):.0f}", f"{gbs:.1f}"]
+                if metric == "gflops"
+                else [f"{gbs:.1f}", f"{peak_fractions(gbs, top, peaks)[0]:.1%}"]
+            )
+            named = [operation or "—"] if with_operations else []
+            records.append([problem_label(family, dtype, n), *named, config_text(top, skip=()), _launch(top["grid"]),
+                            _launch(top["block"]), *numbers, f"`{top['source']}`"])  # fmt: skip
     numbers = ["GFLOP/s", "GB/s"] if metric == "gflops" else ["GB/s", "of copy peak"]
-    return pd.DataFrame(records, columns=["problem", "configuration", "grid", "block", *numbers, "source"])
+    operation_column = ["operation"] if with_operations else []
+    return pd.DataFrame(records, columns=["problem", *operation_column, "configuration", "grid", "block", *numbers, "source"])
 
 
 def effects_table(family: str, rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from tuner.data.results import config_params
+from tuner.data.ties import operation_order, operations
 
 STUDY_PREFIX = "study:"
 SWEEP_PREFIX = "sweep:"
@@ -207,15 +208,31 @@ def peak_fractions(bandwidth_gbs: float, row: pd.Series | None, peaks: Mapping[s
     return fraction("copy_gbs", "fraction_of_copy_peak"), fraction("theoretical_gbs", "fraction_of_theoretical_peak")
 
 
+def family_operations(rows: pd.DataFrame) -> list[tuple[str, str | None, pd.DataFrame]]:
+    """(family, operation, its rows) per family of ``rows`` and, where the
+    family's configurations do different work (``Family.operation``), per
+    operation: by family, then operation in the family's order (the default
+    first). The operation is None for a family of one."""
+    if rows.empty:
+        return []
+    named = operations(rows).fillna("")
+    groups = []
+    for family in sorted(rows["family"].dropna().unique()):
+        mine = (rows["family"] == family).to_numpy(dtype=bool)
+        for operation in sorted(set(named[mine]), key=lambda op: operation_order(family, op or None)):
+            groups.append((family, operation or None, rows[mine & (named == operation).to_numpy(dtype=bool)]))
+    return groups
+
+
 def best_per_family(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per family: its highest-bandwidth ok configuration (sweeps and
-    studies alike), with the fractions of the copy and theoretical peaks; for a
-    compute-bound family (its rows count GFLOP/s) the highest GFLOP/s, without
-    peak fractions."""
+    """One row per family (per operation, where its configurations do
+    different work: ``family_operations``): its highest-bandwidth ok
+    configuration (sweeps and studies alike), with the fractions of the copy
+    and theoretical peaks; for a compute-bound family (its rows count GFLOP/s)
+    the highest GFLOP/s, without peak fractions."""
     ok = usable(dataset)
     records = []
-    for family in sorted(ok["family"].dropna().unique()):
-        rows = ok[(ok["family"] == family).to_numpy(dtype=bool)]
+    for family, operation, rows in family_operations(ok):
         compute_bound = counts_flops(rows)
         row = rows.loc[pd.to_numeric(rows["gflops"]).idxmax()] if compute_bound else best(rows)
         if row is None:
@@ -226,6 +243,7 @@ def best_per_family(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.DataF
         records.append(
             {
                 "family": family,
+                "operation": operation,
                 "variant": row["variant"],
                 "dtype": row["dtype"],
                 "n": int(row["n"]),
@@ -244,6 +262,7 @@ def best_per_family(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.DataF
         records,
         columns=[
             "family",
+            "operation",
             "variant",
             "dtype",
             "n",

@@ -1,4 +1,5 @@
-"""The report's answer to "is the answer stable?": per problem, the winner
+"""The report's answer to "is the answer stable?": per problem (and
+operation, where a family's configurations do different work), the winner
 with the 95 % interval of its figure, how many configurations the run cannot
 tell from it and how far behind the last of them is, and the configuration the
 header exports (``tuner.data.ties`` decides all of it, as for ``best.json``);
@@ -28,6 +29,10 @@ TEXT = (
     "wholly above 0.5 %: the run cannot tell the tied ones from the winner, and a rerun may name any of them. The C++ header exports the member that also ties at the most other sizes of its family and dtype "
     "(the winner where none does); `best.json` lists every member."
 )
+OPERATIONS_TEXT = (
+    " Where a family's configurations do different work (an operation column), each operation is answered on its own: "
+    "its winner, tie set and exported member are chosen among the configurations that do that work."
+)
 
 
 def _params(params: dict[str, Any]) -> str:
@@ -42,6 +47,8 @@ def ties_section(dataset: pd.DataFrame) -> dict[str, Any] | None:
     entries = best_entries(dataset)
     if not entries:
         return None
+    # An operation column only where a family's configurations do different work (copy: copy and read).
+    operations = any(e.get("operation") is not None for e in entries)
     rows, large = [], []
     for e in entries:
         by = e["ranked_by"]
@@ -54,19 +61,21 @@ def ties_section(dataset: pd.DataFrame) -> dict[str, Any] | None:
         exported = e["exported"]
         header = "the winner" if exported["config_key"] == e["config_key"] else f"`{_params(exported['params'])}`"
         problem = problem_label(e["family"], e["dtype"], e["n"])
-        rows.append((e["family"], problem, f"`{_params(e['params'])}`", figure, str(e["tie_count"]),
+        operation = [e.get("operation") or "—"] if operations else []
+        rows.append((e["family"], *operation, problem, f"`{_params(e['params'])}`", figure, str(e["tie_count"]),
                      f"{behind:.2%}" if e["tie_count"] > 1 else "—", header))  # fmt: skip
         if e["tie_count"] >= LARGE:
+            what = e["family"] + (f" ({e['operation']})" if e.get("operation") is not None else "")
             large.append(
-                f"**{e['family']} {problem}**: {e['tie_count']} of {e['candidates']} configurations tie with the winner, "
+                f"**{what} {problem}**: {e['tie_count']} of {e['candidates']} configurations tie with the winner, "
                 f"the last {behind:.2%} behind it: on this GPU they are one answer, and a rerun's winner may be another "
                 f"of them. The header exports {header}; why: {exported['rule']}."
             )
     hows = {e["interval"] for e in entries}
     return {
-        "text": TEXT,
+        "text": TEXT + (OPERATIONS_TEXT if operations else ""),
         "how": "; ".join(f"{how}: {HOW[how]}" for how in sorted(hows) if how in HOW),
-        "table": pd.DataFrame(rows, columns=list(COLUMNS)),
+        "table": pd.DataFrame(rows, columns=[*COLUMNS[:1], *(["operation"] if operations else []), *COLUMNS[1:]]),
         "large": large,
         "threshold": LARGE,
     }

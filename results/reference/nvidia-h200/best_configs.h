@@ -8,7 +8,8 @@ namespace tuner_best {
 #if !defined(TUNER_TARGET_SM) || TUNER_TARGET_SM == 90
 constexpr bool tuned = true;
 
-struct copy_float32_n16777216 {
+// Operation "copy" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
+struct copy_copy_float32_n16777216 {
     static constexpr const char* variant = "copy";
     static constexpr int block_size = 256;
     static constexpr int vector_width = 4;
@@ -21,21 +22,55 @@ struct copy_float32_n16777216 {
     static constexpr double bandwidth_gbs = 3770.2;  // measured
 };
 
-// 3 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
-//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 4393.1 GB/s
-//   variant=read, block_size=256, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 4385.3 GB/s
-struct copy_float32_n268435456 {
+// Operation "read" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
+// 4 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of copy float32 (read) (2 of 2; 0.17% behind each size's best, geometric mean). The others:
+//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2723.6 GB/s
+//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2723.6 GB/s
+//   variant=read, block_size=1024, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2707.7 GB/s
+struct copy_read_float32_n16777216 {
     static constexpr const char* variant = "read";
-    static constexpr int block_size = 1024;
-    static constexpr int vector_width = 4;
+    static constexpr int block_size = 256;
+    static constexpr int vector_width = 2;
     static constexpr int unroll = 4;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {16384, 1, 1};
-    static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 4400.3;  // measured
+    static constexpr unsigned grid[3] = {8192, 1, 1};
+    static constexpr unsigned block[3] = {256, 1, 1};
+    static constexpr double bandwidth_gbs = 2741.4;  // measured
+};
+
+// Operation "copy" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
+struct copy_copy_float32_n268435456 {
+    static constexpr const char* variant = "copy";
+    static constexpr int block_size = 256;
+    static constexpr int vector_width = 4;
+    static constexpr int unroll = 1;
+    static constexpr int grid_blocks_per_sm = 0;
+    static constexpr const char* cache_hint = "none";
+    static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {262144, 1, 1};
+    static constexpr unsigned block[3] = {256, 1, 1};
+    static constexpr double bandwidth_gbs = 4265.1;  // measured
+};
+
+// Operation "read" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
+// 3 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 3 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.17% behind each size's best, geometric mean). The others:
+//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 4400.3 GB/s (the winner)
+//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 4393.1 GB/s
+struct copy_read_float32_n268435456 {
+    static constexpr const char* variant = "read";
+    static constexpr int block_size = 256;
+    static constexpr int vector_width = 2;
+    static constexpr int unroll = 4;
+    static constexpr int grid_blocks_per_sm = 0;
+    static constexpr const char* cache_hint = "none";
+    static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {131072, 1, 1};
+    static constexpr unsigned block[3] = {256, 1, 1};
+    static constexpr double bandwidth_gbs = 4385.3;  // measured
 };
 
 struct layout_float32_n4194304 {
@@ -290,7 +325,7 @@ struct vector_add_int8_n268435456 {
 #else
 constexpr bool tuned = false;
 
-struct copy_float32_n16777216 {
+struct copy_copy_float32_n16777216 {
     static constexpr const char* variant = "copy";
     static constexpr int block_size = 256;
     static constexpr int vector_width = 4;
@@ -303,8 +338,34 @@ struct copy_float32_n16777216 {
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
-struct copy_float32_n268435456 {
+struct copy_read_float32_n16777216 {
+    static constexpr const char* variant = "read";
+    static constexpr int block_size = 256;
+    static constexpr int vector_width = 4;
+    static constexpr int unroll = 1;
+    static constexpr int grid_blocks_per_sm = 0;
+    static constexpr const char* cache_hint = "none";
+    static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+};
+
+struct copy_copy_float32_n268435456 {
     static constexpr const char* variant = "copy";
+    static constexpr int block_size = 256;
+    static constexpr int vector_width = 4;
+    static constexpr int unroll = 1;
+    static constexpr int grid_blocks_per_sm = 0;
+    static constexpr const char* cache_hint = "none";
+    static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+};
+
+struct copy_read_float32_n268435456 {
+    static constexpr const char* variant = "read";
     static constexpr int block_size = 256;
     static constexpr int vector_width = 4;
     static constexpr int unroll = 1;
