@@ -8,10 +8,11 @@ namespace tuner_best {
 #if !defined(TUNER_TARGET_SM) || TUNER_TARGET_SM == 90
 constexpr bool tuned = true;
 
+// Operation "copy" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner: no member of its tie set ties at another size (n = 268435456). The others:
+// exported: the winner, which ties at the most sizes of copy float32 (copy) (2 of 2; 0.07% behind each size's best, geometric mean). The others:
 //   variant=copy, block_size=1024, vector_width=4, unroll=1, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3104.6 GB/s
-struct copy_float32_n16777216 {
+struct copy_copy_float32_n16777216 {
     static constexpr const char* variant = "copy";
     static constexpr int block_size = 256;
     static constexpr int vector_width = 4;
@@ -24,22 +25,61 @@ struct copy_float32_n16777216 {
     static constexpr double bandwidth_gbs = 3141.8;  // measured
 };
 
-// 4 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
-//   variant=read, block_size=256, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3172.8 GB/s
-//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3171.2 GB/s
-//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3164.0 GB/s
-struct copy_float32_n268435456 {
+// Operation "read" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
+// 6 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 6 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.15% behind each size's best, geometric mean). The others:
+//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2695.6 GB/s (the winner)
+//   variant=read, block_size=1024, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2681.8 GB/s
+//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2681.8 GB/s
+//   variant=read, block_size=256, vector_width=4, unroll=1, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2671.5 GB/s
+//   variant=read, block_size=256, vector_width=1, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2671.5 GB/s
+struct copy_read_float32_n16777216 {
     static constexpr const char* variant = "read";
-    static constexpr int block_size = 1024;
+    static constexpr int block_size = 256;
     static constexpr int vector_width = 2;
     static constexpr int unroll = 4;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {32768, 1, 1};
-    static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 3180.2;  // measured
+    static constexpr unsigned grid[3] = {8192, 1, 1};
+    static constexpr unsigned block[3] = {256, 1, 1};
+    static constexpr double bandwidth_gbs = 2693.8;  // measured
+};
+
+// Operation "copy" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 2 tied configurations the one that ties at the most sizes of copy float32 (copy) (2 of 2; 0.07% behind each size's best, geometric mean). The others:
+//   variant=copy, block_size=1024, vector_width=4, unroll=1, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3051.5 GB/s (the winner)
+struct copy_copy_float32_n268435456 {
+    static constexpr const char* variant = "copy";
+    static constexpr int block_size = 256;
+    static constexpr int vector_width = 4;
+    static constexpr int unroll = 1;
+    static constexpr int grid_blocks_per_sm = 0;
+    static constexpr const char* cache_hint = "none";
+    static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {262144, 1, 1};
+    static constexpr unsigned block[3] = {256, 1, 1};
+    static constexpr double bandwidth_gbs = 3047.1;  // measured
+};
+
+// Operation "read" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
+// 4 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 4 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.15% behind each size's best, geometric mean). The others:
+//   variant=read, block_size=1024, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3180.2 GB/s (the winner)
+//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3171.2 GB/s
+//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3164.0 GB/s
+struct copy_read_float32_n268435456 {
+    static constexpr const char* variant = "read";
+    static constexpr int block_size = 256;
+    static constexpr int vector_width = 2;
+    static constexpr int unroll = 4;
+    static constexpr int grid_blocks_per_sm = 0;
+    static constexpr const char* cache_hint = "none";
+    static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {131072, 1, 1};
+    static constexpr unsigned block[3] = {256, 1, 1};
+    static constexpr double bandwidth_gbs = 3172.8;  // measured
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
@@ -322,7 +362,7 @@ struct vector_add_int8_n268435456 {
 #else
 constexpr bool tuned = false;
 
-struct copy_float32_n16777216 {
+struct copy_copy_float32_n16777216 {
     static constexpr const char* variant = "copy";
     static constexpr int block_size = 256;
     static constexpr int vector_width = 4;
@@ -335,8 +375,34 @@ struct copy_float32_n16777216 {
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
 };
 
-struct copy_float32_n268435456 {
+struct copy_read_float32_n16777216 {
+    static constexpr const char* variant = "read";
+    static constexpr int block_size = 256;
+    static constexpr int vector_width = 4;
+    static constexpr int unroll = 1;
+    static constexpr int grid_blocks_per_sm = 0;
+    static constexpr const char* cache_hint = "none";
+    static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+};
+
+struct copy_copy_float32_n268435456 {
     static constexpr const char* variant = "copy";
+    static constexpr int block_size = 256;
+    static constexpr int vector_width = 4;
+    static constexpr int unroll = 1;
+    static constexpr int grid_blocks_per_sm = 0;
+    static constexpr const char* cache_hint = "none";
+    static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+};
+
+struct copy_read_float32_n268435456 {
+    static constexpr const char* variant = "read";
     static constexpr int block_size = 256;
     static constexpr int vector_width = 4;
     static constexpr int unroll = 1;
