@@ -166,7 +166,7 @@ def test_in_out_arrays_are_restored_before_every_launch_and_constants_uploaded(t
         ({"tune_params": {"block_size_x": []}}, r"tune_params\['block_size_x'\] must be a non-empty list of values, got \[\]"),
         ({"tune_params": {"block_size_x": [128, 128]}}, r"tune_params\['block_size_x'\] lists a value twice: \[128, 128\]"),
         ({"tune_params": {"ITEMS": [1]}, "restrictions": [], "grid_div_x": ["ITEMS"]}, r"block must be given when tune_params has no block_size_x"),
-        ({"reference": lambda z: z}, r"reference takes 'z', which is not an argument the kernel reads or n"),
+        ({"reference": lambda z: z}, r"reference takes 'z', which is not an argument the kernel reads, n or a constant"),
         ({"args": [In("x"), Scalar("n", "n", "int32")]}, r"args must hold at least one Out or InOut array"),
         ({"args": [Out("y"), Scalar("a", 3.0, "float128")]}, r"scalar 'a': dtype must be one of \[.*\], got 'float128'"),
         ({"dtypes": ("float64",)}, r"dtypes must be among \[.*\], got 'float64'"),
@@ -266,7 +266,7 @@ def test_a_declaration_that_breaks_a_rule_is_refused_at_load_with_its_file(tmp_p
         cli.main(["check-family", str(write_family(tmp_path, spec))])
     err = capsys.readouterr().err.strip()
     assert err.startswith("check-family: family_paths: ") and err.endswith(
-        "scale.py: family 'scale': reference takes 'b', which is not an argument the kernel reads or n (arguments: ['a', 'dtype', 'n', 'x'])"
+        "scale.py: family 'scale': reference takes 'b', which is not an argument the kernel reads, n or a constant (known: ['a', 'dtype', 'n', 'x'])"
     ), err
 
 
