@@ -66,6 +66,7 @@ SCALAR_FORMATS = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32
 HELPERS = {"ceil_div": ceil_div, "min": min, "max": max, "ceil": math.ceil, "floor": math.floor, "log2": math.log2,
            "abs": abs, "int": int}  # fmt: skip
 BLOCK_NAMES = ("block_size_x", "block_size_y", "block_size_z")
+_GLOBALS = {"__builtins__": {}, **HELPERS}  # what expressions see besides their names (eval adds nothing to it)
 
 
 class SpecError(ValueError):
@@ -150,7 +151,7 @@ class Expression:
 
     def __call__(self, env: Mapping[str, Any]) -> Any:
         if self._code is not None:
-            return eval(self._code, {"__builtins__": {}, **HELPERS}, dict(env))
+            return eval(self._code, _GLOBALS, dict(env))
         if callable(self._value):
             return self._value(dict(env))
         return self._value
@@ -356,7 +357,14 @@ class KernelSpec(Family):
                          sm_count: int | None = None) -> list[str]:  # fmt: skip
         """Why the launch of ``cfg`` exceeds ``limits`` (CUDA's by default),
         before anything is compiled. A launch expression that raises is no
-        limit: ``expression_errors`` reports it, and the launch fails with it."""
+        limit: ``expression_errors`` reports it, and the launch fails with it.
+        Remembered by the values the launch reads (a space's points share a
+        few blocks and grids)."""
+        reads = self._launch_reads
+        key = None if reads is None else (tuple(cfg[name] for name in reads), problem, limits, sm_count)
+        known = self._limits_seen.get(key) if key is not None else None
+        if known is not None:
+            return list(known)
         env = self._env(cfg, problem, sm_count=sm_count)
         try:
             block = _dims([b(env) for b in self.block_exprs], "block", self.name)
@@ -368,7 +376,24 @@ class KernelSpec(Family):
                 grid = self._grid(env)
             except Exception:
                 grid = None
-        return launch_violations(grid, block, limits)
+        reasons = launch_violations(grid, block, limits)
+        if key is not None:
+            if len(self._limits_seen) > 100_000:
+                self._limits_seen.clear()
+            self._limits_seen[key] = tuple(reasons)
+        return reasons
+
+    @functools.cached_property
+    def _launch_reads(self) -> tuple[str, ...] | None:
+        """The parameters the block and grid read (None: a callable among them reads any)."""
+        exprs = [*self.block_exprs, *(self.grid_exprs or (*self.problem_size, *(d for ds in self.grid_divisors for d in ds)))]
+        if any(e._code is None and callable(e._value) for e in exprs):
+            return None
+        return tuple(sorted(set(self.param_names) & frozenset().union(*(e.names for e in exprs))))
+
+    @functools.cached_property
+    def _limits_seen(self) -> dict:
+        return {}
 
     def kernel_name(self, cfg: Config) -> str:
         """The kernel's name, with its template arguments evaluated for ``cfg``
@@ -514,7 +539,7 @@ class KernelSpec(Family):
         1, a scalar its type cannot hold, bytes that are not positive. Empty
         when every value is one the launch can take. ``sm_count`` stands for
         the device's where none is at hand."""
-        errors = []
+        errors = list(self._problem_errors(problem))
 
         def attempt(what: str, evaluate: Callable[[], Any]) -> Any:
             try:
@@ -530,15 +555,37 @@ class KernelSpec(Family):
         for arg in self.args:
             if arg.role == "scalar":
                 attempt(f"scalar {arg.name} {self.scalar_exprs[arg.name].text!r}", lambda a=arg: _scalar(a, self.scalar_exprs[a.name](env)))
-            elif arg.is_array:
-                attempt(f"the shape of {arg.name}", lambda a=arg: _shape(a, [s(self._env(self.constants, problem)) for s in self.shape_exprs[a.name]]))
-        moved = attempt("bytes_moved", lambda: self.bytes_moved(cfg, problem))
-        if moved is not None and not (_whole(moved, least=1)):
-            errors.append(f"bytes_moved must be a whole number of at least 1, got {moved!r}")
-        flops = attempt("flops", lambda: self.flops(cfg, problem))
-        if flops is not None and not _whole(flops, least=0):
-            errors.append(f"flops must be a whole number of at least 0, got {flops!r}")
+        if self.bytes_expr is not None:  # else the bytes follow from the shapes, checked once a problem
+            moved = attempt(f"bytes_moved {self.bytes_expr.text!r}", lambda: self.bytes_expr(env))
+            if moved is not None and not _whole(moved, least=1):
+                errors.append(f"bytes_moved must be a whole number of at least 1, got {moved!r}")
+        if self.flops_expr is not None:
+            flops = attempt(f"flops {self.flops_expr.text!r}", lambda: self.flops_expr(env))
+            if flops is not None and not _whole(flops, least=0):
+                errors.append(f"flops must be a whole number of at least 0, got {flops!r}")
         return errors
+
+    def _problem_errors(self, problem: Problem) -> tuple[str, ...]:
+        """What goes wrong evaluating ``problem``'s shapes (and the bytes that
+        follow from them), once a problem: they read no parameter but the constants."""
+        seen = self._problems_checked.get(problem)
+        if seen is None:
+            errors = []
+            env = self._env(self.constants, problem)
+            for arg in self.args:
+                if arg.is_array:
+                    try:
+                        _shape(arg, [s(env) for s in self.shape_exprs[arg.name]])
+                    except SpecError as error:
+                        errors.append(str(error))
+                    except Exception as error:
+                        errors.append(f"the shape of {arg.name} raised {type(error).__name__}: {error}")
+            seen = self._problems_checked[problem] = tuple(errors)
+        return seen
+
+    @functools.cached_property
+    def _problems_checked(self) -> dict:
+        return {}
 
     def bind(self, cfg: Config, problem: Problem, buffers, function, gpu) -> Launch:
         env = self._env(cfg, problem, sm_count=gpu.sm_count)

@@ -172,7 +172,7 @@ def compile_variant(family: Family, cfg: Config, problem: Problem, *, arch: str,
         return compile_source(KERNELS_DIR / family.source, family.kernel_name(cfg), defines=family.defines(cfg, problem),
                               flags=tuple(family.compile_flags(cfg)), arch=arch, cache_dir=cache_dir, prefix=family.name)  # fmt: skip
     except CompileError as error:
-        raise CompileError(f"{family.name} {dict(cfg)}: {error}") from None
+        raise CompileError(f"{family.name} {dict(cfg)}: {error}", lasting=error.lasting, over_limit=error.over_limit) from None
 
 
 def compile_source(
