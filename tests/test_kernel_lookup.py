@@ -130,3 +130,17 @@ def test_without_a_demangler_the_mangled_name_is_read(monkeypatch):
 )  # fmt: skip
 def test_the_function_name_is_read_out_of_a_demangled_signature(text, name):
     assert symbols.function_name(text) == name
+
+
+@needs_nvcc
+def test_an_unroll_factor_is_a_constexpr_the_pragma_reads(tmp_path):
+    """``#pragma unroll loop_unroll_factor_0`` reads a C++ constant, not a macro
+    (Kernel Tuner's convention): as a -D define it was an undefined identifier."""
+    path = tmp_path / "unrolled.cu"
+    path.write_text('extern "C" __global__ void unrolled(float* a, int n) {\n'
+                    "    #pragma unroll loop_unroll_factor_0\n"
+                    "    for (int i = threadIdx.x; i < n; i += 32) a[i] *= 2.0f;\n}\n")  # fmt: skip
+    four = compile_source(path, "unrolled", defines={"loop_unroll_factor_0": "4"}, arch="sm_90", cache_dir=tmp_path, prefix="u")
+    none = compile_source(path, "unrolled", defines={"loop_unroll_factor_0": "0"}, arch="sm_90", cache_dir=tmp_path, prefix="u")
+    assert four.kernel == none.kernel == "unrolled" and four.key != none.key
+    assert kernel_parameters(path, "unrolled", defines={"loop_unroll_factor_0": "4"}, arch="sm_90") == [("u", 64), ("u", 32)]

@@ -4,7 +4,9 @@ A cubin is cached under a hash of everything that changes it: the source and
 the headers it includes, the defines, the extra flags, the architecture, the
 nvcc version and, for a template kernel, the line that instantiates it
 (``tuner.measure.symbols``: kernels are found by their C++ name, templates
-instantiated from their arguments). The ptxas report (registers, shared memory, spills, stack) is
+instantiated from their arguments). A define named ``loop_unroll_factor*``
+is a ``constexpr`` before the source instead (Kernel Tuner's convention: it
+is the argument of a ``#pragma unroll``, which the preprocessor leaves be). The ptxas report (registers, shared memory, spills, stack) is
 stored beside each cubin, so a cached variant still reports its resources.
 Both are written whole or not at all (renamed into place from a temporary
 folder), and one process never runs nvcc twice for one cubin: a thread that
@@ -201,8 +203,11 @@ def compile_source(
     instance = symbols.instantiation(kernel)
     made_of = {"src": _sources_digest(source), "defines": sorted(defines.items()), "flags": flags, "arch": arch,
                "nvcc": nvcc_version()}  # fmt: skip
-    if instance is not None:  # only then: the cubins of plain kernels keep the keys they had
+    # Only where there are some: the cubins of plain kernels and defines keep the keys they had.
+    if instance is not None:
         made_of["instance"] = instance
+    if _constants_text(defines):
+        made_of["constants"] = _constants_text(defines)
     key = hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()[:20]
     cubin = Path(cache_dir) / f"{prefix}-{key}.cubin"
     cached = _cached(cubin)
@@ -279,15 +284,40 @@ def _kernel_of(module: CompiledKernel, kernel: str, source: Path, defines: dict[
 _lookups: dict[tuple[str, str], CompiledKernel] = {}
 
 
+# Kernel Tuner's convention: a parameter named so is the argument of a ``#pragma unroll``,
+# which the preprocessor does not expand: it is a constexpr before the source, not a -D define.
+CONSTEXPR_PREFIX = "loop_unroll_factor"
+
+
+def _constants_text(defines: dict[str, str]) -> str:
+    """The constexpr declarations of the defines named ``loop_unroll_factor*``
+    (0 leaves the unrolling to the compiler, which ignores an unroll of 0)."""
+    lines = []
+    for name, value in sorted(defines.items()):
+        if name.startswith(CONSTEXPR_PREFIX):
+            why = (None if name.isidentifier() else f"must be a C identifier, got {name!r}") or nvcc_text_unfit(str(value), define=True)
+            if why:
+                raise CompileError(f"{name}: a constexpr value {why}")
+            kind = "int" if re.fullmatch(r"-?\d+", str(value)) else "auto"
+            lines.append(f"constexpr {kind} {name} = {value};\n")
+    return "".join(lines)
+
+
+def _macros(defines: dict[str, str]) -> dict[str, str]:
+    return {name: value for name, value in defines.items() if not name.startswith(CONSTEXPR_PREFIX)}
+
+
 @contextlib.contextmanager
-def _main_file(source: Path, instance: str | None, folder: str) -> Iterator[Path | None]:
-    """The file nvcc compiles instead of ``source`` where a template must be
-    instantiated: one that includes ``source`` and then ``instance``; None otherwise."""
-    if instance is None:
+def _main_file(source: Path, defines: dict[str, str], instance: str | None, folder: str) -> Iterator[Path | None]:
+    """The file nvcc compiles instead of ``source`` where constexpr values
+    come before it or a template must be instantiated after it: those lines
+    around an ``#include`` of ``source``; None where there are none."""
+    constants = _constants_text(defines)
+    if instance is None and not constants:
         yield None
         return
     main = Path(folder) / "instance.cu"
-    main.write_text(f'#include "{Path(source).resolve()}"\n{instance}')
+    main.write_text(f'{constants}#include "{Path(source).resolve()}"\n{instance or ""}')
     yield main
 
 
@@ -308,9 +338,9 @@ def _run_nvcc(
     source: Path, kernel: str, instance: str | None, defines: dict[str, str], flags: tuple[str, ...], arch: str, cubin: Path, key: str
 ) -> CompiledKernel:
     cubin.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cubin.parent) as tmp, _main_file(source, instance, tmp) as main:
+    with tempfile.TemporaryDirectory(dir=cubin.parent) as tmp, _main_file(source, defines, instance, tmp) as main:
         out = Path(tmp) / cubin.name
-        proc = subprocess.run(nvcc_command(source, defines, flags, arch, out, main=main), capture_output=True, text=True,
+        proc = subprocess.run(nvcc_command(source, _macros(defines), flags, arch, out, main=main), capture_output=True, text=True,
                               encoding="utf-8", errors="replace", env=_nvcc_env(tmp))  # a source's own bytes may be echoed
         log = proc.stdout + proc.stderr
         if proc.returncode != 0:  # a negative code: killed by that signal (out of memory, say), worth asking again
@@ -339,9 +369,9 @@ def kernel_parameters(source: Path, kernel: str, *, defines: dict[str, str], fla
     Raises:
         CompileError: nvcc failed, or no kernel (or several) answer to ``kernel``.
     """
-    with tempfile.TemporaryDirectory() as tmp, _main_file(Path(source), symbols.instantiation(kernel), tmp) as main:
+    with tempfile.TemporaryDirectory() as tmp, _main_file(Path(source), defines, symbols.instantiation(kernel), tmp) as main:
         out = Path(tmp) / "module.ptx"
-        command = nvcc_command(Path(source), defines, tuple(flags), arch, out, main=main)
+        command = nvcc_command(Path(source), _macros(defines), tuple(flags), arch, out, main=main)
         command[1] = "-ptx"
         proc = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", errors="replace", env=_nvcc_env(tmp))
         if proc.returncode != 0:
