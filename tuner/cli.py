@@ -261,7 +261,7 @@ def cmd_verify(args) -> None:
 
 
 def cmd_check_family(args) -> None:
-    """Check a family of one's own, one line per step: load, space, compile, arguments, reference, the stages on made-up rows (and with --gpu, verify every module)."""
+    """Check a family of one's own, one line per step: load, space, launch, compile (a covering subset; --all: every module), arguments, reference, the stages on made-up rows (and with --gpu, verify the compiled modules)."""
     from tuner.check_family import FamilyDefect, check
 
     device = None
