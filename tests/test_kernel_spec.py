@@ -232,8 +232,9 @@ def test_check_family_passes_a_good_family_one_line_per_step(tmp_path, capsys):
     assert cli.main(["check-family", str(write_family(tmp_path))]) == 0
     lines = capsys.readouterr().out.splitlines()
     steps = [line.split(":")[0] for line in lines if not line.startswith(" ")]
-    assert steps == ["load", "space", "compile", "arguments", "reference", "pipeline"], lines
+    assert steps == ["load", "space", "launch", "compile", "arguments", "reference", "pipeline"], lines
     assert "4 configurations, 4 feasible" in lines[1]
+    assert lines[3].startswith("compile: 2 modules of a covering subset of 2 configurations")  # the two corners hold every value
     assert "'ITEMS'" in lines[-1] and "'block_size_x'" in lines[-1]
 
 
@@ -241,7 +242,7 @@ def test_check_family_passes_a_good_family_one_line_per_step(tmp_path, capsys):
 @pytest.mark.parametrize(
     "spec, kernel, message",
     [
-        (SPEC_FILE, SCALE.replace("y[i] = a * x[i];", "y[i] = a * x[i]"), r"every module must compile with nvcc for sm_90; 4 of 4 did not, e.g. .*error"),
+        (SPEC_FILE, SCALE.replace("y[i] = a * x[i];", "y[i] = a * x[i]"), r"every module must compile with nvcc for sm_90; 2 of 2 did not, e.g. .*error"),
         (SPEC_FILE.replace("a * x.astype(np.float64)", "x[: n // 2]").replace("lambda x, a:", "lambda x, n:"), SCALE,
          r"inputs and reference must run for scale-float32-n1048613, got SpecError: .*reference for 'y' must have 1048613 elements"),
         (SPEC_FILE.replace('Scalar("n", "n", "int32")', 'Scalar("n", "n", "uint64")'), SCALE,

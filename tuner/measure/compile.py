@@ -340,8 +340,9 @@ def _run_nvcc(
     cubin.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cubin.parent) as tmp, _main_file(source, defines, instance, tmp) as main:
         out = Path(tmp) / cubin.name
-        proc = subprocess.run(nvcc_command(source, _macros(defines), flags, arch, out, main=main), capture_output=True, text=True,
-                              encoding="utf-8", errors="replace", env=_nvcc_env(tmp))  # a source's own bytes may be echoed
+        command = nvcc_command(source, _macros(defines), flags, arch, out, **({"main": main} if main else {}))
+        proc = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", errors="replace",
+                              env=_nvcc_env(tmp))  # a source's own bytes may be echoed
         log = proc.stdout + proc.stderr
         if proc.returncode != 0:  # a negative code: killed by that signal (out of memory, say), worth asking again
             raise CompileError(f"nvcc failed for {source.name}:\n{log.strip()}", lasting=proc.returncode > 0,
