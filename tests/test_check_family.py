@@ -181,13 +181,14 @@ def test_the_devices_limits_are_infeasibility_with_their_reasons(tmp_path, capsy
     assert "by shared memory per block must be at most 49152 bytes (CUDA's limit without opt-in)" in compile_line
 
 
-@needs_nvcc
 def test_a_device_json_brings_its_own_limits(tmp_path, capsys):
+    """--device's limits decide the space line (the broken grid then stops the check before nvcc)."""
     (tmp_path / "tiled.cu").write_text(TILED)
-    (tmp_path / "tiled.py").write_text(SPEC)
+    (tmp_path / "tiled.py").write_text(SPEC.replace('grid_div_x=["block_size_x", "TILE"]', 'grid=["n // (TILE - 1)"]'))
     device = tmp_path / "device.json"
     device.write_text(json.dumps({"name": "Small GPU", "max_threads_per_block": 128, "sm_count": 4}))
-    assert cli.main(["check-family", str(tmp_path / "tiled.py"), "--device", str(device)]) == 0
+    with pytest.raises(SystemExit):
+        cli.main(["check-family", str(tmp_path / "tiled.py"), "--device", str(device)])
     space_line = capsys.readouterr().out.splitlines()[1]
     assert space_line.startswith("space: tiled-float32-n1048613: 6 configurations, 2 feasible; infeasible: ")
     assert "2 by threads per block must be at most 128 (the Small GPU's limit)" in space_line
@@ -204,3 +205,20 @@ def test_all_refuses_a_space_too_large_to_list(source):
                                            r"got 10,000,000; without --all a covering subset is checked$"):  # fmt: skip
         Space.of(family, Problem("tiled", "float32", 4096), every=True)
     assert LISTED < 10**6
+
+
+@needs_nvcc
+@pytest.mark.slow  # half a minute: the report of the made-up rows
+def test_a_space_too_large_to_list_goes_through_every_step(tmp_path, capsys):
+    """10^11 points of eleven launch parameters: one module, counted not listed,
+    and the made-up landscape stays positive however many parameters there are
+    (it gave negative times, which collect refuses)."""
+    (tmp_path / "tiled.cu").write_text(TILED)
+    many = ", ".join(f'"P{i}": list(range(10))' for i in range(11))
+    spec = SPEC.replace('"block_size_x": [64, 256, 2048], "TILE": [1, 64]}', '"block_size_x": [64], "TILE": [2], ' + many + "}")
+    spec = spec.replace("reference=", f'runtime_params=[{", ".join(repr(f"P{i}") for i in range(11))}], reference=')
+    (tmp_path / "tiled.py").write_text(spec)
+    assert cli.main(["check-family", str(tmp_path / "tiled.py")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("space: tiled-float32-n1048613: 100,000,000,000 configurations (over 20,000: not listed; 1,000 sampled, 100% feasible)")
+    assert lines[3].startswith("compile: 1 modules of a covering subset of ") and lines[-1].startswith("pipeline: ")

@@ -108,9 +108,8 @@ def test_a_templated_kernel_runs_end_to_end_from_its_template_arguments(gpu, tmp
     verified and timed; a configuration over the device's shared memory is
     infeasible with its reason, never launched."""
     import tuner
-    from tuner.measure.timing import TimingOptions
-
     from tuner.families import In, Out, Scalar
+    from tuner.measure.timing import TimingOptions
 
     (tmp_path / "templated.cu").write_text(TEMPLATED)
     spec = KernelSpec(

@@ -15,7 +15,7 @@ import pytest
 
 from tuner import cli
 from tuner.check_family import Space
-from tuner.families import REGISTRY, Constant, In, InOut, KernelSpec, Out, Problem, Scalar
+from tuner.families import REGISTRY, Constant, In, KernelSpec, Out, Problem, Scalar
 from tuner.measure.compile import CompileError, compile_variant, kernel_parameters
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "kernel_tuner_examples"

@@ -448,9 +448,10 @@ def _pipeline(family: Family, problem: Problem, space: list[dict], say) -> None:
     from tuner.search.replay import table_measure
     from tuner.search.study import run_study, study_rows
 
-    def bandwidth(cfg: dict) -> float:  # a smooth landscape, best near each parameter's middle value
-        return 1000.0 - sum(10.0 * (i + 1) * abs(list(p.values).index(cfg[p.name]) - len(p.values) // 2)
-                            for i, p in enumerate(family.params))  # fmt: skip
+    def bandwidth(cfg: dict) -> float:  # a smooth landscape, best near each parameter's middle value, positive however many
+        distance = sum((i + 1) * abs(list(p.values).index(cfg[p.name]) - len(p.values) // 2) / max(1, len(p.values) - 1)
+                       for i, p in enumerate(family.params))  # fmt: skip
+        return 1000.0 / (1.0 + distance)
 
     rows = [{"family": family.name, "dtype": problem.dtype, "n": problem.n, "source": "sweep:check", "status": "ok",
              "config_key": config_key(c), "bandwidth_gbs": bandwidth(c), "time_ms_median": family.bytes_moved(c, problem) / bandwidth(c) / 1e6,
