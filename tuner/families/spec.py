@@ -80,8 +80,8 @@ class Arg:
     Attributes:
         name: the argument's name (the reference receives arrays by it).
         role: in, out, inout, scalar or constant.
-        shape: arrays: an expression of ``n`` (``"n"``, ``"n * n"``) or a
-            tuple of them (``("n", "n")``).
+        shape: arrays: an expression of ``n`` and the constants (``"n"``,
+            ``"n * n"``, ``"WIDTH * HEIGHT"``) or a tuple of them (``("n", "n")``).
         dtype: arrays: element type (None: the problem's); scalars: required.
         value: scalars: a number or an expression.
         init: arrays read by the kernel: ``init(rng, shape, dtype)`` makes
