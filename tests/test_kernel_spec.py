@@ -166,7 +166,7 @@ def test_in_out_arrays_are_restored_before_every_launch_and_constants_uploaded(t
         ({"tune_params": {"block_size_x": []}}, r"tune_params\['block_size_x'\] must be a non-empty list of values, got \[\]"),
         ({"tune_params": {"block_size_x": [128, 128]}}, r"tune_params\['block_size_x'\] lists a value twice: \[128, 128\]"),
         ({"tune_params": {"ITEMS": [1]}, "restrictions": [], "grid_div_x": ["ITEMS"]}, r"block must be given when tune_params has no block_size_x"),
-        ({"reference": lambda z: z}, r"reference takes 'z', which is not an argument the kernel reads or n"),
+        ({"reference": lambda z: z}, r"reference takes 'z', which is not an argument the kernel reads, n or a constant"),
         ({"args": [In("x"), Scalar("n", "n", "int32")]}, r"args must hold at least one Out or InOut array"),
         ({"args": [Out("y"), Scalar("a", 3.0, "float128")]}, r"scalar 'a': dtype must be one of \[.*\], got 'float128'"),
         ({"dtypes": ("float64",)}, r"dtypes must be among \[.*\], got 'float64'"),
@@ -232,8 +232,9 @@ def test_check_family_passes_a_good_family_one_line_per_step(tmp_path, capsys):
     assert cli.main(["check-family", str(write_family(tmp_path))]) == 0
     lines = capsys.readouterr().out.splitlines()
     steps = [line.split(":")[0] for line in lines if not line.startswith(" ")]
-    assert steps == ["load", "space", "compile", "arguments", "reference", "pipeline"], lines
+    assert steps == ["load", "space", "launch", "compile", "arguments", "reference", "pipeline"], lines
     assert "4 configurations, 4 feasible" in lines[1]
+    assert lines[3].startswith("compile: 2 modules of a covering subset of 2 configurations")  # the two corners hold every value
     assert "'ITEMS'" in lines[-1] and "'block_size_x'" in lines[-1]
 
 
@@ -241,7 +242,7 @@ def test_check_family_passes_a_good_family_one_line_per_step(tmp_path, capsys):
 @pytest.mark.parametrize(
     "spec, kernel, message",
     [
-        (SPEC_FILE, SCALE.replace("y[i] = a * x[i];", "y[i] = a * x[i]"), r"every module must compile with nvcc for sm_90; 4 of 4 did not, e.g. .*error"),
+        (SPEC_FILE, SCALE.replace("y[i] = a * x[i];", "y[i] = a * x[i]"), r"every module must compile with nvcc for sm_90; 2 of 2 did not, e.g. .*error"),
         (SPEC_FILE.replace("a * x.astype(np.float64)", "x[: n // 2]").replace("lambda x, a:", "lambda x, n:"), SCALE,
          r"inputs and reference must run for scale-float32-n1048613, got SpecError: .*reference for 'y' must have 1048613 elements"),
         (SPEC_FILE.replace('Scalar("n", "n", "int32")', 'Scalar("n", "n", "uint64")'), SCALE,
@@ -266,7 +267,7 @@ def test_a_declaration_that_breaks_a_rule_is_refused_at_load_with_its_file(tmp_p
         cli.main(["check-family", str(write_family(tmp_path, spec))])
     err = capsys.readouterr().err.strip()
     assert err.startswith("check-family: family_paths: ") and err.endswith(
-        "scale.py: family 'scale': reference takes 'b', which is not an argument the kernel reads or n (arguments: ['a', 'dtype', 'n', 'x'])"
+        "scale.py: family 'scale': reference takes 'b', which is not an argument the kernel reads, n or a constant (known: ['a', 'dtype', 'n', 'x'])"
     ), err
 
 
@@ -354,3 +355,116 @@ def test_a_launch_shape_the_spec_gets_wrong_is_said_never_changed(source, grid, 
         family.bind({"block_size_x": 128, "ITEMS": 2}, problem, buffers, object(), gpu)
     whole = scale_spec(source, grid=["n / 500"]).bind({"block_size_x": 128, "ITEMS": 2}, problem, buffers, object(), gpu)
     assert whole.grid == (2, 1, 1)  # 2.0 is a whole number
+
+
+# ---- constants, init's context, templates, limits ------------------------------
+
+
+def test_a_parameter_of_one_value_is_a_constant_shapes_init_the_reference_and_the_launch_read(tmp_path):
+    """The convolution's filter size is a constant, not encoded in n."""
+    (tmp_path / "k.cu").write_text("")
+    seen = {}
+
+    def image(rng, shape, dtype, n, FILTER, WIDTH):
+        seen.update(n=n, FILTER=FILTER, WIDTH=WIDTH)
+        return rng.random(shape).astype(dtype)
+
+    def reference(picture, weights, FILTER, HEIGHT, WIDTH):
+        padded = picture.astype(np.float64)
+        return sum(padded[i : i + HEIGHT, j : j + WIDTH] * weights[i, j] for i in range(FILTER) for j in range(FILTER))
+
+    family = KernelSpec(
+        name="blur", source=tmp_path / "k.cu", kernel="blur",
+        args=[Out("out", ("HEIGHT", "WIDTH")), In("picture", ("HEIGHT + FILTER - 1", "WIDTH + FILTER - 1"), init=image),
+              Constant("weights", ("FILTER", "FILTER")), Scalar("taps", "FILTER * FILTER", "int32")],
+        tune_params={"block_size_x": [16, 32], "block_size_y": [4, 8], "FILTER": [5], "HEIGHT": [40], "WIDTH": [64]},
+        problem_size=["WIDTH", "HEIGHT"], reference=reference,
+    )  # fmt: skip
+    assert family.constants == {"FILTER": 5, "HEIGHT": 40, "WIDTH": 64}
+    problem = Problem("blur", "float32", 7)  # n reads nothing here: the sizes are the kernel's own
+    inputs = family.make_inputs(problem, np.random.default_rng(0))
+    assert inputs["picture"].shape == (44, 68) and inputs["weights"].shape == (5, 5)
+    assert seen == {"n": 7, "FILTER": 5, "WIDTH": 64}
+    expected = family.reference(inputs, problem)
+    assert expected.shape == (40 * 64,)
+    assert np.isclose(expected[0], (inputs["picture"][:5, :5].astype(np.float64) * inputs["weights"]).sum())
+    cfg = {"block_size_x": 32, "block_size_y": 8, "FILTER": 5, "HEIGHT": 40, "WIDTH": 64}
+    assert family.defines(cfg, problem)["FILTER"] == "5"  # still a -D define for the kernel
+    gpu = StandInGpu()
+    launch = family.bind(cfg, problem, family.allocate(problem, inputs, gpu), object(), gpu)
+    assert launch.grid == (2, 5, 1)
+    assert next(c for c in gpu.calls if c[0] == "launch")[3][-1] == 25
+
+
+def test_init_sees_n_the_constants_and_the_arrays_made_before_it(tmp_path):
+    """CSR offsets and column indices made from each other, not re-derived from a shape."""
+    (tmp_path / "k.cu").write_text("")
+
+    def offsets(rng, shape, dtype, n, PER_ROW):
+        return np.arange(n + 1, dtype=dtype) * PER_ROW
+
+    def columns(rng, shape, dtype, rows, COLS):
+        assert rows[-1] == shape[0]
+        return rng.integers(0, COLS, shape[0]).astype(dtype)
+
+    def everything(rng, shape, dtype, **context):
+        assert set(context) == {"n", "itemsize", "PER_ROW", "COLS", "block_size_x", "rows", "cols"}
+        return np.ones(shape, dtype)
+
+    family = KernelSpec(
+        name="spmv", source=tmp_path / "k.cu", kernel="spmv",
+        args=[Out("y"), In("rows", "n + 1", "int32", init=offsets), In("cols", "n * PER_ROW", "int32", init=columns),
+              In("values", "n * PER_ROW", init=everything), In("x", "COLS"), Scalar("n", "n", "int32")],
+        tune_params={"block_size_x": [64], "PER_ROW": [3], "COLS": [50]},
+        reference=lambda rows, cols, values, x, n: np.add.reduceat(values * x[cols], rows[:-1]),
+    )  # fmt: skip
+    problem = Problem("spmv", "float32", 20)
+    inputs = family.make_inputs(problem, np.random.default_rng(0))
+    assert list(inputs["rows"][:3]) == [0, 3, 6] and inputs["cols"].max() < 50 and inputs["x"].shape == (50,)
+    assert family.reference(inputs, problem).shape == (20,)
+
+
+@pytest.mark.parametrize(
+    "init, message",
+    [(lambda rng, shape, dtype, x: x, r"init of 'w' takes 'x', which must be n, itemsize, a constant or an array made before it "
+      r"\(known: \['ITEMS', 'itemsize', 'n'\]\)"),
+     ("zeros", r"init of 'w' must be a function \(rng, shape, dtype\), got 'zeros'")],
+    ids=["a-later-array", "not-callable"],
+)  # fmt: skip
+def test_an_init_that_asks_for_what_is_not_made_yet_is_refused_at_load(source, init, message):
+    args = [Out("y"), In("w", init=init), In("x"), Scalar("a", 3.0, "float32"), Scalar("n", "n", "int32")]
+    with pytest.raises(SpecError, match=r"^family 'scale': " + message):
+        scale_spec(source, args=args, tune_params={"block_size_x": [128, 256], "ITEMS": [1]}, restrictions=[])
+
+
+def test_a_template_kernel_is_named_for_each_configuration(source):
+    family = scale_spec(source, kernel="scale<float, block_size_x * ITEMS, ITEMS == 1, unsigned int>")
+    problem = Problem("scale", "float32", 1000)
+    assert family.kernel_name({"block_size_x": 128, "ITEMS": 2}) == "scale<float, 256, false, unsigned int>"
+    assert family.kernel_name({"block_size_x": 256, "ITEMS": 1}) == "scale<float, 256, true, unsigned int>"
+    from tuner.measure.compile import module_key
+
+    one, other = ({"block_size_x": 128, "ITEMS": 1}, {"block_size_x": 128, "ITEMS": 2})
+    assert module_key(family, one, problem) != module_key(family, other, problem)
+    plain = scale_spec(source, kernel="ns::scale")
+    assert plain.kernel_name(one) == "ns::scale"
+
+
+@pytest.mark.parametrize("kernel", ["scale(", "scale<float", "scale<, 4>", 'scale"x', "", 7])
+def test_a_kernel_name_that_is_no_cpp_name_is_refused_at_load(source, kernel):
+    with pytest.raises(SpecError, match=r"^family 'scale': kernel"):
+        scale_spec(source, kernel=kernel)
+
+
+def test_a_launch_over_the_devices_limits_is_infeasible_before_compiling(source):
+    """stencil's 256 x 32 block is 8,192 threads: never compiled, said so."""
+    family = scale_spec(source, tune_params={"block_size_x": [32, 256], "block_size_y": [4, 32], "ITEMS": [1]}, restrictions=[],
+                        problem_size=["n", "n // 4"], grid_div_y=["block_size_y"])  # fmt: skip
+    problem = Problem("scale", "float32", 1000)
+    assert family.violations({"block_size_x": 256, "block_size_y": 32, "ITEMS": 1}, problem) == [
+        "threads per block must be at most 1024 (CUDA's limit), got 8192 (block 256x32x1)"]
+    assert family.violations({"block_size_x": 32, "block_size_y": 32, "ITEMS": 1}, problem) == []
+    assert len(family.space(problem)) == 3
+    tall = Problem("scale", "float32", 4 * 4 * 70_000)  # a grid of 70,000 blocks in y
+    assert family.violations({"block_size_x": 32, "block_size_y": 4, "ITEMS": 1}, tall) == [
+        "grid y must be at most 65535 (CUDA's limit), got 70000"]

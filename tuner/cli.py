@@ -23,6 +23,7 @@ measuring process (a fresh context) carries on.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -260,11 +261,21 @@ def cmd_verify(args) -> None:
 
 
 def cmd_check_family(args) -> None:
-    """Check a family of one's own, one line per step: load, space, compile, arguments, reference, the stages on made-up rows (and with --gpu, verify every module)."""
+    """Check a family of one's own, one line per step: load, space, launch, compile (a covering subset; --all: every module), arguments, reference, the stages on made-up rows (and with --gpu, verify the compiled modules)."""
     from tuner.check_family import FamilyDefect, check
 
+    device = None
+    if args.device:
+        try:
+            device = json.loads(Path(args.device).read_text())
+            if not isinstance(device, dict):
+                raise ValueError(f"a JSON object, got {type(device).__name__}")
+        except (OSError, ValueError) as error:
+            print(f"check-family: --device {args.device}: must be a readable device.json (python -m tuner describe), got {error}",
+                  file=sys.stderr)  # fmt: skip
+            raise SystemExit(2) from None
     try:
-        check(Path(args.path), arch=args.arch, gpu=args.gpu, list_space=args.list)
+        check(Path(args.path), arch=args.arch, gpu=args.gpu, list_space=args.list, every=args.all, device=device)
     except FamilyDefect as defect:
         print(f"check-family: {defect}", file=sys.stderr)
         raise SystemExit(1) from None
@@ -358,6 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", default="sm_90", help="nvcc architecture to compile for (default: sm_90)")
     p.add_argument("--gpu", action="store_true", help="also verify every module on this machine's GPU")
     p.add_argument("--list", action="store_true", help="print every configuration of the space, with why it is infeasible")
+    p.add_argument("--all", action="store_true", help="compile every feasible configuration, not a covering subset")
+    p.add_argument("--device", help="a device.json whose limits and SM count to check against (default: CUDA's limits)")
     return parser
 
 

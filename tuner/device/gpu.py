@@ -73,6 +73,12 @@ class Gpu:
         self.l2_bytes: int = self.device.get_attribute(attr.L2_CACHE_SIZE)
         self.bus_width_bits: int = self.device.get_attribute(attr.GLOBAL_MEMORY_BUS_WIDTH)
         self.max_threads_per_sm: int = self.device.get_attribute(attr.MAX_THREADS_PER_MULTIPROCESSOR)
+        # The per-launch limits (tuner.families.limits reads them): a configuration over one is infeasible.
+        self.max_threads_per_block: int = self.device.get_attribute(attr.MAX_THREADS_PER_BLOCK)
+        self.max_block_dim = tuple(self.device.get_attribute(getattr(attr, f"MAX_BLOCK_DIM_{a}")) for a in "XYZ")
+        self.max_grid_dim = tuple(self.device.get_attribute(getattr(attr, f"MAX_GRID_DIM_{a}")) for a in "XYZ")
+        self.max_shared_memory_per_block: int = self.device.get_attribute(attr.MAX_SHARED_MEMORY_PER_BLOCK)
+        self.max_registers_per_block: int = self.device.get_attribute(attr.MAX_REGISTERS_PER_BLOCK)
         self.total_memory_bytes: int = self.device.total_memory()
         self.pci_bus_id: str = self.device.pci_bus_id()
         self.memory_clock_mhz: float = self._memory_clock_mhz()
@@ -118,6 +124,11 @@ class Gpu:
             "bus_width_bits": self.bus_width_bits,
             "memory_clock_mhz": self.memory_clock_mhz,
             "total_memory_bytes": self.total_memory_bytes,
+            "max_threads_per_block": self.max_threads_per_block,
+            "max_block_dim": list(self.max_block_dim),
+            "max_grid_dim": list(self.max_grid_dim),
+            "max_shared_memory_per_block": self.max_shared_memory_per_block,
+            "max_registers_per_block": self.max_registers_per_block,
             "pci_bus_id": self.pci_bus_id,
             "driver_version": f"{driver // 1000}.{driver % 1000 // 10}",
             "cuda_version": ".".join(map(str, self.cuda.get_version())),

@@ -165,6 +165,9 @@ class Launch:
         output: where the output lies on the device, to compare it there with
             the host reference (``tuner.measure.check``) instead of fetching
             it; None: ``fetch`` and ``Family.verify`` on the host.
+        shared_bytes: the dynamic shared memory ``run`` asks for per block
+            (checked with the kernel's static shared memory against the
+            device's limit before the launch).
     """
 
     run: Callable[[], None]
@@ -173,6 +176,7 @@ class Launch:
     fetch: Callable[[], np.ndarray]
     restore: Callable[[], None] | None = None
     output: "DeviceOutput | None" = None
+    shared_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -221,8 +225,10 @@ class Family(ABC):
     - ``constraint_violations(cfg, problem)`` (optional): why a combination of
       accepted values cannot run (empty when it can). Called before anything
       is compiled; an infeasible configuration is never compiled or launched.
-    - ``kernel_name(cfg)`` and ``defines(cfg, problem)``: the ``extern "C"``
-      kernel and the ``-D`` values that specialise ``source``;
+    - ``kernel_name(cfg)`` and ``defines(cfg, problem)``: the kernel (an
+      ``extern "C"`` or C++ name, or a template instance such as
+      ``reduce<float, 256>``: ``tuner.measure.symbols``) and the ``-D``
+      values that specialise ``source``;
       ``compile_flags(cfg)`` (optional) for extra nvcc flags.
     - ``bytes_moved(cfg, problem)``: the fewest bytes the problem must move
       (GB/s is this over the median time); ``flops`` (optional, default 0)
@@ -368,7 +374,8 @@ class Family(ABC):
     # ---- compiling -------------------------------------------------------
     @abstractmethod
     def kernel_name(self, cfg: Config) -> str:
-        """The ``extern "C"`` name of the kernel that ``cfg`` runs."""
+        """The kernel that ``cfg`` runs, as its source names it (``extern "C"``,
+        C++, or a template instance ``name<args>``, which the compile instantiates)."""
 
     @abstractmethod
     def defines(self, cfg: Config, problem: Problem) -> dict[str, str]:

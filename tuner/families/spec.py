@@ -24,21 +24,30 @@ moved default to the arrays read plus the arrays written; the device memory a
 problem needs follows from the shapes.
 
 Names follow Kernel Tuner's where they mean the same thing: ``tune_params``
-(every parameter is a ``-D`` define unless listed in ``runtime_params``),
-``restrictions`` (Python expressions over the parameters, or callables taking
-the dict of them), ``block_size_x/y/z`` as the block's default dimensions,
-``problem_size`` with ``grid_div_x/y/z`` for the grid. Expressions may name
-the parameters, ``n`` (the problem's size), ``dtype``, ``itemsize``,
-``sm_count`` (in the grid and scalars only) and ``ceil_div``, ``min``,
-``max``, ``ceil``, ``floor``, ``log2``. A callable gets the same names as
-one dict.
+(every parameter is a ``-D`` define unless listed in ``runtime_params``; one
+with a single value is a problem constant), ``restrictions`` (Python
+expressions over the parameters, or callables taking the dict of them),
+``block_size_x/y/z`` as the block's default dimensions, ``problem_size``
+with ``grid_div_x/y/z`` for the grid, and the kernel named as the source
+names it (``stencil_kernel``, a C++ kernel, or ``reduce<float,
+block_size_x>``, a template instantiated from the parameters). Expressions
+may name the parameters, ``n`` (the problem's size), ``dtype``,
+``itemsize``, ``sm_count`` (in the launch and scalars only) and
+``ceil_div``, ``min``, ``max``, ``ceil``, ``floor``, ``log2``; shapes,
+``init`` and the reference read ``n`` and the constants. A callable gets
+the same names as one dict. A launch over the device's limits (threads or
+dimensions of a block, the grid's dimensions) makes a configuration
+infeasible before anything is compiled. ``docs/kernel-spec.md`` documents
+every option.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -48,6 +57,7 @@ import numpy as np
 from tuner.families.base import C_TYPES, DTYPES, Config, DeviceOutput, Family, Launch, Param, Problem, Verdict, nvcc_text_unfit
 from tuner.families.buffers import ceil_div, poison
 from tuner.families.inputs import integers, uniform
+from tuner.families.limits import DeviceLimits, launch_violations
 
 ROLES = ("in", "out", "inout", "scalar", "constant")
 # PyCUDA struct letters of scalar arguments.
@@ -56,6 +66,7 @@ SCALAR_FORMATS = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32
 HELPERS = {"ceil_div": ceil_div, "min": min, "max": max, "ceil": math.ceil, "floor": math.floor, "log2": math.log2,
            "abs": abs, "int": int}  # fmt: skip
 BLOCK_NAMES = ("block_size_x", "block_size_y", "block_size_z")
+_GLOBALS = {"__builtins__": {}, **HELPERS}  # what expressions see besides their names (eval adds nothing to it)
 
 
 class SpecError(ValueError):
@@ -69,12 +80,15 @@ class Arg:
     Attributes:
         name: the argument's name (the reference receives arrays by it).
         role: in, out, inout, scalar or constant.
-        shape: arrays: an expression of ``n`` (``"n"``, ``"n * n"``) or a
-            tuple of them (``("n", "n")``).
+        shape: arrays: an expression of ``n`` and the constants (``"n"``,
+            ``"n * n"``, ``"WIDTH * HEIGHT"``) or a tuple of them (``("n", "n")``).
         dtype: arrays: element type (None: the problem's); scalars: required.
         value: scalars: a number or an expression.
         init: arrays read by the kernel: ``init(rng, shape, dtype)`` makes
-            the host input (default: random, never all zeros).
+            the host input (default: random, never all zeros). Further
+            parameters it declares by name get ``n``, ``itemsize``, a
+            constant, or an array made before it (an argument earlier in
+            ``args``): ``init(rng, shape, dtype, n, rows)``.
     """
 
     name: str
@@ -137,7 +151,7 @@ class Expression:
 
     def __call__(self, env: Mapping[str, Any]) -> Any:
         if self._code is not None:
-            return eval(self._code, {"__builtins__": {}, **HELPERS}, dict(env))
+            return eval(self._code, _GLOBALS, dict(env))
         if callable(self._value):
             return self._value(dict(env))
         return self._value
@@ -154,12 +168,19 @@ class KernelSpec(Family):
     Args:
         name: the family's name (results, configs, ``best.json``).
         source: the CUDA file, relative to the file that makes the spec (or absolute).
-        kernel: the ``extern "C"`` kernel's name.
+        kernel: the kernel as the source names it: ``extern "C"`` or C++
+            (``stencil_kernel``, ``ns::stencil``; overloads are told apart by
+            their mangled name), or a template instance whose arguments are
+            parameters, expressions of them, or type names
+            (``reduce<float, block_size_x>``), instantiated by the compile.
         args: the kernel's arguments in order (``In``, ``Out``, ``InOut``, ``Scalar``, ``Constant``).
         tune_params: parameter name -> its values (or a ``Param``, for a rule
-            wider than the values); the first value is the default.
-        reference: numpy function of the input arrays (by argument name) and
-            ``n``; returns the expected output (a tuple when there are several).
+            wider than the values); the first value is the default. A
+            parameter of one value is a problem constant: a ``-D`` define
+            that shapes, ``init`` and the reference read by name too.
+        reference: numpy function of the input arrays and scalars (by
+            argument name), ``n``, ``dtype`` and the constants; returns the
+            expected output (a tuple when there are several).
         dtypes: element types the family computes (``float32``, ``int32``, ...).
         restrictions: expressions (or callables) that must hold for a
             configuration to run; a false one makes it infeasible.
@@ -167,7 +188,8 @@ class KernelSpec(Family):
             grid or in scalars), so their configurations share a module.
         block: the block's dimensions (expressions); default ``block_size_x/y/z``.
         grid: the grid's dimensions (expressions); default: ``problem_size``
-            divided by ``grid_div_x/y/z`` (Kernel Tuner's rule), rounded up.
+            (expressions of ``n`` and the parameters) divided by
+            ``grid_div_x/y/z`` (Kernel Tuner's rule), rounded up.
         bytes_moved, flops: expressions (or callables) of the configuration;
             default bytes: arrays read plus arrays written.
         tolerance: largest relative error of float outputs (integers: exact).
@@ -215,6 +237,7 @@ class KernelSpec(Family):
         if nvcc_text_unfit(self.source):
             raise fail(f"source {nvcc_text_unfit(self.source)}")
         self.kernel = kernel
+        self.kernel_base, template_arguments = _kernel_parts(kernel, fail)
         self.dtypes = tuple(dtypes)
         for dtype in self.dtypes:
             if dtype not in DTYPES:
@@ -235,6 +258,8 @@ class KernelSpec(Family):
                 why = nvcc_text_unfit(_define_text(value), define=True)
                 if why:
                     raise fail(f"tune_params[{param.name!r}]: a value (a -D define) {why}")
+        # A parameter of one value (and no rule admitting others) is a problem constant.
+        self.constants = {p.name: p.values[0] for p in self.params if len(p.values) == 1 and p.rule is None}
         self.args = tuple(args)
         self._check_args(fail)
         self.tolerance = float(tolerance)
@@ -252,6 +277,7 @@ class KernelSpec(Family):
         problem_names = EXPRESSION_NAMES - {"sm_count"}
         config_names = param_names | problem_names
         launch_names = config_names | {"sm_count"}
+        shape_names = problem_names | set(self.constants)
 
         def expr(value, where, known):
             made = Expression(value, where, name)
@@ -268,7 +294,7 @@ class KernelSpec(Family):
         if grid is None:
             divisors = (grid_div_x, grid_div_y, grid_div_z)
             defaults = [[b] if b in param_names else [] for b in BLOCK_NAMES]
-            self.problem_size = tuple(expr(p, f"problem_size[{i}]", problem_names) for i, p in enumerate(problem_size))
+            self.problem_size = tuple(expr(p, f"problem_size[{i}]", launch_names) for i, p in enumerate(problem_size))
             self.grid_divisors = tuple(
                 tuple(expr(d, f"grid_div_{'xyz'[i]}", launch_names) for d in (divisors[i] if divisors[i] is not None else defaults[i]))
                 for i in range(len(self.problem_size))
@@ -281,12 +307,15 @@ class KernelSpec(Family):
         self.flops_expr = None if flops is None else expr(flops, "flops", config_names)
         self.scalar_exprs = {a.name: expr(a.value, f"scalar {a.name}", launch_names) for a in self.args if a.role == "scalar"}
         self.shape_exprs = {
-            a.name: tuple(expr(s, f"shape of {a.name}", problem_names) for s in _shape_exprs(a.shape)) for a in self.args if a.is_array
+            a.name: tuple(expr(s, f"shape of {a.name}", shape_names) for s in _shape_exprs(a.shape)) for a in self.args if a.is_array
         }
+        self.template_arguments = tuple(_template_argument(t, i, param_names, name) for i, t in enumerate(template_arguments or ()))
+        self._template = template_arguments is not None
+        self._init_context = _init_parameters(self.args, set(self.constants), fail)
         self.arg_types = "".join("P" if a.role in ("in", "out", "inout") else SCALAR_FORMATS[a.dtype] for a in self.args if a.role != "constant")
         rank = max(len(shape) for shape in self.shape_exprs.values())
         self.check_sizes = tuple(check_sizes) if check_sizes else _check_sizes(rank)
-        self._reference_args = _reference_parameters(reference, self.args, fail)
+        self._reference_args = _reference_parameters(reference, self.args, set(self.constants), fail)
 
     def _check_args(self, fail) -> None:
         names = [a.name for a in self.args]
@@ -309,6 +338,9 @@ class KernelSpec(Family):
         return {**cfg, "n": problem.n, "dtype": problem.dtype, "itemsize": np.dtype(DTYPES[problem.dtype]).itemsize, **more}
 
     def constraint_violations(self, cfg: Config, problem: Problem) -> list[str]:
+        """The restrictions that do not hold, then (where they all do) a launch
+        over CUDA's limits: threads or dimensions of a block, the grid's
+        dimensions (unless it depends on ``sm_count``, known on the device)."""
         env = self._env(cfg, problem)
         reasons = []
         for restriction in self.restrictions:
@@ -319,10 +351,56 @@ class KernelSpec(Family):
                 continue
             if not holds:
                 reasons.append(f"restriction {restriction.text!r} does not hold")
+        return reasons or self.limit_violations(cfg, problem)
+
+    def limit_violations(self, cfg: Config, problem: Problem, limits: DeviceLimits = DeviceLimits(),
+                         sm_count: int | None = None) -> list[str]:  # fmt: skip
+        """Why the launch of ``cfg`` exceeds ``limits`` (CUDA's by default),
+        before anything is compiled. A launch expression that raises is no
+        limit: ``expression_errors`` reports it, and the launch fails with it.
+        Remembered by the values the launch reads (a space's points share a
+        few blocks and grids)."""
+        reads = self._launch_reads
+        key = None if reads is None else (tuple(cfg[name] for name in reads), problem, limits, sm_count)
+        known = self._limits_seen.get(key) if key is not None else None
+        if known is not None:
+            return list(known)
+        env = self._env(cfg, problem, sm_count=sm_count)
+        try:
+            block = _dims([b(env) for b in self.block_exprs], "block", self.name)
+        except Exception:
+            return []
+        grid = None
+        if sm_count is not None or "sm_count" not in self._grid_names:
+            try:
+                grid = self._grid(env)
+            except Exception:
+                grid = None
+        reasons = launch_violations(grid, block, limits)
+        if key is not None:
+            if len(self._limits_seen) > 100_000:
+                self._limits_seen.clear()
+            self._limits_seen[key] = tuple(reasons)
         return reasons
 
+    @functools.cached_property
+    def _launch_reads(self) -> tuple[str, ...] | None:
+        """The parameters the block and grid read (None: a callable among them reads any)."""
+        exprs = [*self.block_exprs, *(self.grid_exprs or (*self.problem_size, *(d for ds in self.grid_divisors for d in ds)))]
+        if any(e._code is None and callable(e._value) for e in exprs):
+            return None
+        return tuple(sorted(set(self.param_names) & frozenset().union(*(e.names for e in exprs))))
+
+    @functools.cached_property
+    def _limits_seen(self) -> dict:
+        return {}
+
     def kernel_name(self, cfg: Config) -> str:
-        return self.kernel
+        """The kernel's name, with its template arguments evaluated for ``cfg``
+        (``reduce<float, 256>``): the compile instantiates that template."""
+        if not self._template:
+            return self.kernel
+        return f"{self.kernel_base}<{', '.join(argument(cfg) for argument in self.template_arguments)}>"
 
     def defines(self, cfg: Config, problem: Problem) -> dict[str, str]:
         defines = {key: _define_text(value) for key, value in cfg.items() if key not in self.runtime_params}
@@ -334,7 +412,7 @@ class KernelSpec(Family):
         return self._compile_flags
 
     def shape(self, arg: Arg, problem: Problem) -> tuple[int, ...]:
-        env = self._env({}, problem)
+        env = self._env(self.constants, problem)
         return tuple(int(s(env)) for s in self.shape_exprs[arg.name])
 
     def array_dtype(self, arg: Arg, problem: Problem) -> np.dtype:
@@ -368,12 +446,19 @@ class KernelSpec(Family):
 
     # ---- the harness -----------------------------------------------------
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Each array the kernel reads, in the order of ``args``: by its
+        ``init`` (given the names it declares: ``n``, ``itemsize``, constants,
+        arrays made before it), else random."""
         inputs = {}
+        context = {**self.constants, "n": problem.n, "itemsize": np.dtype(DTYPES[problem.dtype]).itemsize}
         for arg in self.args:
             if arg.role in ("in", "inout", "constant"):
                 shape, dtype = self.shape(arg, problem), self.array_dtype(arg, problem)
                 if arg.init is not None:
-                    array = np.asarray(arg.init(rng, shape, dtype), dtype=dtype)
+                    wanted = self._init_context[arg.name]
+                    known = {**context, **inputs}
+                    extra = known if wanted is None else {key: known[key] for key in wanted if key in known}
+                    array = np.asarray(arg.init(rng, shape, dtype, **extra), dtype=dtype)
                     if array.shape != shape and array.size == int(np.prod(shape)):
                         array = array.reshape(shape)
                     if array.shape != shape:
@@ -386,8 +471,8 @@ class KernelSpec(Family):
     def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:
         """The reference's outputs, each in its argument's shape and type,
         flattened one after another when there are several."""
-        env = self._env({}, problem)
-        values = {"n": problem.n, "dtype": problem.dtype}
+        env = self._env(self.constants, problem)
+        values = {**self.constants, "n": problem.n, "dtype": problem.dtype}
         for arg in self.args:
             if arg.name in inputs:
                 values[arg.name] = inputs[arg.name]
@@ -420,16 +505,91 @@ class KernelSpec(Family):
         buffers[":constants"] = {a.name: inputs[a.name] for a in self.args if a.role == "constant"}
         return buffers
 
+    def launch_shape(self, cfg: Config, problem: Problem, sm_count: int) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+        """The grid, the block and the dynamic shared bytes of ``cfg``'s launch.
+
+        Raises:
+            SpecError: a dimension that is no whole number of at least 1.
+            Exception: whatever an expression raises (a division by zero, say).
+        """
+        env = self._env(cfg, problem, sm_count=sm_count)
+        block = _dims([b(env) for b in self.block_exprs], "block", self.name)
+        shared = self.shared_expr(env)
+        if not _whole(shared, least=0):
+            raise SpecError(f"family {self.name!r}: shared_bytes must be a whole number of at least 0, got {shared!r}")
+        return self._grid(env), block, int(shared)
+
+    def _grid(self, env: Mapping[str, Any]) -> tuple[int, int, int]:
+        if self.grid_exprs is not None:
+            return _dims([g(env) for g in self.grid_exprs], "grid", self.name)
+        return _dims([
+            ceil_div(int(size(env)), math.prod(int(d(env)) for d in divisors))
+            for size, divisors in zip(self.problem_size, self.grid_divisors)
+        ], "grid", self.name)  # fmt: skip
+
+    @functools.cached_property
+    def _grid_names(self) -> frozenset:
+        exprs = self.grid_exprs if self.grid_exprs is not None else (*self.problem_size, *(d for ds in self.grid_divisors for d in ds))
+        return frozenset().union(*(e.names for e in exprs)) if exprs else frozenset()
+
+    def expression_errors(self, cfg: Config, problem: Problem, sm_count: int) -> list[str]:
+        """What goes wrong evaluating ``cfg``'s launch (grid, block, shared
+        bytes), scalars, shapes, bytes and FLOPs for ``problem``: an expression
+        that raises, a dimension or shape that is no whole number of at least
+        1, a scalar its type cannot hold, bytes that are not positive. Empty
+        when every value is one the launch can take. ``sm_count`` stands for
+        the device's where none is at hand."""
+        errors = list(self._problem_errors(problem))
+
+        def attempt(what: str, evaluate: Callable[[], Any]) -> Any:
+            try:
+                return evaluate()
+            except SpecError as error:
+                errors.append(str(error).split(": ", 1)[1] if str(error).startswith("family ") else str(error))
+            except Exception as error:  # the spec's expression raised: its text and the error
+                errors.append(f"{what} raised {type(error).__name__}: {error}")
+            return None
+
+        attempt("the launch", lambda: self.launch_shape(cfg, problem, sm_count))
+        env = self._env(cfg, problem, sm_count=sm_count)
+        for arg in self.args:
+            if arg.role == "scalar":
+                attempt(f"scalar {arg.name} {self.scalar_exprs[arg.name].text!r}", lambda a=arg: _scalar(a, self.scalar_exprs[a.name](env)))
+        if self.bytes_expr is not None:  # else the bytes follow from the shapes, checked once a problem
+            moved = attempt(f"bytes_moved {self.bytes_expr.text!r}", lambda: self.bytes_expr(env))
+            if moved is not None and not _whole(moved, least=1):
+                errors.append(f"bytes_moved must be a whole number of at least 1, got {moved!r}")
+        if self.flops_expr is not None:
+            flops = attempt(f"flops {self.flops_expr.text!r}", lambda: self.flops_expr(env))
+            if flops is not None and not _whole(flops, least=0):
+                errors.append(f"flops must be a whole number of at least 0, got {flops!r}")
+        return errors
+
+    def _problem_errors(self, problem: Problem) -> tuple[str, ...]:
+        """What goes wrong evaluating ``problem``'s shapes (and the bytes that
+        follow from them), once a problem: they read no parameter but the constants."""
+        seen = self._problems_checked.get(problem)
+        if seen is None:
+            errors = []
+            env = self._env(self.constants, problem)
+            for arg in self.args:
+                if arg.is_array:
+                    try:
+                        _shape(arg, [s(env) for s in self.shape_exprs[arg.name]])
+                    except SpecError as error:
+                        errors.append(str(error))
+                    except Exception as error:
+                        errors.append(f"the shape of {arg.name} raised {type(error).__name__}: {error}")
+            seen = self._problems_checked[problem] = tuple(errors)
+        return seen
+
+    @functools.cached_property
+    def _problems_checked(self) -> dict:
+        return {}
+
     def bind(self, cfg: Config, problem: Problem, buffers, function, gpu) -> Launch:
         env = self._env(cfg, problem, sm_count=gpu.sm_count)
-        block = _dims([b(env) for b in self.block_exprs], "block", self.name)
-        if self.grid_exprs is not None:
-            grid = _dims([g(env) for g in self.grid_exprs], "grid", self.name)
-        else:
-            grid = _dims([
-                ceil_div(int(size(env)), math.prod(int(d(env)) for d in divisors))
-                for size, divisors in zip(self.problem_size, self.grid_divisors)
-            ], "grid", self.name)  # fmt: skip
+        grid, block, shared_bytes = self.launch_shape(cfg, problem, gpu.sm_count)
         for name, array in buffers[":constants"].items():
             gpu.set_constant(function, name, array)
         inouts = [a for a in self.args if a.role == "inout"]
@@ -448,7 +608,7 @@ class KernelSpec(Family):
                 values.append(buffers[arg.name].ptr())
             elif arg.role == "scalar":
                 values.append(np.dtype(arg.dtype).type(self.scalar_exprs[arg.name](env)))
-        run = gpu.launcher(function, grid, block, *values, shared_bytes=int(self.shared_expr(env)))
+        run = gpu.launcher(function, grid, block, *values, shared_bytes=shared_bytes)
         outputs = [a for a in self.args if a.is_output]
 
         def fetch() -> np.ndarray:
@@ -461,7 +621,8 @@ class KernelSpec(Family):
             dtype = self.array_dtype(arg, problem)
             output = DeviceOutput(ptr=int(buffers[arg.name].ptr()), count=int(np.prod(self.shape(arg, problem))), dtype=dtype,
                                   tolerance=None if dtype.kind in "iub" else self.tolerance)  # fmt: skip
-        return Launch(run=run, grid=grid, block=block, fetch=fetch, restore=restore if inouts else None, output=output)
+        return Launch(run=run, grid=grid, block=block, fetch=fetch, restore=restore if inouts else None, output=output,
+                      shared_bytes=shared_bytes)
 
     def verify(self, output: np.ndarray, expected: np.ndarray, inputs: dict[str, np.ndarray]) -> Verdict:
         if np.asarray(expected).dtype.kind in "iub":
@@ -522,21 +683,104 @@ def _define_text(value: Any) -> str:
     return str(value)
 
 
+def _whole(value: Any, least: int) -> bool:
+    """Whether ``value`` is a whole number (int, or a float without fraction) of at least ``least``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    if isinstance(value, (float, np.floating)) and not math.isfinite(value):  # int() of them raises
+        return False
+    return value == int(value) and value >= least
+
+
 def _dims(values: list, what: str, family: str) -> tuple[int, int, int]:
     """A launch's grid or block from its expressions' values: one to three
     whole numbers of at least 1 (the rest 1). Anything else is the spec's
     mistake, said so (a launch error of that configuration), never changed
     into a launch it did not ask for."""
-    def whole(v: Any) -> bool:  # NaN and infinities too are no whole number (int() of them raises)
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            return False
-        if isinstance(v, (float, np.floating)) and not math.isfinite(v):
-            return False
-        return v == int(v) and v >= 1
-
-    if not 1 <= len(values) <= 3 or not all(whole(v) for v in values):
+    if not 1 <= len(values) <= 3 or not all(_whole(v, least=1) for v in values):
         raise SpecError(f"family {family!r}: {what} must be one to three whole numbers of at least 1, got {list(values)}")
     return tuple(int(v) for v in (list(values) + [1, 1, 1])[:3])
+
+
+def _shape(arg: Arg, values: list) -> tuple[int, ...]:
+    if not all(_whole(v, least=1) for v in values):
+        raise SpecError(f"the shape of {arg.name} must be whole numbers of at least 1, got {list(values)}")
+    return tuple(int(v) for v in values)
+
+
+def _scalar(arg: Arg, value: Any) -> np.generic:
+    """``value`` as the scalar's type, refused where the type cannot hold it
+    (an int32 of 2^31 would wrap) or it is no number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise SpecError(f"scalar {arg.name} must be a number, got {value!r}")
+    dtype = np.dtype(arg.dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not _whole(value, least=info.min) or value > info.max:
+            raise SpecError(f"scalar {arg.name} must be a whole number from {info.min} to {info.max} ({arg.dtype}), got {value!r}")
+    elif math.isfinite(value) and not math.isfinite(float(dtype.type(value))):
+        raise SpecError(f"scalar {arg.name} must be finite as {arg.dtype}, got {value!r}")
+    return dtype.type(value)
+
+
+# A kernel as the source names it: a C++ name, qualified or not, with template arguments or without.
+KERNEL_NAME = re.compile(r"\s*(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*\s*(?:<.*>)?\s*", re.S)
+
+
+def _kernel_parts(kernel: Any, fail) -> tuple[str, list[str] | None]:
+    """``"reduce<float, block_size_x>"`` -> ``("reduce", ["float", "block_size_x"])``;
+    a name without template arguments -> ``(name, None)``."""
+    if not (isinstance(kernel, str) and KERNEL_NAME.fullmatch(kernel) and kernel.isascii() and kernel.isprintable()
+            and '"' not in kernel and "\\" not in kernel):  # fmt: skip
+        raise fail(f"kernel must be the kernel's name in the source (a C++ name, e.g. 'stencil_kernel' or "
+                   f"'reduce<float, block_size_x>'), got {kernel!r}")  # fmt: skip
+    start = kernel.find("<")
+    if start < 0:
+        return kernel.strip(), None
+    inner = kernel.strip()[kernel.strip().find("<") + 1 : -1]
+    arguments, depth, current = [], 0, ""
+    for char in inner:
+        depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            arguments.append(current.strip())
+            current = ""
+        else:
+            current += char
+    arguments.append(current.strip())
+    if depth != 0 or not all(arguments):
+        raise fail(f"kernel's template arguments must be a comma-separated list, got {kernel!r}")
+    return kernel[:start].strip(), arguments
+
+
+class _TemplateArgument:
+    """One template argument of the kernel: an expression of the parameters,
+    evaluated per configuration, or text (a type name, a macro) kept as written."""
+
+    def __init__(self, text: str, expression: Expression | None) -> None:
+        self.text, self.expression = text, expression
+
+    def __call__(self, cfg: Config) -> str:
+        if self.expression is None:
+            return self.text
+        value = self.expression(cfg)
+        if isinstance(value, (bool, np.bool_)):
+            return "true" if value else "false"
+        if isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating)) and float(value).is_integer()):
+            return str(int(value))
+        return str(value)
+
+
+def _template_argument(text: str, index: int, params: set[str], family: str) -> _TemplateArgument:
+    """An argument that names parameters only (``block_size_x``,
+    ``block_size_x * 2``) is evaluated for each configuration; any other
+    (``float``, ``unsigned int``, a macro) reaches the compiler as written."""
+    try:
+        names = {node.id for node in ast.walk(ast.parse(text, mode="eval")) if isinstance(node, ast.Name)} - set(HELPERS)
+    except SyntaxError:
+        return _TemplateArgument(text, None)
+    if not names or not names <= params:
+        return _TemplateArgument(text, None)
+    return _TemplateArgument(text, Expression(text, f"kernel's template argument {index + 1}", family))
 
 
 def _check_sizes(rank: int) -> tuple[int, int]:
@@ -561,9 +805,41 @@ def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -
     return flat.reshape(shape)
 
 
-def _reference_parameters(reference: Callable, args: Sequence[Arg], fail) -> tuple[str, ...]:
-    """The names ``reference`` takes: input arrays, scalars, ``n`` or ``dtype``."""
-    available = {a.name for a in args if a.role != "out"} | {"n", "dtype"}
+def _init_parameters(args: Sequence[Arg], constants: set[str], fail) -> dict[str, tuple[str, ...] | None]:
+    """Argument name -> the names its ``init`` declares beyond ``(rng, shape,
+    dtype)``, each ``n``, ``itemsize``, a constant or an array made before it
+    (None: it takes ``**kwargs``, and gets them all)."""
+    wanted: dict[str, tuple[str, ...] | None] = {}
+    made: list[str] = []
+    for arg in args:
+        if arg.init is not None:
+            if not callable(arg.init):
+                raise fail(f"init of {arg.name!r} must be a function (rng, shape, dtype), got {arg.init!r}")
+            available = {"n", "itemsize", *constants, *made}
+            try:
+                parameters = list(inspect.signature(arg.init).parameters.values())
+            except (TypeError, ValueError):  # a builtin without a signature: the three positional arguments only
+                parameters = []
+            names = []
+            for parameter in parameters[3:]:
+                if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+                    names = None
+                    break
+                if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+                    continue
+                if parameter.name not in available and parameter.default is inspect.Parameter.empty:
+                    raise fail(f"init of {arg.name!r} takes {parameter.name!r}, which must be n, itemsize, a constant "
+                               f"or an array made before it (known: {sorted(available)})")  # fmt: skip
+                names.append(parameter.name)
+            wanted[arg.name] = None if names is None else tuple(names)
+        if arg.role in ("in", "inout", "constant"):
+            made.append(arg.name)
+    return wanted
+
+
+def _reference_parameters(reference: Callable, args: Sequence[Arg], constants: set[str], fail) -> tuple[str, ...]:
+    """The names ``reference`` takes: input arrays, scalars, ``n``, ``dtype`` or constants."""
+    available = {a.name for a in args if a.role != "out"} | {"n", "dtype"} | constants
     try:
         parameters = inspect.signature(reference).parameters
     except (TypeError, ValueError):
@@ -571,5 +847,5 @@ def _reference_parameters(reference: Callable, args: Sequence[Arg], fail) -> tup
     names = tuple(parameters)
     for key in names:
         if key not in available:
-            raise fail(f"reference takes {key!r}, which is not an argument the kernel reads or n (arguments: {sorted(available)})")
+            raise fail(f"reference takes {key!r}, which is not an argument the kernel reads, n or a constant (known: {sorted(available)})")
     return names

@@ -9,6 +9,7 @@ problem's inputs once and measures any number of configurations on them.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import subprocess
 import uuid
@@ -20,6 +21,7 @@ import numpy as np
 
 from tuner.errors import FatalDeviceError
 from tuner.families.base import Config, Family, Problem, config_key
+from tuner.families.limits import DeviceLimits, launch_violations, resource_violations
 from tuner.measure.compile import CompileError, compile_variant, nvcc_version
 from tuner.measure.energy import EnergyOptions, EnergyUnavailable, measure_energy
 from tuner.measure.stopwatch import Phases
@@ -94,6 +96,7 @@ class Bench:
         self._holds: dict[float, Any] = {}
         self._flush = None
         self._checker = None
+        self.limits = DeviceLimits.of_gpu(self.gpu)
 
     @property
     def checker(self):
@@ -224,6 +227,8 @@ class ProblemBench:
             with bench.phase("compile"):
                 compiled = compile_variant(family, cfg, problem, arch=bench.gpu.arch, cache_dir=bench.cache_dir)
         except CompileError as error:
+            if error.over_limit:  # ptxas refused a device limit: the configuration cannot run
+                return row | {"status": "infeasible", "error": error.over_limit}
             return row | {"status": "compile_error", "error": str(error)[-2000:]}
         row |= {"registers": compiled.registers, "shared_bytes": compiled.shared_bytes,
                 "spill_bytes": compiled.spill_bytes, "local_bytes": compiled.local_bytes}  # fmt: skip
@@ -233,6 +238,9 @@ class ProblemBench:
                 function = gpu.function(compiled.cubin, compiled.kernel, family.arg_types)
                 launch = family.bind(cfg, problem, self.buffers, function, gpu)
             row |= {"grid": ",".join(map(str, launch.grid)), "block": ",".join(map(str, launch.block))}
+            over = over_limits(compiled, launch, bench.limits)
+            if over:  # the launch would fail for what the device cannot give: infeasible, never launched
+                return row | {"status": "infeasible", "error": "; ".join(over)}
             with bench.phase("verify"):
                 launch.run()
                 gpu.synchronize()
@@ -318,6 +326,15 @@ class ProblemBench:
         except Exception:
             reason = f"the CUDA context failed after {type(error).__name__}: {error}"
             raise FatalDeviceError(reason, row=failed | {"error": f"{failed['error']} (context lost)"}) from error
+
+
+def over_limits(compiled, launch, limits: DeviceLimits) -> list[str]:
+    """Why ``launch`` of the kernel ``compiled`` exceeds the device's ``limits``
+    (threads, dimensions, shared memory, registers); empty when it fits."""
+    threads = math.prod(launch.block)
+    return launch_violations(launch.grid, launch.block, limits) + resource_violations(
+        threads=threads, registers=compiled.registers, static_shared=compiled.shared_bytes,
+        dynamic_shared=int(getattr(launch, "shared_bytes", 0) or 0), limits=limits)  # fmt: skip
 
 
 def _untrusted_time(timing: TimingResult, options: TimingOptions) -> str | None:

@@ -1,8 +1,12 @@
 """Compile kernel variants to cubins with nvcc, cached, and keep ptxas's report.
 
 A cubin is cached under a hash of everything that changes it: the source and
-the headers it includes, the defines, the extra flags, the architecture and the
-nvcc version. The ptxas report (registers, shared memory, spills, stack) is
+the headers it includes, the defines, the extra flags, the architecture, the
+nvcc version and, for a template kernel, the line that instantiates it
+(``tuner.measure.symbols``: kernels are found by their C++ name, templates
+instantiated from their arguments). A define named ``loop_unroll_factor*``
+is a ``constexpr`` before the source instead (Kernel Tuner's convention: it
+is the argument of a ``#pragma unroll``, which the preprocessor leaves be). The ptxas report (registers, shared memory, spills, stack) is
 stored beside each cubin, so a cached variant still reports its resources.
 Both are written whole or not at all (renamed into place from a temporary
 folder), and one process never runs nvcc twice for one cubin: a thread that
@@ -30,16 +34,21 @@ from typing import Iterable, Iterator, Sequence
 
 from tuner.families.base import KERNELS_DIR, Config, Family, Problem, nvcc_text_unfit
 from tuner.host import usable_cpus
+from tuner.measure import symbols
 from tuner.progress import Progress
 
 
 class CompileError(RuntimeError):
     """nvcc rejected a variant; the message carries nvcc's output. ``lasting``:
-    nvcc said no (and would again), rather than being killed."""
+    nvcc said no (and would again), rather than being killed. ``over_limit``:
+    the one-line reason where ptxas refused a kernel for a device limit (more
+    static shared or local memory than a block or thread may hold): the
+    configuration is infeasible, not broken."""
 
-    def __init__(self, message: str, *, lasting: bool = True) -> None:
+    def __init__(self, message: str, *, lasting: bool = True, over_limit: str | None = None) -> None:
         super().__init__(message)
         self.lasting = lasting
+        self.over_limit = over_limit
 
 
 @dataclass(frozen=True)
@@ -81,11 +90,15 @@ _PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) b
 _USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
 
 
-def parse_ptxas_report(log: str) -> dict[str, int]:
+def parse_ptxas_report(log: str, entry: str | None = None) -> dict[str, int]:
     """Registers, static shared memory, spill and stack bytes from ``-Xptxas -v``.
 
-    With several entry points the largest of each figure is kept (our modules
-    hold one kernel each, selected by a define)."""
+    ``entry``: that kernel's figures (its part of the report). Otherwise, with
+    several entry points, the largest of each figure is kept."""
+    if entry is not None:
+        marker = f"Compiling entry function '{entry}'"
+        if marker in log:
+            log = log.split(marker, 1)[1].split("Compiling entry function '", 1)[0]
     report = {"registers": 0, "shared_bytes": 0, "spill_bytes": 0, "local_bytes": 0}
     for stack, stores, loads in _PROPS.findall(log):
         report["local_bytes"] = max(report["local_bytes"], int(stack))
@@ -108,10 +121,14 @@ def _sources_digest(source: Path) -> str:
     return digest.hexdigest()
 
 
-def nvcc_command(source: Path, defines: dict[str, str], flags: Sequence[str], arch: str, output: Path) -> list[str]:
+def nvcc_command(source: Path, defines: dict[str, str], flags: Sequence[str], arch: str, output: Path, *,
+                 main: Path | None = None) -> list[str]:  # fmt: skip
     """nvcc's arguments. A define, flag or path that its shell would read (``$(...)``,
     a quote) or that would split into more defines (a comma) is refused here
     whatever let it through: the families and settings refuse them earlier.
+    ``main``: the file nvcc compiles where it is not ``source`` itself (one
+    that includes it and instantiates a template kernel); includes are still
+    looked up beside ``source``.
 
     Raises:
         CompileError: an argument nvcc cannot be given safely (one line).
@@ -121,7 +138,7 @@ def nvcc_command(source: Path, defines: dict[str, str], flags: Sequence[str], ar
         why = why or nvcc_text_unfit(str(value), define=True)
         if why:
             raise CompileError(f"-D{name}: a define {why}")
-    for text in (*flags, str(source), str(output), str(KERNELS_DIR)):
+    for text in (*flags, str(source), str(main or source), str(output), str(KERNELS_DIR)):
         why = nvcc_text_unfit(text)
         if why:
             raise CompileError(f"nvcc's command line: an argument {why}")
@@ -135,7 +152,7 @@ def nvcc_command(source: Path, defines: dict[str, str], flags: Sequence[str], ar
         "nvcc", "-cubin", f"-arch={arch}", "-O3", "-std=c++17", "-Xptxas", "-v",
         f"-I{source.parent}", f"-I{KERNELS_DIR}",  # a plug-in family's source may include common.cuh
         *(f"-D{k}={v}" if v != "" else f"-D{k}" for k, v in sorted(defines.items())),
-        *flags, "-o", str(output), str(source),
+        *flags, "-o", str(output), str(main or source),
     ]  # fmt: skip
 
 
@@ -157,7 +174,7 @@ def compile_variant(family: Family, cfg: Config, problem: Problem, *, arch: str,
         return compile_source(KERNELS_DIR / family.source, family.kernel_name(cfg), defines=family.defines(cfg, problem),
                               flags=tuple(family.compile_flags(cfg)), arch=arch, cache_dir=cache_dir, prefix=family.name)  # fmt: skip
     except CompileError as error:
-        raise CompileError(f"{family.name} {dict(cfg)}: {error}") from None
+        raise CompileError(f"{family.name} {dict(cfg)}: {error}", lasting=error.lasting, over_limit=error.over_limit) from None
 
 
 def compile_source(
@@ -170,16 +187,32 @@ def compile_source(
     cache_dir: str | os.PathLike,
     prefix: str,
 ) -> CompiledKernel:
-    """Compile ``source`` with ``defines`` to a cubin in ``cache_dir`` (or fetch it)."""
+    """Compile ``source`` with ``defines`` to a cubin in ``cache_dir`` (or fetch it).
+
+    ``kernel`` is the kernel as the source names it (``tuner.measure.symbols``):
+    an ``extern "C"`` name, a C++ name, or a template instance
+    (``reduce<float, 256>``), instantiated by a line appended to the source.
+    The answer's ``kernel`` is its symbol in the cubin, and its resources are
+    that kernel's.
+
+    Raises:
+        CompileError: nvcc failed (``over_limit`` says where ptxas refused a
+            device limit), or no kernel (or several) answer to ``kernel``.
+    """
     flags = tuple(flags)
-    identity = json.dumps(
-        {"src": _sources_digest(source), "defines": sorted(defines.items()), "flags": flags,
-         "arch": arch, "nvcc": nvcc_version()}, sort_keys=True)  # fmt: skip
-    key = hashlib.sha256(identity.encode()).hexdigest()[:20]
+    instance = symbols.instantiation(kernel)
+    made_of = {"src": _sources_digest(source), "defines": sorted(defines.items()), "flags": flags, "arch": arch,
+               "nvcc": nvcc_version()}  # fmt: skip
+    # Only where there are some: the cubins of plain kernels and defines keep the keys they had.
+    if instance is not None:
+        made_of["instance"] = instance
+    if _constants_text(defines):
+        made_of["constants"] = _constants_text(defines)
+    key = hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()[:20]
     cubin = Path(cache_dir) / f"{prefix}-{key}.cubin"
-    cached = _cached(cubin, kernel)
+    cached = _cached(cubin)
     if cached:
-        return cached
+        return _kernel_of(cached, kernel, source, defines)
     with _compiles_lock:
         compiling = _compiles.get(cubin)
         mine = compiling is None
@@ -187,13 +220,13 @@ def compile_source(
             compiling = _compiles[cubin] = Future()
     if not mine:  # another thread runs nvcc for this cubin (or nvcc rejected it): its result
         try:
-            return replace(compiling.result(), kernel=kernel)
+            return _kernel_of(compiling.result(), kernel, source, defines)
         except CompileError as error:
-            raise CompileError(str(error)) from None
+            raise CompileError(str(error), over_limit=error.over_limit) from None
     forget = True
     try:
         # Checked again: another thread may have finished it since the first look.
-        compiled = _cached(cubin, kernel) or _run_nvcc(source, kernel, defines, flags, arch, cubin, key)
+        compiled = _cached(cubin) or _run_nvcc(source, kernel, instance, defines, flags, arch, cubin, key)
     except BaseException as error:
         compiling.set_exception(error)
         forget = not (isinstance(error, CompileError) and error.lasting)
@@ -204,7 +237,7 @@ def compile_source(
         if forget:
             with _compiles_lock:
                 del _compiles[cubin]
-    return compiled
+    return _kernel_of(compiled, kernel, source, defines)
 
 
 # The cubins this process is compiling, each by one thread, and those nvcc
@@ -213,7 +246,7 @@ _compiles: dict[Path, Future] = {}
 _compiles_lock = threading.Lock()
 
 
-def _cached(cubin: Path, kernel: str) -> CompiledKernel | None:
+def _cached(cubin: Path) -> CompiledKernel | None:
     meta = cubin.with_suffix(".json")
     if not (cubin.exists() and meta.exists()):
         return None
@@ -222,23 +255,98 @@ def _cached(cubin: Path, kernel: str) -> CompiledKernel | None:
     report = _reports.get(cubin)
     if report is None:
         report = _reports[cubin] = json.loads(meta.read_text())
-    return CompiledKernel(**{**report, "kernel": kernel})
+    return CompiledKernel(**report)
 
 
 _reports: dict[Path, dict] = {}
 
 
+def _kernel_of(module: CompiledKernel, kernel: str, source: Path, defines: dict[str, str]) -> CompiledKernel:
+    """``module`` as the kernel ``kernel`` names in it: its symbol and its
+    own resources. A report that lists no entry functions keeps the name as given.
+
+    Raises:
+        CompileError: no kernel of the module, or several, answer to ``kernel``.
+    """
+    found = _lookups.get((module.cubin, kernel))
+    if found is None:
+        entries = symbols.ptxas_entries(module.ptxas_log)
+        if not entries:
+            return replace(module, kernel=kernel)
+        try:
+            symbol = symbols.resolve(kernel, entries, source=Path(source).name, defines=defines)
+        except symbols.KernelLookupError as error:
+            raise CompileError(str(error)) from None
+        found = _lookups[(module.cubin, kernel)] = replace(module, kernel=symbol, **parse_ptxas_report(module.ptxas_log, symbol))
+    return found
+
+
+_lookups: dict[tuple[str, str], CompiledKernel] = {}
+
+
+# Kernel Tuner's convention: a parameter named so is the argument of a ``#pragma unroll``,
+# which the preprocessor does not expand: it is a constexpr before the source, not a -D define.
+CONSTEXPR_PREFIX = "loop_unroll_factor"
+
+
+def _constants_text(defines: dict[str, str]) -> str:
+    """The constexpr declarations of the defines named ``loop_unroll_factor*``
+    (0 leaves the unrolling to the compiler, which ignores an unroll of 0)."""
+    lines = []
+    for name, value in sorted(defines.items()):
+        if name.startswith(CONSTEXPR_PREFIX):
+            why = (None if name.isidentifier() else f"must be a C identifier, got {name!r}") or nvcc_text_unfit(str(value), define=True)
+            if why:
+                raise CompileError(f"{name}: a constexpr value {why}")
+            kind = "int" if re.fullmatch(r"-?\d+", str(value)) else "auto"
+            lines.append(f"constexpr {kind} {name} = {value};\n")
+    return "".join(lines)
+
+
+def _macros(defines: dict[str, str]) -> dict[str, str]:
+    return {name: value for name, value in defines.items() if not name.startswith(CONSTEXPR_PREFIX)}
+
+
+@contextlib.contextmanager
+def _main_file(source: Path, defines: dict[str, str], instance: str | None, folder: str) -> Iterator[Path | None]:
+    """The file nvcc compiles instead of ``source`` where constexpr values
+    come before it or a template must be instantiated after it: those lines
+    around an ``#include`` of ``source``; None where there are none."""
+    constants = _constants_text(defines)
+    if instance is None and not constants:
+        yield None
+        return
+    main = Path(folder) / "instance.cu"
+    main.write_text(f'{constants}#include "{Path(source).resolve()}"\n{instance or ""}')
+    yield main
+
+
+_OVER_LIMIT = re.compile(r"uses too much (shared|local) data \((0x[0-9a-fA-F]+) bytes, (0x[0-9a-fA-F]+) max\)")
+
+
+def over_limit_reason(log: str) -> str | None:
+    """The device limit a ptxas error reports (``uses too much shared data``), as one line, or None."""
+    match = _OVER_LIMIT.search(log)
+    if match is None:
+        return None
+    kind, used, most = match.group(1), int(match.group(2), 16), int(match.group(3), 16)
+    what = "static shared memory per block" if kind == "shared" else "local memory per thread"
+    return f"{what} must be at most {most} bytes (ptxas), got {used}"
+
+
 def _run_nvcc(
-    source: Path, kernel: str, defines: dict[str, str], flags: tuple[str, ...], arch: str, cubin: Path, key: str
+    source: Path, kernel: str, instance: str | None, defines: dict[str, str], flags: tuple[str, ...], arch: str, cubin: Path, key: str
 ) -> CompiledKernel:
     cubin.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cubin.parent) as tmp:
+    with tempfile.TemporaryDirectory(dir=cubin.parent) as tmp, _main_file(source, defines, instance, tmp) as main:
         out = Path(tmp) / cubin.name
-        proc = subprocess.run(nvcc_command(source, defines, flags, arch, out), capture_output=True, text=True,
-                              encoding="utf-8", errors="replace", env=_nvcc_env(tmp))  # a source's own bytes may be echoed
+        command = nvcc_command(source, _macros(defines), flags, arch, out, **({"main": main} if main else {}))
+        proc = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", errors="replace",
+                              env=_nvcc_env(tmp))  # a source's own bytes may be echoed
         log = proc.stdout + proc.stderr
         if proc.returncode != 0:  # a negative code: killed by that signal (out of memory, say), worth asking again
-            raise CompileError(f"nvcc failed for {source.name}:\n{log.strip()}", lasting=proc.returncode > 0)
+            raise CompileError(f"nvcc failed for {source.name}:\n{log.strip()}", lasting=proc.returncode > 0,
+                               over_limit=over_limit_reason(log))  # fmt: skip
         compiled = CompiledKernel(cubin=str(cubin), kernel=kernel, arch=arch, key=key, ptxas_log=log, **parse_ptxas_report(log))
         # Each file renamed into place whole (another process may read the
         # cache meanwhile); the report first, the cubin last: a cubin on disk
@@ -250,30 +358,31 @@ def _run_nvcc(
     return compiled
 
 
-_PTX_ENTRY = r"\.entry\s+{name}\s*\((.*?)\)"
 _PTX_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.([a-z]+)(\d+)")
 
 
 def kernel_parameters(source: Path, kernel: str, *, defines: dict[str, str], flags: Sequence[str] = (), arch: str) -> list[tuple[str, int]]:
     """The kernel's parameters as the compiler laid them out: (kind, bits) per
     parameter from its PTX entry (``("f", 32)`` a float, ``("u", 64)`` a
-    pointer or a 64-bit integer, ``("b", 8)`` bytes of a struct).
+    pointer or a 64-bit integer, ``("b", 8)`` bytes of a struct). ``kernel``
+    is named as ``compile_source`` takes it.
 
     Raises:
-        CompileError: nvcc failed, or the source has no such ``extern "C"`` kernel.
+        CompileError: nvcc failed, or no kernel (or several) answer to ``kernel``.
     """
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, _main_file(Path(source), defines, symbols.instantiation(kernel), tmp) as main:
         out = Path(tmp) / "module.ptx"
-        command = nvcc_command(Path(source), defines, tuple(flags), arch, out)
+        command = nvcc_command(Path(source), _macros(defines), tuple(flags), arch, out, main=main)
         command[1] = "-ptx"
         proc = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", errors="replace", env=_nvcc_env(tmp))
         if proc.returncode != 0:
             raise CompileError(f"nvcc failed for {Path(source).name}:\n{(proc.stdout + proc.stderr).strip()}")
         ptx = out.read_text()
-    match = re.search(_PTX_ENTRY.format(name=re.escape(kernel)), ptx, re.S)
-    if match is None:
-        entries = re.findall(r"\.entry\s+(\w+)", ptx)
-        raise CompileError(f"{Path(source).name} has no extern \"C\" kernel {kernel!r} (its kernels: {entries})")
+    try:
+        symbol = symbols.resolve(kernel, symbols.ptx_entries(ptx), source=Path(source).name, defines=defines)
+    except symbols.KernelLookupError as error:
+        raise CompileError(str(error)) from None
+    match = re.search(rf"\.entry\s+{re.escape(symbol)}\s*\((.*?)\)", ptx, re.S)
     return [(kind, int(bits)) for kind, bits in _PTX_PARAM.findall(match.group(1))]
 
 
@@ -347,7 +456,8 @@ def module_key(family: Family, cfg: Config, problem: Problem) -> str:
 def compile_table(settings, arch: str):
     """Compile every variant the sweeps and studies of ``settings`` need, in
     parallel, into the run's cubin cache. Returns the table (one row per
-    module: ptxas's registers, shared memory, spills) and a line per failure."""
+    module: ptxas's registers, shared memory, spills; ``infeasible`` where
+    ptxas refused a device limit) and a line per failure."""
     import pandas as pd
 
     cache = Path(settings.run.results_dir) / ".cubin-cache"
@@ -363,7 +473,9 @@ def compile_table(settings, arch: str):
     for family, problem, compiled_modules in built:
         for key, compiled in compiled_modules.items():
             row = {"family": family.name, "dtype": problem.dtype, "module": key, "arch": arch}
-            if isinstance(compiled, CompileError):
+            if isinstance(compiled, CompileError) and compiled.over_limit:  # a device limit: infeasible, no failure
+                rows.append(row | {"status": "infeasible", "error": compiled.over_limit})
+            elif isinstance(compiled, CompileError):
                 failed.append(f"{family.name} {problem.dtype} {key}: {str(compiled).strip().splitlines()[-1][:300]}")
                 rows.append(row | {"status": "compile_error", "error": str(compiled)[-2000:]})
             else:

@@ -28,8 +28,11 @@ from tuner.search.samplers import Decision, DistinctSampler
 
 _logger = logging.getLogger("tuner.search.study")
 
-# Statuses a measurement may return; "infeasible" is decided here, never measured.
-MEASURED_STATUSES = ("ok", "compile_error", "launch_error", "wrong_result")
+# Statuses a measurement may return. The family's rules are checked before a
+# configuration is asked for; "infeasible" comes back from a measurement only
+# for a device limit known once the kernel is compiled (its shared memory or
+# registers): a failed trial, never one that wins.
+MEASURED_STATUSES = ("ok", "infeasible", "compile_error", "launch_error", "wrong_result")
 
 
 def _nowhere(point: str) -> None:
