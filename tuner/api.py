@@ -56,6 +56,7 @@ def tune(
     n: int,
     dtype: str | None = None,
     budget: int | None = None,
+    timeout_s: float | None = None,
     sampler: str = DEFAULT_STRATEGY,
     seed: int = 0,
     name: str | None = None,
@@ -69,6 +70,8 @@ def tune(
     an Optuna study with ``sampler``.
 
     Args:
+        timeout_s: a study's seconds: no trial starts after them (with or
+            without a ``budget``).
         name: the sweep's or study's name in the results folder (default:
             ``<family>_sweep`` or ``<family>_study``).
         timing: a ``tuner.measure.timing.TimingOptions`` (default: the pipeline's).
@@ -90,14 +93,15 @@ def tune(
     problem = Problem(family.name, dtype, int(n))
     if not family.space(problem, domains):
         raise ValueError(f"space: must hold a feasible configuration of {family.name!r} for n={n}, got none")
-    name = name or f"{family.name}_{'study' if budget else 'sweep'}"
+    study = bool(budget or timeout_s)
+    name = name or f"{family.name}_{'study' if study else 'sweep'}"
 
     from tuner.data import results as tables
     from tuner.measure.timing import TimingOptions
 
     bench, gpu_dir = _bench(Path(results), device_index, timing or TimingOptions(), seed)
-    if budget:
-        frame = _study(bench, family, problem, domains, gpu_dir, name, budget, sampler, seed)
+    if study:
+        frame = _study(bench, family, problem, domains, gpu_dir, name, budget, timeout_s, sampler, seed)
         tables.write_atomic(frame, gpu_dir / "studies" / f"{name}.parquet")
     else:
         frame = _sweep(bench, family, problem, domains, gpu_dir, name)
@@ -161,15 +165,15 @@ def _sweep(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path
                      prepare=compile_ahead(bench.gpu.arch, bench.cache_dir, None), energy_best=bench.has_energy_counter)  # fmt: skip
 
 
-def _study(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path, name: str, budget: int, sampler: str,
-           seed: int) -> pd.DataFrame:  # fmt: skip
+def _study(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path, name: str, budget: int | None,
+           timeout_s: float | None, sampler: str, seed: int) -> pd.DataFrame:  # fmt: skip
     from tuner.data import results as tables
     from tuner.search.study import run_study, study_rows
 
     session = bench.problem(family, problem)
     outcome = run_study(family=family, problem=problem, domains=domains, storage=str(gpu_dir / "optuna.log"),
                         study_name=f"{name}-{problem.key}", measure=lambda cfg: session.measure(cfg, f"study:{name}"),
-                        budget_trials=budget, timeout_s=None, sampler=sampler, seed=seed)  # fmt: skip
+                        budget_trials=budget, timeout_s=timeout_s, sampler=sampler, seed=seed)  # fmt: skip
     return tables.to_frame(study_rows(outcome.storage, outcome.study.study_name))
 
 
