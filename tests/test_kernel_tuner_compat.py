@@ -372,7 +372,7 @@ def test_a_study_budget_reaches_tuner_tune(tmp_path, monkeypatch):
     monkeypatch.setattr(tuner.api, "tune", fake_tune(tmp_path, seen=seen))
     results, env = tune_kernel(**vector_add_call(), strategy="random_sample", strategy_options={"max_fevals": 2}, quiet=True)
     assert seen[0]["budget"] == 2 and seen[0]["sampler"] == "random" and len(results) == 2
-    assert env["strategy"] == "a random study of 2 configurations"
+    assert env["strategy"] == "an Optuna study of 2 configurations (random)"
 
 
 # ---- check-family on a translated spec -----------------------------------------

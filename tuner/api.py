@@ -91,7 +91,7 @@ def tune(
         raise ValueError(f"dtype: must be one of {list(family.dtypes)} for family {family.name!r}, got {dtype!r}")
     domains = _domains(family, space)
     problem = Problem(family.name, dtype, int(n))
-    if not family.space(problem, domains):
+    if not any(not family.violations(cfg, problem) for cfg in family.configs(domains)):  # stops at the first: spaces of millions
         raise ValueError(f"space: must hold a feasible configuration of {family.name!r} for n={n}, got none")
     study = bool(budget or timeout_s)
     name = name or f"{family.name}_{'study' if study else 'sweep'}"

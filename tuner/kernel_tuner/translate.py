@@ -603,4 +603,4 @@ def _search(strategy: Any, options: Any, space_size: int | None, spec: KernelTun
     if budget is not None and space_size is not None:
         budget = min(int(budget), space_size)
     bound = " and ".join(part for part in (f"{budget} configurations" if budget else "", f"{timeout_s:g} s" if timeout_s else "") if part)
-    return sampler, (int(budget) if budget else None), (float(timeout_s) if timeout_s else None), f"a {sampler} study of {bound}", notes
+    return sampler, (int(budget) if budget else None), (float(timeout_s) if timeout_s else None), f"an Optuna study of {bound} ({sampler})", notes
