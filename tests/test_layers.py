@@ -48,6 +48,9 @@ ALLOWED = {
     },
     # tuning from Python: the stages' measuring, in one process
     "api": {"data", "device", "families", "measure", "search"},
+    # Kernel Tuner's tune_kernel: its arguments as a KernelSpec (families), its iterations as timing (measure),
+    # its strategies (search), measured by api, returned from the rows and their ties (data)
+    "kernel_tuner": {"api", "data", "families", "measure", "search"},
     # a family of one's own checked step by step: load, space, compile, reference, the stages on made-up rows
     "check_family": {"data", "device", "families", "measure", "progress", "report", "search"},
     "__main__": {"cli"},
