@@ -19,7 +19,7 @@ import pytest
 
 import tuner.api
 from tuner.api import Tuned
-from tuner.families import REGISTRY
+from tuner.families import REGISTRY, register
 from tuner.families.base import config_key
 from tuner.kernel_tuner import KernelTunerArgumentError, configure, translate, tune_kernel
 from tuner.kernel_tuner.family import UNROLL_DEFINE
@@ -316,6 +316,7 @@ def fake_tune(tmp_path: Path, statuses=None, seen=None, most: int | None = None)
 
     def tune(family, space=None, *, n, dtype=None, budget=None, timeout_s=None, sampler=None, seed=0, name=None, results=None,
              device_index=0, timing=None):  # fmt: skip
+        register(family)  # as tuner.tune does
         if seen is not None:
             seen.append(dict(family=family, n=n, budget=budget, sampler=sampler, timing=timing, timeout_s=timeout_s))
         from tuner.families.base import Problem
@@ -365,6 +366,21 @@ def test_results_and_env_come_back_in_kernel_tuners_shape(tmp_path, monkeypatch,
     assert written.name == "vector_add.json" and len(document["results"]) == 3
     assert json.loads(store_metadata_file(tmp_path / "meta").read_text())["device"]["name"] == "Fake GPU"
     assert get_config_string({"a": 1, "t": 2.34567}) == "a=1, t=2.346"
+
+
+def test_the_same_call_again_is_the_same_family_holding_the_new_calls_arrays(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(tuner.api, "tune", fake_tune(tmp_path, seen=seen))
+    call = vector_add_call()
+    tune_kernel(**call, quiet=True)
+    tune_kernel(**vector_add_call(), quiet=True)  # equal arrays, other objects
+    first, second = seen[0]["family"], seen[1]["family"]
+    assert first is second and first.name in REGISTRY.names()
+    assert all(arg.init.array is None for arg in first.args if arg.init is not None)  # let go once measured
+    changed = vector_add_call()
+    changed["arguments"][1][0] = 7.0
+    tune_kernel(**changed, quiet=True)
+    assert seen[2]["family"].name != first.name  # other data: another family, its own rows
 
 
 def test_a_study_budget_reaches_tuner_tune(tmp_path, monkeypatch):
@@ -474,3 +490,47 @@ def test_each_example_translates_with_only_its_import_changed(tmp_path, monkeypa
     assert plans, "the script made no tune_kernel call"
     for family in plans:
         assert family.kernel in original and Path(family.source).is_file()
+
+
+# ---- on the GPU ----------------------------------------------------------------------
+
+WEIGHTED_SUMS = """
+__constant__ float weights[4];
+
+__global__ void weighted_sums(float *sums, const float *x, int n) {
+    float sum = 0.0f;
+    #pragma unroll loop_unroll_factor_0
+    for (int i = blockIdx.x * block_size_x + threadIdx.x; i < n; i += grid_size_x * block_size_x)
+        sum += weights[i % 4] * x[i];
+    atomicAdd(&sums[blockIdx.x % 8], sum);
+}
+"""
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_kernel_tuners_call_is_verified_timed_and_resumed(gpu, tmp_path):
+    call = vector_add_call(size=1 << 20)
+    c, a, b, n = call["arguments"]
+    results, env = tune_kernel(**call, answer=[a + b, None, None, None], iterations=11)
+    assert [str(r.get("__error__")) for r in results] == ["None"] * 3, results
+    assert all(r["time"] > 0 and r["samples"] >= 11 for r in results)
+    assert env["best_config"]["time"] == min(r["time"] for r in results) and env["tie_set"] and env["device_name"]
+    again, _ = tune_kernel(**call, answer=[a + b, None, None, None], iterations=11)  # the rows are durable: nothing measured twice
+    assert [r["timestamp"] for r in again] == [r["timestamp"] for r in results]
+    wrong, env = tune_kernel(**call, answer=[a - b, None, None, None])
+    assert [str(r["__error__"]) for r in wrong] == ["WrongResultConfig"] * 3 and env["best_config"] is None
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_constants_unroll_factors_and_a_users_verify_work_together(gpu, tmp_path):
+    x = np.arange(1 << 16, dtype=np.float32) % 7
+    weights = np.array([1, 2, 3, 4], dtype=np.float32)
+    expected = np.float32((weights[np.arange(x.size) % 4] * x).sum())
+
+    def sums_match(answer, result, atol):
+        return np.isclose(answer[0], result[0].sum(), rtol=1e-5, atol=atol)
+
+    results, env = tune_kernel("weighted_sums", WEIGHTED_SUMS, "8 * block_size_x", [np.zeros(8, np.float32), x, np.int32(x.size)],
+                               {"block_size_x": [64, 128], "loop_unroll_factor_0": [0, 4]}, grid_div_x=["block_size_x"],
+                               cmem_args={"weights": weights}, answer=[expected, None, None], verify=sums_match, atol=1e-2)  # fmt: skip
+    assert len(results) == 4 and all("__error__" not in r for r in results), results

@@ -231,6 +231,8 @@ class UserArray:
         self.array = array
 
     def __call__(self, rng: Any, shape: tuple[int, ...], dtype: Any, *context: Any, **more: Any) -> np.ndarray:
+        if self.array is None:
+            raise RuntimeError("the array of this tune_kernel argument was let go after its call (KernelTunerSpec.release_data)")
         return np.array(self.array, dtype=dtype, order="C", copy=True).reshape(shape)
 
 
@@ -266,6 +268,24 @@ class KernelTunerSpec(KernelSpec):
         self.answer, self.user_verify, self.atol = answer, verify, float(atol)
         self.geometry, self.user_defines = geometry, user_defines
         self.kt_args, self.compared = tuple(kt_args), tuple(compared)
+
+    # ---- the user's data -----------------------------------------------------
+    def take_data_of(self, other: "KernelTunerSpec") -> None:
+        """Hold ``other``'s arrays, answer and verify: another translation of
+        the same call (the same name, so the same digest of every argument),
+        where this one is the family registered under it."""
+        for mine, theirs in zip(self.args, other.args):
+            if isinstance(mine.init, UserArray) and isinstance(theirs.init, UserArray):
+                mine.init.array = theirs.init.array
+        self.answer, self.user_verify = other.answer, other.user_verify
+
+    def release_data(self) -> None:
+        """Let go of the user's arrays once measured: the registry keeps the
+        family (its rows are read back by it), not the inputs."""
+        for arg in self.args:
+            if isinstance(arg.init, UserArray):
+                arg.init.array = None
+        self.answer = None
 
     # ---- the recipe ------------------------------------------------------
     def defines(self, cfg: Config, problem: Problem) -> dict[str, str]:

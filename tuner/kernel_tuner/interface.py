@@ -6,6 +6,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from tuner.families import REGISTRY
+from tuner.kernel_tuner.family import KernelTunerSpec
 from tuner.kernel_tuner.results import Results, kernel_tuner_results
 from tuner.search.strategies import DEFAULT_STRATEGY
 from tuner.kernel_tuner.translate import translate
@@ -95,14 +97,21 @@ def tune_kernel(
         observers=observers, objective=objective, objective_higher_is_better=objective_higher_is_better,
         objectives=objectives, seed=seed,
     )  # fmt: skip
+    known = REGISTRY.families.get(plan.spec.name)
+    if isinstance(known, KernelTunerSpec):  # this call made before in this process: its family, with this call's data
+        known.take_data_of(plan.spec)
+        plan.spec = known
     say = (lambda line: None) if plan.quiet else print
     for note in plan.notes:
         say(f"tune_kernel: {note}")
     say(f"tune_kernel: {kernel_name} as family {plan.spec.name} ({plan.problem.key}): {plan.strategy}")
     started = time.perf_counter()
-    tuned = api.tune(plan.spec, n=plan.problem.n, dtype=plan.problem.dtype, budget=plan.budget, timeout_s=plan.timeout_s,
-                     sampler=plan.sampler or DEFAULT_STRATEGY, seed=plan.seed, name=plan.spec.name, results=results_dir,
-                     device_index=plan.device_index, timing=plan.timing)  # fmt: skip
+    try:
+        tuned = api.tune(plan.spec, n=plan.problem.n, dtype=plan.problem.dtype, budget=plan.budget, timeout_s=plan.timeout_s,
+                         sampler=plan.sampler or DEFAULT_STRATEGY, seed=plan.seed, name=plan.spec.name, results=results_dir,
+                         device_index=plan.device_index, timing=plan.timing)  # fmt: skip
+    finally:
+        plan.spec.release_data()
     wall = time.perf_counter() - started
     _last["folder"] = Path(tuned.folder)
     results, env = kernel_tuner_results(tuned.rows, plan, Path(tuned.folder), wall)
