@@ -33,8 +33,9 @@ compiled and its wall time against the space's size.
 ``--dry-run`` (no GPU): the cut scripts run with both tools' tuning replaced
 by their translation (ours: each call's ``KernelSpec``; Kernel Tuner's: its
 search space), and the two spaces' sizes compared. Needs a GPU, nvcc, PyCUDA,
-Optuna and Kernel Tuner (``.ci/device-wheels.txt`` lists the wheels an
-offline GPU machine lacks; ``bash .ci/fetch-device-wheels.sh`` fetches them).
+Optuna and Kernel Tuner: on the offline GPU machine, the wheels that
+``bash benchmarks/fetch-device-wheels.sh --all`` puts in ``.whl/`` (the
+shared set for the pipeline, and ``benchmarks/device-wheels.txt``).
 """
 
 from __future__ import annotations
