@@ -30,6 +30,9 @@ compiled and its wall time against the space's size.
 
     source .whl/setup.sh && python benchmarks/kernel_tuner_examples.py --examples-dir ../shared/kernel_tuner_examples --out DIR
 
+(``--study-trials 0`` leaves the study out, ``--examples ''`` runs it alone:
+two commands where one would not fit a machine's time.)
+
 ``--dry-run`` (no GPU): the cut scripts run with both tools' tuning replaced
 by their translation (ours: each call's ``KernelSpec``; Kernel Tuner's: its
 search space), and the two spaces' sizes compared. Needs a GPU, nvcc, PyCUDA,
@@ -271,6 +274,8 @@ def compare(example: str, ours: Run, theirs: Run) -> list[str]:
         lines.append(f"    our winner: {label(best, params)}: {best['time']:.4f} ms (median, L2 flushed); tie set of {len(ties)}"
                      + (f": {'; '.join(label(t, params) for t in ties[:4])}{' ...' if len(ties) > 4 else ''}" if len(ties) > 1 else ""))  # fmt: skip
         if kt.valid:
+            split = {part: np.mean([r.get(f"{part}_time", 0.0) for r in kt.valid]) for part in ("compile", "verification", "benchmark", "framework")}
+            lines.append("    Kernel Tuner per configuration: " + ", ".join(f"{part} {ms:.0f} ms" for part, ms in split.items()))
             kt_best = min(kt.valid, key=lambda r: r["time"])
             kt_times = {key(r, params): r["time"] for r in kt.valid}
             ours_in_kt = kt_times.get(key(best, params))
@@ -461,7 +466,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--examples-dir", required=True, type=Path, help="Kernel Tuner's examples/cuda files (the .py scripts and .cu kernels)")
     parser.add_argument("--out", required=True, type=Path, help="folder for the runs, the results and summary.txt")
-    parser.add_argument("--examples", default=",".join(EXAMPLES), help=f"comma-separated, of {', '.join(EXAMPLES)} (default: all)")
+    parser.add_argument("--examples", default=",".join(EXAMPLES),
+                        help=f"comma-separated, of {', '.join(EXAMPLES)} (default: all; '' for the study alone)")  # fmt: skip
     parser.add_argument("--study-trials", type=int, default=50, help="the convolution study's trials (0: no study; default 50)")
     parser.add_argument("--dry-run", action="store_true", help="translate both tools' calls without a GPU and compare their spaces")
     args = parser.parse_args(argv)

@@ -534,6 +534,23 @@ def test_the_benchmarks_cuts_find_their_text_and_both_tools_get_the_same_spaces(
     assert (tmp_path / "summary.txt").read_text().strip().endswith("0 calls whose spaces differ between the tools")
 
 
+@pytest.mark.skipif(not EXAMPLES.is_dir(), reason=f"{EXAMPLES} is absent (Kernel Tuner's examples beside the checkout)")
+def test_the_benchmarks_gpu_run_reports_both_tools_and_the_study_on_stand_ins(tmp_path, monkeypatch, capsys):
+    """The GPU run's own code (running each script twice, the comparison, the study) with both tools' measuring stood in for."""
+    kernel_tuner = pytest.importorskip("kernel_tuner")
+    benchmark = load_benchmark()
+    monkeypatch.setattr(benchmark, "warm_up", lambda results: 0.0)
+    monkeypatch.setattr(tuner.api, "tune", benchmark.made_up_rows(tmp_path / "results"))
+    monkeypatch.setattr(kernel_tuner, "tune_kernel", benchmark.SpaceOnly().tune_kernel)
+    assert benchmark.main(["--examples-dir", str(EXAMPLES), "--out", str(tmp_path), "--examples", "stencil", "--study-trials", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "call 1 (stencil_kernel): ours 31 configurations (31 valid)" in out and "Kernel Tuner 31 configurations (31 valid)" in out
+    assert "our winner: block_size_x=32, block_size_y=1: 1.0000 ms (median, L2 flushed); tie set of 1" in out
+    assert re.search(r"Kernel Tuner's winner: block_size_x=\d+, block_size_y=\d+: 1.0000 ms .*in our tie set: (yes|no); "
+                     r"Kernel Tuner's time of our winner: [\d.]+ x its best", out)  # fmt: skip
+    assert "study: 3 configurations measured {'ok': 3}" in out and "space: 3,145,728 combinations" in out
+
+
 # ---- on the GPU ----------------------------------------------------------------------
 
 WEIGHTED_SUMS = """
