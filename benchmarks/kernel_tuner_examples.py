@@ -80,39 +80,72 @@ CUTS: dict[str, list[Cut]] = {
     "stencil": [],
     "reduction": [
         Cut("size = 800000000", "size = 80000000", "80 million floats instead of 800 (the kernel takes n as an argument)"),
-        Cut('tune_params["block_size_x"] = [2**i for i in range(5,11)]', 'tune_params["block_size_x"] = [2**i for i in range(8,11)]',
-            "blocks of 256 to 1024 threads"),
-        Cut('tune_params["vector"] = [2**i for i in range(3)]', 'tune_params["vector"] = [2**i for i in range(0,3,2)]',
-            "float and float4 loads"),
-        Cut('tune_params["num_blocks"] = [2**i for i in range(5,16)]', 'tune_params["num_blocks"] = [2**i for i in range(8,16,4)]',
-            "256 and 4096 blocks (the script tunes the second kernel once per value)"),
-        Cut('tune_params["loop_unroll_factor_0"] = [0, 1, 8, 16, 32, 64]', 'tune_params["loop_unroll_factor_0"] = [0, 8]',
-            "the compiler's unrolling and 8"),
+        Cut(
+            'tune_params["block_size_x"] = [2**i for i in range(5,11)]',
+            'tune_params["block_size_x"] = [2**i for i in range(8,11)]',
+            "blocks of 256 to 1024 threads",
+        ),
+        Cut(
+            'tune_params["vector"] = [2**i for i in range(3)]',
+            'tune_params["vector"] = [2**i for i in range(0,3,2)]',
+            "float and float4 loads",
+        ),
+        Cut(
+            'tune_params["num_blocks"] = [2**i for i in range(5,16)]',
+            'tune_params["num_blocks"] = [2**i for i in range(8,16,4)]',
+            "256 and 4096 blocks (the script tunes the second kernel once per value)",
+        ),
+        Cut(
+            'tune_params["loop_unroll_factor_0"] = [0, 1, 8, 16, 32, 64]',
+            'tune_params["loop_unroll_factor_0"] = [0, 8]',
+            "the compiler's unrolling and 8",
+        ),
     ],  # fmt: skip
     "spmv": [
-        Cut("nnz = int(nrows*ncols*0.001)", "nnz = int(int(nrows)*ncols*0.001)",
-            "a repair: nrows is a numpy.int32, so nrows*ncols wraps 2^33 to 0 and the matrix has no element"),
-        Cut('tune_params["block_size_x"] = [32*i for i in range(1,33)]', 'tune_params["block_size_x"] = [32*i for i in range(1,33,4)]',
-            "every fourth block size"),
+        Cut(
+            "nnz = int(nrows*ncols*0.001)",
+            "nnz = int(int(nrows)*ncols*0.001)",
+            "a repair: nrows is a numpy.int32, so nrows*ncols wraps 2^33 to 0 and the matrix has no element",
+        ),
+        Cut(
+            'tune_params["block_size_x"] = [32*i for i in range(1,33)]',
+            'tune_params["block_size_x"] = [32*i for i in range(1,33,4)]',
+            "every fourth block size",
+        ),
     ],  # fmt: skip
     "convolution": [
-        Cut('tune_params["filter_height"] = [i for i in range(3,35,2)]', 'tune_params["filter_height"] = [17]',
-            "the kernel's own default filter, 17 x 17 (the image is 4096 x 4096, as its .cu defines)"),
+        Cut(
+            'tune_params["filter_height"] = [i for i in range(3,35,2)]',
+            'tune_params["filter_height"] = [17]',
+            "the kernel's own default filter, 17 x 17 (the image is 4096 x 4096, as its .cu defines)",
+        ),
         Cut('tune_params["filter_width"] = [i for i in range(3,35,2)]', 'tune_params["filter_width"] = [17]', "the same"),
-        Cut('tune_params["block_size_x"] = [16*i for i in range(1,9)]', 'tune_params["block_size_x"] = [16*i for i in (2, 5, 8)]',
-            "32, 80 (where padding applies) and 128 threads across"),
-        Cut('tune_params["block_size_y"] = [2**i for i in range(6)]', 'tune_params["block_size_y"] = [2**i for i in range(2,4)]',
-            "4 and 8 rows"),
+        Cut(
+            'tune_params["block_size_x"] = [16*i for i in range(1,9)]',
+            'tune_params["block_size_x"] = [16*i for i in (2, 5, 8)]',
+            "32, 80 (where padding applies) and 128 threads across",
+        ),
+        Cut(
+            'tune_params["block_size_y"] = [2**i for i in range(6)]',
+            'tune_params["block_size_y"] = [2**i for i in range(2,4)]',
+            "4 and 8 rows",
+        ),
         Cut('tune_params["tile_size_x"] = [i for i in range(1,9)]', 'tune_params["tile_size_x"] = [1, 2]', "tiles of 1 and 2"),
         Cut('tune_params["tile_size_y"] = [i for i in range(1,9)]', 'tune_params["tile_size_y"] = [1, 2]', "the same"),
         Cut('tune_params["read_only"] = [0,1]', 'tune_params["read_only"] = [1]', "the read-only cache on"),
     ],  # fmt: skip
     "matmul": [
-        Cut('tune_params["tile_size_x"] = [2**i for i in range(4)]', 'tune_params["tile_size_x"] = [4]',
-            "tiles 4 wide (each configuration multiplies two 4096 x 4096 matrices 32 times and more)"),
-        Cut("iterations=32, metrics=metrics)", "iterations=32, metrics=metrics, atol=1e-2)",
+        Cut(
+            'tune_params["tile_size_x"] = [2**i for i in range(4)]',
+            'tune_params["tile_size_x"] = [4]',
+            "tiles 4 wide (each configuration multiplies two 4096 x 4096 matrices 32 times and more)",
+        ),
+        Cut(
+            "iterations=32, metrics=metrics)",
+            "iterations=32, metrics=metrics, atol=1e-2)",
             "a repair: the default atol (1e-6) rejects 2 to 3 % of the float32 sums of 1024 and 2048 products against "
-            "numpy's float32 product (measured on the host): every configuration of 4096 would fail in both tools"),
+            "numpy's float32 product (measured on the host): every configuration of 4096 would fail in both tools",
+        ),
     ],  # fmt: skip
 }
 
@@ -138,7 +171,11 @@ class Call:
 
     @property
     def valid(self) -> list[dict]:
-        return [r for r in self.measured if "__error__" not in r and isinstance(r.get("time"), (int, float)) and math.isfinite(r["time"])]
+        return [
+            r
+            for r in self.measured
+            if "__error__" not in r and isinstance(r.get("time"), (int, float)) and math.isfinite(r["time"])
+        ]
 
 
 @dataclass
@@ -169,7 +206,9 @@ def cut_script(example: str, examples_dir: Path) -> tuple[str, str]:
 
 
 def diff_lines(example: str, original: str, ours: str) -> list[str]:
-    diff = difflib.unified_diff(original.splitlines(), ours.splitlines(), f"{example}.py", f"{example}.py (ours)", n=0, lineterm="")
+    diff = difflib.unified_diff(
+        original.splitlines(), ours.splitlines(), f"{example}.py", f"{example}.py (ours)", n=0, lineterm=""
+    )
     return [line for line in diff if not line.startswith("@@")]
 
 
@@ -274,7 +313,10 @@ def compare(example: str, ours: Run, theirs: Run) -> list[str]:
         lines.append(f"    our winner: {label(best, params)}: {best['time']:.4f} ms (median, L2 flushed); tie set of {len(ties)}"
                      + (f": {'; '.join(label(t, params) for t in ties[:4])}{' ...' if len(ties) > 4 else ''}" if len(ties) > 1 else ""))  # fmt: skip
         if kt.valid:
-            split = {part: np.mean([r.get(f"{part}_time", 0.0) for r in kt.valid]) for part in ("compile", "verification", "benchmark", "framework")}
+            split = {
+                part: np.mean([r.get(f"{part}_time", 0.0) for r in kt.valid])
+                for part in ("compile", "verification", "benchmark", "framework")
+            }
             lines.append("    Kernel Tuner per configuration: " + ", ".join(f"{part} {ms:.0f} ms" for part, ms in split.items()))
             kt_best = min(kt.valid, key=lambda r: r["time"])
             kt_times = {key(r, params): r["time"] for r in kt.valid}
@@ -336,7 +378,9 @@ def study(examples_dir: Path, out: Path, trials: int, say: Callable[[str], None]
     compiled = len(set(cache.glob("*.cubin")) - before)
     call = calls[0] if calls else None
     if call is None or call.results is None:
-        say(f"  stopped: {error or (call.error if call else 'no tune_kernel call')} after {wall:.1f} s; {compiled} modules compiled")
+        say(
+            f"  stopped: {error or (call.error if call else 'no tune_kernel call')} after {wall:.1f} s; {compiled} modules compiled"
+        )
         return
     params = call.params
     product = math.prod(len(v) for v in call.space.values())
@@ -381,7 +425,9 @@ def made_up_rows(results: Path) -> Callable:
 
     def tune(family, space=None, *, n, dtype=None, budget=None, **rest):
         problem = Problem(family.name, dtype, n)
-        feasible = (c for c in family.configs({p.name: list(p.values) for p in family.params}) if not family.violations(c, problem))
+        feasible = (
+            c for c in family.configs({p.name: list(p.values) for p in family.params}) if not family.violations(c, problem)
+        )
         configs = list(itertools.islice(feasible, budget or 10_000))
         rows = [{"family": family.name, "dtype": dtype, "n": n, "status": "ok", "config_key": config_key(c), **c,
                  "time_ms_median": 1.0 + i, "bandwidth_gbs": 1.0 / (1.0 + i), "timestamp": pd.Timestamp.now(tz="UTC")}
@@ -446,13 +492,18 @@ def dry_run(examples: list[str], examples_dir: Path, out: Path, trials: int, say
                         if not Path(source.name).exists():
                             Path(source.name).symlink_to(source.resolve())
                     with recording(kernel_tuner, calls, **options):
-                        exec(compile(with_our_import((examples_dir / "convolution.py").read_text()), "convolution.py", "exec"), namespace)
+                        exec(
+                            compile(with_our_import((examples_dir / "convolution.py").read_text()), "convolution.py", "exec"),
+                            namespace,
+                        )
                         namespace["tune"]()
             finally:
                 kernel_tuner.tune_kernel = real
             plan = plans[0]
             product = math.prod(len(p.values) for p in plan.spec.params)
-            say(f"\n== convolution study (dry run): {plan.strategy} over {product:,} combinations (listed: {plan.space_size is not None})")
+            say(
+                f"\n== convolution study (dry run): {plan.strategy} over {product:,} combinations (listed: {plan.space_size is not None})"
+            )
     finally:
         tuner.api.tune = real_tune
     say(f"\ndry run: {mismatches} calls whose spaces differ between the tools")
@@ -464,12 +515,16 @@ def dry_run(examples: list[str], examples_dir: Path, out: Path, trials: int, say
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--examples-dir", required=True, type=Path, help="Kernel Tuner's examples/cuda files (the .py scripts and .cu kernels)")
+    parser.add_argument(
+        "--examples-dir", required=True, type=Path, help="Kernel Tuner's examples/cuda files (the .py scripts and .cu kernels)"
+    )
     parser.add_argument("--out", required=True, type=Path, help="folder for the runs, the results and summary.txt")
     parser.add_argument("--examples", default=",".join(EXAMPLES),
                         help=f"comma-separated, of {', '.join(EXAMPLES)} (default: all; '' for the study alone)")  # fmt: skip
     parser.add_argument("--study-trials", type=int, default=50, help="the convolution study's trials (0: no study; default 50)")
-    parser.add_argument("--dry-run", action="store_true", help="translate both tools' calls without a GPU and compare their spaces")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="translate both tools' calls without a GPU and compare their spaces"
+    )
     args = parser.parse_args(argv)
     examples = [e.strip() for e in args.examples.split(",") if e.strip()]
     unknown = [e for e in examples if e not in EXAMPLES]
@@ -498,7 +553,11 @@ def main(argv: list[str] | None = None) -> int:
         original, cut = cut_script(example, args.examples_dir)
         lines = diff_lines(example, original, with_our_import(cut))
         reasons = [f"  # {cut.new}: {cut.why}" for cut in CUTS[example]]
-        say(f"\n-- {example}.py: the import (ours only) and the cuts (both tools)\n" + "\n".join(lines) + ("\n" + "\n".join(reasons) if reasons else ""))
+        say(
+            f"\n-- {example}.py: the import (ours only) and the cuts (both tools)\n"
+            + "\n".join(lines)
+            + ("\n" + "\n".join(reasons) if reasons else "")
+        )
     if args.dry_run:
         return dry_run(examples, args.examples_dir, args.out, args.study_trials, say)
 

@@ -22,7 +22,9 @@ def store_output_file(output_filename: str | Path, results: Any, tune_params: It
     """
     rows = getattr(results, "rows", None)
     if rows is None:
-        raise KernelTunerArgumentError("results: must be what tuner.kernel_tuner.tune_kernel returned (it carries its rows), got a plain list")
+        raise KernelTunerArgumentError(
+            "results: must be what tuner.kernel_tuner.tune_kernel returned (it carries its rows), got a plain list"
+        )
     if objective != "time":
         raise KernelTunerArgumentError(f"objective: the rows are ranked by time; must be 'time', got {objective!r}")
     measured = rows[rows["status"] != "infeasible"]
@@ -41,7 +43,9 @@ def store_metadata_file(metadata_filename: str | Path) -> Path:
     if folder is None:
         raise KernelTunerArgumentError("store_metadata_file: needs a tune_kernel call before it in this process, got none")
     device = json.loads((folder / "device.json").read_text())
-    return write_text_atomic(json.dumps({"device": device, "results_folder": str(folder)}, indent=1) + "\n", _json_path(metadata_filename))
+    return write_text_atomic(
+        json.dumps({"device": device, "results_folder": str(folder)}, indent=1) + "\n", _json_path(metadata_filename)
+    )
 
 
 def _json_path(name: str | Path) -> Path:

@@ -9,9 +9,9 @@ from typing import Any, Callable, Mapping, Sequence
 from tuner.families import REGISTRY
 from tuner.kernel_tuner.family import KernelTunerSpec
 from tuner.kernel_tuner.results import Results, kernel_tuner_results
-from tuner.search.strategies import DEFAULT_STRATEGY
 from tuner.kernel_tuner.translate import translate
 from tuner.kernel_tuner.util import get_config_string
+from tuner.search.strategies import DEFAULT_STRATEGY
 
 # Where tune_kernel writes (``configure``): the results folder, as ``tuner.tune``'s ``results``.
 _settings: dict[str, Any] = {"results": Path("results")}

@@ -163,7 +163,9 @@ def translate(
     names = tuple(params)
     blocks = _block_names(block_size_names, names)
     if not isinstance(arguments, (list, tuple)):
-        raise KernelTunerArgumentError(f"arguments: must be a list of numpy arrays and numpy scalars, got {type(arguments).__name__}")
+        raise KernelTunerArgumentError(
+            f"arguments: must be a list of numpy arrays and numpy scalars, got {type(arguments).__name__}"
+        )
     answer = _answer(answer, arguments, verify)
     if not isinstance(atol, numbers.Real) or isinstance(atol, bool):
         raise KernelTunerArgumentError(f"atol: must be a number, got {atol!r}")
@@ -181,8 +183,10 @@ def translate(
     user_defines = _user_defines(defines)
     geometry = Geometry(
         problem_size=_problem_size(problem_size, names),
-        divisors=tuple(_divisors(given, f"grid_div_{axis}", blocks[i], names) for i, (axis, given) in
-                       enumerate(zip("xyz", (grid_div_x, grid_div_y, grid_div_z)))),  # fmt: skip
+        divisors=tuple(
+            _divisors(given, f"grid_div_{axis}", blocks[i], names)
+            for i, (axis, given) in enumerate(zip("xyz", (grid_div_x, grid_div_y, grid_div_z)))
+        ),  # fmt: skip
         block_names=blocks,
         params=names,
     )
@@ -220,15 +224,25 @@ def translate(
 def _refuse_without_counterpart(**given: Any) -> None:
     lang = given["lang"]
     if lang is not None and not (isinstance(lang, str) and lang.upper() in CUDA_LANGUAGES):
-        raise KernelTunerArgumentError(f"lang: this tuner compiles CUDA with nvcc; must be None, 'CUDA', 'CuPy' or 'NVCUDA', got {lang!r}")
+        raise KernelTunerArgumentError(
+            f"lang: this tuner compiles CUDA with nvcc; must be None, 'CUDA', 'CuPy' or 'NVCUDA', got {lang!r}"
+        )
     if given["platform"] not in (0, None):
-        raise KernelTunerArgumentError(f"platform: an OpenCL platform has no counterpart here (CUDA only), got {given['platform']!r}")
+        raise KernelTunerArgumentError(
+            f"platform: an OpenCL platform has no counterpart here (CUDA only), got {given['platform']!r}"
+        )
     if given["compiler"] not in (None, "nvcc"):
-        raise KernelTunerArgumentError(f"compiler: this tuner compiles with nvcc; must be None or 'nvcc', got {given['compiler']!r}")
+        raise KernelTunerArgumentError(
+            f"compiler: this tuner compiles with nvcc; must be None or 'nvcc', got {given['compiler']!r}"
+        )
     if given["objective"] not in (None, "time"):
-        raise KernelTunerArgumentError(f"objective: this tuner ranks by time (bandwidth); must be None or 'time', got {given['objective']!r}")
+        raise KernelTunerArgumentError(
+            f"objective: this tuner ranks by time (bandwidth); must be None or 'time', got {given['objective']!r}"
+        )
     if given["objective_higher_is_better"] not in (None, False):
-        raise KernelTunerArgumentError("objective_higher_is_better: the time is ranked lower-is-better; must be None or False, got True")
+        raise KernelTunerArgumentError(
+            "objective_higher_is_better: the time is ranked lower-is-better; must be None or False, got True"
+        )
     why = {
         "texmem_args": "texture memory arguments have no counterpart here",
         "log": "Kernel Tuner's log file has no counterpart here (the rows under results/ are the record)",
@@ -255,7 +269,9 @@ def _short(value: Any) -> str:
 
 def _tune_params(tune_params: Any) -> dict[str, list]:
     if not isinstance(tune_params, Mapping) or not tune_params:
-        raise KernelTunerArgumentError(f"tune_params: must be a non-empty dict of parameter -> list of values, got {_short(tune_params)}")
+        raise KernelTunerArgumentError(
+            f"tune_params: must be a non-empty dict of parameter -> list of values, got {_short(tune_params)}"
+        )
     params = {}
     for name, values in tune_params.items():
         if name in RESERVED:
@@ -285,11 +301,15 @@ def _problem_size(given: Any, names: Sequence[str]) -> tuple[KtExpression, ...] 
     if isinstance(given, (str, numbers.Integral)) and not isinstance(given, bool):
         given = (given,)
     if not isinstance(given, (list, tuple)) or not 1 <= len(given) <= 3:
-        raise KernelTunerArgumentError(f"problem_size: must be an int, a string, a function or a tuple of 1 to 3 of them, got {_short(given)}")
+        raise KernelTunerArgumentError(
+            f"problem_size: must be an int, a string, a function or a tuple of 1 to 3 of them, got {_short(given)}"
+        )
     sizes = []
     for i, size in enumerate(given):
         if isinstance(size, bool) or not isinstance(size, (str, numbers.Integral)):
-            raise KernelTunerArgumentError(f"problem_size[{i}]: must be an int or a string expression of the parameters, got {size!r}")
+            raise KernelTunerArgumentError(
+                f"problem_size[{i}]: must be an int or a string expression of the parameters, got {size!r}"
+            )
         sizes.append(KtExpression(size if isinstance(size, str) else int(size), f"problem_size[{i}]", names, whole=True))
     return tuple(sizes)
 
@@ -301,7 +321,9 @@ def _divisors(given: Any, where: str, block_name: str, names: Sequence[str]) -> 
     if callable(given) or isinstance(given, (str, numbers.Integral)):
         given = [given]
     if not isinstance(given, (list, tuple)):
-        raise KernelTunerArgumentError(f"{where}: must be a list of parameter names, expressions or numbers, or a function, got {_short(given)}")
+        raise KernelTunerArgumentError(
+            f"{where}: must be a list of parameter names, expressions or numbers, or a function, got {_short(given)}"
+        )
     divisors = []
     for i, divisor in enumerate(given):
         if isinstance(divisor, (list, tuple)):
@@ -334,7 +356,9 @@ def _user_defines(defines: Any) -> dict[str, Any] | None:
     if defines is None:
         return None
     if not isinstance(defines, Mapping) or not all(isinstance(k, str) and k.isidentifier() for k in defines):
-        raise KernelTunerArgumentError(f"defines: must be a dict of identifier -> value or function of the parameters, got {_short(defines)}")
+        raise KernelTunerArgumentError(
+            f"defines: must be a dict of identifier -> value or function of the parameters, got {_short(defines)}"
+        )
     return dict(defines)
 
 
@@ -350,7 +374,9 @@ def _metrics(given: Any, names: Sequence[str]) -> dict[str, Any]:
     if given is None:
         return {}
     if not isinstance(given, Mapping):
-        raise KernelTunerArgumentError(f"metrics: must be a dict of name -> string expression or function of the result, got {_short(given)}")
+        raise KernelTunerArgumentError(
+            f"metrics: must be a dict of name -> string expression or function of the result, got {_short(given)}"
+        )
     known = list(names) + ["time"]
     metrics = {}
     for name, metric in given.items():
@@ -359,7 +385,9 @@ def _metrics(given: Any, names: Sequence[str]) -> dict[str, Any]:
         elif callable(metric):
             metrics[name] = metric
         else:
-            raise KernelTunerArgumentError(f"metrics[{name!r}]: must be a string expression or a function of the result, got {metric!r}")
+            raise KernelTunerArgumentError(
+                f"metrics[{name!r}]: must be a string expression or a function of the result, got {metric!r}"
+            )
         known.append(name)
     return metrics
 
@@ -372,7 +400,9 @@ def _answer(answer: Any, arguments: Sequence, verify: Any) -> list | None:
     if answer is None:
         return None
     if not isinstance(answer, (list, tuple)):
-        raise KernelTunerArgumentError(f"answer: must be a list with one entry per kernel argument (None where not compared), got {_short(answer)}")
+        raise KernelTunerArgumentError(
+            f"answer: must be a list with one entry per kernel argument (None where not compared), got {_short(answer)}"
+        )
     if not answer:
         return None  # Kernel Tuner: an empty answer compares nothing
     if len(answer) != len(arguments):
@@ -383,9 +413,13 @@ def _answer(answer: Any, arguments: Sequence, verify: Any) -> list | None:
             if expected is None:
                 continue
             if not (isinstance(argument, np.ndarray) and argument.ndim > 0):
-                raise KernelTunerArgumentError(f"answer[{i}]: arguments[{i}] is a scalar; answers compare arrays (None for scalars)")
+                raise KernelTunerArgumentError(
+                    f"answer[{i}]: arguments[{i}] is a scalar; answers compare arrays (None for scalars)"
+                )
             if expected.size != argument.size:
-                raise KernelTunerArgumentError(f"answer[{i}]: must have the size of arguments[{i}] ({argument.size}), got {expected.size}")
+                raise KernelTunerArgumentError(
+                    f"answer[{i}]: must have the size of arguments[{i}] ({argument.size}), got {expected.size}"
+                )
             if not np.can_cast(argument.dtype, expected.dtype):
                 raise KernelTunerArgumentError(f"answer[{i}]: must have a dtype {argument.dtype} casts to, got {expected.dtype}")
     return answer
@@ -394,7 +428,9 @@ def _answer(answer: Any, arguments: Sequence, verify: Any) -> list | None:
 def _compared(arguments: Sequence, answer: list | None, verify: Any) -> list[int]:
     """The kernel arguments fetched for verification: those with an answer, or every array for a verify without one."""
     if answer:
-        return [i for i, a in enumerate(answer) if a is not None and isinstance(arguments[i], np.ndarray) and arguments[i].ndim > 0]
+        return [
+            i for i, a in enumerate(answer) if a is not None and isinstance(arguments[i], np.ndarray) and arguments[i].ndim > 0
+        ]
     if verify is not None:
         return [i for i, a in enumerate(arguments) if isinstance(a, np.ndarray) and a.ndim > 0]
     return []
@@ -411,7 +447,9 @@ def _arguments(arguments: Sequence, compared: Sequence[int]) -> list:
         if isinstance(value, np.ndarray) and value.ndim > 0:
             dtype = _dtype(value, f"arguments[{i}]")
             if value.size == 0:
-                raise KernelTunerArgumentError(f"arguments[{i}]: an array must hold at least one element, got shape {value.shape}")
+                raise KernelTunerArgumentError(
+                    f"arguments[{i}]: an array must hold at least one element, got shape {value.shape}"
+                )
             make = InOut if i in outputs else In
             args.append(make(name, shape=tuple(int(s) for s in value.shape), dtype=dtype, init=UserArray(value)))
         elif isinstance(value, (np.generic, np.ndarray)):
@@ -427,14 +465,20 @@ def _constants(cmem_args: Any) -> list:
     if cmem_args is None:
         return []
     if not isinstance(cmem_args, Mapping):
-        raise KernelTunerArgumentError(f"cmem_args: must be a dict of __constant__ symbol -> numpy array, got {_short(cmem_args)}")
+        raise KernelTunerArgumentError(
+            f"cmem_args: must be a dict of __constant__ symbol -> numpy array, got {_short(cmem_args)}"
+        )
     constants = []
     for name, value in cmem_args.items():
         if not (isinstance(name, str) and name.isidentifier()):
-            raise KernelTunerArgumentError(f"cmem_args: keys must be the kernel's __constant__ symbols (identifiers), got {name!r}")
+            raise KernelTunerArgumentError(
+                f"cmem_args: keys must be the kernel's __constant__ symbols (identifiers), got {name!r}"
+            )
         if not isinstance(value, np.ndarray) or value.size == 0:
             raise KernelTunerArgumentError(f"cmem_args[{name!r}]: must be a non-empty numpy array, got {_short(value)}")
-        constants.append(Constant(name, tuple(int(s) for s in value.shape), _dtype(value, f"cmem_args[{name!r}]"), init=UserArray(value)))
+        constants.append(
+            Constant(name, tuple(int(s) for s in value.shape), _dtype(value, f"cmem_args[{name!r}]"), init=UserArray(value))
+        )
     return constants
 
 
@@ -549,7 +593,9 @@ def _space_size(spec: KernelTunerSpec, problem: Problem) -> int | None:
         return None
     size = len(spec.space(problem))
     if size == 0:
-        raise KernelTunerArgumentError(f"restrictions: must leave at least one configuration of the {product} of tune_params, left none")
+        raise KernelTunerArgumentError(
+            f"restrictions: must leave at least one configuration of the {product} of tune_params, left none"
+        )
     return size
 
 
@@ -560,11 +606,15 @@ def _search(strategy: Any, options: Any, space_size: int | None, spec: KernelTun
         raise KernelTunerArgumentError(f"strategy_options: must be a dict, got {_short(options)}")
     name = strategy or "brute_force"
     if not isinstance(name, str):
-        raise KernelTunerArgumentError(f"strategy: a strategy object has no counterpart here; name one of Kernel Tuner's, got {_short(strategy)}")
+        raise KernelTunerArgumentError(
+            f"strategy: a strategy object has no counterpart here; name one of Kernel Tuner's, got {_short(strategy)}"
+        )
     notes = []
     if name == "brute_force":
         if options:
-            raise KernelTunerArgumentError(f"strategy_options: brute_force measures every configuration and takes none, got {sorted(options)}")
+            raise KernelTunerArgumentError(
+                f"strategy_options: brute_force measures every configuration and takes none, got {sorted(options)}"
+            )
         return None, None, None, f"every configuration ({space_size}), as brute_force", notes
     if name in MULTI_OBJECTIVE:
         raise KernelTunerArgumentError(f"strategy: {name!r} searches several objectives, which have no counterpart here")
@@ -572,7 +622,9 @@ def _search(strategy: Any, options: Any, space_size: int | None, spec: KernelTun
         sampler = COUNTERPARTS[name]
     elif name in WITHOUT_COUNTERPART:
         sampler = DEFAULT_STRATEGY
-        notes.append(f"strategy {name!r} has no counterpart here: the project's default search ({DEFAULT_STRATEGY}) takes its place")
+        notes.append(
+            f"strategy {name!r} has no counterpart here: the project's default search ({DEFAULT_STRATEGY}) takes its place"
+        )
     elif name in STRATEGIES:
         sampler = name
     else:
@@ -602,5 +654,13 @@ def _search(strategy: Any, options: Any, space_size: int | None, spec: KernelTun
         budget = space_size  # Kernel Tuner: the search space's size where no max_fevals is given (None: too large to list)
     if budget is not None and space_size is not None:
         budget = min(int(budget), space_size)
-    bound = " and ".join(part for part in (f"{budget} configurations" if budget else "", f"{timeout_s:g} s" if timeout_s else "") if part)
-    return sampler, (int(budget) if budget else None), (float(timeout_s) if timeout_s else None), f"an Optuna study of {bound} ({sampler})", notes
+    bound = " and ".join(
+        part for part in (f"{budget} configurations" if budget else "", f"{timeout_s:g} s" if timeout_s else "") if part
+    )
+    return (
+        sampler,
+        (int(budget) if budget else None),
+        (float(timeout_s) if timeout_s else None),
+        f"an Optuna study of {bound} ({sampler})",
+        notes,
+    )

@@ -33,7 +33,9 @@ class WrongResultConfig(ErrorConfig):
     """The output did not match the answer (Kernel Tuner stops the run there; the pipeline records it and goes on)."""
 
 
-def get_config_string(params: Mapping[str, Any], keys: Iterable[str] | None = None, units: Mapping[str, str] | None = None) -> str:
+def get_config_string(
+    params: Mapping[str, Any], keys: Iterable[str] | None = None, units: Mapping[str, str] | None = None
+) -> str:
     """``name=value, ...`` of ``params`` (floats to 3 decimals), only ``keys`` where given; Kernel Tuner's format."""
     keys = list(keys) if keys else list(params)
     items = []
