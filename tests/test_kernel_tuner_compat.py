@@ -453,6 +453,29 @@ def test_loop_unroll_factors_compile_as_constants_zero_included(tmp_path):
     assert len(kernel_parameters(Path(spec.source), "partial_sums", defines=spec.defines(cfg, problem), arch="sm_90")) == 3
 
 
+TEMPLATED = """
+template <typename T, int block_size>
+__global__ void scale(T *y, const T *x, int n) {
+    int i = blockIdx.x * block_size + threadIdx.x;
+    if (i < n) y[i] = 2 * x[i];
+}
+"""
+
+
+@needs_nvcc
+def test_a_template_kernel_is_instantiated_from_the_parameters_as_kernel_tuner_names_it(tmp_path):
+    from tuner.measure.compile import compile_variant
+
+    x = np.ones(1000, dtype=np.float32)
+    plan = plan_of(tmp_path, kernel_name="scale<float, block_size_x>", kernel_source=TEMPLATED, problem_size=1000,
+                   arguments=[np.zeros_like(x), x, np.int32(1000)], tune_params={"block_size_x": [128]})  # fmt: skip
+    assert 'extern "C" {' not in Path(plan.spec.source).read_text()  # a template is no C function: PyCUDA's rule
+    cfg = plan.spec.space(plan.problem)[0]
+    assert plan.spec.kernel_name(cfg) == "scale<float, 128>"
+    compiled = compile_variant(plan.spec, cfg, plan.problem, arch="sm_90", cache_dir=tmp_path / "cubins")
+    assert Path(compiled.cubin).is_file() and "scale" in compiled.kernel
+
+
 # ---- Kernel Tuner's examples, with only their import changed ----------------------------
 
 # The reduction script draws 800 million floats, the matmul one multiplies two 4096 x 4096 matrices and
