@@ -27,13 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from tuner.resources import BUNDLED_FOLDER, checkout_root, config_schema_file, kernels_dir, resource_missing, workflow_snakefile
+from tuner.resources import checkout_root, config_schema_file, kernels_dir, resource_missing, root, workflow_snakefile
 
 SUPPORTED_PYTHONS = ((3, 10), (3, 13))  # pyproject.toml's requires-python, first and last
 PYCUDA = "pycuda>=2024.1"  # the cuda extra
 # A build of PyCUDA 2026.1 from its sdist, on one core of an H100 host.
 BUILD_MINUTES = "3 to 5"
 PREBUILT = "conda install -c conda-forge pycuda (prebuilt, with its own CUDA libraries)"
+# Where the linker finds a library without being told (Debian's, Red Hat's, the default).
+SYSTEM_LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib")
 PYCUDA_CONFIG_FILES = (Path("~/.aksetup-defaults.py").expanduser(), Path("/etc/aksetup-defaults.py"))
 
 
@@ -87,8 +89,8 @@ def _resources() -> Finding:
         missing = resource_missing(path)
         if missing:
             return Finding("tuner's files", False, missing)
-    where = "the source checkout" if checkout_root() and not (Path(kernels_dir()).parent.name == BUNDLED_FOLDER) else "the install"
-    return Finding("tuner's files", True, f"kernels/ and workflow/ of {where}, {kernels_dir().parent}")
+    where = "the source checkout" if root() == checkout_root() else "the installed package"
+    return Finding("tuner's files", True, f"kernels/ and workflow/ of {where}, {root()}")
 
 
 @dataclass(frozen=True)
@@ -129,8 +131,7 @@ def _toolkit() -> Toolkit:
 
 def _library(root: Path, name: str, role: str) -> Finding:
     """``lib<name>.so`` where PyCUDA's build looks: the toolkit's lib folders and their stubs, then the linker's own."""
-    folders = [root / sub for sub in ("lib64", "lib", "lib64/stubs", "lib/stubs")]
-    folders += [Path(p) for p in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib")]
+    folders = [root / sub for sub in ("lib64", "lib", "lib64/stubs", "lib/stubs")] + [Path(p) for p in SYSTEM_LIBRARY_DIRS]
     for folder in folders:
         if (folder / f"lib{name}.so").exists():
             return Finding(f"lib{name}.so", True, str(folder / f"lib{name}.so"))

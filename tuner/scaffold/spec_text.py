@@ -11,7 +11,7 @@ from __future__ import annotations
 import keyword
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tuner.families import REGISTRY
@@ -66,14 +66,16 @@ def skeleton(source: CudaSource, source_text: str, module: str) -> tuple[str, li
         blocks.append(text)
         declared.append(DeclaredKernel(name, kernel, dtype, SIZE_2D if kernel.two_dimensional else SIZE_1D, tuple(notes)))
     names = ", ".join(f"``{d.family}``" for d in declared)
+    check, run = f"python -m tuner check-family {module}", "snakemake --cores 1"
+    width = max(len(check), len(run))
     header = f'''"""{source.path.name}'s kernels for tuner: {names}, a skeleton that `tuner init --kernel` wrote.
 
 Check each line marked CHECK (the arguments' roles, each parameter's values,
 the launch) and write each reference: what the kernel computes, in numpy,
 which the output of every configuration measured is compared with. Then:
 
-    python -m tuner check-family {module}   # load, space, compile, arguments, reference
-    snakemake --cores 1                     # sweep, study, report and export on this machine's GPU
+    {check:<{width}}  # load, space, compile, arguments, reference
+    {run:<{width}}  # sweep, study, report and export on this machine's GPU
 """
 
 from __future__ import annotations
@@ -121,10 +123,10 @@ def _declaration(name: str, kernel: Kernel, knobs: list[Knob], source_text: str,
     varied = [b for b in ("block_size_x", "block_size_y", "block_size_z") if b in knob_names or b in runtime]
     restrictions = [" * ".join(varied) + f" <= {MAX_THREADS}"] if len(varied) > 1 else []
 
-    inputs = [a.name for a in kernel.args if roles[a.name] != "out"]
-    outputs = [a.name for a in kernel.args if roles[a.name] in ("out", "inout")]
+    inputs = [python_name(a.name) for a in kernel.args if roles[a.name] != "out"]
+    outputs = [python_name(a.name) for a in kernel.args if roles[a.name] in ("out", "inout")]
     reference_args = inputs + ([] if "n" in inputs else ["n"])
-    what = " and ".join(outputs)
+    what = outputs[0] if len(outputs) == 1 else f"{', '.join(outputs[:-1])} and {outputs[-1]}"
     lines = [
         "",
         "",
@@ -161,7 +163,14 @@ def _declaration(name: str, kernel: Kernel, knobs: list[Knob], source_text: str,
     return "\n".join(lines), dtype, notes
 
 
+def python_name(name: str) -> str:
+    """An argument's name as the reference takes it: a Python keyword (``in``, ``from``) gets a trailing underscore."""
+    return f"{name}_" if keyword.iskeyword(name) else name
+
+
 def _arg_line(arg: KernelArg, role: str, dtype: str, shape: str | None) -> str:
+    if python_name(arg.name) != arg.name:
+        arg = replace(arg, name=python_name(arg.name))  # the kernel takes arguments by position: the name is ours
     if role == "scalar":
         scalar_type = arg.numpy_dtype or "int32"
         unknown = "" if arg.numpy_dtype else f" (type {arg.c_type!r}: CHECK its dtype)"
