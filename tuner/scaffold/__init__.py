@@ -204,7 +204,8 @@ def say_written(written: Written, folder: str | Path, say: Callable[[str], None]
         module = next(p for p in written.files if p.suffix == ".py")
         say(f"next: check the lines marked CHECK in {module} and write its reference, then "
             f"python -m tuner check-family {module}")  # fmt: skip
-    say(f"then: cd {folder} && snakemake --cores 1   (snakemake -n --cores 1 lists the jobs without a GPU)")
+    where = "" if folder.resolve() == Path.cwd().resolve() else f"cd {folder} && "
+    say(f"then: {where}snakemake --cores 1   (snakemake -n --cores 1 lists the jobs without a GPU)")
 
 
 __all__ = ["InitRefused", "Written", "init_folder", "say_written"]
