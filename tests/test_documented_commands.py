@@ -107,8 +107,8 @@ SKIPPED = {
     "(the cuda extra; python -m tuner check-install says whether it can build)",
     "python -m tuner check-family saxpy.py": "the skeleton's reference is the user's to write; tests/test_wheel.py writes "
     "one and runs check-family on it from the installed wheel",
-    "pip download -d wheelhouse dist/tuner-0.1.0-py3-none-any.whl": "downloads the dependencies from the package index "
-    "into a wheelhouse for a machine without network",
+    "pip wheel -w wheelhouse dist/tuner-0.1.0-py3-none-any.whl": "downloads (and builds) the dependencies from the "
+    "package index into a wheelhouse for a machine without network",
     "pip install --no-index --find-links wheelhouse dist/tuner-0.1.0-py3-none-any.whl": "installs from that wheelhouse "
     "(tests/test_wheel.py installs the wheel with --no-index)",
     "pip install 'dist/tuner-0.1.0-py3-none-any.whl[cuda]'": "the wheel with the cuda extra: builds PyCUDA from source",

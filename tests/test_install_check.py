@@ -25,6 +25,7 @@ def fake_toolkit(root: Path, *, headers: bool = True, libraries: bool = True, he
     if headers:
         (root / "include").mkdir()
         (root / "include" / "cuda.h").write_text("")
+        (root / "include" / "curand.h").write_text("")
     if libraries:
         (root / "lib64" / "stubs").mkdir(parents=True)
         (root / "lib64" / "stubs" / "libcuda.so").write_text("")
@@ -83,6 +84,26 @@ def test_no_nvcc_stops_the_build_in_one_line(tmp_path, monkeypatch):
     assert line(lines, "nvcc").startswith("nvcc: MISSING: not on PATH: install the CUDA toolkit")
     assert status == 1 and "conda install -c conda-forge pycuda" in line(lines, "PyCUDA")
     assert ": ok: " in line(lines, "tuner's files") and line(lines, "Python").startswith("Python: ok: ")
+
+
+def test_pycudas_own_configuration_file_is_read(tmp_path, monkeypatch):
+    """CUDA_ROOT, the driver library's folder and CUDA_ENABLE_CURAND as ~/.aksetup-defaults.py sets them for the build."""
+    real = fake_toolkit(tmp_path / "cuda-13.0", libraries=False)
+    (tmp_path / "stub").mkdir()
+    (tmp_path / "stub" / "libcuda.so").write_text("")
+    settings = tmp_path / "aksetup-defaults.py"
+    settings.write_text(f"CUDA_ROOT = {str(real.parent)!r}\nCUDADRV_LIB_DIR = [{str(tmp_path / 'stub')!r}]\n"
+                        "CUDA_ENABLE_CURAND = False\n")  # fmt: skip
+    wrapper = fake_toolkit(tmp_path / "local", headers=False, libraries=False, here=real)
+    monkeypatch.setenv("PATH", f"{wrapper}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    monkeypatch.setattr(install_check, "SYSTEM_LIBRARY_DIRS", ())
+    monkeypatch.setattr(install_check, "PYCUDA_CONFIG_FILES", (tmp_path / "absent.py", settings))
+    monkeypatch.setattr(install_check, "_installed_version", lambda module: None)
+    lines: list[str] = []
+    install_check.check_install(say=lines.append)
+    assert f"CUDA_ROOT={real.parent} (set in {settings})" in line(lines, "nvcc")
+    assert ": ok: " in line(lines, "CUDA headers") and line(lines, "libcuda.so") == f"libcuda.so: ok: {tmp_path / 'stub' / 'libcuda.so'}"
+    assert not [text for text in lines if "curand" in text]
 
 
 def test_an_installed_pycuda_is_enough(tmp_path, monkeypatch):

@@ -6,8 +6,9 @@ CUDA toolkit, a few minutes of one core. Its build takes the toolkit from the
 first ``nvcc`` on ``PATH`` (``CUDA_ROOT`` is that folder's parent, unless
 ``~/.aksetup-defaults.py`` or ``/etc/aksetup-defaults.py`` says otherwise) and
 needs there ``include/cuda.h``, the driver library ``libcuda.so`` (the
-toolkit's stub will do) and ``libcurand.so``; beside them a C++ compiler and
-Python's headers. A missing one ends the build thousands of lines into pip's
+toolkit's stub will do) and cuRAND (``include/curand.h``, ``libcurand.so``;
+``CUDA_ENABLE_CURAND = False`` in that file builds without it); beside them a
+C++ compiler and Python's headers. A missing one ends the build thousands of lines into pip's
 output: ``python -m tuner check-install`` (``tuner check-install``) says it in
 one line each first. Running kernels also needs an NVIDIA driver and a GPU.
 """
@@ -60,7 +61,7 @@ def check_install(say: Callable[[str], None] = print) -> int:
     toolkit = _toolkit()
     findings += toolkit.findings
     findings += [_compiler(), _python_headers()]
-    findings.append(_driver())
+    findings += [_snakemake(), _driver()]
     for finding in findings:
         say(finding.line())
     blocking = [f for f in findings if f.blocks_build and not f.ok]
@@ -108,7 +109,11 @@ def _toolkit() -> Toolkit:
         return Toolkit([Finding("nvcc", False, text, blocks_build=True)], None)
     version = _nvcc_release(nvcc)
     real_bin = _nvcc_home(nvcc)
-    cuda_root, configured = _configured_cuda_root(Path(nvcc).parent.parent)
+    settings, settings_file = _pycuda_settings()
+    if isinstance(settings.get("CUDA_ROOT"), str):
+        cuda_root, configured = Path(settings["CUDA_ROOT"]), f"set in {settings_file}"
+    else:
+        cuda_root, configured = Path(os.path.normpath(Path(nvcc).parent.parent)), "the parent of the folder of PATH's first nvcc"
     findings = [Finding("nvcc", True, f"{nvcc}, CUDA {version}; PyCUDA's build takes CUDA_ROOT={cuda_root} ({configured})")]
     # Where the first nvcc on PATH is a wrapper of another toolkit's, that toolkit's bin/ first on PATH gives the build its root.
     better = Path(real_bin).parent if real_bin and Path(real_bin).parent != cuda_root else None
@@ -124,14 +129,22 @@ def _toolkit() -> Toolkit:
         findings.append(Finding("CUDA headers", False, f"{header} does not exist: install the CUDA toolkit's headers "
                                 f"(cuda-cudart-dev, or the whole toolkit)", blocks_build=True))  # fmt: skip
     root = better or cuda_root
-    findings.append(_library(root, "cuda", "the driver library PyCUDA links (the toolkit's stubs/libcuda.so will do)"))
-    findings.append(_library(root, "curand", "cuRAND, which PyCUDA links (the toolkit's libcurand-dev)"))
+    findings.append(_library(root, "cuda", "the driver library PyCUDA links (the toolkit's stubs/libcuda.so will do)",
+                             settings.get("CUDADRV_LIB_DIR") or []))  # fmt: skip
+    if settings.get("CUDA_ENABLE_CURAND", True):
+        curand = ("cuRAND, which PyCUDA builds with (the toolkit's libcurand-dev; or CUDA_ENABLE_CURAND = False in "
+                  "~/.aksetup-defaults.py)")  # fmt: skip
+        header = root / "include" / "curand.h"
+        findings.append(_library(root, "curand", curand, settings.get("CURAND_LIB_DIR") or []) if header.is_file() else
+                        Finding("curand.h", False, f"{header} does not exist: {curand}", blocks_build=True))  # fmt: skip
     return Toolkit(findings, real_bin if better else None)
 
 
-def _library(root: Path, name: str, role: str) -> Finding:
-    """``lib<name>.so`` where PyCUDA's build looks: the toolkit's lib folders and their stubs, then the linker's own."""
-    folders = [root / sub for sub in ("lib64", "lib", "lib64/stubs", "lib/stubs")] + [Path(p) for p in SYSTEM_LIBRARY_DIRS]
+def _library(root: Path, name: str, role: str, configured: list) -> Finding:
+    """``lib<name>.so`` where PyCUDA's build looks: the folders its configuration
+    file names, the toolkit's lib folders and their stubs, then the linker's own."""
+    folders = [Path(str(p)) for p in configured] + [root / sub for sub in ("lib64", "lib", "lib64/stubs", "lib/stubs")]
+    folders += [Path(p) for p in SYSTEM_LIBRARY_DIRS]
     for folder in folders:
         if (folder / f"lib{name}.so").exists():
             return Finding(f"lib{name}.so", True, str(folder / f"lib{name}.so"))
@@ -155,6 +168,16 @@ def _python_headers() -> Finding:
     major, minor = sys.version_info[:2]
     return Finding("Python headers", False, f"{header} does not exist: install python{major}.{minor}-dev (or your "
                    f"distribution's Python development package)", blocks_build=True)  # fmt: skip
+
+
+def _snakemake() -> Finding:
+    version = _installed_version("snakemake")
+    if version:
+        return Finding("Snakemake", True, f"{version}: snakemake --cores 1 runs the pipeline")
+    if sys.version_info < (3, 11):
+        return Finding("Snakemake", False, "Snakemake 8 needs Python 3.11 or later: here tuner.tune, check-family and "
+                       "python -m tuner's stages run, the pipeline (snakemake --cores 1) does not")  # fmt: skip
+    return Finding("Snakemake", False, "not installed: pip install 'snakemake>=8.0' (a dependency of tuner) for the pipeline")
 
 
 def _driver() -> Finding:
@@ -198,19 +221,22 @@ def _nvcc_home(nvcc: str) -> str | None:
     return os.path.normpath(found.group(1).strip()) if found else None
 
 
-def _configured_cuda_root(default: Path) -> tuple[Path, str]:
-    """PyCUDA's CUDA_ROOT: its configuration file's, else nvcc's folder's parent."""
+def _pycuda_settings() -> tuple[dict, Path | None]:
+    """The literal settings of PyCUDA's build configuration file (the first of
+    PYCUDA_CONFIG_FILES that exists), and that file."""
     for path in PYCUDA_CONFIG_FILES:
         if not path.is_file():
             continue
         try:
             tree = ast.parse(path.read_text())
         except (OSError, SyntaxError, ValueError):
-            continue
+            return {}, path
+        settings = {}
         for node in tree.body:
-            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "CUDA_ROOT" for t in node.targets):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 try:
-                    return Path(ast.literal_eval(node.value)), f"set in {path}"
+                    settings[node.targets[0].id] = ast.literal_eval(node.value)
                 except ValueError:
-                    break
-    return Path(os.path.normpath(default)), "the parent of the folder of PATH's first nvcc"
+                    continue
+        return settings, path
+    return {}, None

@@ -37,11 +37,13 @@ SNAKEFILE_TEXT = '''\
 # (written by `tuner init`): from this folder,
 #   snakemake --cores 1        sweeps, studies, reports and exports on this machine's GPU
 #   snakemake -n --cores 1     lists the jobs, without a GPU
-# Results land under the config's results_dir. `--configfile other.yaml` runs another config.
+# Results land under the config's results_dir. `--configfile other.yaml` runs that config
+# instead (config.yaml is then not read).
 import tuner.resources
 
+if not workflow.overwrite_configfiles:
 
-configfile: "config.yaml"
+    configfile: "config.yaml"
 
 
 module tuner_workflow:
@@ -109,6 +111,9 @@ def init_folder(folder: str | Path = ".", *, kernel: str | Path | None = None, l
     else:
         texts[CONFIG] = lessons_config().read_text()
     texts[SNAKEFILE] = SNAKEFILE_TEXT
+    if importlib.util.find_spec("snakemake") is None:
+        notes.append("Snakemake is not installed here (Snakemake 8 needs Python 3.11 or later): the Snakefile runs where "
+                     "it is; tuner.tune and python -m tuner's stages run without it")  # fmt: skip
     if not force:
         for name in texts:
             if (folder / name).exists():
