@@ -55,7 +55,7 @@ ALLOWED = {
     # a family of one's own checked step by step: load, space, compile, reference, the stages on made-up rows
     "check_family": {"data", "device", "families", "measure", "progress", "report", "resources", "search"},
     # a folder of one's own: its config, its Snakefile (the installed workflow as a module), a spec of its kernel
-    "scaffold": {"families", "resources", "settings"},
+    "scaffold": {"families", "resources"},
     # what an install lacks (nvcc, the CUDA headers, PyCUDA, a driver) and what to do, before pip builds PyCUDA
     "install_check": {"resources"},
     "__main__": {"cli"},
