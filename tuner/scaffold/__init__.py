@@ -91,14 +91,20 @@ def init_folder(folder: str | Path = ".", *, kernel: str | Path | None = None, l
         missing = resource_missing(path)
         if missing:
             raise InitRefused(missing)
+    cuda_file = None if kernel is None else Path(kernel)
+    if cuda_file is not None and not cuda_file.is_file():
+        raise InitRefused(f"--kernel: must name an existing CUDA file, got {str(cuda_file)!r}")
+    names = ([_module_name(cuda_file)] if cuda_file else []) + [CONFIG, SNAKEFILE]
+    if not force:  # before reading the CUDA file: nvcc takes seconds
+        for name in names:
+            if (folder / name).exists():
+                raise InitRefused(f"{folder / name}: exists; init writes {', '.join(names)} and replaces none "
+                                  f"(--force replaces them)")  # fmt: skip
     texts: dict[str, str] = {}
     declared: list[DeclaredKernel] = []
     notes: list[str] = []
-    if kernel is not None:
-        cuda_file = Path(kernel)
-        if not cuda_file.is_file():
-            raise InitRefused(f"--kernel: must name an existing CUDA file, got {str(cuda_file)!r}")
-        module = _module_name(cuda_file)
+    if cuda_file is not None:
+        module = names[0]
         try:
             source = read_cuda_source(cuda_file, [kernels_dir()], nvcc=nvcc)
             text, declared = skeleton(source, relative_source(cuda_file, folder), module)
@@ -114,11 +120,6 @@ def init_folder(folder: str | Path = ".", *, kernel: str | Path | None = None, l
     if importlib.util.find_spec("snakemake") is None:
         notes.append("Snakemake is not installed here (Snakemake 8 needs Python 3.11 or later): the Snakefile runs where "
                      "it is; tuner.tune and python -m tuner's stages run without it")  # fmt: skip
-    if not force:
-        for name in texts:
-            if (folder / name).exists():
-                raise InitRefused(f"{folder / name}: exists; init writes {', '.join(texts)} and replaces none "
-                                  f"(--force replaces them)")  # fmt: skip
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in texts.items():
