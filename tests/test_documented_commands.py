@@ -101,6 +101,21 @@ SKIPPED = {
     "spaces of up to 10^6 configurations, half a minute and a GB of memory (tests/test_space_scale.py runs it on small ones)",
     "snakemake --profile workflow/profiles/slurm --default-resources slurm_partition=YOURS": "needs a SLURM cluster "
     "(benchmarks/slurm_cluster.sh starts one as root; benchmarks/results/history/slurm-run.txt is its log)",
+    "python -m build": "tests/test_wheel.py builds the sdist and the wheel (without build isolation, so without network)",
+    "pip install dist/tuner-0.1.0-py3-none-any.whl": "installs into this environment; tests/test_wheel.py installs the wheel "
+    "it builds into a fresh virtual environment outside the checkout and runs init, check-family, snakemake -n and tuner.tune "
+    "from there",
+    "python -m tuner check-install": "its exit status says whether PyCUDA can be built on the machine it runs on "
+    "(tests/test_install_check.py runs it on toolkits it lays out, tests/test_wheel.py from the installed wheel)",
+    "pip install 'pycuda>=2024.1'": "builds PyCUDA from source, minutes of a core and the CUDA toolkit's libraries "
+    "(the cuda extra; python -m tuner check-install says whether it can build)",
+    "python -m tuner check-family saxpy.py": "the skeleton's reference is the user's to write; tests/test_wheel.py writes "
+    "one and runs check-family on it from the installed wheel",
+    "pip wheel -w wheelhouse dist/tuner-0.1.0-py3-none-any.whl": "downloads (and builds) the dependencies from the "
+    "package index into a wheelhouse for a machine without network",
+    "pip install --no-index --find-links wheelhouse dist/tuner-0.1.0-py3-none-any.whl": "installs from that wheelhouse "
+    "(tests/test_wheel.py installs the wheel with --no-index)",
+    "pip install 'dist/tuner-0.1.0-py3-none-any.whl[cuda]'": "the wheel with the cuda extra: builds PyCUDA from source",
 }
 
 

@@ -1,7 +1,9 @@
-"""An install that is not editable holds the tuner package but not the source
-checkout's kernels/ and workflow/schemas/ beside it: every command that needs
-them stops in one line saying so, before any compile or GPU work (it compiled
-nothing, blaming the kernel for a missing common.cuh, and read no config)."""
+"""The files the package reads at run time (kernels/, workflow/, the lessons'
+config) are found in one place, tuner.resources: the checkout's own here, the
+wheel's copies in an install (tests/test_wheel.py installs one). Where they are
+missing, every command that needs them stops in one line saying so, before any
+compile or GPU work (an install without them once compiled nothing, blaming the
+kernel for a missing common.cuh, and read no config)."""
 
 from __future__ import annotations
 
@@ -10,16 +12,34 @@ from pathlib import Path
 
 import pytest
 
-from tuner.families.base import checkout_missing
+from tuner import resources
+from tuner.resources import resource_missing
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
 
 
 def test_the_checkouts_folders_are_found_here():
     from tuner.families.base import KERNELS_DIR
+    from tuner.report.captions import CAPTIONS_DIR
     from tuner.settings.parse import SCHEMA
 
-    assert checkout_missing(KERNELS_DIR) is None and checkout_missing(SCHEMA) is None
+    assert resources.checkout_root() == ROOT and resources.root() == ROOT
+    for path in (KERNELS_DIR, SCHEMA, CAPTIONS_DIR, resources.workflow_snakefile(), resources.lessons_config()):
+        assert resource_missing(path) is None and ROOT in path.parents
+    assert resources.reference_results() == ROOT / "results" / "reference"
+
+
+def test_an_installs_own_copies_come_before_a_checkout(tmp_path, monkeypatch):
+    """A wheel's tuner/_resources is read wherever it is, and an install beside no checkout has no reference results."""
+    package = tmp_path / "site-packages" / "tuner"
+    (package / resources.BUNDLED_FOLDER / "kernels").mkdir(parents=True)
+    monkeypatch.setattr(resources, "package_dir", lambda: package)
+    assert resources.root() == package / resources.BUNDLED_FOLDER
+    assert resources.kernels_dir() == package / resources.BUNDLED_FOLDER / "kernels"
+    assert resources.checkout_root() is None and resources.reference_results() is None
+    missing = resource_missing(resources.config_schema_file())
+    assert missing.startswith(str(resources.config_schema_file())) and "\n" not in missing
 
 
 def test_a_config_without_the_schema_beside_the_package_is_refused_in_one_line(tmp_path, monkeypatch):
@@ -27,7 +47,7 @@ def test_a_config_without_the_schema_beside_the_package_is_refused_in_one_line(t
     monkeypatch.setattr(parse, "SCHEMA", tmp_path / "workflow" / "schemas" / "config.schema.yaml")
     parse.config_schema.cache_clear()
     try:
-        with pytest.raises(parse.ConfigError, match=r"config.schema.yaml: missing: .*pip install -e") as caught:
+        with pytest.raises(parse.ConfigError, match=r"config.schema.yaml: missing: .*from its wheel .*pip install -e") as caught:
             parse.parse({"results_dir": str(tmp_path / "results")})
         assert "\n" not in str(caught.value)
     finally:
@@ -43,9 +63,9 @@ def test_check_family_and_tune_without_the_kernels_folder_stop_before_compiling(
     monkeypatch.setattr(check_family, "KERNELS_DIR", gone)
     monkeypatch.setattr(api, "KERNELS_DIR", gone)
     monkeypatch.setattr(compile_module, "_run_nvcc", lambda *a, **k: pytest.fail("nvcc ran"))
-    with pytest.raises(check_family.FamilyDefect, match=r"kernels: missing: .*pip install -e"):
+    with pytest.raises(check_family.FamilyDefect, match=r"kernels: missing: .*from its wheel .*pip install -e"):
         check_family.check(EXAMPLES / "saxpy" / "saxpy.py", say=lambda line: None)
-    with pytest.raises(ValueError, match=r"kernels: missing: .*pip install -e"):
+    with pytest.raises(ValueError, match=r"kernels: missing: .*from its wheel .*pip install -e"):
         api.tune("reduce", n=1 << 20, results=str(tmp_path / "results"))
 
 

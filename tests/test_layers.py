@@ -12,18 +12,19 @@ TUNER = ROOT / "tuner"
 # Package -> the tuner packages it may import.
 ALLOWED = {
     "host": set(),  # the CPUs this process may use, and its console
-    "families": {"host"},
+    "resources": set(),  # where the kernels, the workflow and the schema lie: the wheel's copies or the checkout's
+    "families": {"host", "resources"},
     "device": set(),
     "errors": set(),
     "progress": set(),
     "data": {"errors", "families"},
     "processes": set(),
-    "measure": {"data", "device", "errors", "families", "host", "progress"},
+    "measure": {"data", "device", "errors", "families", "host", "progress", "resources"},
     "search": {"data", "errors", "families", "host", "progress"},
     # checked at load as the stages read them: warm-start tables and storage servers (tuner.search)
     # and the results table's columns, which a plug-in's parameters must not be named as (data)
-    "settings": {"data", "device", "families", "measure", "search"},
-    "report": {"data", "errors", "families", "host"},
+    "settings": {"data", "device", "families", "measure", "resources", "search"},
+    "report": {"data", "errors", "families", "host", "resources"},
     # it runs the measuring harness (and settings imports measure); `profile: report` asks the report what it shows
     "profile": {"data", "families", "measure", "report", "settings"},
     "harness": {"data", "device", "measure", "settings"},
@@ -42,17 +43,24 @@ ALLOWED = {
         "profile",
         "progress",
         "report",  # `compare --figure` draws with the report's figure code
+        "install_check",
+        "resources",
+        "scaffold",
         "search",
         "settings",
         "stages",
     },
     # tuning from Python: the stages' measuring, in one process
-    "api": {"data", "device", "families", "measure", "search"},
+    "api": {"data", "device", "families", "measure", "resources", "search"},
     # Kernel Tuner's tune_kernel: its arguments as a KernelSpec (families), its iterations as timing (measure),
     # its strategies (search), measured by api, returned from the rows and their ties (data)
     "kernel_tuner": {"api", "data", "families", "measure", "search"},
     # a family of one's own checked step by step: load, space, compile, reference, the stages on made-up rows
-    "check_family": {"data", "device", "families", "measure", "progress", "report", "search"},
+    "check_family": {"data", "device", "families", "measure", "progress", "report", "resources", "search"},
+    # a folder of one's own: its config, its Snakefile (the installed workflow as a module), a spec of its kernel
+    "scaffold": {"families", "resources"},
+    # what an install lacks (nvcc, the CUDA headers, PyCUDA, a driver) and what to do, before pip builds PyCUDA
+    "install_check": {"resources"},
     "__main__": {"cli"},
     "__init__": {"api"},
 }

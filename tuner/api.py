@@ -28,7 +28,8 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from tuner.families import REGISTRY, Family, Problem, register
-from tuner.families.base import KERNELS_DIR, checkout_missing
+from tuner.families.base import KERNELS_DIR
+from tuner.resources import resource_missing
 from tuner.search.strategies import DEFAULT_STRATEGY
 
 
@@ -78,11 +79,11 @@ def tune(
 
     Raises:
         ValueError: a value outside a parameter's rule, an unknown dtype, an
-            empty space, or an install without its source checkout's kernels/
-            (one line naming it), before the GPU is touched.
+            empty space, or an install without its kernels/ (one line naming
+            it), before the GPU is touched.
         tuner.device.gpu.GpuUnavailable: no PyCUDA or no CUDA device.
     """
-    missing = checkout_missing(KERNELS_DIR)
+    missing = resource_missing(KERNELS_DIR)
     if missing:
         raise ValueError(missing)
     family = _registered(family)

@@ -37,8 +37,9 @@ import numpy as np
 
 from tuner.data.results import family_columns_unfit
 from tuner.families import REGISTRY, Family, Problem, load_family_paths
-from tuner.families.base import KERNELS_DIR, MAX_ENUMERATED, checkout_missing, config_key
+from tuner.families.base import KERNELS_DIR, MAX_ENUMERATED, config_key
 from tuner.families.limits import DeviceLimits, resource_violations
+from tuner.resources import resource_missing
 
 # PyCUDA struct letters -> (float?, bits), as PTX lays the parameter out.
 _ARG_LAYOUT = {"P": (False, 64), "f": (True, 32), "d": (True, 64), "e": (True, 16), "b": (False, 8), "B": (False, 8),
@@ -67,7 +68,7 @@ def check(path: Path, *, arch: str = "sm_90", gpu: bool = False, list_space: boo
     Raises:
         FamilyDefect: the first defect found, as one line.
     """
-    missing = checkout_missing(KERNELS_DIR)
+    missing = resource_missing(KERNELS_DIR)
     if missing:
         raise FamilyDefect(missing)
     limits = DeviceLimits.of_device(device or {})

@@ -281,6 +281,25 @@ def cmd_check_family(args) -> None:
         raise SystemExit(1) from None
 
 
+def cmd_init(args) -> None:
+    """Write a config.yaml and a Snakefile (the installed workflow as a Snakemake module) into FOLDER; with --kernel, a KernelSpec skeleton of that CUDA file and a config that sweeps and studies it."""
+    from tuner.scaffold import InitRefused, init_folder, say_written
+
+    try:
+        written = init_folder(args.folder, kernel=args.kernel, lessons=args.lessons, force=args.force)
+    except InitRefused as refusal:
+        print(f"init: {refusal}", file=sys.stderr)
+        raise SystemExit(2) from None
+    say_written(written, args.folder)
+
+
+def cmd_check_install(args) -> int:
+    """What this machine lacks for the cuda extra (nvcc, cuda.h, libcuda, libcurand, a C++ compiler, Python.h) and for GPU stages (a driver), one line each, before pip builds PyCUDA."""
+    from tuner.install_check import check_install
+
+    return check_install()
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse whose misuse message is one line (and exit status 2), like
     every other refusal of the command line: no usage block before it."""
@@ -371,6 +390,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="print every configuration of the space, with why it is infeasible")
     p.add_argument("--all", action="store_true", help="compile every feasible configuration, not a covering subset")
     p.add_argument("--device", help="a device.json whose limits and SM count to check against (default: CUDA's limits)")
+    p = stage("init", cmd_init, settings=False)
+    p.add_argument("folder", nargs="?", default=".", metavar="FOLDER", help="the folder to write into (default: this one)")
+    p.add_argument("--kernel", metavar="FILE.cu", help="a CUDA file whose kernels the folder tunes: writes their KernelSpec skeleton")
+    p.add_argument("--lessons", action="store_true", help="also run the lessons' sweeps and studies (always, without --kernel)")
+    p.add_argument("--force", action="store_true", help="replace config.yaml, Snakefile or the skeleton where they exist")
+    stage("check-install", cmd_check_install, settings=False)
     return parser
 
 

@@ -25,7 +25,8 @@ def require_gpu(device_index: int = 0) -> "Gpu":
         import pycuda  # noqa: F401
     except ImportError as error:
         raise GpuUnavailable(
-            f"PyCUDA is not installed ({error}); on a machine with a CUDA GPU run: pip install -e '.[cuda]'"
+            f"PyCUDA is not installed ({error}); on a machine with a CUDA GPU run: pip install 'pycuda>=2024.1' (the cuda "
+            f"extra; python -m tuner check-install says what its build needs)"
         ) from None
     try:
         return Gpu(device_index)

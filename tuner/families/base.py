@@ -15,23 +15,14 @@ import math
 import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
 import numpy as np
 
-KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"
+from tuner.resources import kernels_dir
 
-
-def checkout_missing(path: Path) -> str | None:
-    """One line where ``path``, a file or folder of the source checkout beside
-    the ``tuner`` package (``kernels/``, ``workflow/schemas/``), is missing: a
-    wheel holds only the package, so an install that is not editable compiled
-    nothing (every module lacked ``common.cuh``) and read no config."""
-    if path.exists():
-        return None
-    return (f"{path}: missing: tuner reads kernels/ and workflow/schemas/ from its source checkout; "
-            f"install it with pip install -e <checkout> (a wheel holds neither)")  # fmt: skip
+# The lessons' CUDA sources and the headers any family's source may include (tuner.resources).
+KERNELS_DIR = kernels_dir()
 
 Config = Mapping[str, Any]  # one point of a family's space: parameter name -> value
 

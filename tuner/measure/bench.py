@@ -26,6 +26,7 @@ from tuner.measure.compile import CompileError, compile_variant, nvcc_version
 from tuner.measure.energy import EnergyOptions, EnergyUnavailable, measure_energy
 from tuner.measure.stopwatch import Phases
 from tuner.measure.timing import ClockMonitor, NoClocks, TimingOptions, TimingResult, time_kernel
+from tuner.resources import checkout_root
 
 
 def git_commit(root: Path | None = None) -> str:
@@ -34,8 +35,8 @@ def git_commit(root: Path | None = None) -> str:
     whose HEAD lags) must not claim the commit's code measured it."""
     if os.environ.get("TUNER_GIT_COMMIT"):
         return os.environ["TUNER_GIT_COMMIT"]
-    root = root or Path(__file__).resolve().parents[2]
-    if not (root / ".git").exists():
+    root = root or checkout_root()
+    if root is None or not (root / ".git").exists():
         # Not a checkout of its own (an install inside another project's tree): git would
         # answer with that project's commit.
         return "unknown"

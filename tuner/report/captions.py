@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Sequence
 
 from tuner.report.figures import FIGURE_SPECS
+from tuner.resources import captions_dir
 
-CAPTIONS_DIR = Path(__file__).resolve().parents[2] / "workflow" / "report" / "captions"
+CAPTIONS_DIR = captions_dir()
 COMMON = (
     "A figure of the tuning report (``report.html`` beside it holds every figure and table in one file): measured "
     "on the GPU named in its title, verified against a numpy reference; bandwidth is the fewest bytes the problem "

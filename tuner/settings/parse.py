@@ -18,13 +18,13 @@ import yaml
 from tuner.data.results import family_columns_unfit
 from tuner.device.describe import DeviceFacts
 from tuner.families import REGISTRY, Problem, load_family_paths
-from tuner.families.base import checkout_missing, nvcc_text_unfit
+from tuner.families.base import nvcc_text_unfit
 from tuner.measure.timing import TimingOptions
+from tuner.resources import config_schema_file, reference_results, resource_missing
 from tuner.settings.model import ConfigError, RunSettings, Settings, StudySettings, SweepSettings, frozen_params
 from tuner.settings.yaml_file import read_yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA = config_schema_file()
 
 
 @functools.cache
@@ -32,7 +32,7 @@ def config_schema() -> dict:
     """The config's JSON schema, read once per process with libyaml's parser
     where PyYAML has it (the pure-Python one takes a good part of a second for
     this file, paid at every Snakemake start). Shared: do not modify."""
-    missing = checkout_missing(SCHEMA)
+    missing = resource_missing(SCHEMA)
     if missing:
         raise ConfigError(missing)
     return yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
@@ -229,8 +229,8 @@ def _check_arch(arch: str, capability: str | None, nvcc_archs: tuple[str, ...] |
     return arch
 
 
-# The shipped reference results: a run writing there would overwrite them.
-REFERENCE_RESULTS = ROOT / "results" / "reference"
+# The shipped reference results (a checkout's; an install has none): a run writing there would overwrite them.
+REFERENCE_RESULTS = reference_results()
 MAX_NAME_BYTES = 255  # of one path component, on the usual file systems
 
 
@@ -258,7 +258,7 @@ def _check_results_dir(results_dir: str, gpu: str, allow_reference: bool) -> str
             )
     if not allow_reference:
         gpu_dir = (path / gpu).resolve()
-        for reference in {REFERENCE_RESULTS.resolve(), Path("results", "reference").resolve()}:
+        for reference in {Path("results", "reference").resolve(), *([REFERENCE_RESULTS.resolve()] if REFERENCE_RESULTS else [])}:
             if gpu_dir == reference or reference in gpu_dir.parents:
                 raise ConfigError(f"results_dir: must lie outside the shipped reference results {str(reference)!r} "
                                   f"(a run would overwrite them) unless allow_reference_results is true, got {results_dir!r}"

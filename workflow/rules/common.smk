@@ -7,17 +7,19 @@ import shlex
 import sys
 from pathlib import Path
 
-sys.path.insert(0, workflow.basedir)
+# Run from the checkout, its own package is imported; run as a module of another
+# folder's Snakefile (`tuner init`), the installed one, whose files
+# (tuner.resources) include these rules.
+if Path(workflow.basedir, "tuner", "__init__.py").is_file():
+    sys.path.insert(0, workflow.basedir)
 
+from tuner import resources as tuner_resources
 from tuner import settings as tuner_settings
 
 # The report's figures, one caption file each (written from the report's figure
 # specs, and kept in step with them by a test): read from the folder so that
 # planning a run does not import the report's plotting code.
-EXPECTED_FIGURES = sorted(
-    p.stem
-    for p in Path(workflow.basedir, "workflow", "report", "captions").glob("*.rst")
-)
+EXPECTED_FIGURES = sorted(p.stem for p in tuner_resources.captions_dir().glob("*.rst"))
 
 # The interpreter running Snakemake runs the stages; set in the shell prefix,
 # not in params or the command, so switching virtual environments reruns nothing.
@@ -166,7 +168,7 @@ def report_code_digest():
 
 def report_code():
     """The files a report is drawn by: editing one rebuilds the reference reports."""
-    package = Path(workflow.basedir) / "tuner" / "report"
+    package = tuner_resources.package_dir() / "report"
     return sorted(
         str(p) for p in package.rglob("*") if p.suffix in (".py", ".j2", ".css")
     )
