@@ -30,10 +30,10 @@ from pathlib import Path
 from tuner import harness
 from tuner import profile as profiling
 from tuner import settings as config_settings
-from tuner.errors import EXIT_DAMAGED_FILE, DamagedFile, FatalDeviceError
+from tuner.errors import DamagedFile, FatalDeviceError, Refusal
 from tuner.families import REGISTRY, Problem
 from tuner.host import tolerant_console
-from tuner.processes import child_command, child_env, gpu_list
+from tuner.processes import child_command, child_env, gpu_list, write_refusal
 from tuner.settings import ConfigError, Settings
 
 # pandas and pyarrow (a noticeable part of a second to import) are imported where tables
@@ -133,7 +133,7 @@ def cmd_sweep(args) -> None:
     settings = load_settings(args)
     settings.sweep(args.name)  # an unknown sweep before a missing device.json
     out = _out(args, settings, f"sweeps/{args.name}.parquet")
-    sweep.run(settings, args.name, harness.device_json(args.device, settings), out)
+    sweep.run(settings, args.name, harness.measured_against(args.device, settings), out)
 
 
 def cmd_tune(args) -> None:
@@ -149,7 +149,10 @@ def cmd_profile(args) -> None:
     """Hardware counters (Nsight Compute) of the sweeps' verified configurations (all, those the report shows, or the fastest per problem); never timed."""
     from tuner.profile import stage as profile_stage
 
-    profile_stage.run(args, load_settings(args), bench=lambda s: harness.open_bench(s, harness.device_json(args.device, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
+    settings = load_settings(args)
+    if not args.child:  # what the profiled child reads, read first: damage is the stage's one line
+        harness.measured_against(args.device, settings)
+    profile_stage.run(args, settings, bench=lambda s: harness.open_bench(s, harness.device_json(args.device, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
 
 
 def cmd_collect(args) -> None:
@@ -364,19 +367,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     tolerant_console()
     args = build_parser().parse_args(argv)
-    from tuner.device.gpu import GpuUnavailable
-
     try:
         status = args.func(args)
-    except GpuUnavailable as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except ConfigError as error:
-        print(f"config error: {error}", file=sys.stderr)
-        return 2
-    except DamagedFile as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_DAMAGED_FILE
+    except Refusal as error:  # a config error, a damaged file, no GPU, ...: its one line, never a traceback
+        line = " ".join(error.line().split())
+        print(line, file=sys.stderr)
+        write_refusal(line, error.exit_status)  # for the stage that started this one, if any
+        return error.exit_status
     except OSError as error:
         if error.filename is None:
             raise  # not about a path the user gave: a bug or the system, with its traceback

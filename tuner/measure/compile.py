@@ -28,18 +28,30 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from tuner.errors import Refusal
 from tuner.families.base import KERNELS_DIR, Config, Family, Problem, nvcc_text_unfit
 from tuner.host import usable_cpus
 from tuner.progress import Progress
 
 
-class CompileError(RuntimeError):
+class CompileError(Refusal, RuntimeError):
     """nvcc rejected a variant; the message carries nvcc's output. ``lasting``:
     nvcc said no (and would again), rather than being killed."""
+
+    label = "compile error"
 
     def __init__(self, message: str, *, lasting: bool = True) -> None:
         super().__init__(message)
         self.lasting = lasting
+
+    def line(self) -> str:
+        """The variant and nvcc's first error, on one line (nvcc's whole output is the message)."""
+        lines = [line.strip() for line in str(self).splitlines() if line.strip()]
+        first = next((line for line in lines[1:] if "error" in line), lines[-1] if len(lines) > 1 else "")
+        return f"{self.label}: {' '.join(lines[0].split())}{' ' + ' '.join(first.split()) if first else ''}"[:MAX_LINE]
+
+
+MAX_LINE = 500  # characters of a compile error's one line (nvcc's output can run to pages)
 
 
 @dataclass(frozen=True)

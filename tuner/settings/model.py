@@ -11,12 +11,16 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
+from tuner.errors import Refusal
 from tuner.families import REGISTRY, Problem, load_family_paths
 from tuner.measure.timing import TimingOptions
 
 
-class ConfigError(ValueError):
+class ConfigError(Refusal, ValueError):
     """A configuration value breaks a rule; the message names key, rule and value."""
+
+    label = "config error"
+    exit_status = 2
 
 
 def frozen_params(params: Mapping[str, Any]) -> Mapping[str, tuple]:
