@@ -32,7 +32,7 @@ from tuner import profile as profiling
 from tuner import settings as config_settings
 from tuner.errors import DamagedFile, FatalDeviceError, Refusal
 from tuner.families import REGISTRY, Problem
-from tuner.host import tolerant_console
+from tuner.host import OneLineParser, tolerant_console
 from tuner.processes import child_command, child_env, gpu_list, write_refusal
 from tuner.settings import ConfigError, Settings
 
@@ -88,7 +88,7 @@ def cmd_compile(args) -> None:
     from tuner.measure.compile import compile_table
 
     settings = load_settings(args)
-    arch = args.arch or settings.run.arch
+    arch = _checked_arch(args.arch, device_index=settings.run.device_index) if args.arch else settings.run.arch
     if arch == "auto":
         arch = _device_arch(harness.device_json(args.device, settings))
     frame, failed = compile_table(settings, arch)
@@ -99,6 +99,20 @@ def cmd_compile(args) -> None:
     out = _out(args, settings, "compile.parquet")
     results.write_atomic(frame, out)
     print(f"compiled {len(frame)} modules for {arch} -> {out}")
+
+
+def _checked_arch(arch: str, *, device_index: int | None) -> str:
+    """``--arch`` held to the config's ``arch`` rule (``check_arch``): the
+    form, the architectures this nvcc builds and, where ``device_index`` names
+    one of this machine's GPUs, what runs on it."""
+    from tuner.measure.compile import nvcc_architectures
+
+    capability = None
+    if device_index is not None:
+        from tuner.device.describe import probe_devices
+
+        capability = probe_devices().capability_of(device_index)
+    return config_settings.check_arch(arch, where="--arch", capability=capability, nvcc_archs=nvcc_architectures())
 
 
 def _device_arch(path: Path) -> str:
@@ -266,19 +280,16 @@ def cmd_check_family(args) -> None:
     """Check a family of one's own, one line per step: load, space, compile, arguments, reference, the stages on made-up rows (and with --gpu, verify every module)."""
     from tuner.check_family import FamilyDefect, check
 
+    if not Path(args.path).is_file():
+        raise ConfigError(f"path: must be the Python file declaring the family, got {args.path!r}, which is not a file")
+    arch = _checked_arch(args.arch, device_index=None)  # the modules are compiled for it before any GPU is looked for
+    if arch == "auto":
+        raise ConfigError("--arch: must be an nvcc architecture such as sm_90 (check-family compiles before it looks for a GPU), got 'auto'")
     try:
-        check(Path(args.path), arch=args.arch, gpu=args.gpu, list_space=args.list)
+        check(Path(args.path), arch=arch, gpu=args.gpu, list_space=args.list)
     except FamilyDefect as defect:
         print(f"check-family: {defect}", file=sys.stderr)
         raise SystemExit(1) from None
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse whose misuse message is one line (and exit status 2), like
-    every other refusal of the command line: no usage block before it."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
 def _positive_int(text: str) -> int:
@@ -292,7 +303,7 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="tuner", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="tuner", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="STAGE")
 
     def stage(name, func, *, settings=True, out_default=None):

@@ -364,7 +364,12 @@ def compile_table(settings, arch: str):
 
     cache = Path(settings.run.results_dir) / ".cubin-cache"
     rows, failed = [], []
-    variants = [(family, problem, unique_modules(family, configs, problem)) for family, problem, configs in settings.variants()]
+    # Each module once: a sweep and a study (or two sizes) of one family and dtype share most of theirs.
+    variants, seen = [], set()
+    for family, problem, configs in settings.variants():
+        unique = {key: cfg for key, cfg in unique_modules(family, configs, problem).items() if (family.name, problem.dtype, key) not in seen}
+        seen.update((family.name, problem.dtype, key) for key in unique)
+        variants.append((family, problem, unique))
     total = sum(len(unique) for _, _, unique in variants)
     jobs = settings.run.compile_jobs or None
     # One pool for every problem's modules, so no core idles while a problem's last nvcc finishes.
@@ -382,7 +387,7 @@ def compile_table(settings, arch: str):
                 rows.append(row | {"status": "ok", "kernel": compiled.kernel, "cubin_key": compiled.key, "registers": compiled.registers,
                                    "shared_bytes": compiled.shared_bytes, "spill_bytes": compiled.spill_bytes,
                                    "local_bytes": compiled.local_bytes})  # fmt: skip
-    return pd.DataFrame(rows).drop_duplicates(["family", "dtype", "module"]), failed
+    return pd.DataFrame(rows), failed
 
 
 def compile_ahead(arch: str, cache_dir: Path, jobs: int | None):

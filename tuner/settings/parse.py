@@ -89,7 +89,7 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
             raise ConfigError(
                 f"study_gpus[{i}]: must be the index of one of this machine's {device.count} CUDA devices, got {gpu_index}"
             )
-    arch = _check_arch(config.get("arch", "auto"), device.capability_of(index), nvcc_archs)
+    arch = check_arch(config.get("arch", "auto"), capability=device.capability_of(index), nvcc_archs=nvcc_archs)
     gpu = config.get("gpu", "auto")
     if gpu == "auto":
         from tuner.device.describe import NO_GPU_SLUG, slugify
@@ -214,17 +214,27 @@ def timing_options(values: Mapping, where: str = "timing") -> TimingOptions:
         raise ConfigError(f"{where}.{field_name}: {message.split(' ', 1)[1]}") from None
 
 
-def _check_arch(arch: str, capability: str | None, nvcc_archs: tuple[str, ...] | None) -> str:
+def check_arch(arch: str, *, where: str = "arch", capability: str | None = None, nvcc_archs: tuple[str, ...] | None = None) -> str:
+    """``arch`` as the config's ``arch`` and the command line's ``--arch``
+    take it: auto, or an ``sm_XY`` this nvcc builds that runs on the device
+    of compute capability ``capability`` (None: not checked against a device).
+
+    Raises:
+        ConfigError: one line naming ``where``, the rule and the value.
+    """
+    form = config_schema()["properties"]["arch"]
+    if not (isinstance(arch, str) and re.fullmatch(form["pattern"], arch)):
+        raise ConfigError(f"{where}: must be {form['x-rule']}, got {arch!r}")
     if arch == "auto":
         return arch
     if nvcc_archs is not None and arch not in nvcc_archs:
-        raise ConfigError(f"arch: must be auto or an architecture this nvcc builds ({', '.join(nvcc_archs)}), got {arch!r}")
+        raise ConfigError(f"{where}: must be auto or an architecture this nvcc builds ({', '.join(nvcc_archs)}), got {arch!r}")
     if capability is not None:
         major, minor = capability.split(".")
         digits = arch.removeprefix("sm_").rstrip("a")
         # A cubin runs on devices of its major version with an equal or higher minor.
         if not (digits[:-1] == major and int(digits[-1]) <= int(minor)):
-            raise ConfigError(f"arch: must be auto or build code that runs on the device (compute capability {capability}:"
+            raise ConfigError(f"{where}: must be auto or build code that runs on the device (compute capability {capability}:"
                               f" sm_{major}0 to sm_{major}{minor}), got {arch!r}")  # fmt: skip
     return arch
 
