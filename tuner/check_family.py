@@ -83,7 +83,10 @@ def _space(family: Family, problem: Problem, list_space: bool, say) -> list[dict
     if not feasible:
         top = reasons.most_common(1)[0][0] if reasons else "no configuration"
         raise FamilyDefect(f"family {family.name!r}: its space must hold a feasible configuration for {problem.key}, got none ({top})")
-    detail = "; ".join(f"{count} by {reason}" for reason, count in reasons.most_common(3))
+    shown = reasons.most_common(3)
+    detail = "; ".join(f"{count} by {reason}" for reason, count in shown)
+    if len(reasons) > len(shown):  # the rest are counted, not left out unsaid
+        detail += f"; {sum(reasons.values()) - sum(count for _, count in shown)} by {len(reasons) - len(shown)} other reasons"
     say(f"space: {problem.key}: {len(every)} configurations, {len(feasible)} feasible" + (f"; infeasible: {detail}" if detail else ""))
     return feasible
 

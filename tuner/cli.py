@@ -238,18 +238,25 @@ def cmd_t4(args) -> None:
 
 
 def cmd_space(args) -> None:
-    """How many variants, compiled modules and feasible configurations each family has."""
+    """How many variants, compiled modules and feasible configurations each family has (a space too large to list: its combinations)."""
+    from tuner.families.base import MAX_ENUMERATED
     from tuner.measure.compile import module_key
 
     plugins = _load_plugins(args)
     for family in [REGISTRY[name] for name in plugins] if plugins else REGISTRY:
+        count = family.combinations()  # counted, not listed: a space of 10^12 answers at once
         for dtype in family.dtypes:
+            if count > MAX_ENUMERATED:
+                print(f"{family.name:12s} {dtype:8s} {count:,} combinations: too many to list (at most {MAX_ENUMERATED:,}), "
+                      f"so its feasible configurations and modules are not counted; studies search it without a list")  # fmt: skip
+                continue
             problem = Problem(family.name, dtype, args.n)
             space = family.space(problem)
             variants = {c.get("variant", family.name) for c in space} or {family.name}
             modules = {module_key(family, c, problem) for c in space}
             print(
-                f"{family.name:12s} {dtype:8s} variants={len(variants):3d} default space={len(space):6d} configurations, {len(modules):4d} modules"
+                f"{family.name:12s} {dtype:8s} variants={len(variants):3d} default space={len(space):6d} configurations "
+                f"of {count} combinations, {len(modules):4d} modules"
             )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tuner.errors import FatalDeviceError
-from tuner.families.base import Config, Family, Problem, config_key
+from tuner.families.base import Config, Family, Problem, amount_unfit, config_key
 from tuner.measure.compile import CompileError, compile_variant, nvcc_version
 from tuner.measure.energy import EnergyOptions, EnergyUnavailable, measure_energy
 from tuner.measure.stopwatch import Phases
@@ -220,6 +220,10 @@ class ProblemBench:
         reasons = family.violations(cfg, problem)
         if reasons:
             return row | {"status": "infeasible", "error": "; ".join(reasons)}
+        amounts = _amounts(family, cfg, problem)  # before any GPU work: a rate of NaN bytes ranks nothing
+        if isinstance(amounts, str):
+            return row | {"status": "launch_error", "error": amounts}
+        bytes_moved, flops = amounts
         try:
             with bench.phase("compile"):
                 compiled = compile_variant(family, cfg, problem, arch=bench.gpu.arch, cache_dir=bench.cache_dir)
@@ -261,10 +265,8 @@ class ProblemBench:
         untrusted = _untrusted_time(timing, options)
         if untrusted:
             return row | {"status": "launch_error", "error": f"while timing: {untrusted}"}
-        bytes_moved = family.bytes_moved(cfg, problem)
         seconds = timing.median_ms / 1e3
         bandwidth = bytes_moved / seconds / 1e9
-        flops = family.flops(cfg, problem)
         row |= timing.as_row() | {
             "status": "ok",
             "error": None,
@@ -318,6 +320,22 @@ class ProblemBench:
         except Exception:
             reason = f"the CUDA context failed after {type(error).__name__}: {error}"
             raise FatalDeviceError(reason, row=failed | {"error": f"{failed['error']} (context lost)"}) from error
+
+
+def _amounts(family: Family, cfg: Config, problem: Problem) -> tuple[int, int] | str:
+    """(bytes moved, FLOPs) of ``cfg``, or why the family gives no usable
+    ones: bytes must be a finite number above 0, FLOPs at least 0."""
+    values = []
+    for what, amount, zero in (("bytes_moved", family.bytes_moved, False), ("flops", family.flops, True)):
+        try:
+            value = amount(cfg, problem)
+        except Exception as error:  # noqa: BLE001 - a family's own arithmetic: this configuration's failure
+            return f"{what} raised {type(error).__name__}: {error}"
+        why = amount_unfit(value, zero=zero)
+        if why:
+            return f"{what} {why}"
+        values.append(value)
+    return values[0], values[1]
 
 
 def _untrusted_time(timing: TimingResult, options: TimingOptions) -> str | None:

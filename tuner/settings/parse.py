@@ -18,7 +18,7 @@ import yaml
 from tuner.data.results import family_columns_unfit
 from tuner.device.describe import DeviceFacts
 from tuner.families import REGISTRY, Problem, load_family_paths
-from tuner.families.base import checkout_missing, nvcc_text_unfit
+from tuner.families.base import MAX_ENUMERATED, checkout_missing, nvcc_text_unfit
 from tuner.measure.timing import TimingOptions
 from tuner.settings.model import ConfigError, RunSettings, Settings, StudySettings, SweepSettings, frozen_params
 from tuner.settings.yaml_file import read_yaml
@@ -404,6 +404,9 @@ def _sweep(name: str, section: Mapping, config: Mapping, memory: int | None) -> 
     sweep = SweepSettings(name, family.name, tuple(section["dtypes"]), tuple(section["sizes"]), frozen_params(params),
                           _merged_timing(config, section, where), profile if profile in (None, "all", "report") else profile["top"],
                           energy=SWEEP_ENERGY[section.get("energy", "best")])  # fmt: skip
+    count = family.combinations(sweep.domains())
+    if count > MAX_ENUMERATED:  # a sweep measures every one of them
+        raise ConfigError(f"{where}.params: the grid must hold at most {MAX_ENUMERATED:,} combinations, got {count:,}")
     if not any(family.space(p, sweep.domains()) for p in sweep.problems()):
         raise ConfigError(f"{where}.params: the grid must hold at least one feasible configuration, got none"
                           f"{_first_infeasible(family, sweep.problems()[0], sweep.domains())}")  # fmt: skip
