@@ -54,12 +54,17 @@ def load_settings(args) -> Settings:
             text = " ".join(str(error).split())[:160]
             raise ConfigError(f"--settings: must be a stage's settings as JSON, as the workflow passes them, "
                               f"got {args.settings[:60]!r}, which fails with {type(error).__name__}: {text}") from None  # fmt: skip
+    return _checked_config(args.config)
+
+
+def _checked_config(path: str) -> Settings:
+    """The config file at ``path``, read with its bounds and checked against
+    this machine's devices, nvcc and the study storages."""
     from tuner.device.describe import probe_devices
     from tuner.measure.compile import nvcc_architectures
     from tuner.search.storage_spec import storage_problem
 
-    return config_settings.load(args.config, device=probe_devices(), nvcc_archs=nvcc_architectures(),
-                                storage_check=storage_problem)  # fmt: skip
+    return config_settings.load(path, device=probe_devices(), nvcc_archs=nvcc_architectures(), storage_check=storage_problem)
 
 
 def _out(args, settings: Settings, default: str) -> Path:
@@ -164,7 +169,9 @@ def cmd_profile(args) -> None:
     from tuner.profile import stage as profile_stage
 
     settings = load_settings(args)
-    if not args.child:  # what the profiled child reads, read first: damage is the stage's one line
+    if not args.child:  # the sweeps' names, then what the profiled child reads: damage is the stage's one line
+        for name in args.names:
+            settings.sweep(name)
         harness.measured_against(args.device, settings)
     profile_stage.run(args, settings, bench=lambda s: harness.open_bench(s, harness.device_json(args.device, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
 
@@ -299,6 +306,12 @@ def cmd_check_family(args) -> None:
         raise SystemExit(1) from None
 
 
+def cmd_check_config(args) -> None:
+    """Check a config file as the pipeline reads it (its size, nesting, bytes, YAML and every rule), before Snakemake's --configfile reads it."""
+    settings = _checked_config(args.file)
+    print(f"{args.file}: ok: {len(settings.sweeps)} sweeps, {len(settings.studies)} studies, results in {settings.run.gpu_dir}")
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -379,6 +392,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", default="sm_90", help="nvcc architecture to compile for (default: sm_90)")
     p.add_argument("--gpu", action="store_true", help="also verify every module on this machine's GPU")
     p.add_argument("--list", action="store_true", help="print every configuration of the space, with why it is infeasible")
+    p = stage("check-config", cmd_check_config, settings=False)
+    p.add_argument("file", help="the config file to check, e.g. one to give Snakemake's --configfile")
     return parser
 
 
