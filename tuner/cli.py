@@ -93,7 +93,7 @@ def cmd_compile(args) -> None:
     from tuner.measure.compile import compile_table
 
     settings = load_settings(args)
-    arch = _checked_arch(args.arch, device_index=settings.run.device_index) if args.arch else settings.run.arch
+    arch = _checked_arch(args.arch, device_index=settings.run.device_index) if args.arch is not None else settings.run.arch
     if arch == "auto":
         arch = _device_arch(harness.device_json(args.device, settings))
     frame, failed = compile_table(settings, arch)
