@@ -322,7 +322,7 @@ class ProblemBench:
             raise FatalDeviceError(reason, row=failed | {"error": f"{failed['error']} (context lost)"}) from error
 
 
-def _amounts(family: Family, cfg: Config, problem: Problem) -> tuple[int, int] | str:
+def _amounts(family: Family, cfg: Config, problem: Problem) -> tuple[float, float] | str:
     """(bytes moved, FLOPs) of ``cfg``, or why the family gives no usable
     ones: bytes must be a finite number above 0, FLOPs at least 0."""
     values = []

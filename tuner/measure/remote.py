@@ -20,14 +20,16 @@ next ask, and longer the more workers shared the study.
 The one fault protocol: a ``FatalDeviceError`` in the measuring process (an
 illegal address poisons the CUDA context for every later call) ends it and is
 raised again in the stage, with the faulting row, as if it had been raised
-there; so is a measuring process that dies. A refusal (``tuner.errors.Refusal``:
-a config error, a damaged device.json or peaks.json, no GPU) that stops the
-measuring side before it measures is raised again in the stage as ``Refused``,
-its one line and exit status, which the command reports as its own; any other
-exception there is a bug, and its traceback goes to the stage's log. The stage records that row, and
+there; so is a measuring process that dies. The stage records that row, and
 ``restarting`` starts a fresh measuring process (a fresh context) that goes
 on from what is recorded. The rows are the same as measuring in the stage's
 process would give.
+
+A refusal (``tuner.errors.Refusal``: a config error, a damaged device.json or
+peaks.json, no GPU) that stops the measuring side before it measures is
+raised again in the stage as ``Refused``, its one line and exit status, which
+the command reports as its own; any other exception there is a bug, and its
+traceback goes to the stage's log.
 """
 
 from __future__ import annotations
