@@ -134,3 +134,19 @@ def test_every_entry_point_has_a_case():
     stages = set(cli.build_parser()._subparsers._group_actions[0].choices)  # argparse keeps them here
     cased = {entry.split()[1] for entry, *_ in CASES if entry.startswith("tuner ")}
     assert stages == cased, f"subcommands without a case: {sorted(stages - cased)}"
+
+
+def test_tune_refuses_gpus_this_machine_lacks_before_a_worker_starts(tmp_path, monkeypatch, capfd):
+    """``--gpus`` held to the rule of the config's ``study_gpus``: here two devices, GPU 3 named."""
+    from tuner import cli
+    from tuner.device import describe
+
+    monkeypatch.setattr(describe, "probe_devices", lambda: describe.DeviceFacts(2, ("GPU A", "GPU A"), (1 << 34,) * 2, ("9.0",) * 2))
+    monkeypatch.chdir(tmp_path)
+    config = {"results_dir": str(tmp_path / "results"), "gpu": "test-gpu",
+              "studies": {"search": {"family": "reduce", "dtype": "int32", "n": 1 << 20, "budget_trials": 4,
+                                     "storage": str(tmp_path / "study.log")}}}  # fmt: skip
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(config))
+    assert cli.main(["tune", "search", "--config", str(tmp_path / "mine.yaml"), "--gpus", "0,3"]) == 2
+    assert capfd.readouterr().err.splitlines() == ["config error: --gpus: must be indices of this machine's 2 CUDA devices (0 to 1), got 0,3"]
+    assert files_under(tmp_path) == {"mine.yaml"}

@@ -161,7 +161,15 @@ def cmd_tune(args) -> None:
 
     started = time.time()  # the study's wall clock: its rows count from here, compiling and loading included
     settings = load_settings(args)
-    tune.run(settings, args.name, started=started, gpus=[int(g) for g in args.gpus], device=args.device, out=args.out)
+    gpus = [int(g) for g in args.gpus]
+    if gpus:  # held to the rule of the config's study_gpus, before a worker starts
+        from tuner.device.describe import probe_devices
+
+        count = probe_devices().count
+        if count is not None and max(gpus) >= count:
+            among = f" (0 to {count - 1})" if count else ""
+            raise ConfigError(f"--gpus: must be indices of this machine's {count} CUDA devices{among}, got {','.join(args.gpus)}")
+    tune.run(settings, args.name, started=started, gpus=gpus, device=args.device, out=args.out)
 
 
 def cmd_profile(args) -> None:
