@@ -41,8 +41,8 @@ SKIPPED = {
     "python -m tuner tune reduce_int32 --gpus 0,1": f"{GPU}: two of them",
     "python benchmarks/scaling.py --work /tmp/scaling --gpus 0,1 --budget 400": f"{GPU}: two of them",
     "snakemake --cores 1 --configfile mine.yaml": f"{GPU}: a pipeline of one's own config",
-    "python -m tuner describe --config mine.yaml": "one's own config (tests/test_settings.py checks a broken one's line and "
-    "column this way)",
+    "python -m tuner check-config mine.yaml": "one's own config (tests/test_check_config.py checks good and broken ones "
+    "this way)",
     "python benchmarks/timing_quality.py": f"{GPU}: times kernels",
     "python benchmarks/vs_nvbench.py --results results/reference/nvidia-h100-80gb-hbm3 --out /tmp/vs-nvbench.txt": f"{GPU}: "
     "times kernels with nvbench and with ours (tests/test_vs_benchmarks.py runs its help and arithmetic)",

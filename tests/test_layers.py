@@ -13,8 +13,8 @@ TUNER = ROOT / "tuner"
 ALLOWED = {
     "host": set(),  # the CPUs this process may use, and its console
     "resources": set(),  # where the kernels, the workflow and the schema lie: the wheel's copies or the checkout's
-    "families": {"host", "resources"},
-    "device": set(),
+    "families": {"errors", "host", "resources"},  # a space too large to list is a refusal
+    "device": {"errors"},  # GpuUnavailable is a refusal
     "errors": set(),
     "progress": set(),
     "data": {"errors", "families"},
@@ -23,11 +23,12 @@ ALLOWED = {
     "search": {"data", "errors", "families", "host", "progress"},
     # checked at load as the stages read them: warm-start tables and storage servers (tuner.search)
     # and the results table's columns, which a plug-in's parameters must not be named as (data)
-    "settings": {"data", "device", "families", "measure", "resources", "search"},
+    "settings": {"data", "device", "errors", "families", "measure", "resources", "search"},
     "report": {"data", "errors", "families", "host", "resources"},
     # it runs the measuring harness (and settings imports measure); `profile: report` asks the report what it shows
-    "profile": {"data", "families", "measure", "report", "settings"},
-    "harness": {"data", "device", "measure", "settings"},
+    # and hands its profiled child the file a refusal of the child's is written to (processes)
+    "profile": {"data", "families", "measure", "processes", "report", "settings"},
+    "harness": {"data", "device", "errors", "measure", "settings"},
     # sweep and tune: choose and record in the stage's process, measure in a measuring process per GPU
     "stages": {"data", "errors", "families", "harness", "measure", "progress", "search", "settings"},
     "cli": {

@@ -13,9 +13,20 @@ import time
 
 import pytest
 
-from tuner.errors import FatalDeviceError
+from tuner.device.gpu import GpuUnavailable
+from tuner.errors import DamagedFile, FatalDeviceError, Refused
 from tuner.measure import remote
 from tuner.measure.remote import MeasuringProcess, restarting
+from tuner.settings import ConfigError
+
+# What a measuring side may refuse to start with: a damaged file the stage made
+# earlier, a config error, no GPU (each a ``tuner.errors.Refusal``).
+REFUSALS = {
+    "damaged": DamagedFile("results/gpu/peaks.json: not readable JSON (JSONDecodeError: Expecting value: line 1 column 1 "
+                           "(char 0)); remove it and make it again with `python -m tuner peaks`"),
+    "config": ConfigError("sweep name: must be one of ['ladder'], got 'nosuch'"),
+    "no gpu": GpuUnavailable("no usable CUDA device (LogicError: cuInit failed: no CUDA-capable device is detected)"),
+}
 
 
 @contextlib.contextmanager
@@ -27,6 +38,8 @@ def fake_side(fail_at_start: str = ""):
     if fail_at_start == "status":  # the side printed its own line
         print("error: no CUDA device", file=sys.stderr, flush=True)
         raise SystemExit(2)
+    if fail_at_start in REFUSALS:
+        raise REFUSALS[fail_at_start]
     if fail_at_start == "raise":
         raise KeyError("compile")
     if fail_at_start == "die":
@@ -129,6 +142,25 @@ def test_a_measuring_process_that_dies_is_a_device_fault_without_a_row():
     "how, line, code",
     [
         ("exit", "error: results/device.json describes 'GPU A' but this process sees 'GPU B'", 1),
+        ("damaged", f"error: {REFUSALS['damaged']}", 1),
+        ("config", "config error: sweep name: must be one of ['ladder'], got 'nosuch'", 2),
+        ("no gpu", f"error: {REFUSALS['no gpu']}", 2),
+    ],
+)
+def test_a_side_that_refuses_to_start_hands_the_stage_its_one_line_and_status(capfd, how, line, code):
+    """A refusal in the measuring process (a damaged peaks.json, a config
+    error, no GPU) is the stage's to report, as if it had met it itself: one
+    line and the exit status, no traceback."""
+    with MeasuringProcess(fake_side, how) as measuring:
+        with pytest.raises(Refused) as raised:
+            measuring.wait_ready()
+    assert (raised.value.line(), raised.value.exit_status) == (line, code)
+    assert "Traceback" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "how, line, code",
+    [
         ("status", "error: no CUDA device", 2),
         ("die", "error: the measuring process ended before it started measuring", 1),
     ],
@@ -215,10 +247,9 @@ def test_a_side_that_cannot_start_is_not_restarted(capfd):
 def test_the_tune_command_without_a_gpu_stops_with_one_line_before_touching_the_study(tmp_path):
     """The measuring process finds no GPU: one ``error: ...`` line and exit
     2, and the study's storage is never created."""
+    import json
     import subprocess
     from pathlib import Path
-
-    import yaml
 
     from tuner.device.gpu import GpuUnavailable, require_gpu
     from tuner.settings import parse
@@ -233,7 +264,7 @@ def test_the_tune_command_without_a_gpu_stops_with_one_line_before_touching_the_
              "params": params}  # fmt: skip
     settings = parse({"results_dir": str(tmp_path / "results"), "gpu": "test-gpu", "sweeps": {}, "studies": {"search": study}})
     settings.run.gpu_dir.mkdir(parents=True)
-    (settings.run.gpu_dir / "device.json").write_text(yaml.safe_dump({"name": "GPU A"}))
+    (settings.run.gpu_dir / "device.json").write_text(json.dumps({"name": "GPU A"}))
     command = ["tune", "search", "--settings", settings.stage_json("study", "search")]
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run([sys.executable, "-m", "tuner", *command], cwd=root, capture_output=True, text=True, timeout=120)

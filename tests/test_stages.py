@@ -6,6 +6,7 @@ the GPU index reaches the measuring process as the stage chose it."""
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from types import SimpleNamespace
@@ -125,42 +126,72 @@ def test_the_study_records_a_fault_and_a_fresh_measuring_process_goes_on(tmp_pat
     assert "study search phases: study (all)" in out and "asks: " in out
 
 
-def test_a_study_on_two_gpus_runs_one_search_loop_and_one_measuring_process_per_gpu(tmp_path, monkeypatch, capsys, faulty_bench):
+class LoopInThread:
+    """A search loop's process, as a thread here (the fake bench lives in this process)."""
+
+    started: list[tuple] = []  # each loop's arguments
+
+    def __init__(self, target, args, name):
+        self.exitcode, self.name = None, name
+        self.thread = threading.Thread(target=self._run, args=(target, args))
+        self.started.append(args)
+
+    def _run(self, target, args):
+        try:
+            target(*args)
+            self.exitcode = 0
+        except SystemExit as stop:
+            self.exitcode = stop.code if isinstance(stop.code, int) else 1
+
+    def start(self):
+        self.thread.start()
+
+    def join(self):
+        self.thread.join()
+
+
+@pytest.fixture
+def loops_in_threads(monkeypatch) -> list[tuple]:
+    """The tune stage's search loops in threads; the arguments each was started with."""
     from tuner.stages import tune
 
-    loops = []
+    monkeypatch.setattr(LoopInThread, "started", [])
+    monkeypatch.setattr(tune.multiprocessing, "get_context", lambda method: SimpleNamespace(Process=LoopInThread, SimpleQueue=queue.SimpleQueue))
+    return LoopInThread.started
 
-    class LoopInThread:  # a search loop's process, as a thread here (the fake bench lives in this process)
-        def __init__(self, target, args, name):
-            self.exitcode, self.name = None, name
-            self.thread = threading.Thread(target=self._run, args=(target, args))
-            loops.append(args)
 
-        def _run(self, target, args):
-            try:
-                target(*args)
-                self.exitcode = 0
-            except SystemExit as stop:
-                self.exitcode = stop.code if isinstance(stop.code, int) else 1
-
-        def start(self):
-            self.thread.start()
-
-        def join(self):
-            self.thread.join()
-
-    monkeypatch.setattr(tune.multiprocessing, "get_context", lambda method: SimpleNamespace(Process=LoopInThread))
+def test_a_study_on_two_gpus_runs_one_search_loop_and_one_measuring_process_per_gpu(tmp_path, capsys, faulty_bench, loops_in_threads):
+    loops = loops_in_threads
     settings = settings_of(tmp_path, study_gpus=[2, 5])
     assert cli.main(["tune", "search", "--settings", settings.stage_json("study", "search")]) == 0
     frame = results.read(settings.run.gpu_dir / "studies" / "search.parquet")
 
-    assert [(gpu, worker) for _, _, _, gpu, worker, _ in loops] == [(2, 0), (5, 1)]  # seeds differ by worker
+    assert [(gpu, worker) for _, _, _, gpu, worker, *_ in loops] == [(2, 0), (5, 1)]  # seeds differ by worker
     assert len(frame) == 6 and frame.config_key.is_unique  # one budget, shared through the study's claims
     assert set(faulty_bench.opened) == {2, 5}  # each loop's GPU, to its own measuring processes
     assert set(faulty_bench.measured) == set(frame.config_key)
     assert set(frame[frame.block_size == 256].status) == {"launch_error"}
     out = capsys.readouterr().out
     assert out.count("study search phases:") == 2
+
+
+def test_search_loops_that_refuse_hand_the_stage_their_one_line_and_exit_status(tmp_path, monkeypatch, capsys, faulty_bench,
+                                                                                 loops_in_threads):  # fmt: skip
+    """Each loop's measuring process meets a damaged peaks.json: the stage
+    says it once, with its exit status, and writes no rows."""
+    from tuner.errors import DamagedFile
+
+    def damaged(*args, **kwargs):
+        raise DamagedFile("results/test-gpu/peaks.json: not readable JSON; remove it and make it again with `python -m tuner peaks`")
+
+    monkeypatch.setattr(harness, "open_bench", damaged)
+    settings = settings_of(tmp_path, study_gpus=[0, 1])
+    assert cli.main(["tune", "search", "--settings", settings.stage_json("study", "search")]) == 1
+    assert len(loops_in_threads) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: results/test-gpu/peaks.json: not readable JSON; remove it and make it again with `python -m tuner peaks`"
+    ]
+    assert not (settings.run.gpu_dir / "studies").exists()
 
 
 def test_a_failed_search_loop_fails_the_stage_with_one_line(tmp_path, monkeypatch, faulty_bench):
@@ -176,7 +207,7 @@ def test_a_failed_search_loop_fails_the_stage_with_one_line(tmp_path, monkeypatc
         def join(self):
             self.exitcode = 2  # as a loop whose measuring process found no GPU
 
-    monkeypatch.setattr(tune.multiprocessing, "get_context", lambda method: SimpleNamespace(Process=NoGpu))
+    monkeypatch.setattr(tune.multiprocessing, "get_context", lambda method: SimpleNamespace(Process=NoGpu, SimpleQueue=queue.SimpleQueue))
     settings = settings_of(tmp_path)
     with pytest.raises(SystemExit) as stopped:  # python -m tuner prints it as its one line, with exit status 1
         cli.main(["tune", "search", "--gpus", "0,1", "--settings", settings.stage_json("study", "search")])

@@ -79,7 +79,8 @@ def tune(
 
     Raises:
         ValueError: a value outside a parameter's rule, an unknown dtype, an
-            empty space, or an install without its kernels/ (one line naming
+            empty space, a space too large to sweep (``SpaceTooLarge``), or an
+            install without its kernels/ (one line naming
             it), before the GPU is touched.
         tuner.device.gpu.GpuUnavailable: no PyCUDA or no CUDA device.
     """
@@ -92,7 +93,8 @@ def tune(
         raise ValueError(f"dtype: must be one of {list(family.dtypes)} for family {family.name!r}, got {dtype!r}")
     domains = _domains(family, space)
     problem = Problem(family.name, dtype, int(n))
-    if not any(not family.violations(cfg, problem) for cfg in family.configs(domains)):  # stops at the first: spaces of millions
+    listed = family.listed_space(problem, domains) if budget else family.space(problem, domains)  # a study searches any size
+    if listed is not None and not listed:
         raise ValueError(f"space: must hold a feasible configuration of {family.name!r} for n={n}, got none")
     study = bool(budget or timeout_s)
     name = name or f"{family.name}_{'study' if study else 'sweep'}"

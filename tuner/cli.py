@@ -31,10 +31,10 @@ from pathlib import Path
 from tuner import harness
 from tuner import profile as profiling
 from tuner import settings as config_settings
-from tuner.errors import EXIT_DAMAGED_FILE, DamagedFile, FatalDeviceError
+from tuner.errors import DamagedFile, FatalDeviceError, Refusal
 from tuner.families import REGISTRY, Problem
-from tuner.host import tolerant_console
-from tuner.processes import child_command, child_env, gpu_list
+from tuner.host import OneLineParser, tolerant_console
+from tuner.processes import child_command, child_env, gpu_list, write_refusal
 from tuner.settings import ConfigError, Settings
 
 # pandas and pyarrow (a noticeable part of a second to import) are imported where tables
@@ -55,12 +55,17 @@ def load_settings(args) -> Settings:
             text = " ".join(str(error).split())[:160]
             raise ConfigError(f"--settings: must be a stage's settings as JSON, as the workflow passes them, "
                               f"got {args.settings[:60]!r}, which fails with {type(error).__name__}: {text}") from None  # fmt: skip
+    return _checked_config(args.config)
+
+
+def _checked_config(path: str) -> Settings:
+    """The config file at ``path``, read with its bounds and checked against
+    this machine's devices, nvcc and the study storages."""
     from tuner.device.describe import probe_devices
     from tuner.measure.compile import nvcc_architectures
     from tuner.search.storage_spec import storage_problem
 
-    return config_settings.load(args.config, device=probe_devices(), nvcc_archs=nvcc_architectures(),
-                                storage_check=storage_problem)  # fmt: skip
+    return config_settings.load(path, device=probe_devices(), nvcc_archs=nvcc_architectures(), storage_check=storage_problem)
 
 
 def _out(args, settings: Settings, default: str) -> Path:
@@ -89,7 +94,7 @@ def cmd_compile(args) -> None:
     from tuner.measure.compile import compile_table
 
     settings = load_settings(args)
-    arch = args.arch or settings.run.arch
+    arch = _checked_arch(args.arch, device_index=settings.run.device_index) if args.arch is not None else settings.run.arch
     if arch == "auto":
         arch = _device_arch(harness.device_json(args.device, settings))
     frame, failed = compile_table(settings, arch)
@@ -100,6 +105,20 @@ def cmd_compile(args) -> None:
     out = _out(args, settings, "compile.parquet")
     results.write_atomic(frame, out)
     print(f"compiled {len(frame)} modules for {arch} -> {out}")
+
+
+def _checked_arch(arch: str, *, device_index: int | None) -> str:
+    """``--arch`` held to the config's ``arch`` rule (``check_arch``): the
+    form, the architectures this nvcc builds and, where ``device_index`` names
+    one of this machine's GPUs, what runs on it."""
+    from tuner.measure.compile import nvcc_architectures
+
+    capability = None
+    if device_index is not None:
+        from tuner.device.describe import probe_devices
+
+        capability = probe_devices().capability_of(device_index)
+    return config_settings.check_arch(arch, where="--arch", capability=capability, nvcc_archs=nvcc_architectures())
 
 
 def _device_arch(path: Path) -> str:
@@ -134,7 +153,7 @@ def cmd_sweep(args) -> None:
     settings = load_settings(args)
     settings.sweep(args.name)  # an unknown sweep before a missing device.json
     out = _out(args, settings, f"sweeps/{args.name}.parquet")
-    sweep.run(settings, args.name, harness.device_json(args.device, settings), out)
+    sweep.run(settings, args.name, harness.measured_against(args.device, settings), out)
 
 
 def cmd_tune(args) -> None:
@@ -143,14 +162,27 @@ def cmd_tune(args) -> None:
 
     started = time.time()  # the study's wall clock: its rows count from here, compiling and loading included
     settings = load_settings(args)
-    tune.run(settings, args.name, started=started, gpus=[int(g) for g in args.gpus], device=args.device, out=args.out)
+    gpus = [int(g) for g in args.gpus]
+    if gpus:  # held to the rule of the config's study_gpus, before a worker starts
+        from tuner.device.describe import probe_devices
+
+        count = probe_devices().count
+        if count is not None and max(gpus) >= count:
+            among = f" (0 to {count - 1})" if count else ""
+            raise ConfigError(f"--gpus: must be indices of this machine's {count} CUDA devices{among}, got {','.join(args.gpus)}")
+    tune.run(settings, args.name, started=started, gpus=gpus, device=args.device, out=args.out)
 
 
 def cmd_profile(args) -> None:
     """Hardware counters (Nsight Compute) of the sweeps' verified configurations (all, those the report shows, or the fastest per problem); never timed."""
     from tuner.profile import stage as profile_stage
 
-    profile_stage.run(args, load_settings(args), bench=lambda s: harness.open_bench(s, harness.device_json(args.device, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
+    settings = load_settings(args)
+    if not args.child:  # the sweeps' names, then what the profiled child reads: damage is the stage's one line
+        for name in args.names:
+            settings.sweep(name)
+        harness.measured_against(args.device, settings)
+    profile_stage.run(args, settings, bench=lambda s: harness.open_bench(s, harness.device_json(args.device, s), s.sweep(args.names[0]).timing)[0], child=child_command(args), env=child_env())  # fmt: skip
 
 
 def cmd_collect(args) -> None:
@@ -222,18 +254,25 @@ def cmd_t4(args) -> None:
 
 
 def cmd_space(args) -> None:
-    """How many variants, compiled modules and feasible configurations each family has."""
+    """How many variants, compiled modules and feasible configurations each family has (a space too large to list: its combinations)."""
+    from tuner.families.base import MAX_ENUMERATED
     from tuner.measure.compile import module_key
 
     plugins = _load_plugins(args)
     for family in [REGISTRY[name] for name in plugins] if plugins else REGISTRY:
+        count = family.combinations()  # counted, not listed: a space of 10^12 answers at once
         for dtype in family.dtypes:
+            if count > MAX_ENUMERATED:
+                print(f"{family.name:12s} {dtype:8s} {count:,} combinations: too many to list (at most {MAX_ENUMERATED:,}), "
+                      f"so its feasible configurations and modules are not counted; studies search it without a list")  # fmt: skip
+                continue
             problem = Problem(family.name, dtype, args.n)
             space = family.space(problem)
             variants = {c.get("variant", family.name) for c in space} or {family.name}
             modules = {module_key(family, c, problem) for c in space}
             print(
-                f"{family.name:12s} {dtype:8s} variants={len(variants):3d} default space={len(space):6d} configurations, {len(modules):4d} modules"
+                f"{family.name:12s} {dtype:8s} variants={len(variants):3d} default space={len(space):6d} configurations "
+                f"of {count} combinations, {len(modules):4d} modules"
             )
 
 
@@ -264,6 +303,11 @@ def cmd_check_family(args) -> None:
     """Check a family of one's own, one line per step: load, space, launch, compile (a covering subset; --all: every module), arguments, reference, the stages on made-up rows (and with --gpu, verify the compiled modules)."""
     from tuner.check_family import FamilyDefect, check
 
+    if not Path(args.path).is_file():
+        raise ConfigError(f"path: must be the Python file declaring the family, got {args.path!r}, which is not a file")
+    arch = _checked_arch(args.arch, device_index=None)  # the modules are compiled for it before any GPU is looked for
+    if arch == "auto":
+        raise ConfigError("--arch: must be an nvcc architecture such as sm_90 (check-family compiles before it looks for a GPU), got 'auto'")
     device = None
     if args.device:
         try:
@@ -271,11 +315,9 @@ def cmd_check_family(args) -> None:
             if not isinstance(device, dict):
                 raise ValueError(f"a JSON object, got {type(device).__name__}")
         except (OSError, ValueError) as error:
-            print(f"check-family: --device {args.device}: must be a readable device.json (python -m tuner describe), got {error}",
-                  file=sys.stderr)  # fmt: skip
-            raise SystemExit(2) from None
+            raise ConfigError(f"--device {args.device}: must be a readable device.json (python -m tuner describe), got {error}") from None
     try:
-        check(Path(args.path), arch=args.arch, gpu=args.gpu, list_space=args.list, every=args.all, device=device)
+        check(Path(args.path), arch=arch, gpu=args.gpu, list_space=args.list, every=args.all, device=device)
     except FamilyDefect as defect:
         print(f"check-family: {defect}", file=sys.stderr)
         raise SystemExit(1) from None
@@ -300,12 +342,10 @@ def cmd_check_install(args) -> int:
     return check_install()
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse whose misuse message is one line (and exit status 2), like
-    every other refusal of the command line: no usage block before it."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+def cmd_check_config(args) -> None:
+    """Check a config file as the pipeline reads it (its size, nesting, bytes, YAML and every rule), before Snakemake's --configfile reads it."""
+    settings = _checked_config(args.file)
+    print(f"{args.file}: ok: {len(settings.sweeps)} sweeps, {len(settings.studies)} studies, results in {settings.run.gpu_dir}")
 
 
 def _positive_int(text: str) -> int:
@@ -319,7 +359,7 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="tuner", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="tuner", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="STAGE")
 
     def stage(name, func, *, settings=True, out_default=None):
@@ -396,25 +436,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lessons", action="store_true", help="also run the lessons' sweeps and studies (always, without --kernel)")
     p.add_argument("--force", action="store_true", help="replace config.yaml, Snakefile or the skeleton where they exist")
     stage("check-install", cmd_check_install, settings=False)
+    p = stage("check-config", cmd_check_config, settings=False)
+    p.add_argument("file", help="the config file to check, e.g. one to give Snakemake's --configfile")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     tolerant_console()
     args = build_parser().parse_args(argv)
-    from tuner.device.gpu import GpuUnavailable
-
     try:
         status = args.func(args)
-    except GpuUnavailable as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except ConfigError as error:
-        print(f"config error: {error}", file=sys.stderr)
-        return 2
-    except DamagedFile as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_DAMAGED_FILE
+    except Refusal as error:  # a config error, a damaged file, no GPU, ...: its one line, never a traceback
+        line = " ".join(error.line().split())
+        print(line, file=sys.stderr)
+        write_refusal(line, error.exit_status)  # for the stage that started this one, if any
+        return error.exit_status
     except OSError as error:
         if error.filename is None:
             raise  # not about a path the user gave: a bug or the system, with its traceback

@@ -3,18 +3,41 @@ checks against, the ``Bench``, the peaks it reports fractions of."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from tuner.settings import ConfigError, Settings
 
 
 def device_json(given: str | None, settings: Settings) -> Path:
-    """The describe stage's device.json: ``given`` (``--device``), else the run's."""
+    """The describe stage's device.json: ``given`` (``--device``), else the
+    run's; read here, so that a damaged one stops the stage in one line
+    before it starts a process or touches the GPU.
+
+    Raises:
+        ConfigError: there is none.
+        DamagedFile: it is not a JSON object.
+    """
+    from tuner.data.readback import read_json
+
     path = Path(given) if given else settings.run.gpu_dir / "device.json"
     if not path.exists():
         raise ConfigError(f"--device: must name the device.json the describe stage wrote, got {str(path)!r}, which does not exist"
                           f" (run `python -m tuner describe` first)")  # fmt: skip
+    read_json(path)
+    return path
+
+
+def measured_against(given: str | None, settings: Settings) -> Path:
+    """``device_json``, and the run's peaks.json (where there is one) read
+    too: what a measuring stage's processes read before they measure, read
+    by the stage first, so that damage to either is its one line before any
+    process starts."""
+    path = device_json(given, settings)
+    peaks = settings.run.gpu_dir / "peaks.json"
+    if peaks.exists():
+        from tuner.data.readback import read_json
+
+        read_json(peaks, numbers=("_gbs",))
     return path
 
 
@@ -45,15 +68,10 @@ def open_bench(settings: Settings, device_json: Path | None, timing, device_inde
 
 def open_measuring_bench(settings: Settings, device_json: Path, timing, device_index: int, energy: bool = False):
     """The Bench of a stage's measuring process (``tuner.measure.remote``) on
-    GPU ``device_index``, with the peaks; without a GPU, the line and exit
-    status the command gives (``error: ...``, 2) before anything is measured."""
-    from tuner.device.gpu import GpuUnavailable
-
-    try:
-        bench, _ = open_bench(settings, device_json, timing, device_index, energy=energy)
-    except GpuUnavailable as error:
-        print(f"error: {error}", file=sys.stderr, flush=True)
-        raise SystemExit(2) from None
+    GPU ``device_index``, with the peaks. Without a GPU, or with a damaged
+    device.json or peaks.json, the refusal (``GpuUnavailable``,
+    ``DamagedFile``) reaches the stage as its one line and exit status."""
+    bench, _ = open_bench(settings, device_json, timing, device_index, energy=energy)
     load_peaks(bench, settings.run.gpu_dir / "peaks.json")
     return bench
 

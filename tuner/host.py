@@ -1,4 +1,5 @@
-"""What this process may use of its host: its CPUs, and its console.
+"""What this process may use of its host: its CPUs, and its console (where a
+command's refusal is one line, ``OneLineParser``).
 
 A SLURM job or a container is given some of a node's CPUs (its affinity, a
 cpuset), while ``os.cpu_count()`` counts the node's: a job of 4 CPUs on a
@@ -9,8 +10,10 @@ would need tens of GB of the job's memory.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+from typing import NoReturn
 
 
 def usable_cpus() -> int:
@@ -31,3 +34,17 @@ def tolerant_console() -> None:
     for stream in (sys.stdout, sys.stderr):
         if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose refusals are one line on stderr and exit status 2, as
+    every refusal of the project's commands is: no usage block before it.
+    ``error`` is for how the command was written (it points to ``--help``),
+    ``refuse`` for what a name or a file it names holds. Its subcommands'
+    parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+    def refuse(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")

@@ -1,12 +1,37 @@
 """The command line's processes: the ``--gpus`` list, and the command and
 environment of a stage's child run as ``python -m tuner ... --child`` (the
-profiled harness, which ncu must start as a command of its own)."""
+profiled harness, which ncu must start as a command of its own), and how such
+a child hands a refusal (its one line and exit status) to the stage that
+started it: through a file the stage names in its environment, since ncu
+stands between them."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from pathlib import Path
+
+# The environment variable naming the file where a child command writes its refusal.
+REFUSAL_FILE = "TUNER_REFUSAL_FILE"
+
+
+def write_refusal(line: str, exit_status: int) -> None:
+    """Where this process is a stage's child (``REFUSAL_FILE`` is set), leave
+    its refusal for the stage; its own stderr has the line too."""
+    path = os.environ.get(REFUSAL_FILE)
+    if path:
+        Path(path).write_text(json.dumps({"line": line, "exit_status": exit_status}))
+
+
+def read_refusal(path: str | os.PathLike) -> tuple[str, int] | None:
+    """The refusal a child left in ``path`` (its line and exit status), or None."""
+    try:
+        left = json.loads(Path(path).read_text())
+        return str(left["line"]), int(left["exit_status"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def child_env(**changes: str) -> dict:

@@ -15,9 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from tuner.errors import Refusal
 
-class GpuUnavailable(RuntimeError):
+
+class GpuUnavailable(Refusal, RuntimeError):
     """No PyCUDA or no CUDA device: the message says which and what to do."""
+
+    exit_status = 2
 
 
 def require_gpu(device_index: int = 0) -> "Gpu":

@@ -26,6 +26,7 @@ from tuner.families.base import (
     Problem,
     Registry,
     Verdict,
+    amount_unfit,
 )
 from tuner.families.copy import Copy
 from tuner.families.layout import Layout
@@ -55,7 +56,10 @@ def register(cls_or_family) -> str:
 def check_family(family: Family) -> None:
     """The rules a built-in family keeps, for one from elsewhere: a name, known
     dtypes, parameters named as identifiers, once each, whose defaults their
-    own rule accepts."""
+    own rule accepts; a finite tolerance above 0; check sizes of at least 1;
+    at the first check size, device bytes above 0 and, for the default
+    configuration where it is feasible, bytes moved above 0 and FLOPs of at
+    least 0, all finite (``check_amounts``)."""
     name = getattr(family, "name", None)
     if not (isinstance(name, str) and name.isidentifier()):
         raise ValueError(f"a family's name must be an identifier, got {name!r} ({type(family).__name__})")
@@ -71,6 +75,39 @@ def check_family(family: Family) -> None:
             raise ValueError(f"family {name!r}: parameter {param.name!r} must have at least one value")
         if not param.accepts(param.default):
             raise ValueError(f"family {name!r}: parameter {param.name!r}'s default must be {param.rule_description()}, got {param.default!r}")
+    check_amounts(family)
+
+
+def check_amounts(family: Family) -> None:
+    """A family's tolerance, check sizes and, at the first check size, its
+    device bytes and the bytes and FLOPs of its default configuration: finite
+    and above 0 (FLOPs: at least 0, none counted).
+
+    Raises:
+        ValueError: one line naming the family, the setting and the value.
+    """
+    name = family.name
+    why = amount_unfit(family.tolerance)
+    if why:
+        raise ValueError(f"family {name!r}: tolerance {why}")
+    sizes = family.check_sizes
+    if not (isinstance(sizes, (tuple, list)) and len(sizes) == 2 and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in sizes)):
+        raise ValueError(f"family {name!r}: check_sizes must be two integers >= 1, got {sizes!r}")
+    default = {p.name: p.default for p in family.params}
+    for dtype in family.dtypes:
+        problem = Problem(name, dtype, sizes[0])
+        amounts = [("device bytes", family.device_bytes, (problem,), False)]
+        if not family.violations(default, problem):
+            amounts += [("bytes_moved", family.bytes_moved, (default, problem), False), ("flops", family.flops, (default, problem), True)]
+        for what, amount, args, zero in amounts:
+            try:
+                value = amount(*args)
+            except Exception as error:  # noqa: BLE001 - a plug-in's own code: whatever it raises is its one line
+                raise ValueError(f"family {name!r}: {what} of {problem.key} must be a number, got {type(error).__name__}: {error}") from None
+            why = amount_unfit(value, zero=zero)
+            if why:
+                raise ValueError(f"family {name!r}: {what} of {problem.key}" + (" for its default configuration" if args[0] is default else "")
+                                 + f" {why}")  # fmt: skip
 
 
 def load_family_paths(paths) -> list[str]:

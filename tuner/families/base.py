@@ -19,6 +19,7 @@ from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from tuner.errors import Refusal
 from tuner.resources import kernels_dir
 
 # The lessons' CUDA sources and the headers any family's source may include (tuner.resources).
@@ -50,6 +51,17 @@ def nvcc_text_unfit(text: str, *, define: bool = False) -> str | None:
     banned = "$ ` \" \\" + (" ," if define else "")
     return f"must hold none of {banned} or control characters (nvcc passes it through a shell), got {text!r}"
 
+
+
+def amount_unfit(value: Any, *, zero: bool = False) -> str | None:
+    """Why ``value`` is not a finite number above 0 (``zero``: at least 0), as
+    ``must be ..., got ...``, or None where it is one. A tolerance, a size,
+    bytes and FLOPs are held to it: NaN compares false with every bound, so
+    ``error <= nan`` failed every configuration in silence."""
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    if number and math.isfinite(value) and (value >= 0 if zero else value > 0):
+        return None
+    return f"must be a finite number {'>= 0' if zero else '> 0'}, got {value!r}"
 
 
 # One encoder for every key: json.dumps with options builds a new one each call,
@@ -199,8 +211,15 @@ class Verdict:
 
 
 # The most combinations a space is listed in full for (about a second of
-# constraint checks); larger spaces are searched without a list of them.
+# constraint checks); larger spaces are counted and searched without a list of them.
 MAX_ENUMERATED = 1_000_000
+
+
+class SpaceTooLarge(Refusal, ValueError):
+    """A space asked for as a list holds more combinations than
+    ``MAX_ENUMERATED``; the message names the count."""
+
+    exit_status = 2
 
 
 class Family(ABC):
@@ -301,9 +320,26 @@ class Family(ABC):
         for combo in itertools.product(*axes):
             yield dict(zip(names, combo))
 
+    def combinations(self, domains: Mapping[str, Sequence] | None = None) -> int:
+        """How many combinations ``domains`` hold, feasible or not (parameters
+        not listed take their default; no domains: the family's full tuning
+        space), counted without listing them."""
+        if domains is None:
+            return math.prod(len(p.values) for p in self.params)
+        return math.prod(len(domains[p.name]) if p.name in domains else 1 for p in self.params)
+
     def space(self, problem: Problem, domains: Mapping[str, list] | None = None) -> list[dict]:
         """The feasible configurations of ``domains`` for ``problem``. With no
-        domains, the family's full tuning space."""
+        domains, the family's full tuning space.
+
+        Raises:
+            SpaceTooLarge: the domains hold more than ``MAX_ENUMERATED``
+                combinations (``listed_space`` answers None instead).
+        """
+        count = self.combinations(domains)
+        if count > MAX_ENUMERATED:
+            raise SpaceTooLarge(f"family {self.name!r}: a space of {count:,} combinations for {problem.key} is too large to list "
+                                f"(at most {MAX_ENUMERATED:,}); it is counted and searched without a list of it")  # fmt: skip
         if domains is None:
             domains = {p.name: list(p.values) for p in self.params}
         checks_only_values_and_rules = type(self).violations is Family.violations
@@ -322,7 +358,7 @@ class Family(ABC):
         """``space(problem, domains)``, or None where the product of the domains
         exceeds ``MAX_ENUMERATED``: such a space is searched without a list of
         it (no exhaustion check, no budget as a fraction, no compile ahead)."""
-        if math.prod(len(values) for values in domains.values()) > MAX_ENUMERATED:
+        if self.combinations(domains) > MAX_ENUMERATED:
             return None
         return self.space(problem, {name: list(values) for name, values in domains.items()})
 

@@ -54,7 +54,19 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from tuner.families.base import C_TYPES, DTYPES, Config, DeviceOutput, Family, Launch, Param, Problem, Verdict, nvcc_text_unfit
+from tuner.families.base import (
+    C_TYPES,
+    DTYPES,
+    Config,
+    DeviceOutput,
+    Family,
+    Launch,
+    Param,
+    Problem,
+    Verdict,
+    amount_unfit,
+    nvcc_text_unfit,
+)
 from tuner.families.buffers import ceil_div, poison
 from tuner.families.inputs import integers, uniform
 from tuner.families.limits import DeviceLimits, launch_violations
@@ -262,7 +274,7 @@ class KernelSpec(Family):
         self.constants = {p.name: p.values[0] for p in self.params if len(p.values) == 1 and p.rule is None}
         self.args = tuple(args)
         self._check_args(fail)
-        self.tolerance = float(tolerance)
+        self.tolerance = _tolerance(tolerance, fail)
         self.reference_function = reference
         if not callable(reference):
             raise fail(f"reference must be a function of the input arrays, got {reference!r}")
@@ -675,6 +687,14 @@ def _param(key: str, values: Any, family: str) -> Param:
     if len(set(values)) != len(values):
         raise SpecError(f"family {family!r}: tune_params[{key!r}] lists a value twice: {list(values)}")
     return Param(key, values, f"{key} (a -D define)")
+
+
+def _tolerance(value: Any, fail) -> float:
+    """The largest relative error, as a float: a finite number above 0."""
+    why = amount_unfit(value)
+    if why:
+        raise fail(f"tolerance {why}")
+    return float(value)
 
 
 def _define_text(value: Any) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from tuner.errors import FatalDeviceError
-from tuner.families.base import Config, Family, Problem, config_key
+from tuner.families.base import Config, Family, Problem, amount_unfit, config_key
 from tuner.families.limits import DeviceLimits, launch_violations, resource_violations
 from tuner.measure.compile import CompileError, compile_variant, nvcc_version
 from tuner.measure.energy import EnergyOptions, EnergyUnavailable, measure_energy
@@ -224,6 +224,10 @@ class ProblemBench:
         reasons = family.violations(cfg, problem)
         if reasons:
             return row | {"status": "infeasible", "error": "; ".join(reasons)}
+        amounts = _amounts(family, cfg, problem)  # before any GPU work: a rate of NaN bytes ranks nothing
+        if isinstance(amounts, str):
+            return row | {"status": "launch_error", "error": amounts}
+        bytes_moved, flops = amounts
         try:
             with bench.phase("compile"):
                 compiled = compile_variant(family, cfg, problem, arch=bench.gpu.arch, cache_dir=bench.cache_dir)
@@ -270,10 +274,8 @@ class ProblemBench:
         untrusted = _untrusted_time(timing, options)
         if untrusted:
             return row | {"status": "launch_error", "error": f"while timing: {untrusted}"}
-        bytes_moved = family.bytes_moved(cfg, problem)
         seconds = timing.median_ms / 1e3
         bandwidth = bytes_moved / seconds / 1e9
-        flops = family.flops(cfg, problem)
         row |= timing.as_row() | {
             "status": "ok",
             "error": None,
@@ -336,6 +338,22 @@ def over_limits(compiled, launch, limits: DeviceLimits) -> list[str]:
     return launch_violations(launch.grid, launch.block, limits) + resource_violations(
         threads=threads, registers=compiled.registers, static_shared=compiled.shared_bytes,
         dynamic_shared=int(getattr(launch, "shared_bytes", 0) or 0), limits=limits)  # fmt: skip
+
+
+def _amounts(family: Family, cfg: Config, problem: Problem) -> tuple[float, float] | str:
+    """(bytes moved, FLOPs) of ``cfg``, or why the family gives no usable
+    ones: bytes must be a finite number above 0, FLOPs at least 0."""
+    values = []
+    for what, amount, zero in (("bytes_moved", family.bytes_moved, False), ("flops", family.flops, True)):
+        try:
+            value = amount(cfg, problem)
+        except Exception as error:  # noqa: BLE001 - a family's own arithmetic: this configuration's failure
+            return f"{what} raised {type(error).__name__}: {error}"
+        why = amount_unfit(value, zero=zero)
+        if why:
+            return f"{what} {why}"
+        values.append(value)
+    return values[0], values[1]
 
 
 def _untrusted_time(timing: TimingResult, options: TimingOptions) -> str | None:

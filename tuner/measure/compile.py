@@ -32,23 +32,35 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from tuner.errors import Refusal
 from tuner.families.base import KERNELS_DIR, Config, Family, Problem, nvcc_text_unfit
 from tuner.host import usable_cpus
 from tuner.measure import symbols
 from tuner.progress import Progress
 
 
-class CompileError(RuntimeError):
+class CompileError(Refusal, RuntimeError):
     """nvcc rejected a variant; the message carries nvcc's output. ``lasting``:
     nvcc said no (and would again), rather than being killed. ``over_limit``:
     the one-line reason where ptxas refused a kernel for a device limit (more
     static shared or local memory than a block or thread may hold): the
     configuration is infeasible, not broken."""
 
+    label = "compile error"
+
     def __init__(self, message: str, *, lasting: bool = True, over_limit: str | None = None) -> None:
         super().__init__(message)
         self.lasting = lasting
         self.over_limit = over_limit
+
+    def line(self) -> str:
+        """The variant and nvcc's first error, on one line (nvcc's whole output is the message)."""
+        lines = [line.strip() for line in str(self).splitlines() if line.strip()]
+        first = next((line for line in lines[1:] if "error" in line), lines[-1] if len(lines) > 1 else "")
+        return f"{self.label}: {' '.join(lines[0].split())}{' ' + ' '.join(first.split()) if first else ''}"[:MAX_LINE]
+
+
+MAX_LINE = 500  # characters of a compile error's one line (nvcc's output can run to pages)
 
 
 @dataclass(frozen=True)
@@ -462,7 +474,12 @@ def compile_table(settings, arch: str):
 
     cache = Path(settings.run.results_dir) / ".cubin-cache"
     rows, failed = [], []
-    variants = [(family, problem, unique_modules(family, configs, problem)) for family, problem, configs in settings.variants()]
+    # Each module once: a sweep and a study (or two sizes) of one family and dtype share most of theirs.
+    variants, seen = [], set()
+    for family, problem, configs in settings.variants():
+        unique = {key: cfg for key, cfg in unique_modules(family, configs, problem).items() if (family.name, problem.dtype, key) not in seen}
+        seen.update((family.name, problem.dtype, key) for key in unique)
+        variants.append((family, problem, unique))
     total = sum(len(unique) for _, _, unique in variants)
     jobs = settings.run.compile_jobs or None
     # One pool for every problem's modules, so no core idles while a problem's last nvcc finishes.
@@ -482,7 +499,7 @@ def compile_table(settings, arch: str):
                 rows.append(row | {"status": "ok", "kernel": compiled.kernel, "cubin_key": compiled.key, "registers": compiled.registers,
                                    "shared_bytes": compiled.shared_bytes, "spill_bytes": compiled.spill_bytes,
                                    "local_bytes": compiled.local_bytes})  # fmt: skip
-    return pd.DataFrame(rows).drop_duplicates(["family", "dtype", "module"]), failed
+    return pd.DataFrame(rows), failed
 
 
 def compile_ahead(arch: str, cache_dir: Path, jobs: int | None):

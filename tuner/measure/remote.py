@@ -24,6 +24,12 @@ there; so is a measuring process that dies. The stage records that row, and
 ``restarting`` starts a fresh measuring process (a fresh context) that goes
 on from what is recorded. The rows are the same as measuring in the stage's
 process would give.
+
+A refusal (``tuner.errors.Refusal``: a config error, a damaged device.json or
+peaks.json, no GPU) that stops the measuring side before it measures is
+raised again in the stage as ``Refused``, its one line and exit status, which
+the command reports as its own; any other exception there is a bug, and its
+traceback goes to the stage's log.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any, Callable, TypeVar
 
-from tuner.errors import FatalDeviceError, measure_raised
+from tuner.errors import FatalDeviceError, Refusal, Refused, measure_raised
 
 CLOSE_WAIT_S = 60.0  # for the measurement under way when the stage closes (one takes at most timing.max_time_s)
 # Fresh measuring processes started after device faults, per GPU and stage run.
@@ -75,7 +81,7 @@ def serve(conn: Connection, open_side: Callable[..., Side], *args: Any) -> bool:
         try:
             measure, hurry, summary = stack.enter_context(open_side(*args))
         except BaseException as error:  # noqa: BLE001 - told to the stage, which stops with it
-            conn.send(("failed", *_failure(error)))
+            conn.send(_failure(error))
             return True
         conn.send(("ready",))
         threading.Thread(target=read, name="measure-requests", daemon=True).start()
@@ -91,14 +97,20 @@ def serve(conn: Connection, open_side: Callable[..., Side], *args: Any) -> bool:
     return True
 
 
-def _failure(error: BaseException) -> tuple[str, int]:
+def _failure(error: BaseException) -> tuple[str, str, int]:
     """What the stage stops with when the measuring side could not start:
-    a ``SystemExit``'s own line and status (the side prints its own lines,
-    e.g. ``error: no CUDA device``, and exits 2), else the traceback and 1."""
+    ``("refused", line, status)`` for a refusal or a ``SystemExit`` with a
+    line, raised again in the stage as ``Refused``; ``("failed", "", status)``
+    for a ``SystemExit`` with a status alone (the side printed its own lines);
+    else ``("failed", traceback, 1)``: a bug."""
+    if isinstance(error, Refusal):
+        return "refused", " ".join(error.line().split()), error.exit_status
     if isinstance(error, SystemExit):
         code = error.code
-        return (str(code).removeprefix("error: "), 1) if isinstance(code, str) else ("", int(code or 0))
-    return "".join(traceback.format_exception(error)).rstrip(), 1
+        if isinstance(code, str):
+            return "refused", f"error: {code.removeprefix('error: ')}", 1
+        return "failed", "", int(code or 0)
+    return "failed", "".join(traceback.format_exception(error)).rstrip(), 1
 
 
 def _serve_process(conn: Connection, open_side: Callable[..., Side], *args: Any) -> None:
@@ -137,7 +149,8 @@ class MeasuringProcess:
 
     def wait_ready(self) -> None:
         """Wait until the measuring side has started (its GPU, harness and
-        peaks); raise ``SystemExit`` with its line where it could not."""
+        peaks). Where it could not, raise ``Refused`` (its one line and exit
+        status) for a refusal, else ``SystemExit`` (a bug's traceback printed)."""
         if not self._ready:
             self._ready = self._receive()[0] == "ready"  # the side's first word
 
@@ -186,9 +199,11 @@ class MeasuringProcess:
                     print("error: the measuring process ended before it started measuring", file=sys.stderr, flush=True)
                     raise SystemExit(1) from None
             else:
-                if reply[0] != "failed":
+                if reply[0] not in ("failed", "refused"):
                     return reply
                 self._ended = "it could not start"
+                if reply[0] == "refused":
+                    raise Refused(reply[1], reply[2])
                 if reply[1]:
                     print(f"error: {reply[1]}", file=sys.stderr, flush=True)
                 raise SystemExit(reply[2])
@@ -236,8 +251,9 @@ def restarting(open_side: Callable[..., Side], args: tuple, body: Callable[[Meas
     last process's summary).
 
     Raises:
-        SystemExit: the measuring side could not start (its line is printed),
-            or ``MAX_RESTARTS`` fresh processes faulted too.
+        Refused: the measuring side refused to start (its line and status).
+        SystemExit: the measuring side could not start otherwise (its line
+            is printed), or ``MAX_RESTARTS`` fresh processes faulted too.
     """
     for restart in range(MAX_RESTARTS + 1):
         measuring = MeasuringProcess(open_side, *args)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -28,6 +29,7 @@ from tuner.data import counters as schema
 from tuner.data.results import plain_value, read, write_text_atomic
 from tuner.families import REGISTRY, Family
 from tuner.measure.stopwatch import Phases
+from tuner.processes import REFUSAL_FILE, read_refusal
 from tuner.profile import ncu
 from tuner.settings import ConfigError
 
@@ -166,8 +168,16 @@ def profile_sweeps(sweeps: list[Profiled], *, work: Path, child: list[str], env:
     )
     count = sum(len(chosen[s.name]) for s in pending)
     print(f"profile {', '.join(s.name for s in pending)}: {count} configurations under {tool}", flush=True)
+    refusal_file = work / "refusal.json"  # where the harness leaves a refusal of its own (no GPU, a damaged file)
+    refusal_file.unlink(missing_ok=True)
     with steps("harness under ncu"):
-        finished = subprocess.run(command, env=env, capture_output=True, text=True)
+        finished = subprocess.run(command, env={**(env or os.environ), REFUSAL_FILE: str(refusal_file)},
+                                  capture_output=True, text=True)  # fmt: skip
+    refused = read_refusal(refusal_file) if finished.returncode != 0 else None
+    refusal_file.unlink(missing_ok=True)
+    if refused:  # the harness's one line and exit status are the stage's
+        print(refused[0], file=sys.stderr, flush=True)
+        raise SystemExit(refused[1])
     sys.stdout.write(finished.stdout[-4000:])
     sys.stderr.write(finished.stderr[-4000:])
     reason = ncu.failure_reason(finished.stdout + finished.stderr)

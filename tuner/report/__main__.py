@@ -24,12 +24,10 @@ INPUTS = ("measurements.parquet", "device.json", "peaks.json")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from tuner.host import tolerant_console
+    from tuner.host import OneLineParser, tolerant_console
 
     tolerant_console()
-    parser = argparse.ArgumentParser(
-        prog="python -m tuner.report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = OneLineParser(prog="python -m tuner.report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=Path, required=True, help="folder with measurements.parquet, device.json, peaks.json")
     parser.add_argument("--out", type=Path, default=None, help="report folder (default: <results>/report)")
     parser.add_argument("--processes", type=int, default=usable_cpus(),

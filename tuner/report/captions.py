@@ -42,11 +42,19 @@ def caption_files() -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    folder = Path(args[0]) if args else CAPTIONS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in caption_files().items():
-        (folder / name).write_text(text, encoding="utf-8")
+    from tuner.host import OneLineParser
+
+    parser = OneLineParser(prog="python -m tuner.report.captions", description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", nargs="?", type=Path, default=CAPTIONS_DIR, help=f"where the caption files go (default: {CAPTIONS_DIR})")
+    folder = parser.parse_args(argv).folder
+    if folder.exists() and not folder.is_dir():
+        parser.refuse(f"FOLDER: must be a folder (or none yet), got {str(folder)!r}, which is not one")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in caption_files().items():
+            (folder / name).write_text(text, encoding="utf-8")
+    except OSError as error:
+        parser.refuse(f"FOLDER: must be a folder this user may write in, got {str(folder)!r}: {error.strerror or error}")
     print(f"wrote {len(FIGURE_SPECS)} captions to {folder}")
     return 0
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import optuna
@@ -180,13 +181,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     time-energy study replayed on a table of rows with energy (a sweep with
     ``energy: true``), stored in ``--storage`` for ``optuna-dashboard``; prints
     its front and knee."""
-    import argparse
-
     from tuner.data.results import read
+    from tuner.errors import DamagedFile
     from tuner.families import REGISTRY, Problem
+    from tuner.host import OneLineParser
     from tuner.search.replay import problem_rows, table_domains, table_measure
+    from tuner.search.storage_spec import storage_problem
 
-    parser = argparse.ArgumentParser(prog="python -m tuner.search.pareto", description=main.__doc__)
+    parser = OneLineParser(prog="python -m tuner.search.pareto", description=main.__doc__)
     parser.add_argument("table", help="a Parquet file (or folder) of rows with energy_j")
     parser.add_argument("--family", required=True)
     parser.add_argument("--dtype", required=True)
@@ -199,16 +201,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-bound", type=float, help="trials slower than this many times the table's fastest are infeasible")
     args = parser.parse_args(argv)
     if args.family not in REGISTRY.names():
-        parser.error(f"--family must be one of {REGISTRY.names()}, got {args.family!r}")
+        parser.refuse(f"--family must be one of {REGISTRY.names()}, got {args.family!r}")
+    unfit = storage_problem(args.storage)
+    if unfit:
+        parser.refuse(f"--storage: {unfit}")
     family, problem = REGISTRY[args.family], Problem(args.family, args.dtype, args.n)
+    if not Path(args.table).exists():
+        parser.refuse(f"{args.table}: must be a Parquet file or a folder of them, got no such file or folder")
     try:
         rows = problem_rows(read(args.table), problem, args.source)
-    except ValueError as error:
-        parser.error(str(error))
-    if ENERGY not in rows or rows[ENERGY].isna().all():
-        parser.error(f"table must hold rows with energy_j for {problem.key} (a sweep with energy: true), got none")
-    domains = table_domains(rows, family)
-    space = family.space(problem, domains)
+        if ENERGY not in rows or rows[ENERGY].isna().all():
+            raise ValueError(f"table must hold rows with energy_j for {problem.key} (a sweep with energy: true), got none")
+        domains = table_domains(rows, family)
+        space = family.space(problem, domains)
+    except (ValueError, DamagedFile) as error:  # the table's rows: which rule, which value
+        parser.refuse(str(error))
     ok = rows[rows["status"] == "ok"]
     outcome = run_pareto_study(family=family, problem=problem, domains=domains, measure=table_measure(rows, family),
                                storage=args.storage, study_name=f"pareto/{problem.key}", budget_trials=args.budget or len(space),

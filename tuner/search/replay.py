@@ -346,10 +346,10 @@ def _split(values: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: replay samplers on a table and print the summary."""
-    from tuner.host import tolerant_console
+    from tuner.host import OneLineParser, tolerant_console
 
     tolerant_console()
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m tuner.search.replay",
         description="Replay Optuna samplers against an exhaustive results table (no GPU).",
     )
@@ -367,6 +367,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.seeds <= MAX_SEEDS:
         parser.error(f"--seeds must be from 1 to {MAX_SEEDS}, got {args.seeds}")
+    try:  # the samplers' names (and packages) before any table is read
+        _check_arguments(_split(args.samplers), args.budgets, range(args.seeds))
+    except (ValueError, ImportError) as exc:
+        parser.refuse(str(exc))
     from tuner.search.tables import table_stem
 
     if table_stem(Path(args.table).name):  # NAME.json or NAME.json.gz, in any case
@@ -383,32 +387,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Imported here: the registry pulls in every family, which replay's
     # library use (and its tests) do not need.
     families = importlib.import_module("tuner.families")
-    try:
-        family = families.REGISTRY[args.family]
-    except KeyError as exc:
-        parser.error(str(exc.args[0]) if exc.args else str(exc))
+    if args.family not in families.REGISTRY.names():
+        parser.refuse(f"--family must be one of {families.REGISTRY.names()}, got {args.family!r}")
+    family = families.REGISTRY[args.family]
     if not Path(args.table).exists():
-        parser.error(f"{args.table}: must be a Parquet file or a folder of them, got no such file or folder")
+        parser.refuse(f"{args.table}: must be a Parquet file or a folder of them, got no such file or folder")
     try:
         table = read(args.table)
     except DamagedFile as exc:  # the message names the file and what is wrong with it
-        refuse(parser, str(exc))
+        parser.refuse(str(exc))
     problem = Problem(args.family, args.dtype, args.n)
     try:
         rows = problem_rows(table, problem, args.source)
         df = replay(table, family, problem, _split(args.samplers), args.budgets, range(args.seeds), args.source)
     except (ValueError, ImportError) as exc:
-        refuse(parser, str(exc))
+        parser.refuse(str(exc))
     source = f" of {rows['source'].iloc[0]}" if "source" in rows and rows["source"].notna().any() else ""
     print(f"{problem.key}: {len(rows)} table rows{source}, {args.seeds} seeds")
     print(format_table(df))
     return 0
-
-
-def refuse(parser: argparse.ArgumentParser, message: str) -> None:
-    """Stop on what a file holds (not on how the command was written): the one
-    line that names the file, the rule and the value, without argparse's usage."""
-    parser.exit(2, f"{parser.prog}: error: {message}\n")
 
 
 def _replay_community_table(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -426,7 +423,7 @@ def _replay_community_table(parser: argparse.ArgumentParser, args: argparse.Name
         df = replay_space(tables.table_family(table), tables.table_problem(table), table.params, tables.table_measure(table),
                           table.optimum, table.size, _split(args.samplers), args.budgets, range(args.seeds))  # fmt: skip
     except (ValueError, ImportError) as exc:
-        refuse(parser, str(exc))
+        parser.refuse(str(exc))
     direction = "lower" if table.minimise else "higher"
     print(f"{table.name}: {table.size} configurations, {len(table.params)} parameters, {len(table.restrictions)} restrictions, "
           f"ranked by {table.objective} ({direction} is better), {args.seeds} seeds")  # fmt: skip

@@ -20,26 +20,31 @@ import json
 import socket
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import Sequence
 
 import optuna
 import pandas as pd
 
 from tuner.data import results
-from tuner.errors import EXIT_DAMAGED_FILE, DamagedFile
+from tuner.errors import Refusal
 from tuner.families.base import Problem
 from tuner.search.replay import problem_rows, table_domains, table_measure
-from tuner.search.strategies import DEFAULT_STRATEGY
+from tuner.search.storage_spec import storage_problem, stored_file_missing
+from tuner.search.strategies import DEFAULT_STRATEGY, SAMPLERS, missing_modules
 from tuner.search.study import open_storage, run_study, study_rows
 
 
 def worker(args: argparse.Namespace) -> dict:
-    """Run one worker of the study until the study's budget is spent."""
+    """Run one worker of the study until the study's budget is spent.
+
+    Raises:
+        ValueError: the table holds no rows of the problem (from ``--source``).
+        DamagedFile: the table cannot be read.
+    """
     family = importlib.import_module("tuner.families").REGISTRY[args.family]
     table = results.read(args.table)
-    if args.source:
-        table = table[table["source"] == args.source]
-    rows = problem_rows(table, Problem(args.family, args.dtype, args.n))
+    rows = problem_rows(table, Problem(args.family, args.dtype, args.n), args.source)
     lookup = table_measure(rows, family)
     measured: list[str] = []
 
@@ -76,11 +81,11 @@ def study_summary(storage: str, study: str, budget: int | None) -> tuple[pd.Data
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from tuner.host import tolerant_console
+    from tuner.host import OneLineParser, tolerant_console
 
     tolerant_console()
-    parser = argparse.ArgumentParser(prog="python -m tuner.search.replay_study", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = OneLineParser(prog="python -m tuner.search.replay_study", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True)
     w = sub.add_parser("worker", help="run one study worker against a table")
     w.add_argument("table", help="Parquet file (or folder) in the results schema, e.g. an exhaustive sweep")
@@ -101,10 +106,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
+        refused = _refused(args)  # names and records first: nothing is read or written where one is wrong
+        if refused:
+            parser.refuse(refused)
         return _run(args)
-    except DamagedFile as error:  # a table or the study's journal: which, why, and the command that recovers
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_DAMAGED_FILE
+    except ValueError as error:  # the table holds no rows of the problem: which rule, which value
+        parser.refuse(str(error))
+    except Refusal as error:  # a table or the study's journal damaged: which, why, and the command that recovers
+        print(error.line(), file=sys.stderr)
+        return error.exit_status
+
+
+def _refused(args: argparse.Namespace) -> str | None:
+    """Why the command cannot run as given, in one line (None where it can):
+    an unknown family or sampler, a table that is not there, a storage that
+    cannot serve, a study the storage does not hold."""
+    unfit = storage_problem(args.storage)
+    if unfit:
+        return f"--storage: {unfit}"
+    if args.command == "worker":
+        names = importlib.import_module("tuner.families").REGISTRY.names()
+        if args.family not in names:
+            return f"--family: must be one of {names}, got {args.family!r}"
+        if args.sampler not in SAMPLERS:
+            return f"--sampler: must be one of {list(SAMPLERS)}, got {args.sampler!r}"
+        missing = missing_modules(args.sampler)
+        if missing:
+            return f"--sampler: {args.sampler!r} needs the packages {missing}, which are not installed"
+        if not Path(args.table).exists():
+            return f"{args.table}: must be a Parquet file or a folder of them, got no such file or folder"
+        return None
+    missing_file = stored_file_missing(args.storage)
+    if missing_file:
+        return f"--storage: {missing_file}"
+    held = optuna.get_all_study_names(storage=open_storage(args.storage))
+    if args.study not in held:
+        return f"--study: must be a study of {args.storage} {held}, got {args.study!r}"
+    return None
 
 
 def _run(args) -> int:

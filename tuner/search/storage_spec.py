@@ -88,3 +88,18 @@ def _file_problem(path: Path, what: str) -> str | None:
     if not os.access(existing, os.W_OK | os.X_OK):
         return f"folder of {what} {str(path)!r} cannot be written: {str(existing)!r} is not writable"
     return None
+
+
+def stored_file_missing(spec: str | os.PathLike) -> str | None:
+    """Where ``spec`` names a file that keeps a storage (a journal, an SQLite
+    database) and it is not there: one line saying so, else None. A command
+    that reads a study must not make an empty storage in its place (opening
+    one creates its file)."""
+    text = os.fspath(spec)
+    if text.endswith((".log", ".jsonl")):
+        path, what = Path(text), "journal file"
+    elif text.startswith("sqlite:///") and text[len("sqlite:///") :] not in ("", ":memory:"):
+        path, what = Path(text[len("sqlite:///") :]), "SQLite database"
+    else:
+        return None
+    return None if path.is_file() else f"must name an existing {what}, got {text!r}, which does not exist"

@@ -16,8 +16,8 @@ acceptance rule (``Param.accepts``) among them, shared by sweeps and studies.
 from tuner.device.describe import DeviceFacts
 from tuner.settings.model import STAGE_RUN_FIELDS, ConfigError, RunSettings, Settings, StudySettings, SweepSettings
 from tuner.settings.overrides import typed_overrides
-from tuner.settings.parse import load, parse, schema_message, timing_options
+from tuner.settings.parse import check_arch, load, parse, schema_message, timing_options
 from tuner.settings.yaml_file import read_yaml
 
-__all__ = ["STAGE_RUN_FIELDS", "ConfigError", "DeviceFacts", "RunSettings", "Settings", "StudySettings", "SweepSettings",
+__all__ = ["STAGE_RUN_FIELDS", "ConfigError", "check_arch", "DeviceFacts", "RunSettings", "Settings", "StudySettings", "SweepSettings",
            "load", "parse", "read_yaml", "schema_message", "timing_options", "typed_overrides"]  # fmt: skip

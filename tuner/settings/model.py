@@ -11,12 +11,16 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
+from tuner.errors import Refusal
 from tuner.families import REGISTRY, Problem, load_family_paths
 from tuner.measure.timing import TimingOptions
 
 
-class ConfigError(ValueError):
+class ConfigError(Refusal, ValueError):
     """A configuration value breaks a rule; the message names key, rule and value."""
+
+    label = "config error"
+    exit_status = 2
 
 
 def frozen_params(params: Mapping[str, Any]) -> Mapping[str, tuple]:
@@ -178,14 +182,16 @@ class Settings:
         return self.studies[name]
 
     def variants(self):
-        """(family, problem, feasible configurations) of every sweep and study."""
+        """(family, problem, feasible configurations) of every sweep and study
+        (none for a study whose space is too large to list)."""
         for sweep in self.sweeps.values():
             family = REGISTRY[sweep.family]
             for problem in sweep.problems():
                 yield family, problem, family.space(problem, sweep.domains())
         for study in self.studies.values():
             family = REGISTRY[study.family]
-            yield family, study.problem, family.space(study.problem, study.domains())
+            # A space too large to list is compiled as the study measures it, not ahead (as precompile does).
+            yield family, study.problem, family.listed_space(study.problem, study.domains()) or []
 
     def stage_json(self, stage: str, name: str | Sequence[str] | None = None) -> str:
         """The JSON a stage receives (``from_stage_json`` reads it back): the

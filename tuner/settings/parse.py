@@ -18,7 +18,7 @@ import yaml
 from tuner.data.results import family_columns_unfit
 from tuner.device.describe import DeviceFacts
 from tuner.families import REGISTRY, Problem, load_family_paths
-from tuner.families.base import nvcc_text_unfit
+from tuner.families.base import MAX_ENUMERATED, nvcc_text_unfit
 from tuner.measure.timing import TimingOptions
 from tuner.resources import config_schema_file, reference_results, resource_missing
 from tuner.settings.model import ConfigError, RunSettings, Settings, StudySettings, SweepSettings, frozen_params
@@ -89,7 +89,7 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
             raise ConfigError(
                 f"study_gpus[{i}]: must be the index of one of this machine's {device.count} CUDA devices, got {gpu_index}"
             )
-    arch = _check_arch(config.get("arch", "auto"), device.capability_of(index), nvcc_archs)
+    arch = check_arch(config.get("arch", "auto"), capability=device.capability_of(index), nvcc_archs=nvcc_archs)
     gpu = config.get("gpu", "auto")
     if gpu == "auto":
         from tuner.device.describe import NO_GPU_SLUG, slugify
@@ -214,17 +214,27 @@ def timing_options(values: Mapping, where: str = "timing") -> TimingOptions:
         raise ConfigError(f"{where}.{field_name}: {message.split(' ', 1)[1]}") from None
 
 
-def _check_arch(arch: str, capability: str | None, nvcc_archs: tuple[str, ...] | None) -> str:
+def check_arch(arch: str, *, where: str = "arch", capability: str | None = None, nvcc_archs: tuple[str, ...] | None = None) -> str:
+    """``arch`` as the config's ``arch`` and the command line's ``--arch``
+    take it: auto, or an ``sm_XY`` this nvcc builds that runs on the device
+    of compute capability ``capability`` (None: not checked against a device).
+
+    Raises:
+        ConfigError: one line naming ``where``, the rule and the value.
+    """
+    form = config_schema()["properties"]["arch"]
+    if not (isinstance(arch, str) and re.fullmatch(form["pattern"], arch)):
+        raise ConfigError(f"{where}: must be {form['x-rule']}, got {arch!r}")
     if arch == "auto":
         return arch
     if nvcc_archs is not None and arch not in nvcc_archs:
-        raise ConfigError(f"arch: must be auto or an architecture this nvcc builds ({', '.join(nvcc_archs)}), got {arch!r}")
+        raise ConfigError(f"{where}: must be auto or an architecture this nvcc builds ({', '.join(nvcc_archs)}), got {arch!r}")
     if capability is not None:
         major, minor = capability.split(".")
         digits = arch.removeprefix("sm_").rstrip("a")
         # A cubin runs on devices of its major version with an equal or higher minor.
         if not (digits[:-1] == major and int(digits[-1]) <= int(minor)):
-            raise ConfigError(f"arch: must be auto or build code that runs on the device (compute capability {capability}:"
+            raise ConfigError(f"{where}: must be auto or build code that runs on the device (compute capability {capability}:"
                               f" sm_{major}0 to sm_{major}{minor}), got {arch!r}")  # fmt: skip
     return arch
 
@@ -394,6 +404,9 @@ def _sweep(name: str, section: Mapping, config: Mapping, memory: int | None) -> 
     sweep = SweepSettings(name, family.name, tuple(section["dtypes"]), tuple(section["sizes"]), frozen_params(params),
                           _merged_timing(config, section, where), profile if profile in (None, "all", "report") else profile["top"],
                           energy=SWEEP_ENERGY[section.get("energy", "best")])  # fmt: skip
+    count = family.combinations(sweep.domains())
+    if count > MAX_ENUMERATED:  # a sweep measures every one of them
+        raise ConfigError(f"{where}.params: the grid must hold at most {MAX_ENUMERATED:,} combinations, got {count:,}")
     if not any(family.space(p, sweep.domains()) for p in sweep.problems()):
         raise ConfigError(f"{where}.params: the grid must hold at least one feasible configuration, got none"
                           f"{_first_infeasible(family, sweep.problems()[0], sweep.domains())}")  # fmt: skip

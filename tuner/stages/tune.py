@@ -23,15 +23,16 @@ import contextlib
 import multiprocessing
 import socket
 import sys
+from multiprocessing.queues import SimpleQueue
 from pathlib import Path
 from typing import Iterator
 
 from tuner import harness
-from tuner.errors import EXIT_DAMAGED_FILE, DamagedFile
+from tuner.errors import Refusal, Refused
 from tuner.families import REGISTRY
 from tuner.measure.remote import MeasuringProcess, restarting
 from tuner.measure.stopwatch import Phases
-from tuner.settings import ConfigError, Settings
+from tuner.settings import Settings
 
 
 def run(settings: Settings, name: str, *, started: float, gpus: list[int], device: str | None, out: str | None) -> None:
@@ -43,22 +44,21 @@ def run(settings: Settings, name: str, *, started: float, gpus: list[int], devic
     from tuner.search.study import study_rows
 
     study = settings.study(name)
-    device_json = harness.device_json(device, settings)
+    device_json = harness.measured_against(device, settings)
     gpus = gpus or list(settings.run.study_gpus) or [settings.run.device_index]
     stage_json = settings.stage_json("study", name)
     if len(gpus) == 1:
         search(settings, stage_json, name, device_json, gpus[0], worker=0, started=started)
     else:
         spawn = multiprocessing.get_context("spawn")  # no CUDA or lock state inherited
-        loops = [spawn.Process(target=_search_process, args=(stage_json, name, str(device_json), gpu, worker, started),
+        refusals = spawn.SimpleQueue()  # each worker's refusal, if any: the stage reports them once
+        loops = [spawn.Process(target=_search_process, args=(stage_json, name, str(device_json), gpu, worker, started, refusals),
                                name=f"search-gpu{gpu}") for worker, gpu in enumerate(gpus)]  # fmt: skip
         for loop in loops:
             loop.start()
         for loop in loops:
             loop.join()
-        failed = [gpu for gpu, loop in zip(gpus, loops) if loop.exitcode != 0]
-        if failed:
-            raise SystemExit(f"error: the study workers on GPUs {failed} failed; finished trials are kept in the study storage")
+        _stop_if_workers_failed(gpus, [loop.exitcode for loop in loops], refusals)
     from tuner.data import results
     from tuner.data.time_to_target import to_final_best
 
@@ -112,16 +112,34 @@ def search(settings: Settings, stage_json: str, name: str, device_json: Path, gp
     print(f"study {name} phases: {', '.join(filter(None, [str(phases), measured]))}; {compiled}; {outcome.ask_summary()}", flush=True)
 
 
-def _search_process(stage_json: str, name: str, device_json: str, gpu: int, worker: int, started: float) -> None:
-    """One GPU's search loop as a process of its own; a refusal is its one line and exit status, as the command's."""
+def _search_process(stage_json: str, name: str, device_json: str, gpu: int, worker: int, started: float,
+                    refusals: SimpleQueue) -> None:  # fmt: skip
+    """One GPU's search loop as a process of its own. A refusal (its own, or
+    its measuring process's) goes to the stage through ``refusals``, which
+    reports it once for every worker; the worker ends with its exit status."""
     try:
         search(Settings.from_stage_json(stage_json), stage_json, name, Path(device_json), gpu, worker=worker, started=started)
-    except ConfigError as error:
-        print(f"config error: {error}", file=sys.stderr, flush=True)
-        raise SystemExit(2) from None
-    except DamagedFile as error:
-        print(f"error: {error}", file=sys.stderr, flush=True)
-        raise SystemExit(EXIT_DAMAGED_FILE) from None
+    except Refusal as error:
+        refusals.put((" ".join(error.line().split()), error.exit_status))
+        raise SystemExit(error.exit_status) from None
+
+
+def _stop_if_workers_failed(gpus: list[int], exit_codes: list[int | None], refusals: SimpleQueue) -> None:
+    """The stage's end where a worker failed: the workers' refusals, each
+    line once (where all workers met the same, as they do without a GPU or
+    with a damaged file, one line), with the first one's exit status; else
+    (a bug: its traceback is in the log above) one line naming the workers."""
+    told = []
+    while not refusals.empty():
+        told.append(refusals.get())
+    if told:
+        lines = list(dict.fromkeys(line for line, _ in told))
+        for other in lines[1:]:
+            print(other, file=sys.stderr, flush=True)
+        raise Refused(lines[0], told[0][1])
+    failed = [gpu for gpu, code in zip(gpus, exit_codes) if code != 0]
+    if failed:
+        raise SystemExit(f"error: the study workers on GPUs {failed} failed; finished trials are kept in the study storage")
 
 
 @contextlib.contextmanager
