@@ -161,7 +161,8 @@ def test_check_family_says_how_many_points_reasons_it_does_not_list_left_out(tmp
         check(tmp_path / "scale.py", say=say)
     restriction = "restriction {!r} does not hold".format
     assert said[-1] == (f"space: scale-float32-n1048613: 10 configurations, 2 feasible; infeasible: 3 by {restriction('A not in (4, 5, 6)')}; "
-                        f"2 by {restriction('A not in (2, 3)')}; 1 by {restriction('A != 1')}; 2 by 2 other reasons")  # fmt: skip
+                        f"2 by {restriction('A not in (2, 3)')}; 1 by {restriction('A != 1')}; and 2 by 2 other reasons (--list); "
+                        "no feasible configuration found with A=1, A=2, A=3, A=4, A=5")  # fmt: skip
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
