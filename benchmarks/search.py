@@ -48,9 +48,8 @@ zero, so a row at such a budget has no ``score_m``, which one line says.
 Writes ``NAME.txt`` (the command, its wall time and the tables) and ``NAME.json`` under
 ``--out`` (``--name``, a plain file name, default ``search-benchmark``), both or neither; the default ``--out`` is
 ``results/search-benchmark/`` (untracked). Every option and input (the tables, the ``--merge`` files, ``--out``)
-is checked before the first run: a bad one stops it in one line naming it, the rule and the value. The shipped run is
-``benchmarks/results/history/nvidia-h200/search-benchmark.*``: only an ``--out``
-naming that folder rewrites it.
+is checked before the first run: a bad one stops it in one line naming it, the rule and the value. The shipped runs
+are ``benchmarks/results/search-*.txt`` (``docs/search.md``): only an ``--out`` naming that folder rewrites them.
 """
 
 from __future__ import annotations
@@ -107,7 +106,7 @@ OURS = ("ordinal_global", "ordinal", "interactions", "tpe", "gp")
 WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
 # Model-based samplers slow with every trial (multivariate TPE and the GP sampler refit on every trial,
 # Kernel Tuner's bayes_opt its Gaussian process on every evaluation; the GP sampler took 2 to 5 minutes
-# for 200 trials, benchmarks/results/hub-gp/README.md): by default each runs
+# of a core for 200 trials of the hub's spaces): by default each runs
 # to at most this many trials, and budgets beyond it are left out of its rows (--cap changes it; 0: no
 # cap). bayes_opt's reaches every budget of the hub's convolution and dedispersion spaces. AutoSampler
 # (auto) has TPE's: on these spaces (every parameter categorical) it hands every trial after its first
