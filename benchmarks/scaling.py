@@ -10,9 +10,8 @@ The study is the shipped config's ``reduce_int32`` (the 1536-point reduction
 space at 2^28 int32) with ``budget_trials`` set to ``--budget``, by default
 the whole space: then every worker count measures the same configurations.
 With a smaller budget each run's sampler measures a different set, and the
-rates follow that set (one worker's steady rate differed by up to 19 % between
-800-trial runs on one H200 at different code, 5 % at the same:
-benchmarks/results/history/nvidia-h200/scaling-runs/README.md). Needs the GPUs.
+rates follow that set (a slower configuration lowers the rate), so runs of a
+smaller budget compare less well. Needs the GPUs.
 
 Two rates per worker count:
 

@@ -48,9 +48,8 @@ zero, so a row at such a budget has no ``score_m``, which one line says.
 Writes ``NAME.txt`` (the command, its wall time and the tables) and ``NAME.json`` under
 ``--out`` (``--name``, a plain file name, default ``search-benchmark``), both or neither; the default ``--out`` is
 ``results/search-benchmark/`` (untracked). Every option and input (the tables, the ``--merge`` files, ``--out``)
-is checked before the first run: a bad one stops it in one line naming it, the rule and the value. The shipped run is
-``benchmarks/results/history/nvidia-h200/search-benchmark.*``: only an ``--out``
-naming that folder rewrites it.
+is checked before the first run: a bad one stops it in one line naming it, the rule and the value. The shipped runs
+are ``benchmarks/results/search-*.txt`` (``docs/search.md``): only an ``--out`` naming that folder rewrites them.
 """
 
 from __future__ import annotations
@@ -107,7 +106,7 @@ OURS = ("ordinal_global", "ordinal", "interactions", "tpe", "gp")
 WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
 # Model-based samplers slow with every trial (multivariate TPE and the GP sampler refit on every trial,
 # Kernel Tuner's bayes_opt its Gaussian process on every evaluation; the GP sampler took 2 to 5 minutes
-# for 200 trials, benchmarks/results/hub-gp/README.md): by default each runs
+# of a core for 200 trials of the hub's spaces): by default each runs
 # to at most this many trials, and budgets beyond it are left out of its rows (--cap changes it; 0: no
 # cap). bayes_opt's reaches every budget of the hub's convolution and dedispersion spaces. AutoSampler
 # (auto) has TPE's: on these spaces (every parameter categorical) it hands every trial after its first
@@ -116,23 +115,18 @@ DEFAULT_CAPS = {"tpe": 300, "gp": 200, "auto": 300, "bayes_opt": 1200}
 # Kernel Tuner strategies whose course depends on max_fevals (a cooling schedule,
 # scipy's maxfun): one run per budget. The others only stop there.
 KT_BUDGET_AWARE = {"hybrid_vndx", "dual_annealing", "simulated_annealing"}
-REFERENCE = REPO / "results" / "reference"
 GIB = 268435456  # 2^28 int32: the default space's problem
-# name -> (table file, source or None, row filter, warm-start table, problem size)
+H200 = "results/reference/nvidia-h200/measurements.parquet"
+# name -> (table file under the repository, source or None, row filter, warm-start table, problem size)
 TABLES = {
-    "reduce_space": ("nvidia-h200/measurements.parquet", "sweep:reduce_space", None, None, GIB),
-    "reduce_space_offset11": ("nvidia-h200/measurements.parquet", "sweep:reduce_space", ("offset", 11), None, GIB),
-    "reduce_hard_h200": ("nvidia-h200/sweeps/reduce_hard.parquet", None, None, "reduce_hard_h100", GIB),
-    "reduce_hard_h100": ("nvidia-h100-80gb-hbm3/sweeps/reduce_hard.parquet", None, None, "reduce_hard_h200", GIB),
+    "reduce_space": (H200, "sweep:reduce_space", None, None, GIB),
+    "reduce_space_offset11": (H200, "sweep:reduce_space", ("offset", 11), None, GIB),
+    # benchmarks/configs/reduce_hard.yaml swept on each GPU (benchmarks/tables/README.md).
+    "reduce_hard_h200": ("benchmarks/tables/reduce_hard_h200.parquet", None, None, "reduce_hard_h100", GIB),
+    "reduce_hard_h100": ("benchmarks/tables/reduce_hard_h100.parquet", None, None, "reduce_hard_h200", GIB),
     # The harder space at 2^24 (benchmarks/configs/reduce_hard_2e24.yaml).
-    "reduce_hard_2e24_h200": ("nvidia-h200/sweeps/reduce_hard_2e24.parquet", None, None, "reduce_hard_2e24_h100", 2**24),
-    "reduce_hard_2e24_h100": (
-        "nvidia-h100-80gb-hbm3/sweeps/reduce_hard_2e24.parquet",
-        None,
-        None,
-        "reduce_hard_2e24_h200",
-        2**24,
-    ),
+    "reduce_hard_2e24_h200": ("benchmarks/tables/reduce_hard_2e24_h200.parquet", None, None, "reduce_hard_2e24_h100", 2**24),
+    "reduce_hard_2e24_h100": ("benchmarks/tables/reduce_hard_2e24_h100.parquet", None, None, "reduce_hard_2e24_h200", 2**24),
 }
 
 
@@ -248,7 +242,7 @@ def load_case(name: str) -> Case:
     if name in HUB:
         return Case.from_space_table(load_table(HUB[name], name=name))
     path, source, keep, _, n = TABLES[name]
-    table = read(REFERENCE / path)
+    table = read(REPO / path)
     if source is not None:
         table = table[table["source"] == source]
     if keep is not None:
@@ -452,7 +446,7 @@ def _benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, w
         budgets = budgets_by[name]
         plan = list(strategies)
         warm_source = TABLES[name][3] if name in TABLES else None
-        if warm and warm_source in TABLES and (REFERENCE / TABLES[warm_source][0]).exists():
+        if warm and warm_source in TABLES and (REPO / TABLES[warm_source][0]).exists():
             _init([warm_source])
             plan.append(f"warm:{warm_source}")
         for order in orders:
@@ -640,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
                              "that the auto strategy loads AutoSampler from (default: optunahub fetches it from GitHub)")  # fmt: skip
     args = parser.parse_args(argv)
     started = time.monotonic()
-    names = args.tables if args.tables is not None else [n for n, spec in TABLES.items() if (REFERENCE / spec[0]).exists()]
+    names = args.tables if args.tables is not None else [n for n, spec in TABLES.items() if (REPO / spec[0]).exists()]
     names = list(dict.fromkeys(names))  # a table, strategy or order named twice runs once
     unknown = sorted(set(names) - set(TABLES))
     if unknown:

@@ -226,8 +226,8 @@ def test_the_readme_numbers_of_the_shipped_runs():
     assert "reduce: A's keys name finish (the other side's do not)" in compare.key_differences(h100, h200)
     assert compare.winners(h100, h200)[0] == "winners: the same in 10 of 22 problems; B's winner lies in A's tie set in 18 of 18 (4 more where A never measured B's winner)"
     hard = (
-        REFERENCE / "nvidia-h100-80gb-hbm3/sweeps/reduce_hard_2e24.parquet",
-        REFERENCE.parents[1] / "benchmarks/results/history/nvidia-h100-80gb-hbm3/reduce_hard_2e24-study-run/sweep.parquet",
+        REFERENCE.parents[1] / "benchmarks/tables/reduce_hard_2e24_h100.parquet",
+        REFERENCE.parents[1] / "benchmarks/tables/reduce_hard_2e24_h100_rerun.parquet",
     )
     table = compare.compare(*(compare.load(path) for path in hard))
     counts = table["verdict"].value_counts().to_dict()

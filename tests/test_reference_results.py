@@ -51,6 +51,16 @@ def test_report_regenerates_from_reference(reference_report):
     assert (folder / "report.html").read_text().count("<img") >= 3
 
 
+@pytest.mark.parametrize("gpu", ["nvidia-h100-80gb-hbm3", "nvidia-h200"])
+def test_the_shipped_report_is_one_format_each_figure_stored_once(gpu):
+    """report.md and the PNG of each figure it links (``--format markdown``), no SVG or HTML copy."""
+    report = REFERENCE.parent / gpu / "report"
+    files = {p.name for p in report.iterdir()}
+    linked = set(re.findall(r"\]\(([^)]+\.png)\)", (report / "report.md").read_text()))
+    assert {f"{stem}.png" for stem in EXPECTED_FIGURES} <= linked
+    assert files == {"report.md", *linked}
+
+
 def test_replay_on_the_measured_reduction_space(dataset):
     problem = Problem("reduce", "int32", 1 << 28)
     table = dataset[dataset.source == "sweep:reduce_space"]

@@ -118,3 +118,33 @@ def test_a_tmpdir_too_long_for_the_fork_servers_socket_draws_in_this_process(tmp
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert (tmp_path / "report" / "report.md").is_file()
+
+
+@pytest.mark.parametrize("report_format", ["markdown", "html"])
+def test_each_format_writes_its_documents_and_each_figure_once(results, tmp_path, capsys, report_format):
+    """``--format markdown``: report.md and one PNG per figure it links; ``--format html``: report.html
+    alone, every figure embedded. Neither leaves SVG copies or the other document."""
+    import re
+
+    out = tmp_path / "report"
+    assert main(["--results", str(results), "--out", str(out), "--processes", "1", "--format", report_format]) == 0
+    document = "report.md" if report_format == "markdown" else "report.html"
+    assert f"report: {out / document};" in capsys.readouterr().out
+    files = sorted(p.name for p in out.iterdir())
+    text = (out / document).read_text(encoding="utf-8")
+    if report_format == "markdown":
+        linked = set(re.findall(r"\]\(([^)]+\.png)\)", text))
+        assert linked and linked <= set(files)  # placeholders of figures not drawn are PNGs it does not link
+        assert [f for f in files if not f.endswith(".png")] == [document]
+        assert all((out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for name in linked)
+    else:
+        assert files == [document]
+        images = re.findall(r'<img src="([^"]*)"', text)
+        assert images and all(src.startswith("data:image/png;base64,") for src in images)
+
+
+def test_an_unknown_format_is_refused_before_anything_is_drawn(results, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--results", str(results), "--out", str(tmp_path / "report"), "--format", "pdf"])
+    assert exit_.value.code == 2 and "invalid choice: 'pdf'" in capsys.readouterr().err
+    assert not (tmp_path / "report").exists()

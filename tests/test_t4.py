@@ -647,9 +647,9 @@ def test_the_t4_command_writes_a_problem(tmp_path, capsys):
 
 @pytest.fixture
 def small_results(tmp_path) -> Path:
-    """A results Parquet file of 40 rows of one problem (the H200's reduce_hard sweep)."""
+    """A results Parquet file of 40 rows of one problem (the H200's sweep of the search benchmark's hard space)."""
     path = tmp_path / "rh.parquet"
-    pd.read_parquet(REPO / "results" / "reference" / "nvidia-h200" / "sweeps" / "reduce_hard.parquet").head(40).to_parquet(path)
+    pd.read_parquet(REPO / "benchmarks" / "tables" / "reduce_hard_h200.parquet").head(40).to_parquet(path)
     return path
 
 
@@ -816,13 +816,12 @@ def test_a_results_folders_profiles_are_no_results_rows(tmp_path, capsys):
     results = _exported(capsys, folder, problem, tmp_path / "h100.json")
     expected = t4.problem_rows(read(H100 / "measurements.parquet"), problem)
     assert len(results) == len(expected) == 1536
-    # Before collect: sweeps, studies and peaks, never profiles (the search benchmark's reduce_hard sweep,
-    # not collected, is then the problem's largest source).
+    # Before collect: sweeps, studies and peaks, never profiles; the largest source is again the exhaustive sweep.
     (folder / "measurements.parquet").unlink()
-    assert cli_main(["t4", str(folder), "--problem", problem, "--out", str(tmp_path / "hard.json")]) == 0
-    assert "6975 results" in capsys.readouterr().out
-    assert cli_main(["t4", str(folder), "--problem", problem, "--source", "sweep:reduce_space",
-                     "--out", str(tmp_path / "sweeps.json")]) == 0  # fmt: skip
+    assert cli_main(["t4", str(folder), "--problem", problem, "--source", "study:reduce_int32",
+                     "--out", str(tmp_path / "study.json")]) == 0  # fmt: skip
+    assert "154 results" in capsys.readouterr().out
+    assert cli_main(["t4", str(folder), "--problem", problem, "--out", str(tmp_path / "sweeps.json")]) == 0
     assert "1536 results" in capsys.readouterr().out
     again = t4.read_json(tmp_path / "sweeps.json")["results"]
     assert sorted(json.dumps(r["configuration"], sort_keys=True) for r in again) == sorted(

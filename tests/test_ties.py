@@ -147,8 +147,8 @@ def test_two_h100_sweeps_of_the_hard_space_name_winners_in_each_others_tie_sets(
 
     root = Path(__file__).resolve().parents[1]
     one, two = (ties.rank(results.read(root / path), "bandwidth_gbs")
-                for path in ("results/reference/nvidia-h100-80gb-hbm3/sweeps/reduce_hard_2e24.parquet",
-                             "benchmarks/results/history/nvidia-h100-80gb-hbm3/reduce_hard_2e24-study-run/sweep.parquet"))  # fmt: skip
+                for path in ("benchmarks/tables/reduce_hard_2e24_h100.parquet",
+                             "benchmarks/tables/reduce_hard_2e24_h100_rerun.parquet"))  # fmt: skip
     winners = one.iloc[0]["config_key"], two.iloc[0]["config_key"]
     assert winners[0] != winners[1] and (int(one["tie"].sum()), int(two["tie"].sum())) == (37, 38)
     assert winners[1] in set(one[one["tie"]]["config_key"]) and winners[0] in set(two[two["tie"]]["config_key"])

@@ -3,13 +3,17 @@
 ``build_report`` reads nothing from disk but the blogs' published numbers and
 tables (``tuner/data``); the CLI (``python -m tuner.report``) loads a results
 folder and calls it. ``report.html`` is self-contained (figures embedded);
-``report.md`` links the PNGs written beside it.
+``report.md`` links the PNGs written beside it. Which of them a folder gets is
+its format (``FORMATS``: both with PNG and SVG figures, the Markdown with its
+PNGs, or the HTML alone).
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -21,17 +25,20 @@ from tuner.report.document import build_content, write_documents
 from tuner.report.energy import energy_content
 from tuner.report.figure_kit import FigureContext, FigureResult
 from tuner.report.figures import EXPECTED_FIGURES, FIGURE_SPECS, drawing, figure_pool
+from tuner.report.formats import DEFAULT_FORMAT, FORMATS, ReportFormat
 from tuner.report.profile_section import profile_content
 from tuner.report.published import load_published
 from tuner.report.selection import best_per_family, study_frames, usable
 from tuner.report.studies import summarise_studies
-from tuner.report.style import report_style, shown_name
+from tuner.report.style import FIGURE_SUFFIXES, report_style, shown_name
 from tuner.report.ties import ties_section
 
 __all__ = [
     "BLOG_TABLES",
     "EXPECTED_FIGURES",
     "FIGURE_SPECS",
+    "FORMATS",
+    "ReportFormat",
     "ReportOutputs",
     "best_per_family",
     "build_report",
@@ -47,15 +54,17 @@ class ReportOutputs:
 
     Attributes:
         out_dir: the report folder.
-        figures: every drawn figure's files (``<stem>.png`` and ``<stem>.svg``).
+        figures: every drawn figure's files in the folder (``<stem>.png`` and,
+            in the ``all`` format, ``<stem>.svg``; none in the ``html`` format).
         results: per figure of ``EXPECTED_FIGURES``, what was drawn (its files,
-            note and the published numbers it shows).
+            note and the published numbers it shows; in the ``html`` format the
+            files were drawn in a scratch folder, gone once embedded).
         family_figures: the figure of each family's section (``family_<name>``,
             named after the family, so not among ``EXPECTED_FIGURES``).
-        documents: ``report.md`` and ``report.html``.
+        documents: ``report.md`` and/or ``report.html``, as the format has them.
         skipped: figure stem -> why it was not drawn (missing data).
         placeholders: the files written for skipped stems (an image saying why),
-            so every stem of ``EXPECTED_FIGURES`` exists as PNG and SVG.
+            so every stem of ``EXPECTED_FIGURES`` exists as the format's files.
         notes: every missing-data line the report contains.
         comparisons: the evaluated blog tables.
     """
@@ -100,6 +109,7 @@ def figure_context(
     out_dir: Path,
     studies: dict[str, pd.DataFrame] | None = None,
     pool: ProcessPoolExecutor | None = None,
+    figure_suffixes: tuple[str, ...] = FIGURE_SUFFIXES,
 ) -> FigureContext:
     """What the figures and the document are drawn from: the usable rows, the
     device (filled from the rows), the peaks, the blogs' numbers, every blog
@@ -120,6 +130,7 @@ def figure_context(
         studies=summaries,
         out_dir=Path(out_dir),
         comparisons={c.spec.key: c for c in comparisons},
+        figure_suffixes=figure_suffixes,
     )
 
 
@@ -132,10 +143,11 @@ def build_report(
     studies: dict[str, pd.DataFrame] | None = None,
     profiles: tuple[pd.DataFrame, list[str]] | None = None,
     processes: int = 1,
+    report_format: str = DEFAULT_FORMAT,
 ) -> ReportOutputs:
     """Draw every figure of ``EXPECTED_FIGURES`` that has data (a placeholder
-    for each other), the figure of each family's section, and write
-    ``report.md`` and ``report.html`` into ``out_dir``.
+    for each other), the figure of each family's section, and write the
+    documents of ``report_format`` into ``out_dir``.
 
     Args:
         dataset: result rows in the schema of ``tuner.data.results`` (all statuses;
@@ -150,20 +162,50 @@ def build_report(
         profiles: (counter rows, notes) of ``tuner.data.counters.read_profiles``;
             None: the report has no counters section.
         processes: worker processes drawing the figures (1: this one).
+        report_format: a name of ``FORMATS``.
     """
+    if report_format not in FORMATS:
+        raise ValueError(f"report format: must be one of {', '.join(FORMATS)}, got {report_format!r}")
+    chosen = FORMATS[report_format]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if chosen.figure_suffixes:
+        return _build(dataset, device, peaks, out_dir, out_dir, studies, profiles, processes, chosen)
+    # Figures only embedded: drawn as PNG in a scratch folder that goes once the document holds them.
+    scratch = Path(tempfile.mkdtemp(prefix="tuner-report-figures-"))
+    try:
+        drawn_as_png = replace(chosen, figure_suffixes=(".png",))
+        outputs = _build(dataset, device, peaks, out_dir, scratch, studies, profiles, processes, drawn_as_png)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return replace(outputs, figures=(), placeholders=())
+
+
+def _build(
+    dataset: pd.DataFrame,
+    device: Mapping[str, Any],
+    peaks: Mapping[str, Any],
+    out_dir: Path,
+    figure_dir: Path,
+    studies: dict[str, pd.DataFrame] | None,
+    profiles: tuple[pd.DataFrame, list[str]] | None,
+    processes: int,
+    chosen: ReportFormat,
+) -> ReportOutputs:
+    """``build_report`` with the figures written into ``figure_dir`` as ``chosen.figure_suffixes``."""
+    suffixes = chosen.figure_suffixes
     # One pool for the whole report: it starts while the blog tables are evaluated,
     # and the counters section (the roofline) is made here while it draws the figures.
     with figure_pool(processes) as pool:
-        ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=out_dir, studies=studies, pool=pool)
+        ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=figure_dir, studies=studies, pool=pool,
+                             figure_suffixes=suffixes)  # fmt: skip
         comparisons = list(ctx.comparisons.values())
         drawn = drawing(ctx, pool)
         families_drawn = family_sections.drawing(ctx, pool)
         # Counters of the blog tables only where the table has rows of ours: a lesson not measured is left out.
         counters = None if profiles is None else profile_content(
             [c for c in comparisons if c.has_data], profiles[0], profiles[1], published=ctx.published, peaks=ctx.peaks,
-            gpu=shown_name(ctx.device.get("name") or "unknown GPU"), out_dir=out_dir)  # fmt: skip
+            gpu=shown_name(ctx.device.get("name") or "unknown GPU"), out_dir=figure_dir, suffixes=suffixes)  # fmt: skip
         figures = drawn()
         family_figures = families_drawn()
     families = family_sections.family_sections(ctx, dataset, family_figures, None if profiles is None else profiles[0])
@@ -180,8 +222,9 @@ def build_report(
     if counters is not None:
         content["profile"] = counters
     content["ties"] = ties_section(dataset)  # its own module and templates: tuner/report/ties.py
-    content["energy"] = energy_content(dataset, gpu=shown_name(ctx.device.get("name") or "unknown GPU"), out_dir=out_dir)
-    documents = write_documents(content, out_dir)
+    content["energy"] = energy_content(dataset, gpu=shown_name(ctx.device.get("name") or "unknown GPU"), out_dir=figure_dir,
+                                       suffixes=suffixes)  # fmt: skip
+    documents = write_documents(content, out_dir, chosen.documents)
     return ReportOutputs(
         out_dir=out_dir,
         figures=tuple(path for result in figures for path in result.paths),

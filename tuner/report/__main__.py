@@ -4,7 +4,9 @@
 
 The results folder holds ``measurements.parquet`` (every row: sweeps and
 studies), ``device.json`` and ``peaks.json``. Study rows are those whose source
-starts with ``study:``.
+starts with ``study:``. ``--format markdown`` writes report.md with its figures
+as PNG, each stored once (the shipped reference reports); ``--format html`` one
+self-contained report.html.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Sequence
 
 from tuner.data.readback import mode_kind
 from tuner.host import usable_cpus
+from tuner.report.formats import DEFAULT_FORMAT, FORMATS
 
 INPUTS = ("measurements.parquet", "device.json", "peaks.json")
 
@@ -32,6 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="report folder (default: <results>/report)")
     parser.add_argument("--processes", type=int, default=usable_cpus(),
                         help="processes drawing the figures (default: one per CPU this process may use, here %(default)s)")  # fmt: skip
+    parser.add_argument("--format", choices=list(FORMATS), default=DEFAULT_FORMAT,
+                        help="what the report folder gets: " + "; ".join(f"{f.name}: {f.help}" for f in FORMATS.values())
+                        + " (default: %(default)s)")  # fmt: skip
     args = parser.parse_args(argv)
 
     if not args.results.is_dir():
@@ -63,9 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     outputs = build_report(dataset, device=device, peaks=peaks, out_dir=out,
-                           profiles=read_profiles(args.results, log=_warn), processes=max(1, args.processes))  # fmt: skip
-    drawn = len(outputs.figures) // 2
-    print(f"report: {outputs.markdown} and {outputs.html}; {drawn} figures, {len(outputs.skipped)} skipped, "
+                           profiles=read_profiles(args.results, log=_warn), processes=max(1, args.processes),
+                           report_format=args.format)  # fmt: skip
+    drawn = sum(result.drawn for result in outputs.results)
+    print(f"report: {' and '.join(str(d) for d in outputs.documents)}; {drawn} figures, {len(outputs.skipped)} skipped, "
           f"{len(outputs.family_figures)} family figures")  # fmt: skip
     for stem, why in outputs.skipped.items():
         print(f"  skipped {stem}: {why}")

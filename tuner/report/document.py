@@ -6,7 +6,8 @@ results, study summaries); ``templates/report.md.j2`` and
 (``DataFrame.to_markdown`` and ``DataFrame.to_html``), so the two documents
 always hold the same numbers. Inline markup in the text is limited to `code`,
 **bold** and powers such as 2^28 (2<sup>28</sup> in the HTML). The HTML embeds
-every figure as a base64 PNG: the file alone shows them all.
+every figure as a base64 PNG: the file alone shows them all. Which documents
+a folder gets is its format (``tuner.report.formats``).
 """
 
 from __future__ import annotations
@@ -34,12 +35,15 @@ from tuner.report.comparisons import (
 )
 from tuner.report.figure_kit import FigureResult
 from tuner.report.figures import OVERVIEW
+from tuner.report.formats import DEFAULT_FORMAT, FORMATS
 from tuner.report.lessons import lesson_scope, scope_text
 from tuner.report.selection import config_text, measured_families, problem_label, source_counts, usable
 from tuner.report.studies import StudySummary
 from tuner.report.style import shown_name
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
 
 _CODE = re.compile(r"`([^`]+)`")
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")
@@ -372,11 +376,13 @@ def build_content(
     }
 
 
-def write_documents(content: Mapping[str, Any], out_dir: Path) -> list[Path]:
-    """``report.md`` and ``report.html`` in ``out_dir``."""
+def write_documents(
+    content: Mapping[str, Any], out_dir: Path, names: tuple[str, ...] = FORMATS[DEFAULT_FORMAT].documents
+) -> list[Path]:
+    """The documents ``names`` (``report.md``, ``report.html``) in ``out_dir``."""
     env = environment()
     paths = []
-    for name in ("report.md", "report.html"):
+    for name in names:
         text = env.get_template(f"{name}.j2").render(**content)
         path = out_dir / name
         path.write_text(re.sub(r"\n{3,}", "\n\n", text), encoding="utf-8")

@@ -26,7 +26,7 @@ import pandas as pd
 
 from tuner.data.front import ENERGY, TIME, knee, pareto_mask, with_both
 from tuner.data.ties import operation_order, operations
-from tuner.report.style import blank_figure, shown_name, styled, write
+from tuner.report.style import FIGURE_SUFFIXES, blank_figure, shown_name, styled, write
 
 STEM = "energy_front"
 MAX_PANELS = 12
@@ -137,8 +137,10 @@ def energy_table(dataset: pd.DataFrame) -> pd.DataFrame | None:
     return pd.DataFrame(lines) if lines else None
 
 
-def draw_energy(dataset: pd.DataFrame, gpu: str, out_dir: Path) -> tuple[list[Path], str]:
-    """``energy_front.png``/``.svg``: a panel per problem with at least two
+def draw_energy(
+    dataset: pd.DataFrame, gpu: str, out_dir: Path, suffixes: tuple[str, ...] = FIGURE_SUFFIXES
+) -> tuple[list[Path], str]:
+    """``energy_front.png`` (and ``.svg``: ``suffixes``): a panel per problem with at least two
     configurations with energy; returns (files, a note on what is left out)."""
     problems = [(key, rows) for key, rows in _problems(dataset) if len(rows) >= 2]
     if not problems:
@@ -171,18 +173,20 @@ def draw_energy(dataset: pd.DataFrame, gpu: str, out_dir: Path) -> tuple[list[Pa
             ax.set_ylabel("mJ per launch (± 1 s.e.)")
             ax.legend(fontsize=7)
         fig.suptitle(f"Time against energy — {shown_name(gpu)}", fontweight="bold")
-        files = write(fig, out_dir, STEM)
+        files = write(fig, out_dir, STEM, suffixes)
     note = f"{left_out} more problems with energy are in the table only" if left_out > 0 else ""
     return files, note
 
 
-def energy_content(dataset: pd.DataFrame, *, gpu: str, out_dir: Path) -> dict[str, Any]:
+def energy_content(
+    dataset: pd.DataFrame, *, gpu: str, out_dir: Path, suffixes: tuple[str, ...] = FIGURE_SUFFIXES
+) -> dict[str, Any]:
     """What the templates' energy section shows (``energy`` in the content)."""
     table = energy_table(dataset)
     if table is None:
         return {"available": False, "why": "no verified row has energy (sweeps measure their fastest by default on GPUs "
                                            "with NVML's energy counter; `energy: true` measures every configuration)"}  # fmt: skip
-    files, note = draw_energy(dataset, gpu, Path(out_dir))
+    files, note = draw_energy(dataset, gpu, Path(out_dir), suffixes)
     return {
         "available": True,
         "intro": (

@@ -147,7 +147,7 @@ def figure_spec(family: str, rows: pd.DataFrame, panels: int) -> FigureSpec:
 
 
 def family_figure(ctx: FigureContext, family: str) -> FigureResult:
-    """Write ``family_<name>.png`` and ``.svg`` (no files when no parameter varies)."""
+    """Write ``family_<name>.png`` (and ``.svg``: ``ctx.figure_suffixes``; no files when no parameter varies)."""
     rows = scored_rows(ctx.ok, family)
     panels = parameter_panels(family, rows, ctx.peaks)
     spec = figure_spec(family, rows, len(panels))
@@ -157,7 +157,7 @@ def family_figure(ctx: FigureContext, family: str) -> FigureResult:
         result.note = "no parameter takes more than one value in its rows"
         return result
     with styled():
-        result.paths = write(render(ctx, spec, panels), ctx.out_dir, spec.stem)
+        result.paths = write(render(ctx, spec, panels), ctx.out_dir, spec.stem, ctx.figure_suffixes)
     return result
 
 

@@ -22,7 +22,7 @@ from tuner.report.comparisons import Comparison
 from tuner.report.panels import HLine, Mark, Panel, draw_panel
 from tuner.report.selection import best_by, format_n, problem_label, select
 from tuner.report.studies import StudySummary
-from tuner.report.style import PEAK_STYLES, figure_legend, new_figure, placeholder, shown_name, styled, write
+from tuner.report.style import FIGURE_SUFFIXES, PEAK_STYLES, figure_legend, new_figure, placeholder, shown_name, styled, write
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -39,7 +39,8 @@ PROBLEM = ("dtype", "n")  # the order of a comparison's our_problem
 @dataclass
 class FigureContext:
     """What figures draw from: usable rows, the device, the peaks, the blogs'
-    numbers, the evaluated comparisons, the study summaries and where to write."""
+    numbers, the evaluated comparisons, the study summaries, where to write and
+    which files each figure becomes (``figure_suffixes``, PNG first)."""
 
     ok: pd.DataFrame
     device: Mapping[str, Any]
@@ -48,6 +49,7 @@ class FigureContext:
     studies: list[StudySummary]
     out_dir: Path
     comparisons: Mapping[str, Comparison] = field(default_factory=dict)
+    figure_suffixes: tuple[str, ...] = FIGURE_SUFFIXES
 
     @property
     def gpu(self) -> str:
@@ -89,7 +91,7 @@ class FigureSpec:
 
 @dataclass
 class FigureResult:
-    """A figure's files (PNG then SVG), or none and the reason in ``note``
+    """A figure's files (PNG, then SVG where written), or none and the reason in ``note``
     (``note`` may also say which panels were left out of a drawn figure);
     ``marks``: the published numbers it draws; ``placeholder``: the image
     written instead of a figure that could not be drawn."""
@@ -235,14 +237,15 @@ def build(ctx: FigureContext, spec: FigureSpec) -> tuple[list[Panel], str]:
 
 
 def draw(ctx: FigureContext, spec: FigureSpec) -> FigureResult:
-    """Write ``<stem>.png`` and ``.svg``, or a placeholder saying why not."""
+    """Write ``<stem>.png`` (and ``.svg``: ``ctx.figure_suffixes``), or a placeholder saying why not."""
     result = FigureResult(spec.stem, spec.title, spec.caption)
     with styled():
         panels, result.note = build(ctx, spec)
         if not panels:
             # Also replaces a figure left by an earlier build, which would contradict this report.
-            result.placeholder = placeholder(ctx.out_dir, spec.stem, f"{ctx.gpu} — {spec.title}", result.note)
+            title = f"{ctx.gpu} — {spec.title}"
+            result.placeholder = placeholder(ctx.out_dir, spec.stem, title, result.note, ctx.figure_suffixes)
             return result
-        result.paths = write(render(ctx, spec, panels), ctx.out_dir, spec.stem)
+        result.paths = write(render(ctx, spec, panels), ctx.out_dir, spec.stem, ctx.figure_suffixes)
     result.marks = [mark for panel in panels for mark in panel.marks]
     return result

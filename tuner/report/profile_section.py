@@ -15,6 +15,7 @@ from tuner.report.comparisons import Comparison
 from tuner.report.counters import counter_tables
 from tuner.report.explanations import explanations
 from tuner.report.roofline import STEM, draw_roofline
+from tuner.report.style import FIGURE_SUFFIXES
 
 
 def counter_schema() -> pd.DataFrame:
@@ -33,6 +34,7 @@ def profile_content(
     peaks: Mapping[str, Any],
     gpu: str,
     out_dir: Path,
+    suffixes: tuple[str, ...] = FIGURE_SUFFIXES,
 ) -> dict[str, Any]:
     """What the templates' profile section shows (``profile`` in the content)."""
     if profiles is None or profiles.empty:
@@ -40,7 +42,7 @@ def profile_content(
         return {"available": False, "why": why, "notes": notes}
     tables = counter_tables(comparisons, profiles, published)
     changed = explanations(comparisons, profiles)
-    files, roof_note = draw_roofline(profiles, peaks, gpu, out_dir)
+    files, roof_note = draw_roofline(profiles, peaks, gpu, out_dir, suffixes)
     return {
         "available": True,
         "intro": (

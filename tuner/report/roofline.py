@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from tuner.report.explanations import best_profiled
-from tuner.report.style import blank_figure, shown_name, styled, write
+from tuner.report.style import FIGURE_SUFFIXES, blank_figure, shown_name, styled, write
 
 STEM = "roofline"
 
@@ -34,8 +34,10 @@ def roofline_points(profiles: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return pd.DataFrame(points, columns=["family", "variant", "dtype", "n", "intensity", "gflops"]), without
 
 
-def draw_roofline(profiles: pd.DataFrame, peaks: Mapping[str, Any], gpu: str, out_dir: Path) -> tuple[list[Path], str]:
-    """Write ``roofline.png``/``.svg``; returns (files, a note on what it shows or why not)."""
+def draw_roofline(
+    profiles: pd.DataFrame, peaks: Mapping[str, Any], gpu: str, out_dir: Path, suffixes: tuple[str, ...] = FIGURE_SUFFIXES
+) -> tuple[list[Path], str]:
+    """Write ``roofline.png`` (and ``.svg``: ``suffixes``); returns (files, a note on what it shows or why not)."""
     points, without = roofline_points(profiles)
     points = points[points["intensity"].notna() & (points["intensity"] > 0)]
     compute = float(profiles["fp32_peak_gflops"].max()) if profiles["fp32_peak_gflops"].notna().any() else np.nan
@@ -69,6 +71,6 @@ def draw_roofline(profiles: pd.DataFrame, peaks: Mapping[str, Any], gpu: str, ou
         ax.set_ylabel("GFLOP/s (counted FLOP / timed median)")
         ax.set_title(f"Roofline — {shown_name(gpu)}", fontweight="bold")
         ax.legend(fontsize=8, loc="upper left")
-        files = write(fig, out_dir, STEM)
+        files = write(fig, out_dir, STEM, suffixes)
     note = "families without floating-point work (not on the chart): " + ", ".join(without) if without else ""
     return files, note

@@ -6,6 +6,7 @@ global figure state or GUI backend is involved.
 
 from __future__ import annotations
 
+import io
 import math
 import textwrap
 from contextlib import contextmanager
@@ -50,6 +51,8 @@ PEAK_STYLES = {  # peaks key -> (label, line style, colour)
     "cub_reduce_gbs": ("CUB reduce", "-.", "#9467bd"),
 }
 DPI = 110
+# The files each figure is written to, by default: PNG (which the documents show) and SVG.
+FIGURE_SUFFIXES = (".png", ".svg")
 
 
 def report_style() -> dict[str, Any]:
@@ -117,16 +120,19 @@ def figure_legend(fig: Figure, axes: list[Any], columns: int = 4) -> None:
         fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=min(columns, len(seen)))
 
 
-def write(fig: Figure, folder: Path, stem: str) -> list[Path]:
-    """``<stem>.png`` and ``<stem>.svg`` in ``folder``, without dates (rebuilding
-    unchanged data gives identical files)."""
+def write(fig: Figure, folder: Path, stem: str, suffixes: tuple[str, ...] = FIGURE_SUFFIXES) -> list[Path]:
+    """``<stem>.png`` and/or ``<stem>.svg`` in ``folder`` (``suffixes``, PNG
+    first), without dates (rebuilding unchanged data gives identical files)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     engine = fig.get_layout_engine()
     try:
-        for suffix in ("png", "svg"):
-            path = folder / f"{stem}.{suffix}"
-            fig.savefig(path, dpi=DPI, metadata={"Date": None} if suffix == "svg" else {"Software": None})
+        for suffix in suffixes:
+            path = folder / f"{stem}{suffix}"
+            if suffix == ".png":
+                _write_png(fig, path)
+            else:
+                fig.savefig(path, dpi=DPI, metadata={"Date": None})
             paths.append(path)
             # The layout is in inches, the same for both files: solved once, for the first.
             fig.set_layout_engine("none")
@@ -135,11 +141,26 @@ def write(fig: Figure, folder: Path, stem: str) -> list[Path]:
     return paths
 
 
-def placeholder(folder: Path, stem: str, title: str, note: str) -> list[Path]:
+def _write_png(fig: Figure, path: Path) -> None:
+    """A figure holds few colours (white, the series, grey and their anti-aliased
+    edges): written with a palette of 256 it looks the same at about a third of
+    the bytes of the RGBA image matplotlib writes."""
+    from PIL import Image  # matplotlib's own dependency
+
+    drawn = io.BytesIO()
+    fig.savefig(drawn, format="png", dpi=DPI, metadata={"Software": None})
+    drawn.seek(0)
+    with Image.open(drawn) as image:
+        dpi = image.info.get("dpi")
+        palette = image.convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT)
+    palette.save(path, format="PNG", optimize=True, dpi=dpi)
+
+
+def placeholder(folder: Path, stem: str, title: str, note: str, suffixes: tuple[str, ...] = FIGURE_SUFFIXES) -> list[Path]:
     """A small image saying a figure was not drawn and why, so every expected
     stem exists for the workflow; the report does not embed it."""
     with styled():
         fig = blank_figure(7.5, 1.8)
         fig.suptitle(title, fontweight="bold")
         fig.text(0.5, 0.4, "\n".join(textwrap.wrap(f"Not drawn: {note}.", 90)), ha="center", va="center", fontsize=10)
-        return write(fig, folder, stem)
+        return write(fig, folder, stem, suffixes)

@@ -1,6 +1,7 @@
 # Stage 6: figures and the report document, from the Parquet dataset alone
 # (no GPU needed). `snakemake --cores 1 report` rebuilds every finished folder
-# and the shipped reference reports (results/reference/<gpu>/report/, tracked).
+# and the shipped reference reports (results/reference/<gpu>/report/, tracked:
+# report.md and its PNG figures, `--format markdown`, each figure stored once).
 
 
 rule plot_report:
@@ -42,7 +43,6 @@ rule report_reference:
     output:
         stamp=touch(f"{RESULTS}/.reference-reports/{{gpu}}.done"),
         markdown=f"{RESULTS}/reference/{{gpu}}/report/report.md",
-        html=f"{RESULTS}/reference/{{gpu}}/report/report.html",
         figures=report_figures(f"{RESULTS}/reference/{{gpu}}"),
     log:
         f"{RESULTS}/.reference-reports/{{gpu}}.log",
@@ -53,7 +53,7 @@ rule report_reference:
         folder=lambda wildcards: f"{RESULTS}/reference/{wildcards.gpu}",
     shell:
         '"$PYTHON" -m tuner.report --results {params.folder:q} --out {params.folder:q}/report '
-        "--processes {threads} 2>&1 | tee {log:q}"
+        "--format markdown --processes {threads} 2>&1 | tee {log:q}"
 
 
 # A finished folder's report, for the report target: drawn from the files the

@@ -1,6 +1,7 @@
 # The search benchmark (benchmarks/search.py, no GPU): the default search,
 # TPE, random search and Kernel Tuner's strategies replayed on the shipped
-# exhaustive tables (results/reference/), 50 seeds, both value orders.
+# exhaustive tables (results/reference/nvidia-h200, benchmarks/tables/), 50
+# seeds, both value orders.
 # Needs the bench extra (pip install -e '.[bench]'). Not part of `all`:
 #   snakemake --cores 2 search_benchmark
 
@@ -8,6 +9,7 @@
 rule search_benchmark:
     input:
         "results/reference/nvidia-h200/measurements.parquet",
+        sorted(str(p) for p in Path("benchmarks/tables").glob("*.parquet")),
     output:
         text=f"{RESULTS}/search-benchmark/search-benchmark.txt",
         json=f"{RESULTS}/search-benchmark/search-benchmark.json",
