@@ -54,7 +54,6 @@ are ``benchmarks/results/search-*.txt`` (``docs/search.md``): only an ``--out`` 
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import statistics
@@ -93,7 +92,7 @@ from tuner.data.readback import one_line  # noqa: E402
 from tuner.data.results import read  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import Problem  # noqa: E402
-from tuner.search.replay import refuse  # noqa: E402
+from tuner.host import OneLineParser  # noqa: E402
 from tuner.search.strategies import missing_modules  # noqa: E402
 from tuner.search.tables import load_table, table_label, table_stem, table_unfit  # noqa: E402
 from tuner.search.warm import warm_start  # noqa: E402
@@ -612,7 +611,7 @@ def _cell(column: str, row: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tables", nargs="*", default=None, help=f"of {list(TABLES)} (default: every shipped one)")
     parser.add_argument("--seeds", type=int, default=SEEDS)
     parser.add_argument("--strategies", nargs="*", default=None,
@@ -687,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
         if AUTO in strategies:  # loaded here, not first in a worker: a registry that lacks it stops in one line
             auto_sampler_class(args.optunahub_registry)
     except ValueError as error:
-        refuse(parser, str(error))
+        parser.refuse(str(error))
     names += list(HUB)
     if not names and not merged:
         parser.error("--tables and --hub must name a table (or --merge a file), got none: nothing to run")
@@ -711,7 +710,7 @@ def main(argv: list[str] | None = None) -> int:
                                    optunahub_registry=args.optunahub_registry) if names else ([], [])  # fmt: skip
     except ValueError as error:
         remove_empty(created)
-        refuse(parser, str(error))
+        parser.refuse(str(error))
     for note in failures:
         print(f"{parser.prog}: note: {note}", file=sys.stderr, flush=True)
     notes += failures
@@ -731,7 +730,7 @@ def main(argv: list[str] | None = None) -> int:
                        "fixed": list(budgets_at.fixed), "rows": rows, "aggregate": summary})  # fmt: skip
     except (OSError, ValueError) as error:
         remove_empty(created)
-        refuse(parser, f"--out {out}: {args.name}.txt and {args.name}.json must be written there, got {type(error).__name__}: "
+        parser.refuse(f"--out {out}: {args.name}.txt and {args.name}.json must be written there, got {type(error).__name__}: "
                      f"{str(error)[:200]} (neither was)")  # fmt: skip
     return 0
 

@@ -75,4 +75,4 @@ def test_the_command_as_the_docs_give_it(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "tuner", "check-config", str(path)], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 2 and proc.stderr.splitlines() == [f"config error: {path}: must be a config of at most 1 MiB, got 52428800 bytes"]
-    assert "check-config mine.yaml" in (ROOT / "README.md").read_text()
+    assert "check-config mine.yaml" in (ROOT / "docs" / "pipeline.md").read_text()
