@@ -637,34 +637,34 @@ def main(argv: list[str] | None = None) -> int:
     names = list(dict.fromkeys(names))  # a table, strategy or order named twice runs once
     unknown = sorted(set(names) - set(TABLES))
     if unknown:
-        parser.error(f"--tables must be of {list(TABLES)}, got {unknown}")
+        parser.refuse(f"--tables must be of {list(TABLES)}, got {unknown}")
     if not 1 <= args.seeds <= MAX_SEEDS:
-        parser.error(f"--seeds must be from 1 to {MAX_SEEDS}, got {args.seeds}")
+        parser.refuse(f"--seeds must be from 1 to {MAX_SEEDS}, got {args.seeds}")
     if any(b < 1 for b in args.fixed):
-        parser.error(f"--fixed budgets must be >= 1, got {args.fixed}")
+        parser.refuse(f"--fixed budgets must be >= 1, got {args.fixed}")
     if args.jobs is not None and args.jobs < 1:
-        parser.error(f"--jobs must be >= 1, got {args.jobs}")
+        parser.refuse(f"--jobs must be >= 1, got {args.jobs}")
     if any(not 0 < f <= 1 for f in args.fractions) or not (args.fractions or args.fixed):
-        parser.error(f"--fractions must be in (0, 1] and some budget given, got {args.fractions} and --fixed {args.fixed}")
+        parser.refuse(f"--fractions must be in (0, 1] and some budget given, got {args.fractions} and --fixed {args.fixed}")
     why = name_unfit(args.name)
     if why:
-        parser.error(f"--name {why}")
+        parser.refuse(f"--name {why}")
     if not args.out:
-        parser.error("--out must name a folder, got ''")
+        parser.refuse("--out must name a folder, got ''")
     strategies = args.strategies if args.strategies is not None else ["random", *installed((*OURS, *KT_STRATEGIES))]
     strategies = list(dict.fromkeys(strategies))
     why = strategies_unfit(strategies)
     if why:
-        parser.error(f"--strategies {why}")
+        parser.refuse(f"--strategies {why}")
     if args.optunahub_registry is not None and AUTO not in strategies:
-        parser.error(f"--optunahub-registry {args.optunahub_registry}: only for --strategies {AUTO}, which must be named, got {strategies}")
+        parser.refuse(f"--optunahub-registry {args.optunahub_registry}: only for --strategies {AUTO}, which must be named, got {strategies}")
     try:
         caps = DEFAULT_CAPS | {name: int(trials) for name, trials in (item.split("=") for item in args.cap)}
     except ValueError:
-        parser.error(f"--cap must be STRATEGY=TRIALS (an integer), got {args.cap}")
+        parser.refuse(f"--cap must be STRATEGY=TRIALS (an integer), got {args.cap}")
     odd = {name: trials for name, trials in caps.items() if name not in KNOWN or trials < 0}
     if odd:
-        parser.error(f"--cap must be STRATEGY=TRIALS, a strategy of --strategies' choices and trials >= 0, got {odd}")
+        parser.refuse(f"--cap must be STRATEGY=TRIALS, a strategy of --strategies' choices and trials >= 0, got {odd}")
     # Every input read before any run: a damaged table or merged file stops here, in one line.
     HUB.clear()  # one run's tables (main may run twice in a process: the tests)
     _CASES.clear()  # and cases: a worker loads every case here, a hub table's only while HUB names it
@@ -689,10 +689,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.refuse(str(error))
     names += list(HUB)
     if not names and not merged:
-        parser.error("--tables and --hub must name a table (or --merge a file), got none: nothing to run")
+        parser.refuse("--tables and --hub must name a table (or --merge a file), got none: nothing to run")
     for name in names:
         if not budgets_at.of(_CASES[name]):
-            parser.error(f"--fixed {args.fixed}: table {name} has {_CASES[name].size} configurations, fewer than every "
+            parser.refuse(f"--fixed {args.fixed}: table {name} has {_CASES[name].size} configurations, fewer than every "
                          "budget, and --fractions gives none: it would have no budget")  # fmt: skip
     notes = [note for name in HUB if (note := unscored_budgets(_CASES[name], budgets_at.of(_CASES[name])))]
     if any(strategy in KT_STRATEGIES for strategy in strategies):
@@ -703,7 +703,7 @@ def main(argv: list[str] | None = None) -> int:
     try:  # last of the checks: a run stopped before it leaves no folder behind
         created = prepare_out(out, args.name)
     except ValueError as error:
-        parser.error(str(error))
+        parser.refuse(str(error))
     try:  # a table Kernel Tuner's cache cannot hold stops before the runs (kt_cache)
         rows, failures = benchmark(names, args.seeds, strategies, args.jobs, warm=not args.no_warm,
                                    orders=tuple(dict.fromkeys(args.orders)), caps=caps, budgets_at=budgets_at,
