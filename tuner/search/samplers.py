@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 import optuna
@@ -49,6 +49,17 @@ class SpaceAware(Protocol):
     def taken(self, keys: set[str]) -> None:
         """The ``config_key`` of every configuration claimed in the study
         (by any worker) now: not to be proposed."""
+
+
+@runtime_checkable
+class Foreseeing(Protocol):
+    """What a sampler implements to say what it would likely propose next
+    (``OrdinalSampler`` does): a study compiles those modules ahead while it
+    measures. ``DistinctSampler`` asks it after each of its proposals is claimed."""
+
+    def upcoming(self) -> list[dict]:
+        """Whole configurations this sampler would likely propose next, best
+        first (its last proposal's runners-up); [] where it cannot tell."""
 
 
 class BruteForceWithoutStop(optuna.samplers.BruteForceSampler):
@@ -101,6 +112,7 @@ class Decision:
     warm_start: str = ""  # where a warm start's configuration came from
     infeasible: int = 0  # infeasible proposals passed over
     repeated: int = 0  # claimed or measured proposals passed over
+    upcoming: list[dict] = field(default_factory=list)  # what the sampler would likely propose next, unclaimed and feasible
 
 
 class DistinctSampler(optuna.samplers.BaseSampler):
@@ -238,6 +250,10 @@ class DistinctSampler(optuna.samplers.BaseSampler):
                 decision.trial = self.claims.numbered(key)
                 if how == "enqueued":
                     decision.warm_start = self.warm_start.get(key, "")
+                elif how == "sampler" and isinstance(self.base, Foreseeing):
+                    taken.add(key)
+                    decision.upcoming = [cfg for cfg in self.base.upcoming()
+                                         if (k := config_key(cfg)) not in taken and not self._infeasible(cfg, k)]  # fmt: skip
                 return decision
             if answer == BUDGET:
                 decision.refused = "the budget was taken by other workers"
