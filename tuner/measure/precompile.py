@@ -23,11 +23,8 @@ from typing import Iterable, Mapping, Sequence
 
 from tuner.families.base import Config, Family, Problem
 from tuner.host import usable_cpus
-from tuner.measure.compile import CompiledKernel, compile_variant, module_key, unique_modules
+from tuner.measure.compile import WHOLE_SPACE_PER_TRIAL, CompiledKernel, compile_variant, module_key, study_compiled_whole, unique_modules
 
-# A study's whole space is compiled ahead where it has at most this many
-# modules per trial of its budget; beyond, it is compiled as it is searched.
-WHOLE_SPACE_PER_TRIAL = 4
 # Claimed configurations compiled at once, each in a thread of its own: the
 # one measured next and the one asked ahead of it (a study asks one ahead).
 CLAIMED_AT_ONCE = 2
@@ -211,24 +208,6 @@ def study_modules(family: Family, problem: Problem, domains: Mapping[str, Sequen
     each worker (its own seed) when several share one cubin cache. A larger
     space is compiled as it is searched (``Precompiler.hurry``, ``expect``)."""
     head = [dict(cfg) for cfg in first if set(cfg) == set(family.param_names) and not family.violations(dict(cfg), problem)]
-    rest = whole_space_ahead(family, problem, domains, budget_trials) or []
+    rest = study_compiled_whole(family, problem, domains, budget_trials) or []
     random.Random(seed).shuffle(rest)
     return head + rest
-
-
-def whole_space_ahead(family: Family, problem: Problem, domains: Mapping[str, Sequence],
-                      budget_trials: int | None) -> list[Config] | None:  # fmt: skip
-    """The feasible configurations of a study's space, where it is compiled
-    whole ahead of the search: listed (``Family.listed_space``) and, under a
-    budget, of at most ``WHOLE_SPACE_PER_TRIAL`` modules per trial of it; else None."""
-    listed = family.listed_space(problem, domains)
-    if listed is None or budget_trials is None:
-        return listed
-    bound = WHOLE_SPACE_PER_TRIAL * budget_trials
-    if len(listed) > bound:  # counted up to the bound: a large space is not keyed whole
-        modules: set[str] = set()
-        for cfg in listed:
-            modules.add(module_key(family, cfg, problem))
-            if len(modules) > bound:
-                return None
-    return listed
