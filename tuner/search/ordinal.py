@@ -141,6 +141,7 @@ from tuner.search.ordinal_grid import (
     powers_below,
     weighted_choice,
 )
+from tuner.search.feasible_draws import FeasibleDraws
 from tuner.search.ordinal_history import FinishedPrefix, climb_read, sums_read
 
 DEFAULT_STARTUP = 5  # space-filling configurations before the neighbourhood steps
@@ -297,6 +298,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._dists: dict[str, CategoricalDistribution] | None = None
         self._feasible: Callable[[dict], bool] = lambda cfg: True
         self._enumerated: list[tuple[str, dict]] | None = None
+        self._draws: FeasibleDraws | None = None
         self._asked: dict[int, set[str]] = {}  # trial number -> keys proposed for it
         self._taken: set[str] = set()  # claimed in the study, as DistinctSampler last read
         self._recent: tuple | None = None  # (trial number, measured, visited) of the last history read
@@ -311,11 +313,13 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
     # What DistinctSampler tells it.
 
     def bind(self, dists: Mapping[str, CategoricalDistribution], feasible: Callable[[dict], bool],
-             enumerated: Mapping[str, dict] | None) -> None:  # fmt: skip
+             enumerated: Mapping[str, dict] | None, draws: FeasibleDraws | None = None) -> None:  # fmt: skip
         """The searched space: its distributions, a feasibility test and, where
-        the space is small enough, every feasible configuration by its key."""
+        the space is small enough, every feasible configuration by its key;
+        else, where given, ``draws`` of its feasible configurations."""
         self._dists = dict(dists)
         self._feasible = feasible
+        self._draws = draws if enumerated is None else None
         # Sorted by key, so that the order the values are listed in changes nothing.
         self._enumerated = None if enumerated is None else sorted(enumerated.items(), key=lambda item: item[0])
         self._order = {name: ordered_values(dist.choices) for name, dist in self._dists.items()}
@@ -398,7 +402,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             # A warm start's best rows stand in for the space-filling start.
             cfg = self._best_prior(visited) if self._prior else None
             cfg = cfg or self._spread(visited, rng)
-        if cfg is None and len(measured) < self._climbs.read(measured)["until"]:
+        if cfg is None and measured and len(measured) < self._climbs.read(measured)["until"]:
             # A climb just restarted: the global phase draws where the Parzen model expects fast ones.
             cfg = self._restart_draw(measured, visited, rng)
         if cfg is None:
@@ -595,6 +599,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         share ``PARZEN_NEIGHBOUR`` to the values nearest twice and half the
         kernel's own (``parzen_kernels``): a fast block of 256 says more about
         128 and 512 than about 960."""
+        if not measured:
+            return None  # nothing to model
         ranked = sorted(measured, key=lambda key: -measured[key][1])
         good_count = max(1, min(int(np.ceil(ELITE * len(ranked))), ELITE_MAX))
         positions = self._kernel_positions(ranked)
@@ -965,11 +971,18 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             return rng.sample(left, min(count, len(left)))
         found = []
         for _ in range(max(UNSEEN, count)):
-            cfg = {name: rng.choice(dist.choices) for name, dist in self._dists.items()}
-            if config_key(cfg) not in visited and self._feasible(cfg):
+            if self._draws is None:
+                cfg = {name: rng.choice(dist.choices) for name, dist in self._dists.items()}
+            else:
+                cfg = self._draws.random(rng)
+            if cfg is not None and config_key(cfg) not in visited and self._feasible(cfg):
                 found.append(cfg)
                 if len(found) >= count:
                     break
+        if self._draws is not None and not found:
+            # A sparse space: what a walk of its product has found.
+            seen = visited | {config_key(cfg) for cfg in found}
+            found += self._draws.walked(rng, count - len(found), seen, config_key)
         return found
 
     def _position(self, cfg: dict) -> list[float]:

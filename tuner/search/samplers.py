@@ -18,6 +18,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
+from tuner.search.feasible_draws import FeasibleDraws
 from tuner.search.claims import (
     BUDGET,
     OK,
@@ -39,12 +40,13 @@ class SpaceAware(Protocol):
     wraps the sampler, and ``taken`` before each of its proposals."""
 
     def bind(self, dists: Mapping[str, CategoricalDistribution], feasible: Callable[[dict], bool],
-             enumerated: Mapping[str, dict] | None) -> None:  # fmt: skip
+             enumerated: Mapping[str, dict] | None, draws: FeasibleDraws | None = None) -> None:  # fmt: skip
         """The searched space: its distributions, a feasibility test and,
         where the space is small enough (``MAX_ENUMERATED``), every feasible
         configuration by its ``config_key`` (worked out once: on a space of
         10^6 points the keys are most of a study's setup); None where it is
-        not enumerated."""
+        not enumerated, and then ``draws`` of its feasible configurations
+        (which find those of a sparse product)."""
 
     def taken(self, keys: set[str]) -> None:
         """The ``config_key`` of every configuration claimed in the study
@@ -186,9 +188,13 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         self._violates: dict[str, bool] = {}
         self._decisions: dict[int, Decision] = {}
         self.warm_start = dict(warm_start or {})
+        self.draws = None
+        if self.feasible is None:  # not checked through _infeasible: a walk's millions of keys are not kept
+            self.draws = FeasibleDraws({name: d.choices for name, d in self.dists.items()}, _whole_check(family, problem),
+                                       family.scoped_rules(problem), seed)  # fmt: skip
         self._space_aware = isinstance(base, SpaceAware)
         if self._space_aware:
-            base.bind(self.dists, lambda cfg: not self._infeasible(cfg, config_key(cfg)), self.feasible)
+            base.bind(self.dists, lambda cfg: not self._infeasible(cfg, config_key(cfg)), self.feasible, self.draws)
 
     # Optuna's sampler interface.
 
@@ -219,6 +225,14 @@ class DistinctSampler(optuna.samplers.BaseSampler):
     def reseed_rng(self) -> None:
         self.base.reseed_rng()
 
+    def known_feasible(self) -> dict[str, dict] | None:
+        """Every feasible configuration by its ``config_key``, where known: the
+        listed space, or, on a space too large to list, what a walk of its
+        whole product found (``FeasibleDraws``); else None."""
+        if self.feasible is None and self.draws is not None and self.draws.walked_whole:
+            return self.draws.found
+        return self.feasible
+
     def decision(self, number: int) -> Decision | None:
         """What was claimed for trial ``number`` (forgotten once asked)."""
         return self._decisions.pop(number, None)
@@ -227,6 +241,8 @@ class DistinctSampler(optuna.samplers.BaseSampler):
 
     def _decide(self, study: optuna.Study, trial: FrozenTrial) -> Decision:
         decision = Decision()
+        if self.draws is not None:
+            self.draws.allow()  # each ask walks a sparse product a bounded share further
         self._decisions[trial.number] = decision
         snapshot = self.claims.snapshot()
         taken, number = set(snapshot), self.claims.next_trial(snapshot)
@@ -314,7 +330,11 @@ class DistinctSampler(optuna.samplers.BaseSampler):
                 yield self.feasible[left.pop()], "random"
         else:
             for _ in range(RANDOM_TRIES):
-                yield {name: rng.choice(dist.choices) for name, dist in self.dists.items()}, "random"
+                cfg = self.draws.random(rng)
+                if cfg is not None:
+                    yield cfg, "random"
+            # A sparse space: what a walk of its product has found (where random draws found nothing to claim).
+            yield from ((cfg, "random") for cfg in self.draws.walked(rng, RANDOM_TRIES, taken, config_key))
 
     def _neighbours(self, cfg: dict, rng: random.Random, taken: set[str]) -> Iterator[dict]:
         """Unclaimed feasible configurations that differ from ``cfg`` in one
@@ -358,6 +378,16 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         if answer is None:
             answer = self._violates[key] = bool(self.family.violations(cfg, self.problem))
         return answer
+
+
+def _whole_check(family: Family, problem: Problem) -> Callable[[dict], bool]:
+    """Whether a configuration of the searched domains is feasible: ``violations``, or,
+    where that is only the values' rules and the dtype (``Family.space``'s
+    reading), the rules between parameters alone: every searched value
+    was accepted once (``distributions``), not once per configuration walked."""
+    if type(family).violations is Family.violations and problem.dtype in family.dtypes:
+        return lambda cfg: not family.constraint_violations(cfg, problem)
+    return lambda cfg: not family.violations(cfg, problem)
 
 
 def _matches(cfg: Mapping, wanted: Mapping) -> bool:

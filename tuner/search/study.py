@@ -246,7 +246,6 @@ def run_study(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         mind = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=distinct, direction="maximize")
-    feasible = distinct.feasible
     heartbeat = Heartbeat(claims, owner, lease_s / 4 if claims.shared else None)
     run = Run(mind, dashboard, claims, dists, owner, label, lease_s, problem, f"study:{study_name}", measure, heartbeat,
               at=reach, held=held)  # fmt: skip
@@ -283,6 +282,7 @@ def run_study(
                     outcome.ask_waits_s += time.perf_counter() - waited
                 # The claims are the shared state between workers: read them fresh.
                 snapshot = claims.snapshot()
+                feasible = distinct.known_feasible()
                 recovered = recover(run, snapshot)
                 if recovered:
                     outcome.recovered += recovered
