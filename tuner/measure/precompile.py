@@ -47,8 +47,10 @@ class Precompiler:
     * ``hurry(cfg)``: a configuration the study has claimed; its module is
       started at once, in a thread of its own (``CLAIMED_AT_ONCE`` of them).
     * ``expect(cfgs)``: the configurations the sampler would likely propose
-      next, best first; compiled by the pool when a thread of it is free,
-      and dropped, where not yet started, once newer ones come.
+      next, best first; compiled by the pool when a thread of it is free and
+      fewer than ``jobs`` + 1 nvcc processes run (a guess never slows a
+      claimed module on a small host), and dropped, where not yet started,
+      once newer ones come.
     * ``configs`` (given here): compiled by the pool in their order, after
       the likely ones (``study_modules``: the enqueued configurations, and
       the whole space where it is small beside the budget).
@@ -81,6 +83,7 @@ class Precompiler:
         self._workers: list[threading.Thread] = []
         self._claimed = ThreadPoolExecutor(CLAIMED_AT_ONCE, thread_name_prefix="compile-next") if enabled else None
         self._hurried: set[str] = set()
+        self._running = 0  # compiles under way, claimed ones included
         self._likely: set[str] = set()  # likely modules handed to the pool (started or not)
         self._likely_claimed = 0  # of those, claimed afterwards
         for key, cfg in self.modules.items():
@@ -103,16 +106,24 @@ class Precompiler:
                 future = self.results.get(key)
                 if future is None or future.done() or future.running():
                     continue  # claimed and started meanwhile, built, or cancelled
-                if rank == _LIKELY and generation != self._generation and key not in self.modules:
-                    del self.results[key]  # superseded before it started: the sampler has moved on
+                if rank == _LIKELY and key not in self.modules and (
+                        generation != self._generation or self._running > self.jobs):  # fmt: skip
+                    # Superseded before it started (the sampler has moved on), or no CPU to spare.
+                    del self.results[key]
                     self._likely.discard(key)
                     future.cancel()
                     continue
                 future.set_running_or_notify_cancel()
+                self._running += 1
             self._build(key, cfg, future)
 
     def _build(self, key: str, cfg: Config, future: Future) -> None:
-        future.set_result(self._compile(cfg))
+        """Compile ``cfg`` into ``future`` (set running, and counted in ``_running``, by the caller)."""
+        try:
+            future.set_result(self._compile(cfg))
+        finally:
+            with self._lock:
+                self._running -= 1
         if key in self.modules:
             with self._lock:
                 self._left -= 1
@@ -139,6 +150,7 @@ class Precompiler:
             if future.done() or future.running():
                 return  # built, or being built by the pool
             future.set_running_or_notify_cancel()  # the pool passes it over from now on
+            self._running += 1
         self._claimed.submit(self._build, key, dict(cfg), future)
 
     def expect(self, cfgs: Sequence[Config]) -> None:
