@@ -151,7 +151,7 @@ class Precompiler:
                 return  # built, or being built by the pool
             future.set_running_or_notify_cancel()  # the pool passes it over from now on
             self._running += 1
-        self._claimed.submit(self._build, key, dict(cfg), future)
+            self._claimed.submit(self._build, key, dict(cfg), future)  # under the lock: never after ``close``'s shutdown
 
     def expect(self, cfgs: Sequence[Config]) -> None:
         """The configurations the sampler would likely propose next, best
@@ -165,12 +165,12 @@ class Precompiler:
             self._generation += 1
             for cfg in cfgs:
                 key = module_key(self.family, cfg, self.problem)
-                if key in self._hurried or (key in self.results and key not in self._likely):
-                    continue  # claimed already, or listed
+                if key in self._hurried:
+                    continue  # claimed already
                 if key not in self.results:
                     self.results[key] = Future()
                     self._likely.add(key)
-                self._put(_LIKELY, self._generation, key, cfg)
+                self._put(_LIKELY, self._generation, key, cfg)  # a listed one too: ahead of the rest of the list
 
     def wait(self) -> dict[str, CompiledKernel | Exception]:
         """Module key -> result, once every module handed to the pool is built."""

@@ -167,7 +167,7 @@ def _stride_prime_to(size: int) -> int:
     ``size``, near its golden section (consecutive steps land far apart)."""
     if size <= 1:
         return 1
-    stride = max(1, round(size * (math.sqrt(5) - 1) / 2))
+    stride = max(1, size * 618_033_988_749_895 // 10**15)  # in integers: a product may pass a float's range
     while math.gcd(stride, size) != 1:
         stride += 1
     return stride
