@@ -45,7 +45,13 @@ CONVOLUTION = {
     "use_padding": [0, 1],
     "read_only": [0, 1],
 }
-NARROWED = {**CONVOLUTION, "filter_height": [3, 5, 7], "filter_width": [3, 5, 7], "block_size_y": [1, 2, 4, 8], "tile_size_y": [1, 2, 4, 8]}
+NARROWED = {
+    **CONVOLUTION,
+    "filter_height": [3, 5, 7],
+    "filter_width": [3, 5, 7],
+    "block_size_y": [1, 2, 4, 8],
+    "tile_size_y": [1, 2, 4, 8],
+}
 
 
 def convolution(domains: dict[str, list], source: Path) -> Family:
@@ -86,7 +92,9 @@ def run(label: str, domains: dict[str, list], trials: int, nvcc_s: float, measur
     cache = Path(tempfile.mkdtemp(dir=work))
     waits: list[float] = []
     started = time.perf_counter()
-    with Precompiler(family, problem, study_modules(family, problem, domains, [], 0, trials), arch="sm_90", cache_dir=cache) as ahead:
+    with Precompiler(
+        family, problem, study_modules(family, problem, domains, [], 0, trials), arch="sm_90", cache_dir=cache
+    ) as ahead:
 
         def measure(cfg: dict) -> dict:
             waited = time.perf_counter()

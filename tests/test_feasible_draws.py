@@ -46,7 +46,7 @@ def test_the_walks_stride_visits_each_index_of_the_product_once(size):
 def test_descents_keep_every_scoped_rule_and_stop_within_the_asks_checks():
     domains = {f"p{i}": list(range(10)) for i in range(12)}  # 10^12 points
     rules = [ScopedRule(frozenset({"p3", "p7"}), lambda c: c["p3"] * c["p7"] == 12),  # 4 in 100
-             ScopedRule(frozenset({"p0", "p2", "p4"}), lambda c: c["p0"] * c["p2"] * c["p4"] == 8)]  # 10 in 1000
+             ScopedRule(frozenset({"p0", "p2", "p4"}), lambda c: c["p0"] * c["p2"] * c["p4"] == 8)]  # 10 in 1000  # fmt: skip
     draws = FeasibleDraws(domains, lambda cfg: True, rules)
     rng = random.Random(0)
     drawn = [draws.random(rng) for _ in range(50)]  # within one ask's checks

@@ -23,7 +23,7 @@ from typing import Iterable, Mapping, Sequence
 
 from tuner.families.base import Config, Family, Problem
 from tuner.host import usable_cpus
-from tuner.measure.compile import WHOLE_SPACE_PER_TRIAL, CompiledKernel, compile_variant, module_key, study_compiled_whole, unique_modules
+from tuner.measure.compile import CompiledKernel, compile_variant, module_key, study_compiled_whole, unique_modules
 
 # Claimed configurations compiled at once, each in a thread of its own: the
 # one measured next and the one asked ahead of it (a study asks one ahead).

@@ -130,6 +130,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
+from tuner.search.feasible_draws import FeasibleDraws
 from tuner.search.ordinal_grid import (
     kernel_neighbours,
     nearest_distances,
@@ -141,7 +142,6 @@ from tuner.search.ordinal_grid import (
     powers_below,
     weighted_choice,
 )
-from tuner.search.feasible_draws import FeasibleDraws
 from tuner.search.ordinal_history import FinishedPrefix, climb_read, sums_read
 
 DEFAULT_STARTUP = 5  # space-filling configurations before the neighbourhood steps

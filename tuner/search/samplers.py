@@ -18,12 +18,12 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
-from tuner.search.feasible_draws import FeasibleDraws
 from tuner.search.claims import (
     BUDGET,
     OK,
     ClaimStore,
 )
+from tuner.search.feasible_draws import FeasibleDraws
 from tuner.search.owners import this_owner
 
 # Proposals asked of the wrapped sampler per trial before a rescue (fewer where
