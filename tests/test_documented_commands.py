@@ -92,6 +92,8 @@ SKIPPED = {
     "(tests/test_search_bench.py runs the benchmark on a few seeds)",
     "python benchmarks/space_scale.py --sizes 4 5 6 --strategies ordinal_global interactions --restricted": "builds "
     "spaces of up to 10^6 configurations, half a minute and a GB of memory (tests/test_space_scale.py runs it on small ones)",
+    "python benchmarks/study_compiles.py": "two 50-trial studies with a 0.3 s nvcc stub, twenty seconds "
+    "(tests/test_study_compiles.py runs it on 8 trials)",
     "snakemake --profile workflow/profiles/slurm --default-resources slurm_partition=YOURS": "needs a SLURM cluster "
     "(benchmarks/slurm_cluster.sh starts one as root; benchmarks/results/slurm-run.txt is its log)",
     "python -m build": "tests/test_wheel.py builds the sdist and the wheel (without build isolation, so without network)",

@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tuner.data import results
@@ -360,3 +361,151 @@ def test_the_tune_command_compiles_ahead_and_its_rows_count_the_waits(
         assert rows["compile_s"].sum() >= 0.2 * len(nvcc.runs)  # each nvcc run waited for, its delay included
     assert children() == []
     assert_cache_whole(tmp_path / "cubins")
+
+
+# ---- what a study compiles grows with its budget ------------------------------------
+
+
+def test_a_study_compiles_its_whole_space_ahead_only_where_it_is_small_beside_its_budget():
+    configs = space()  # 16 configurations, 8 modules
+    enqueued = [configs[9]]
+    assert study_modules(REDUCE, PROBLEM, DOMAINS, enqueued, seed=3, budget_trials=2)[1:] == study_modules(
+        REDUCE, PROBLEM, DOMAINS, enqueued, seed=3)[1:]  # 8 modules <= 4 a trial of 2 trials: all of them  # fmt: skip
+    assert study_modules(REDUCE, PROBLEM, DOMAINS, enqueued, seed=3, budget_trials=1) == enqueued  # 8 > 4: as it searches
+    full = {p.name: list(p.values) for p in REDUCE.params}  # 576 modules
+    assert compiling.study_compiled_whole(REDUCE, PROBLEM, full, 144) is not None
+    assert compiling.study_compiled_whole(REDUCE, PROBLEM, full, 143) is None
+
+
+class StubCompiles:
+    """``compile_variant`` in the precompiler, counted: each module's first
+    define set, the thread that built it; ``hold`` keeps a module's compile
+    waiting until it is released."""
+
+    def __init__(self, monkeypatch) -> None:
+        from tuner.measure import precompile
+
+        self.built: list[tuple[str, str]] = []
+        self.held: dict[str, threading.Event] = {}
+        self.started = threading.Condition()
+        monkeypatch.setattr(precompile, "compile_variant", self)
+
+    def __call__(self, family, cfg, problem, *, arch, cache_dir):
+        key = module_key(family, cfg, problem)
+        with self.started:
+            self.built.append((key, threading.current_thread().name))
+            self.started.notify_all()
+        if key in self.held:
+            assert self.held[key].wait(30)
+        return key
+
+    def hold(self, cfg) -> threading.Event:
+        return self.held.setdefault(module_key(REDUCE, cfg, PROBLEM), threading.Event())
+
+    def wait_for(self, count: int) -> None:
+        with self.started:
+            assert self.started.wait_for(lambda: len(self.built) >= count, 30), self.built
+
+
+def test_likely_modules_are_built_when_a_thread_is_free_and_dropped_once_newer_ones_come(monkeypatch):
+    stub = StubCompiles(monkeypatch)
+    a, b, c, d, e = one_per_module()[:5]
+    release = stub.hold(a)
+    with Precompiler(REDUCE, PROBLEM, arch=ARCH, cache_dir="unused", jobs=1) as pool:
+        assert pool.summary() == "compile ahead: no modules"
+        pool.expect([a, b, c])
+        stub.wait_for(1)  # the pool's one thread builds a; b and c wait
+        pool.expect([d])  # the sampler moved on: b and c are dropped unless started
+        pool.hurry(e)  # claimed: built at once beside the pool
+        stub.wait_for(2)
+        release.set()
+        stub.wait_for(3)
+        pool.hurry(d)  # a likely one claimed afterwards
+        built = pool.wait()
+    keys = [key for key, _ in stub.built]
+    assert keys == [module_key(REDUCE, cfg, PROBLEM) for cfg in (a, e, d)]
+    assert [thread for _, thread in stub.built] == ["compile-ahead_0", "compile-next_0", "compile-ahead_0"]
+    assert set(built) == set(keys)  # b and c were never handed to nvcc
+    assert pool.summary().endswith("; 2 claimed, 2 likely next (1 of them claimed)")
+
+
+def test_a_disabled_precompiler_builds_nothing(monkeypatch):
+    stub = StubCompiles(monkeypatch)
+    with Precompiler(REDUCE, PROBLEM, space(), arch=ARCH, cache_dir="unused", enabled=False) as pool:
+        pool.hurry(space()[0])
+        pool.expect(space()[1:3])
+    assert stub.built == [] and pool.summary() == "compile ahead: no modules"
+
+
+def fake_nvcc(monkeypatch, delay_s: float = 0.02) -> None:
+    """nvcc replaced by a shell that writes an ELF stub where nvcc writes the cubin."""
+    monkeypatch.setattr(compiling, "nvcc_command", lambda source, defines, flags, arch, output: [
+        "sh", "-c", f"sleep {delay_s}; printf '\\177ELF' > '{output}'"])  # fmt: skip
+
+
+def test_a_study_on_a_large_space_compiles_what_it_claims_and_what_its_sampler_expects_not_the_space(
+    tmp_path, monkeypatch, capsys, measure_in_thread
+):
+    from tuner import cli
+    from tuner.measure import precompile
+    from tuner.search.ordinal import RUNNERS_UP
+    from tuner.settings import parse
+
+    monkeypatch.setenv("TUNER_PROGRESS", "off")
+    fake_nvcc(monkeypatch)
+    expected: list[str] = []
+    expect = precompile.Precompiler.expect
+    monkeypatch.setattr(precompile.Precompiler, "expect", lambda self, cfgs: (
+        expected.extend(module_key(REDUCE, cfg, PROBLEM) for cfg in cfgs), expect(self, cfgs))[1])  # fmt: skip
+    budget = 12
+    study = {"family": "reduce", "dtype": "int32", "n": PROBLEM.n, "budget_trials": budget, "storage": str(tmp_path / "study.log"),
+             "params": {p.name: list(p.values) for p in REDUCE.params}}  # the default sampler on reduce's 576 modules  # fmt: skip
+    settings = parse({"results_dir": str(tmp_path / "results"), "gpu": "test-gpu", "compile_jobs": 2, "sweeps": {},
+                      "studies": {"search": study}})  # fmt: skip
+    bench = CompilingBench(tmp_path / "cubins")
+    measure_in_thread(bench)
+    settings.run.gpu_dir.mkdir(parents=True)
+    (settings.run.gpu_dir / "device.json").write_text("{}")
+
+    assert cli.main(["tune", "search", "--settings", settings.stage_json("study", "search")]) == 0
+    rows = results.read(settings.run.gpu_dir / "studies" / "search.parquet")
+    measured = {module_key(REDUCE, {p.name: row[p.name] for p in REDUCE.params}, PROBLEM) for _, row in rows.iterrows()}
+    compiled = {json.loads(path.read_text())["key"] for path in (tmp_path / "cubins").glob("*.json")}
+    space_modules = len(compiling.unique_modules(REDUCE, REDUCE.space(PROBLEM), PROBLEM))
+    assert len(rows) == budget and (rows.status == "ok").all()
+    # Every measured module, and besides them only modules the sampler said it would likely propose next.
+    assert len(compiled) >= len(measured) and space_modules == 576
+    assert len(compiled) <= len(measured) + RUNNERS_UP * budget
+    cubin_keys = {compile_variant(REDUCE, cfg, PROBLEM, arch=ARCH, cache_dir=tmp_path / "cubins").key: key
+                  for key, cfg in compiling.unique_modules(REDUCE, REDUCE.space(PROBLEM), PROBLEM).items()
+                  if key in measured or key in expected}  # fmt: skip
+    assert compiled <= set(cubin_keys)
+    out = capsys.readouterr().out
+    assert "; compile ahead: " in out, out
+    print(out)
+
+
+def test_the_compile_stage_compiles_a_study_whole_only_where_its_space_is_small_beside_its_budget(tmp_path, monkeypatch, capsys):
+    from tuner import cli
+    from tuner.settings import Settings, parse
+
+    fake_nvcc(monkeypatch, delay_s=0.0)
+    monkeypatch.setenv("TUNER_PROGRESS", "off")
+    large = {p.name: list(p.values) for p in REDUCE.params}  # 576 modules
+    studies = {name: {"family": "reduce", "dtype": "int32", "n": PROBLEM.n, "budget_trials": budget, "params": params,
+                      "storage": str(tmp_path / f"{name}.log")}
+               for name, budget, params in (("small", 2, DOMAINS), ("large", 100, large))}  # fmt: skip
+    settings = parse({"results_dir": str(tmp_path / "results"), "gpu": "test-gpu", "sweeps": {}, "studies": studies})
+    stage = settings.stage_json("compile")
+    # What the stage reads of a study: its grid and its budget, not its sampler.
+    again = parse({"results_dir": str(tmp_path / "results"), "gpu": "test-gpu", "sweeps": {},
+                   "studies": {**studies, "small": {**studies["small"], "sampler": "random", "seed": 7}}})  # fmt: skip
+    assert again.stage_json("compile") == stage
+    assert Settings.from_stage_json(stage).studies["large"].budget_trials == 100
+    out = tmp_path / "compile.parquet"
+    assert cli.main(["compile", "--settings", stage, "--arch", ARCH, "--out", str(out)]) == 0
+    assert len(list((tmp_path / "results" / ".cubin-cache").glob("*.cubin"))) == 8  # the small study's 8 modules only
+    assert len(pd.read_parquet(out)) == 8
+    printed = capsys.readouterr().out
+    assert "study large: its space has more than 4 modules per trial of its budget" in printed
+    assert "compiled 8 modules for sm_90" in printed

@@ -78,6 +78,28 @@ def test_rows_come_back_in_order_and_a_prefetched_one_is_measured_while_the_stag
     assert summary == {"measured": [1, 2, 3], "hurried": [1, 2, 3]}
 
 
+@contextlib.contextmanager
+def expecting_side():
+    """A side that records what it is told to expect beside what it measures."""
+    expected, measured = [], []
+    yield (lambda cfg: measured.append(cfg["x"]) or {"x": cfg["x"], "status": "ok", "expected": list(expected)},
+           lambda cfg: None, lambda: {"measured": measured, "expected": expected}, lambda cfgs: expected.extend(c["x"] for c in cfgs))
+
+
+def test_expected_configurations_reach_the_side_and_are_not_measured():
+    with MeasuringProcess(expecting_side) as measuring:
+        measuring.wait_ready()
+        measuring.expect([{"x": 7}, {"x": 8}])
+        row = measuring.measure({"x": 1})
+        measuring.expect([{"x": 9}])
+        assert measuring.measure({"x": 2})["expected"] == [7, 8, 9]  # told in order, before what was sent after
+        summary = measuring.close()
+    assert row["expected"] == [7, 8] and summary == {"measured": [1, 2], "expected": [7, 8, 9]}
+    with MeasuringProcess(fake_side) as measuring:  # a side without an expect of its own: told nothing, fine
+        measuring.expect([{"x": 7}])
+        assert measuring.measure({"x": 1})["x"] == 1
+
+
 def test_close_drops_what_is_queued():
     with MeasuringProcess(fake_side) as measuring:
         for x in range(1, 5):

@@ -13,6 +13,7 @@ import optuna
 import pytest
 
 from tuner.data.results import config_key
+from tuner.families.base import MAX_ENUMERATED, Family, Param, Problem
 from tuner.search.ordinal import OrdinalSampler
 from tuner.search.study import make_sampler, run_study
 
@@ -970,3 +971,46 @@ def test_the_default_strategy_climbs_from_the_centre_and_ordinal_does_not():
 
     assert make_sampler("ordinal_global", 0).centre_climb == CENTRE_CLIMB == 20
     assert make_sampler("ordinal", 0).centre_climb == 0
+
+
+class SparseFamily(Family):
+    """Parameters of 16, 16, 16, 16, 12 and 4 values (a product of 3,145,728,
+    Kernel Tuner's convolution's) of which only the 28 whose values add up to
+    at most 2 are feasible; ``first`` values of the first (1: a product of
+    196,608, listed in full)."""
+
+    name, source, dtypes, arg_types = "sparse", "sparse.cu", ("float32",), ""
+
+    def __init__(self, first: int = 16) -> None:
+        sizes = [first, 16, 16, 16, 12, 4]
+        self.params = tuple(Param(f"p{i}", tuple(range(size)), "a value") for i, size in enumerate(sizes))
+
+    def constraint_violations(self, cfg, problem):
+        return [] if sum(cfg.values()) <= 2 else [f"the values must add up to at most 2, got {sum(cfg.values())}"]
+
+    def kernel_name(self, cfg):
+        return "sparse"
+
+    def defines(self, cfg, problem):
+        return {name.upper(): str(value) for name, value in cfg.items()}
+
+    def bytes_moved(self, cfg, problem):
+        return 4 * problem.n
+
+    make_inputs = reference = bind = allocate = None
+
+
+@pytest.mark.parametrize("first", [16, 1])
+def test_the_default_search_works_on_a_sparse_space_whether_or_not_it_is_listed(first):
+    # A 3.1 M product with 28 feasible points is too large to list: random
+    # draws find none of them, and the search once went on to its Parzen
+    # phase without a measurement (IndexError). A walk of the product finds them.
+    family = SparseFamily(first)
+    assert (math.prod(len(p.values) for p in family.params) > MAX_ENUMERATED) == (first == 16)
+    outcome = run_study(family=family, problem=Problem("sparse", "float32", 1024), domains=None, storage=None, study_name="s",
+                        measure=lambda cfg: {"status": "ok", "bandwidth_gbs": 1.0 + cfg["p1"] + 0.5 * cfg["p2"]},
+                        budget_trials=12, timeout_s=None, seed=0)  # fmt: skip
+    keys = {config_key({p.name: row[p.name] for p in family.params}) for row in outcome.rows}
+    assert outcome.stop_reason == "budget" and len(keys) == len(outcome.rows) == 12
+    assert all(sum(row[p.name] for p in family.params) <= 2 for row in outcome.rows)
+    assert outcome.asks_cpu_s / outcome.asks < 1.0  # seconds of CPU an ask

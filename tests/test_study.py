@@ -342,9 +342,11 @@ def test_a_space_without_feasible_configurations_ends_at_once():
 
 
 def test_patience_ends_a_stuck_search_of_a_space_too_large_to_enumerate(monkeypatch):
-    # Not enumerated, the space's exhaustion is unknown; random rescues only
-    # find the one configuration again, so each trial fails unmeasured.
+    # Not enumerated, and no check allowed to the walk of its product, the
+    # space's exhaustion is unknown; random rescues only find the one
+    # configuration again, so each trial fails unmeasured.
     monkeypatch.setattr("tuner.families.base.MAX_ENUMERATED", 0)
+    monkeypatch.setattr("tuner.search.feasible_draws.CHECKS_PER_ASK", 0)
     recorder = Recorder()
     one = {name: [value] for name, value in cfg().items()}
     outcome = study(recorder, domains=one, budget_trials=5, sampler=Scripted([cfg()]), patience=30)
@@ -355,10 +357,23 @@ def test_patience_ends_a_stuck_search_of_a_space_too_large_to_enumerate(monkeypa
     assert [t.user_attrs["config_key"] for t in outcome.study.trials] == [config_key(cfg())]
 
 
+def test_a_space_too_large_to_enumerate_ends_exhausted_once_its_walk_has_passed_it_all(monkeypatch):
+    # The walk of the product (tuner.search.feasible_draws) passes its one
+    # configuration in the first ask: the feasible space is then known.
+    monkeypatch.setattr("tuner.families.base.MAX_ENUMERATED", 0)
+    recorder = Recorder()
+    one = {name: [value] for name, value in cfg().items()}
+    outcome = study(recorder, domains=one, budget_trials=5, sampler=Scripted([cfg()]), patience=30)
+    assert outcome.stop_reason == "exhausted"
+    assert recorder.calls == [cfg()] and outcome.lost <= 1
+
+
 def test_ask_limit_bounds_the_loop(monkeypatch):
     # Only infeasible proposals, rescues included: the ask limit (50 x budget)
-    # ends it before the (larger) patience does.
+    # ends it before the (larger) patience does. (No check allowed to the walk
+    # of the product, which would find the space empty at once.)
     monkeypatch.setattr("tuner.families.base.MAX_ENUMERATED", 0)
+    monkeypatch.setattr("tuner.search.feasible_draws.CHECKS_PER_ASK", 0)
     recorder = Recorder()
     domains = {"unroll": [8], "vector_width": [4, 8]}
     outcome = study(recorder, domains=domains, budget_trials=1, sampler="random", patience=10_000)

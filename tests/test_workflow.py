@@ -173,8 +173,13 @@ def test_a_finished_run_replans_only_what_an_edit_touched(tmp_path):
     sweep["sweeps"]["one"]["timing"] = {"max_time_s": 0.5}
     assert planned_after(tmp_path, sweep) == {"sweep_one": 1} | DOWNSTREAM
     study = copy.deepcopy(config)
-    study["studies"]["other"] |= {"budget_trials": 5, "sampler": "random"}
+    study["studies"]["other"] |= {"sampler": "random", "seed": 3}
     assert planned_after(tmp_path, study) == {"tune_other": 1} | DOWNSTREAM
+    # A study's budget decides whether the compile stage builds its space whole
+    # (tuner.measure.compile.study_compiled_whole): the table is made again too.
+    budget = copy.deepcopy(config)
+    budget["studies"]["other"] |= {"budget_trials": 5}
+    assert planned_after(tmp_path, budget) == {"compile_variants": 1, "tune_other": 1} | DOWNSTREAM
     # New values of a sweep's grid are new modules: the compile table is made again too.
     grid = copy.deepcopy(config)
     grid["sweeps"]["one"]["params"]["vector_width"] = [1, 2]

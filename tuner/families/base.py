@@ -222,6 +222,15 @@ class SpaceTooLarge(Refusal, ValueError):
     exit_status = 2
 
 
+@dataclass(frozen=True)
+class ScopedRule:
+    """A rule between parameters that reads only ``names`` (and the problem):
+    ``holds(cfg)`` on a configuration holding at least those names."""
+
+    names: frozenset[str]
+    holds: Callable[[Mapping[str, Any]], bool]
+
+
 class Family(ABC):
     """A kernel family: its search space and compile recipe, and its device harness.
 
@@ -397,6 +406,16 @@ class Family(ABC):
     def constraint_violations(self, cfg: Config, problem: Problem) -> list[str]:
         """Family-specific rules between parameters; override to add some."""
         return []
+
+    def scoped_rules(self, problem: Problem) -> Sequence["ScopedRule"]:
+        """The rules of ``constraint_violations`` that read only some
+        parameters, each with the names it reads (optional; default none).
+        A search of a space too large to list (``MAX_ENUMERATED``) fixes
+        parameters one at a time and passes over a value as soon as a rule
+        over the fixed ones fails, so it finds the feasible points of a
+        sparse product (a few dozen of millions) without walking it; each
+        configuration found is still checked whole (``violations``)."""
+        return ()
 
     # ---- compiling -------------------------------------------------------
     @abstractmethod

@@ -11,8 +11,8 @@ stored beside each cubin, so a cached variant still reports its resources.
 Both are written whole or not at all (renamed into place from a temporary
 folder), and one process never runs nvcc twice for one cubin: a thread that
 needs a cubin another thread is building waits for it, and a cubin nvcc
-rejected is not asked for again (``compile_source``). A study compiles its
-space ahead in background threads while the GPU measures
+rejected is not asked for again (``compile_source``). A study compiles what
+it is about to measure in background threads while the GPU measures
 (``tuner.measure.precompile``).
 """
 
@@ -30,7 +30,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from tuner.errors import Refusal
 from tuner.families.base import KERNELS_DIR, Config, Family, Problem, nvcc_text_unfit
@@ -465,21 +465,61 @@ def module_key(family: Family, cfg: Config, problem: Problem) -> str:
     return json.dumps([family.kernel_name(cfg), sorted(family.defines(cfg, problem).items()), list(family.compile_flags(cfg))])
 
 
+# A study's whole space is compiled ahead (by the compile stage, and by the
+# study itself) where it has at most this many modules per trial of its
+# budget; a larger one is compiled as it is searched (``tuner.measure.precompile``).
+WHOLE_SPACE_PER_TRIAL = 4
+
+
+def study_compiled_whole(family: Family, problem: Problem, domains: Mapping[str, Sequence],
+                         budget_trials: int | None) -> list[Config] | None:  # fmt: skip
+    """The feasible configurations of a study's space, where it is compiled
+    whole ahead of the search: listed (``Family.listed_space``) and, under a
+    budget, of at most ``WHOLE_SPACE_PER_TRIAL`` modules per trial of it; else None."""
+    listed = family.listed_space(problem, domains)
+    if listed is None or not budget_trials:
+        return listed
+    bound = WHOLE_SPACE_PER_TRIAL * budget_trials
+    if len(listed) > bound:  # modules counted up to the bound: a large space is not keyed whole
+        modules: set[str] = set()
+        for cfg in listed:
+            modules.add(module_key(family, cfg, problem))
+            if len(modules) > bound:
+                return None
+    return listed
+
+
 def compile_table(settings, arch: str):
-    """Compile every variant the sweeps and studies of ``settings`` need, in
-    parallel, into the run's cubin cache. Returns the table (one row per
-    module: ptxas's registers, shared memory, spills; ``infeasible`` where
-    ptxas refused a device limit) and a line per failure."""
+    """Compile every variant the sweeps of ``settings`` need, and the whole
+    space of each study where it is small beside its budget
+    (``study_compiled_whole``), in parallel, into the run's cubin cache.
+    Returns the table (one row per module: ptxas's registers, shared
+    memory, spills; ``infeasible`` where ptxas refused a device limit), a
+    line per failure, and the studies left to compile their modules as they
+    search."""
     import pandas as pd
+
+    from tuner.families import REGISTRY
 
     cache = Path(settings.run.results_dir) / ".cubin-cache"
     rows, failed = [], []
     # Each module once: a sweep and a study (or two sizes) of one family and dtype share most of theirs.
-    variants, seen = [], set()
-    for family, problem, configs in settings.variants():
+    variants, seen, searched = [], set(), []
+
+    def add(family, problem, configs) -> None:
         unique = {key: cfg for key, cfg in unique_modules(family, configs, problem).items() if (family.name, problem.dtype, key) not in seen}
         seen.update((family.name, problem.dtype, key) for key in unique)
         variants.append((family, problem, unique))
+
+    for family, problem, configs in settings.variants():
+        add(family, problem, configs)
+    for study in settings.studies.values():
+        family = REGISTRY[study.family]
+        whole = study_compiled_whole(family, study.problem, study.domains(), study.budget_trials)
+        if whole is None:
+            searched.append(study.name)
+        else:
+            add(family, study.problem, whole)
     total = sum(len(unique) for _, _, unique in variants)
     jobs = settings.run.compile_jobs or None
     # One pool for every problem's modules, so no core idles while a problem's last nvcc finishes.
@@ -499,7 +539,8 @@ def compile_table(settings, arch: str):
                 rows.append(row | {"status": "ok", "kernel": compiled.kernel, "cubin_key": compiled.key, "registers": compiled.registers,
                                    "shared_bytes": compiled.shared_bytes, "spill_bytes": compiled.spill_bytes,
                                    "local_bytes": compiled.local_bytes})  # fmt: skip
-    return pd.DataFrame(rows), failed
+    frame = pd.DataFrame(rows, columns=None if rows else ["family", "dtype", "module", "arch", "status"])
+    return frame.drop_duplicates(["family", "dtype", "module"]), failed, searched
 
 
 def compile_ahead(arch: str, cache_dir: Path, jobs: int | None):

@@ -13,6 +13,9 @@ next ask, and longer the more workers shared the study.
   the one before is measured); the measuring process starts compiling its
   module at once and measures it as soon as the one before is done, while
   the stage records that one;
+* ``expect(cfgs)``: configurations the stage will likely choose next; the
+  measuring process compiles their modules if a thread is free, and
+  measures nothing for them;
 * ``measure(cfg)``: its row (prefetching it first if it was not);
 * ``close()``: queued configurations are dropped, the process ends, and its
   summary comes back.
@@ -54,9 +57,10 @@ MAX_RESTARTS = 20
 T = TypeVar("T")
 
 # What the measuring side provides: measure(cfg) -> row, hurry(cfg) (start
-# compiling cfg's module now), summary() -> what ``close`` returns (picklable);
-# entered before the first measurement and left after the last.
-Side = contextlib.AbstractContextManager[tuple[Callable[[dict], dict], Callable[[dict], None], Callable[[], Any]]]
+# compiling cfg's module now), summary() -> what ``close`` returns (picklable),
+# and optionally expect(cfgs) (configurations likely asked next: compile them
+# if a thread is free); entered before the first measurement and left after the last.
+Side = contextlib.AbstractContextManager[tuple[Callable[..., Any], ...]]
 
 
 def serve(conn: Connection, open_side: Callable[..., Side], *args: Any) -> bool:
@@ -68,7 +72,10 @@ def serve(conn: Connection, open_side: Callable[..., Side], *args: Any) -> bool:
 
     def read() -> None:  # a thread, so a prefetched module compiles while the one before is measured
         try:
-            while (message := conn.recv())[0] == "measure":
+            while (message := conn.recv())[0] in ("measure", "expect"):
+                if message[0] == "expect":
+                    expect(message[1])
+                    continue
                 requests.put(message[1])
                 hurry(message[1])
         except (EOFError, OSError):
@@ -79,7 +86,8 @@ def serve(conn: Connection, open_side: Callable[..., Side], *args: Any) -> bool:
 
     with contextlib.ExitStack() as stack:
         try:
-            measure, hurry, summary = stack.enter_context(open_side(*args))
+            measure, hurry, summary, *more = stack.enter_context(open_side(*args))
+            expect = more[0] if more else _nothing
         except BaseException as error:  # noqa: BLE001 - told to the stage, which stops with it
             conn.send(_failure(error))
             return True
@@ -95,6 +103,10 @@ def serve(conn: Connection, open_side: Callable[..., Side], *args: Any) -> bool:
                 conn.send(("row", measure_raised(error)))
     conn.send(("summary", summary()))
     return True
+
+
+def _nothing(cfgs: list[dict]) -> None:
+    pass
 
 
 def _failure(error: BaseException) -> tuple[str, str, int]:
@@ -125,7 +137,7 @@ def _serve_process(conn: Connection, open_side: Callable[..., Side], *args: Any)
 
 
 class MeasuringProcess:
-    """The stage's end: ``measure``, ``prefetch`` and ``close`` (see the module).
+    """The stage's end: ``measure``, ``prefetch``, ``expect`` and ``close`` (see the module).
 
     ``open_side(*args)`` runs in a fresh process (``spawn``: no CUDA state is
     inherited), so it and its arguments must be importable and picklable;
@@ -164,6 +176,15 @@ class MeasuringProcess:
             except OSError:
                 return  # it is gone: its last words (a fault?) are still to be read, by ``measure``
             self._sent.append(dict(cfg))
+
+    def expect(self, cfgs: list[dict]) -> None:
+        """Configurations likely asked next (their modules compiled if a
+        thread is free); never raises, as ``prefetch``."""
+        with self._send_lock:
+            if self._ended:
+                return
+            with contextlib.suppress(OSError):
+                self._conn.send(("expect", [dict(cfg) for cfg in cfgs]))
 
     def measure(self, cfg: dict) -> dict:
         with self._send_lock:

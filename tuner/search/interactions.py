@@ -72,8 +72,8 @@ class InteractionSampler(OrdinalSampler):
         super().__init__(seed, n_startup=n_startup, top_k=top_k, **kwargs)
         self._failed: dict[str, None] = {}  # in the order seen, so a run repeats
 
-    def bind(self, dists, feasible, enumerated) -> None:
-        super().bind(dists, feasible, enumerated)
+    def bind(self, dists, feasible, enumerated, draws=None) -> None:
+        super().bind(dists, feasible, enumerated, draws)
         # Only parameters with a choice carry information.
         self._names = [name for name, dist in self._dists.items() if len(dist.choices) > 1]
         self._index = {name: {value: i for i, value in enumerate(self._order[name][1])} for name in self._names}

@@ -130,6 +130,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
+from tuner.search.feasible_draws import FeasibleDraws
 from tuner.search.ordinal_grid import (
     kernel_neighbours,
     nearest_distances,
@@ -178,6 +179,7 @@ CENTRE_PATIENCE = 10  # the centre climb's own measurements without progress tha
 CENTRE_CLIMB = 20  # the centre climb's proposals at most (ordinal_global)
 CENTRE_BEHIND = 0.9  # a centre climb whose best is below this share of the study's best ends (once it has CENTRE_GRACE)
 CENTRE_GRACE = 5  # the centre climb's own measurements before it can be found behind
+RUNNERS_UP = 4  # of a proposal's ranked candidates, the next best kept as the likely next proposals
 
 
 def ridge_weights(gram: np.ndarray, moment: np.ndarray, ones: np.ndarray, mean: float) -> np.ndarray:
@@ -296,6 +298,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._dists: dict[str, CategoricalDistribution] | None = None
         self._feasible: Callable[[dict], bool] = lambda cfg: True
         self._enumerated: list[tuple[str, dict]] | None = None
+        self._draws: FeasibleDraws | None = None
         self._asked: dict[int, set[str]] = {}  # trial number -> keys proposed for it
         self._taken: set[str] = set()  # claimed in the study, as DistinctSampler last read
         self._recent: tuple | None = None  # (trial number, measured, visited) of the last history read
@@ -305,15 +308,18 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._bounded: set[tuple[int, int]] = set()  # (restart's start, measurements) where the bound was proposed
         self._centre: set[str] | None = None  # keys the centre climb proposed (None: its centre not yet proposed)
         self._prior: list[tuple[str, dict, float]] = []
+        self._upcoming: list[dict] = []  # the last proposal's runners-up
 
     # What DistinctSampler tells it.
 
     def bind(self, dists: Mapping[str, CategoricalDistribution], feasible: Callable[[dict], bool],
-             enumerated: Mapping[str, dict] | None) -> None:  # fmt: skip
+             enumerated: Mapping[str, dict] | None, draws: FeasibleDraws | None = None) -> None:  # fmt: skip
         """The searched space: its distributions, a feasibility test and, where
-        the space is small enough, every feasible configuration by its key."""
+        the space is small enough, every feasible configuration by its key;
+        else, where given, ``draws`` of its feasible configurations."""
         self._dists = dict(dists)
         self._feasible = feasible
+        self._draws = draws if enumerated is None else None
         # Sorted by key, so that the order the values are listed in changes nothing.
         self._enumerated = None if enumerated is None else sorted(enumerated.items(), key=lambda item: item[0])
         self._order = {name: ordered_values(dist.choices) for name, dist in self._dists.items()}
@@ -350,6 +356,14 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             self._prior_gram, self._prior_moment, self._prior_ones = sums
             self._prior_mean, self._prior_log = y.mean(), y
 
+    def upcoming(self) -> list[dict]:
+        """What this sampler would likely propose next, best first: the
+        candidates its last proposal ranked just below the one it chose (at
+        most ``RUNNERS_UP``; none where it ranked none). A study compiles
+        their modules ahead while it measures, and a climb's next step is
+        often one of them."""
+        return [dict(cfg) for cfg in self._upcoming]
+
     def taken(self, keys: set[str]) -> None:
         """The study's claimed configurations (every worker's), not to be
         proposed. Another worker's claim reaches its trial's parameters only
@@ -383,12 +397,12 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         else:
             measured, visited = self._history(study, trial)
             self._recent = (trial.number, measured, visited)
-        cfg = None
+        cfg, self._upcoming = None, []
         if len(visited) - len(self._asked.get(trial.number, ())) < self.n_startup or not measured:
             # A warm start's best rows stand in for the space-filling start.
             cfg = self._best_prior(visited) if self._prior else None
             cfg = cfg or self._spread(visited, rng)
-        if cfg is None and len(measured) < self._climbs.read(measured)["until"]:
+        if cfg is None and measured and len(measured) < self._climbs.read(measured)["until"]:
             # A climb just restarted: the global phase draws where the Parzen model expects fast ones.
             cfg = self._restart_draw(measured, visited, rng)
         if cfg is None:
@@ -456,13 +470,15 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             if config_key(cfg) not in visited and self._feasible(cfg):
                 landmarks.append(cfg)
         if landmarks and (not points or self.landmarks_first):
+            self._upcoming = landmarks[1 : RUNNERS_UP + 1]
             return landmarks[0]
         candidates = landmarks + self._random_unseen(visited, rng, CANDIDATES)
         if not candidates or not points:
+            self._upcoming = candidates[1 : RUNNERS_UP + 1]
             return candidates[0] if candidates else None
         ordered = [is_ordered for is_ordered, _ in self._order.values()]
         distances = nearest_distances([self._position(cfg) for cfg in candidates], np.array(points), ordered)
-        return candidates[int(np.argmax(distances))]  # the first of the farthest
+        return self._choose(candidates, distances)  # the first of the farthest
 
     def _point(self, key: str) -> list[float]:
         point = self._points.get(key)
@@ -472,10 +488,10 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
 
     def _best_prior(self, visited: set[str]) -> dict | None:
         """The best prior configuration of this space not yet visited."""
-        for key, cfg, _ in self._prior:  # best first
-            if key not in visited and self._feasible(cfg):
-                return cfg
-        return None
+        unvisited = (cfg for key, cfg, _ in self._prior if key not in visited and self._feasible(cfg))  # best first
+        found = list(itertools.islice(unvisited, RUNNERS_UP + 1))
+        self._upcoming = found[1:]
+        return found[0] if found else None
 
     def _climb(self, measured: dict[str, tuple[dict, float]]) -> dict[str, tuple[dict, float]]:
         """The measured configurations of the current climb: those since the
@@ -511,12 +527,18 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         keys = list(candidates)
         return self._highest(candidates, weights[self._features_of(keys)].sum(axis=1) + mean, rng)
 
-    @staticmethod
-    def _highest(candidates: dict[str, dict], scores: np.ndarray, rng: random.Random) -> dict:
+    def _highest(self, candidates: dict[str, dict], scores: np.ndarray, rng: random.Random) -> dict:
         """The candidate of highest score (``scores`` in the candidates' order;
         ties broken at random)."""
-        keys = list(candidates)
-        return candidates[keys[int(np.argmax(scores + np.array([rng.random() * 1e-9 for _ in keys])))]]
+        return self._choose(list(candidates.values()), scores + np.array([rng.random() * 1e-9 for _ in candidates]))
+
+    def _choose(self, candidates: list[dict], scores: np.ndarray) -> dict:
+        """The first candidate of highest score; the ``RUNNERS_UP`` next best
+        are kept as what this sampler would likely propose next (``upcoming``)."""
+        best = int(np.argmax(scores))
+        order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")[: RUNNERS_UP + 1]
+        self._upcoming = [candidates[i] for i in order if i != best][:RUNNERS_UP]
+        return candidates[best]
 
     def _slice_sweep(self, climb: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]],
                      visited: set[str], rng: random.Random) -> dict[str, dict]:  # fmt: skip
@@ -577,6 +599,8 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         share ``PARZEN_NEIGHBOUR`` to the values nearest twice and half the
         kernel's own (``parzen_kernels``): a fast block of 256 says more about
         128 and 512 than about 960."""
+        if not measured:
+            return None  # nothing to model
         ranked = sorted(measured, key=lambda key: -measured[key][1])
         good_count = max(1, min(int(np.ceil(ELITE * len(ranked))), ELITE_MAX))
         positions = self._kernel_positions(ranked)
@@ -603,7 +627,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         drawn = self._kernel_positions(keys)
         rest_kernels = parzen_kernels(orders, max(1, len(rest)), PARZEN_NEIGHBOUR, self._kernel_neighbours)
         score = parzen_log_density(drawn, good, good_kernels) - parzen_log_density(drawn, rest, rest_kernels)
-        return candidates[keys[int(np.argmax(score))]]
+        return self._choose(list(candidates.values()), score)
 
     def _kernel_positions(self, keys: list[str]) -> np.ndarray:
         """(len(keys), parameters) each value's position for the Parzen
@@ -770,7 +794,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             return None
         columns = self._features_of([config_key(cfg) for cfg in candidates])
         spread = one_hot_quadratic_forms(inverse, columns) * variance
-        return candidates[int(np.argmax(weights[columns].sum(axis=1) + BOUND_KAPPA * np.sqrt(spread)))]
+        return self._choose(candidates, weights[columns].sum(axis=1) + BOUND_KAPPA * np.sqrt(spread))
 
     def _neighbours(self, key: str, cfg: dict) -> list[tuple[str, dict]]:
         """Feasible configurations one step from ``cfg`` (cached): an ordered
@@ -947,11 +971,18 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             return rng.sample(left, min(count, len(left)))
         found = []
         for _ in range(max(UNSEEN, count)):
-            cfg = {name: rng.choice(dist.choices) for name, dist in self._dists.items()}
-            if config_key(cfg) not in visited and self._feasible(cfg):
+            if self._draws is None:
+                cfg = {name: rng.choice(dist.choices) for name, dist in self._dists.items()}
+            else:
+                cfg = self._draws.random(rng)
+            if cfg is not None and config_key(cfg) not in visited and self._feasible(cfg):
                 found.append(cfg)
                 if len(found) >= count:
                     break
+        if self._draws is not None and not found:
+            # A sparse space: what a walk of its product has found.
+            seen = visited | {config_key(cfg) for cfg in found}
+            found += self._draws.walked(rng, count - len(found), seen, config_key)
         return found
 
     def _position(self, cfg: dict) -> list[float]:

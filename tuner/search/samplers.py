@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 import optuna
@@ -23,6 +23,7 @@ from tuner.search.claims import (
     OK,
     ClaimStore,
 )
+from tuner.search.feasible_draws import FeasibleDraws
 from tuner.search.owners import this_owner
 
 # Proposals asked of the wrapped sampler per trial before a rescue (fewer where
@@ -39,16 +40,28 @@ class SpaceAware(Protocol):
     wraps the sampler, and ``taken`` before each of its proposals."""
 
     def bind(self, dists: Mapping[str, CategoricalDistribution], feasible: Callable[[dict], bool],
-             enumerated: Mapping[str, dict] | None) -> None:  # fmt: skip
+             enumerated: Mapping[str, dict] | None, draws: FeasibleDraws | None = None) -> None:  # fmt: skip
         """The searched space: its distributions, a feasibility test and,
         where the space is small enough (``MAX_ENUMERATED``), every feasible
         configuration by its ``config_key`` (worked out once: on a space of
         10^6 points the keys are most of a study's setup); None where it is
-        not enumerated."""
+        not enumerated, and then ``draws`` of its feasible configurations
+        (which find those of a sparse product)."""
 
     def taken(self, keys: set[str]) -> None:
         """The ``config_key`` of every configuration claimed in the study
         (by any worker) now: not to be proposed."""
+
+
+@runtime_checkable
+class Foreseeing(Protocol):
+    """What a sampler implements to say what it would likely propose next
+    (``OrdinalSampler`` does): a study compiles those modules ahead while it
+    measures. ``DistinctSampler`` asks it after each of its proposals is claimed."""
+
+    def upcoming(self) -> list[dict]:
+        """Whole configurations this sampler would likely propose next, best
+        first (its last proposal's runners-up); [] where it cannot tell."""
 
 
 class BruteForceWithoutStop(optuna.samplers.BruteForceSampler):
@@ -101,6 +114,7 @@ class Decision:
     warm_start: str = ""  # where a warm start's configuration came from
     infeasible: int = 0  # infeasible proposals passed over
     repeated: int = 0  # claimed or measured proposals passed over
+    upcoming: list[dict] = field(default_factory=list)  # what the sampler would likely propose next, unclaimed and feasible
 
 
 class DistinctSampler(optuna.samplers.BaseSampler):
@@ -174,9 +188,13 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         self._violates: dict[str, bool] = {}
         self._decisions: dict[int, Decision] = {}
         self.warm_start = dict(warm_start or {})
+        self.draws = None
+        if self.feasible is None:  # not checked through _infeasible: a walk's millions of keys are not kept
+            self.draws = FeasibleDraws({name: d.choices for name, d in self.dists.items()}, _whole_check(family, problem),
+                                       family.scoped_rules(problem), seed)  # fmt: skip
         self._space_aware = isinstance(base, SpaceAware)
         if self._space_aware:
-            base.bind(self.dists, lambda cfg: not self._infeasible(cfg, config_key(cfg)), self.feasible)
+            base.bind(self.dists, lambda cfg: not self._infeasible(cfg, config_key(cfg)), self.feasible, self.draws)
 
     # Optuna's sampler interface.
 
@@ -207,6 +225,14 @@ class DistinctSampler(optuna.samplers.BaseSampler):
     def reseed_rng(self) -> None:
         self.base.reseed_rng()
 
+    def known_feasible(self) -> dict[str, dict] | None:
+        """Every feasible configuration by its ``config_key``, where known: the
+        listed space, or, on a space too large to list, what a walk of its
+        whole product found (``FeasibleDraws``); else None."""
+        if self.feasible is None and self.draws is not None and self.draws.walked_whole:
+            return self.draws.found
+        return self.feasible
+
     def decision(self, number: int) -> Decision | None:
         """What was claimed for trial ``number`` (forgotten once asked)."""
         return self._decisions.pop(number, None)
@@ -215,6 +241,8 @@ class DistinctSampler(optuna.samplers.BaseSampler):
 
     def _decide(self, study: optuna.Study, trial: FrozenTrial) -> Decision:
         decision = Decision()
+        if self.draws is not None:
+            self.draws.allow()  # each ask walks a sparse product a bounded share further
         self._decisions[trial.number] = decision
         snapshot = self.claims.snapshot()
         taken, number = set(snapshot), self.claims.next_trial(snapshot)
@@ -238,6 +266,10 @@ class DistinctSampler(optuna.samplers.BaseSampler):
                 decision.trial = self.claims.numbered(key)
                 if how == "enqueued":
                     decision.warm_start = self.warm_start.get(key, "")
+                elif how == "sampler" and isinstance(self.base, Foreseeing):
+                    taken.add(key)
+                    decision.upcoming = [cfg for cfg in self.base.upcoming()
+                                         if (k := config_key(cfg)) not in taken and not self._infeasible(cfg, k)]  # fmt: skip
                 return decision
             if answer == BUDGET:
                 decision.refused = "the budget was taken by other workers"
@@ -298,7 +330,11 @@ class DistinctSampler(optuna.samplers.BaseSampler):
                 yield self.feasible[left.pop()], "random"
         else:
             for _ in range(RANDOM_TRIES):
-                yield {name: rng.choice(dist.choices) for name, dist in self.dists.items()}, "random"
+                cfg = self.draws.random(rng)
+                if cfg is not None:
+                    yield cfg, "random"
+            # A sparse space: what a walk of its product has found (where random draws found nothing to claim).
+            yield from ((cfg, "random") for cfg in self.draws.walked(rng, RANDOM_TRIES, taken, config_key))
 
     def _neighbours(self, cfg: dict, rng: random.Random, taken: set[str]) -> Iterator[dict]:
         """Unclaimed feasible configurations that differ from ``cfg`` in one
@@ -342,6 +378,16 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         if answer is None:
             answer = self._violates[key] = bool(self.family.violations(cfg, self.problem))
         return answer
+
+
+def _whole_check(family: Family, problem: Problem) -> Callable[[dict], bool]:
+    """Whether a configuration of the searched domains is feasible: ``violations``, or,
+    where that is only the values' rules and the dtype (``Family.space``'s
+    reading), the rules between parameters alone: every searched value
+    was accepted once (``distributions``), not once per configuration walked."""
+    if type(family).violations is Family.violations and problem.dtype in family.dtypes:
+        return lambda cfg: not family.constraint_violations(cfg, problem)
+    return lambda cfg: not family.violations(cfg, problem)
 
 
 def _matches(cfg: Mapping, wanted: Mapping) -> bool:

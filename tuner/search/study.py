@@ -134,6 +134,7 @@ def run_study(
     lease_s: float = DEFAULT_LEASE_S,
     ask_ahead: bool = True,
     claimed: Callable[[dict], None] | None = None,
+    likely_next: Callable[[list[dict]], None] | None = None,
     warm_start: Mapping[str, str] | None = None,
     at: Callable[[str], None] | None = None,
 ) -> StudyOutcome:
@@ -179,6 +180,10 @@ def run_study(
         claimed: called (without raising) with each configuration this worker
             claims, before it is measured; one asked ahead while the one
             before is measured: time to start compiling it.
+        likely_next: called (without raising) after ``claimed``, with the
+            configurations the sampler would likely propose next, best first
+            (where it can tell: ``samplers.Foreseeing``): time to compile
+            them, if a CPU is free.
         warm_start: ``config_key`` -> source of the enqueued configurations
             that come from a warm start (``tuner.search.warm.study_start``);
             their trials carry the user attribute ``warm_start``.
@@ -241,7 +246,6 @@ def run_study(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         mind = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=distinct, direction="maximize")
-    feasible = distinct.feasible
     heartbeat = Heartbeat(claims, owner, lease_s / 4 if claims.shared else None)
     run = Run(mind, dashboard, claims, dists, owner, label, lease_s, problem, f"study:{study_name}", measure, heartbeat,
               at=reach, held=held)  # fmt: skip
@@ -261,6 +265,8 @@ def run_study(
         asked = ask(run, distinct)
         if claimed is not None and asked.key is not None:
             claimed(asked.cfg)
+        if likely_next is not None and asked.decision.upcoming:
+            likely_next(asked.decision.upcoming)
         outcome.asks_s += time.perf_counter() - wall
         outcome.asks_cpu_s += time.thread_time() - cpu
         return asked
@@ -276,6 +282,7 @@ def run_study(
                     outcome.ask_waits_s += time.perf_counter() - waited
                 # The claims are the shared state between workers: read them fresh.
                 snapshot = claims.snapshot()
+                feasible = distinct.known_feasible()
                 recovered = recover(run, snapshot)
                 if recovered:
                     outcome.recovered += recovered

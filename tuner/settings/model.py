@@ -135,7 +135,7 @@ class StudySettings:
     timing: TimingOptions
     space_size: int = 0
     warm_start: str | None = None  # results whose best configurations are enqueued first (tuner.search.warm)
-    compile_ahead: bool = True  # compile the space's modules in background threads while the GPU measures
+    compile_ahead: bool = True  # compile modules in background threads while the GPU measures (tuner.measure.precompile)
     energy: bool = False  # every trial's row also gets its energy (tuner/measure/energy.py): about 0.7 s a trial
 
     @property
@@ -165,6 +165,14 @@ class StudySettings:
                       "timing": TimingOptions(**data["timing"])})  # fmt: skip
 
 
+def _compiled_part(study: StudySettings) -> StudySettings:
+    """What the compile stage reads of a study: its problem, searched values
+    and budget (the rest blank)."""
+    return StudySettings(study.name, study.family, study.dtype, study.n, sampler="", seed=0, budget_trials=study.budget_trials,
+                         timeout_s=None, storage="", params=study.params, enqueue=(), compare_with_sweep=None,
+                         timing=TimingOptions())  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Settings:
     run: RunSettings
@@ -182,16 +190,13 @@ class Settings:
         return self.studies[name]
 
     def variants(self):
-        """(family, problem, feasible configurations) of every sweep and study
-        (none for a study whose space is too large to list)."""
+        """(family, problem, feasible configurations) of every sweep's grid. A
+        study's space is not listed here: what a study compiles grows with its
+        budget (``tuner.measure.compile.study_compiled_whole``)."""
         for sweep in self.sweeps.values():
             family = REGISTRY[sweep.family]
             for problem in sweep.problems():
                 yield family, problem, family.space(problem, sweep.domains())
-        for study in self.studies.values():
-            family = REGISTRY[study.family]
-            # A space too large to list is compiled as the study measures it, not ahead (as precompile does).
-            yield family, study.problem, family.listed_space(study.problem, study.domains()) or []
 
     def stage_json(self, stage: str, name: str | Sequence[str] | None = None) -> str:
         """The JSON a stage receives (``from_stage_json`` reads it back): the
@@ -212,13 +217,14 @@ class Settings:
             # job's command); the stage finds it in the environment (export_passwords).
             data["study"] = {**self.study(name).to_dict(), "storage": public(self.study(name).storage)}
         elif stage == "compile":
-            # Only the grids it compiles (a study's is its problem and searched
-            # values), so a study's budget or sampler, or a sweep's timing, do
-            # not rerun the compile stage.
+            # Only the grids it compiles, so a sweep's timing or a study's
+            # sampler do not rerun the compile stage. A study's part is its
+            # problem, its searched values and its budget: the stage compiles
+            # its space whole only where it is small beside the budget.
             grids = [(s.name, s.family, s.dtypes, s.sizes, s.domains()) for s in self.sweeps.values()]
-            grids += [(f"study:{s.name}", s.family, (s.dtype,), (s.n,), s.domains()) for s in self.studies.values()]
             data["sweeps"] = [SweepSettings(name, family, dtypes, sizes, frozen_params(params), TimingOptions()).to_dict()
                               for name, family, dtypes, sizes, params in grids]  # fmt: skip
+            data["studies"] = [_compiled_part(s).to_dict() for s in self.studies.values()]
         # Snakemake fills "{name}" in a rule's params with a wildcard's value: a brace
         # inside a string (a storage path x{y}.log) is written as a JSON escape instead.
         # An object's own brace is always followed by '"' or '}', which no wildcard is.

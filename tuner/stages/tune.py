@@ -4,7 +4,8 @@ budget, then the study's rows in one Parquet file.
 Each GPU has one search loop and one measuring process. The search loop runs
 the study (``run_study``: the sampler, the study's storage, the claims): it
 asks and claims the next trial while the measuring process compiles it ahead
-and measures the one before (``tuner.measure.remote``). A configuration that
+(with the ones the sampler would likely propose next) and measures the one
+before (``tuner.measure.remote``). A configuration that
 poisons the CUDA context is recorded as ``launch_error`` in the study (its
 claim settled by ``run_study``), and the loop goes on with a fresh measuring
 process.
@@ -105,7 +106,7 @@ def search(settings: Settings, stage_json: str, name: str, device_json: Path, gp
             return run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
                              measure=progress.counting(measuring.measure), budget_trials=study.budget_trials, timeout_s=study.timeout_s,
                              sampler=sampler, seed=seed, enqueue=enqueue, worker=worker_name, claimed=measuring.prefetch,
-                             warm_start=warm_start)  # fmt: skip
+                             likely_next=measuring.expect, warm_start=warm_start)  # fmt: skip
 
         outcome, summary = restarting(measuring_side, side, search_study, f"study {name} worker on GPU {gpu}")
     measured, compiled = summary or ("", "")
@@ -147,8 +148,10 @@ def measuring_side(stage_json: str, name: str, device_json: str, device_index: i
                    started: float) -> Iterator:  # fmt: skip
     """The measuring process's half (``tuner.measure.remote.serve`` enters
     it): the Bench on its GPU with the study's problem on the device, the
-    study's modules compiled ahead in background threads (enqueued ones
-    first, each prefetched one at once), rows stamped with the stage's clock."""
+    study's modules compiled ahead in background threads (each prefetched one
+    at once, the sampler's likely next ones when a thread is free, enqueued
+    ones first, and the whole space only where it is small beside the budget:
+    ``tuner.measure.precompile``), rows stamped with the stage's clock."""
     from tuner.measure.precompile import Precompiler, study_modules
     from tuner.measure.stopwatch import Stopwatch
 
@@ -156,12 +159,14 @@ def measuring_side(stage_json: str, name: str, device_json: str, device_index: i
     study = settings.study(name)
     bench = harness.open_measuring_bench(settings, Path(device_json), study.timing, device_index, energy=study.energy)
     family = REGISTRY[study.family]
-    ahead = study_modules(family, study.problem, study.domains(), enqueue, seed) if study.compile_ahead else []
-    with Precompiler(family, study.problem, ahead, arch=bench.gpu.arch, cache_dir=bench.cache_dir, jobs=settings.run.compile_jobs) as precompiler:  # fmt: skip
+    ahead = study_modules(family, study.problem, study.domains(), enqueue, seed, study.budget_trials) if study.compile_ahead else []
+    with Precompiler(family, study.problem, ahead, arch=bench.gpu.arch, cache_dir=bench.cache_dir, jobs=settings.run.compile_jobs,
+                     enabled=study.compile_ahead) as precompiler:  # fmt: skip
         session = bench.problem(family, study.problem)
         stopwatch = Stopwatch(started, lambda: bench.phases.get("compile", 0.0))  # rows carry wall and nvcc seconds
         yield (
             stopwatch.measuring(lambda cfg: session.measure(cfg, f"study:{name}")),
             precompiler.hurry,
             lambda: (str(bench.phases), precompiler.summary()),
+            precompiler.expect,
         )

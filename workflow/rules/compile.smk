@@ -1,8 +1,9 @@
-# Stage 2: compile every kernel variant the sweeps and studies need, in
-# parallel, into the cubin cache; the table keeps ptxas's report per module,
-# and a variant that fails to compile fails the run. Sweeps and studies do not
-# wait for it (each compiles what it lacks, in parallel, from the same cache),
-# so recompiling after one sweep changed reruns no other sweep.
+# Stage 2: compile every kernel variant the sweeps need, and a study's space
+# where it is small beside its budget (a larger study compiles what it measures
+# as it searches), in parallel, into the cubin cache; the table keeps ptxas's
+# report per module, and a variant that fails to compile fails the run. Sweeps
+# and studies do not wait for it (each compiles what it lacks, in parallel,
+# from the same cache), so recompiling after one sweep changed reruns no other sweep.
 
 
 rule compile_variants:
