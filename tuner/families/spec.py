@@ -63,6 +63,7 @@ from tuner.families.base import (
     Launch,
     Param,
     Problem,
+    ScopedRule,
     Verdict,
     amount_unfit,
     nvcc_text_unfit,
@@ -364,6 +365,21 @@ class KernelSpec(Family):
             if not holds:
                 reasons.append(f"restriction {restriction.text!r} does not hold")
         return reasons or self.limit_violations(cfg, problem)
+
+    def scoped_rules(self, problem: Problem) -> list[ScopedRule]:
+        """Each restriction written as an expression, with the parameters it
+        reads: a search of a sparse space too large to list prunes by them as
+        it fixes parameters one at a time (``Family.scoped_rules``)."""
+        params = set(self.param_names)
+
+        def holds(restriction: Expression, cfg: Config) -> bool:
+            try:
+                return bool(restriction(self._env(cfg, problem)))
+            except Exception:  # noqa: BLE001 - a restriction that cannot be evaluated is a false one, as in constraint_violations
+                return False
+
+        return [ScopedRule(frozenset(r.names & params), lambda cfg, r=r: holds(r, cfg))
+                for r in self.restrictions if isinstance(r.text, str) and r.names & params]  # fmt: skip
 
     def limit_violations(self, cfg: Config, problem: Problem, limits: DeviceLimits = DeviceLimits(),
                          sm_count: int | None = None) -> list[str]:  # fmt: skip
