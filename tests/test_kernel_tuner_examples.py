@@ -108,6 +108,7 @@ def convolution() -> KernelSpec:
     )  # fmt: skip
 
 
+@pytest.mark.slow  # 40 s of nvcc on two cores: the stencil's limits test covers the same path by default
 def test_kernel_tuners_convolution_tile_over_the_shared_memory_is_infeasible(tmp_path):
     """The largest tiles need more than 48 KiB of static shared memory: ptxas
     refuses them, which makes them infeasible with the figures, not a failed compile."""

@@ -13,6 +13,7 @@ import pytest
 from tuner import cli
 from tuner.families import REGISTRY, Problem, load_family_paths
 from tuner.families.base import MAX_ENUMERATED, Family, SpaceTooLarge
+from tuner.measure.compile import study_compiled_whole
 from tuner.settings import ConfigError, parse
 
 COMBINATIONS = 65 * 10**10
@@ -76,10 +77,13 @@ def test_a_sweep_grid_too_large_is_a_config_error_naming_its_count(wide, tmp_pat
         parse(config)
 
 
-def test_the_compile_stage_walks_a_study_of_a_space_too_large_without_listing_it(wide, tmp_path):
+def test_the_compile_stage_leaves_a_study_of_a_space_too_large_to_its_search_without_listing_it(wide, tmp_path):
     study = {"family": "wide", "dtype": "float32", "n": 1 << 20, "budget_trials": 20, "storage": str(tmp_path / "study.log")}
     settings = parse({"results_dir": str(tmp_path / "results"), "gpu": "test-gpu", "family_paths": [str(wide)],
                       "studies": {"search": study}})  # fmt: skip
     started = time.process_time()
-    assert [(family.name, len(configs)) for family, _, configs in settings.variants()] == [("wide", 0)]  # compiled as measured
+    assert list(settings.variants()) == []  # a study's space is compiled as it is searched, never listed here
+    family = REGISTRY["wide"]
+    study_settings = settings.studies["search"]
+    assert study_compiled_whole(family, study_settings.problem, study_settings.domains(), study_settings.budget_trials) is None
     assert time.process_time() - started < 1.0
