@@ -108,7 +108,7 @@ def convolution() -> KernelSpec:
     )  # fmt: skip
 
 
-@pytest.mark.slow  # 40 s of nvcc on two cores: the stencil's limits test covers the same path by default
+@pytest.mark.slow  # 40 s of nvcc on two cores; tests/test_device_limits.py covers ptxas's shared-memory refusal by default
 def test_kernel_tuners_convolution_tile_over_the_shared_memory_is_infeasible(tmp_path):
     """The largest tiles need more than 48 KiB of static shared memory: ptxas
     refuses them, which makes them infeasible with the figures, not a failed compile."""
