@@ -223,7 +223,10 @@ def run_script(example: str, text: str, tool: str, examples_dir: Path, out: Path
             link.symlink_to(source.resolve())
     run = Run()
     started = time.perf_counter()
-    with _inside(folder), open(folder / f"{tool}.log", "w") as log, recording(module, run.calls):
+    # Kernel Tuner's brute force keeps every configuration it timed in a cache file per call: the
+    # brute-forced spaces that the search benchmark reads as held-out tables.
+    caches = folder if tool == "kernel_tuner" else None
+    with _inside(folder), open(folder / f"{tool}.log", "w") as log, recording(module, run.calls, cache_dir=caches):
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             np.random.seed(SEED)
             try:
@@ -247,12 +250,15 @@ def _inside(folder: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def recording(module: Any, calls: list[Call], **extra: Any) -> Iterator[None]:
-    """``module.tune_kernel`` recorded into ``calls`` (``extra``: keyword arguments added to every call)."""
+def recording(module: Any, calls: list[Call], cache_dir: Path | None = None, **extra: Any) -> Iterator[None]:
+    """``module.tune_kernel`` recorded into ``calls`` (``extra``: keyword arguments added to every call;
+    ``cache_dir``: each call's Kernel Tuner cache file, ``cache-<call>.json``, written there)."""
     original = module.tune_kernel
 
     def tune_kernel(*args: Any, **kwargs: Any):
         kwargs |= extra
+        if cache_dir is not None:
+            kwargs["cache"] = str(cache_dir / f"cache-{len(calls) + 1}.json")
         space = args[4] if len(args) > 4 else kwargs.get("tune_params", {})
         call = Call(kernel=str(args[0] if args else kwargs.get("kernel_name")), space={k: list(v) for k, v in space.items()})
         calls.append(call)
