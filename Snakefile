@@ -5,9 +5,13 @@
 #
 # `--configfile mine.yaml` names the whole configuration (config.yaml is then
 # not read, so no sweep of it comes back); `--config key=value` overrides keys.
+import time
+
 from snakemake.utils import min_version
 
 min_version("8.0")
+
+RUN_STARTED = time.time()  # each stage's seconds since then are shown at the end
 
 
 include: "workflow/rules/common.smk"
@@ -35,6 +39,12 @@ include: "workflow/rules/collect.smk"
 include: "workflow/rules/export.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/search_bench.smk"
+
+
+onsuccess:
+    from tuner.data.stage_seconds import print_run_seconds
+
+    print_run_seconds(RESULTS, RUN_STARTED)
 
 
 rule all:

@@ -58,8 +58,9 @@ ALLOWED = {
     "kernel_tuner": {"api", "data", "families", "measure", "search"},
     # a family of one's own checked step by step: load, space, compile, reference, the stages on made-up rows
     "check_family": {"data", "device", "families", "measure", "progress", "report", "resources", "search"},
-    # a folder of one's own: its config, its Snakefile (the installed workflow as a module), a spec of its kernel
-    "scaffold": {"families", "resources"},
+    # a folder of one's own: its config, its Snakefile (the installed workflow as a module, and the stages'
+    # seconds at the end of a run: data), a spec of its kernel
+    "scaffold": {"data", "families", "resources"},
     # what an install lacks (nvcc, the CUDA headers, PyCUDA, a driver) and what to do, before pip builds PyCUDA
     "install_check": {"resources"},
     "__main__": {"cli"},

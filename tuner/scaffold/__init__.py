@@ -38,8 +38,12 @@ SNAKEFILE_TEXT = '''\
 #   snakemake --cores 1        sweeps, studies, reports and exports on this machine's GPU
 #   snakemake -n --cores 1     lists the jobs, without a GPU
 # Results land under the config's results_dir. `--configfile other.yaml` runs that config
-# instead (config.yaml is then not read).
+# instead (config.yaml is then not read). At the end, each stage's seconds are shown.
+import time
+
 import tuner.resources
+
+STARTED = time.time()
 
 if not workflow.overwrite_configfiles:
 
@@ -54,6 +58,12 @@ module tuner_workflow:
 
 
 use rule * from tuner_workflow
+
+
+onsuccess:
+    from tuner.data.stage_seconds import print_run_seconds
+
+    print_run_seconds(config.get("results_dir", "results"), STARTED)
 '''
 
 

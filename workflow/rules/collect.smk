@@ -10,6 +10,8 @@ rule collect:
         f"{RESULTS}/{{gpu}}/measurements.parquet",
     log:
         f"{RESULTS}/{{gpu}}/logs/collect.log",
+    benchmark:
+        f"{RESULTS}/{{gpu}}/logs/seconds/collect.tsv",
     conda:
         "../envs/tuner.yaml"
     shell:

@@ -13,6 +13,8 @@ rule compile_variants:
         f"{RESULTS}/{{gpu}}/compile.parquet",
     log:
         f"{RESULTS}/{{gpu}}/logs/compile.log",
+    benchmark:
+        f"{RESULTS}/{{gpu}}/logs/seconds/compile.tsv",
     conda:
         "../envs/tuner.yaml"
     params:

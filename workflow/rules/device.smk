@@ -9,6 +9,8 @@ rule describe_device:
         json=f"{RESULTS}/{{gpu}}/device.json",
     log:
         f"{RESULTS}/{{gpu}}/logs/describe_device.log",
+    benchmark:
+        f"{RESULTS}/{{gpu}}/logs/seconds/describe_device.tsv",
     conda:
         "../envs/tuner.yaml"
     resources:
@@ -27,6 +29,8 @@ rule peaks:
         rows=f"{RESULTS}/{{gpu}}/peaks.parquet",
     log:
         f"{RESULTS}/{{gpu}}/logs/peaks.log",
+    benchmark:
+        f"{RESULTS}/{{gpu}}/logs/seconds/peaks.tsv",
     conda:
         "../envs/tuner.yaml"
     resources:

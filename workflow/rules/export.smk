@@ -11,6 +11,8 @@ rule export_best:
         header=f"{RESULTS}/{{gpu}}/best_configs.h",
     log:
         f"{RESULTS}/{{gpu}}/logs/export_best.log",
+    benchmark:
+        f"{RESULTS}/{{gpu}}/logs/seconds/export_best.tsv",
     conda:
         "../envs/tuner.yaml"
     params:

@@ -27,6 +27,8 @@ if PROFILED:
             [f"{RESULTS}/{{gpu}}/profiles/{name}.parquet" for name in PROFILED],
         log:
             f"{RESULTS}/{{gpu}}/logs/profile.log",
+        benchmark:
+            f"{RESULTS}/{{gpu}}/logs/seconds/profile.tsv",
         conda:
             "../envs/tuner.yaml"
         resources:

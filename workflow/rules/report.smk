@@ -16,6 +16,8 @@ rule plot_report:
         figures=report_figures("{folder}"),
     log:
         "{folder}/logs/report.log",
+    benchmark:
+        "{folder}/logs/seconds/report.tsv"
     conda:
         "../envs/tuner.yaml"
     shell:

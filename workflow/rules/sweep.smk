@@ -16,6 +16,8 @@ for sweep_name in SWEEPS:
             f"{RESULTS}/{{gpu}}/sweeps/{sweep_name}.parquet",
         log:
             f"{RESULTS}/{{gpu}}/logs/sweep-{sweep_name}.log",
+        benchmark:
+            f"{RESULTS}/{{gpu}}/logs/seconds/sweep-{sweep_name}.tsv",
         conda:
             "../envs/tuner.yaml"
         resources:

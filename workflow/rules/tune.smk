@@ -15,6 +15,8 @@ for study_name in STUDIES:
             f"{RESULTS}/{{gpu}}/studies/{study_name}.parquet",
         log:
             f"{RESULTS}/{{gpu}}/logs/tune-{study_name}.log",
+        benchmark:
+            f"{RESULTS}/{{gpu}}/logs/seconds/tune-{study_name}.tsv",
         conda:
             "../envs/tuner.yaml"
         resources:
