@@ -7,6 +7,7 @@ CUDA examples with only their import changed, translated without a GPU."""
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import itertools
 import json
 import os
@@ -24,8 +25,8 @@ from tuner.api import Tuned
 from tuner.families import REGISTRY, register
 from tuner.families.base import config_key
 from tuner.kernel_tuner import KernelTunerArgumentError, configure, translate, tune_kernel
-from tuner.kernel_tuner.family import UNROLL_DEFINE
 from tuner.kernel_tuner.script import with_our_import
+from tuner.measure.compile import _constants_text, _macros
 
 # Kernel Tuner's CUDA examples, test data beside the checkout (never copied into it).
 EXAMPLES = Path(
@@ -111,10 +112,11 @@ def test_a_loop_unroll_factor_is_a_cpp_constant_as_kernel_tuner_makes_it(tmp_pat
                    arguments=[np.zeros(64, np.float32), x, np.int32(x.size)],
                    tune_params={"block_size_x": [64], "loop_unroll_factor_0": [0, 4]})  # fmt: skip
     defines = plan.spec.defines({"block_size_x": 64, "loop_unroll_factor_0": 4}, plan.problem)
-    assert defines[UNROLL_DEFINE + "loop_unroll_factor_0"] == "4" and "loop_unroll_factor_0" not in defines
-    text = Path(plan.spec.source).read_text()
-    assert f"constexpr int loop_unroll_factor_0 = {UNROLL_DEFINE}loop_unroll_factor_0;" in text
-    assert f'#include "{tmp_path / "sums.cu"}"' in text
+    assert defines["loop_unroll_factor_0"] == "4"
+    # The compile declares it a C++ constant before the source, as for a KernelSpec, not a -D macro.
+    assert _constants_text(defines) == "constexpr int loop_unroll_factor_0 = 4;\n"
+    assert "loop_unroll_factor_0" not in _macros(defines)
+    assert f'#include "{tmp_path / "sums.cu"}"' in Path(plan.spec.source).read_text()
 
 
 GRIDS = [
@@ -518,7 +520,9 @@ def test_each_example_translates_with_only_its_import_changed(tmp_path, monkeypa
     exec(compile(script, str(EXAMPLES / f"{example}.py"), "exec"), namespace)
     np.random.seed(0)
     if example in REPAIRS and not repaired:
-        with pytest.raises(KernelTunerArgumentError, match=r"^arguments\[2\]: an array must hold at least one element, got shape \(0,\)$"):
+        with pytest.raises(
+            KernelTunerArgumentError, match=r"^arguments\[2\]: an array must hold at least one element, got shape \(0,\)$"
+        ):
             namespace["tune"]()
         return
     namespace["tune"]()
@@ -634,3 +638,15 @@ def test_on_the_gpu_constants_unroll_factors_and_a_users_verify_work_together(gp
                                {"block_size_x": [64, 128], "loop_unroll_factor_0": [0, 4]}, grid_div_x=["block_size_x"],
                                cmem_args={"weights": weights}, answer=[expected, None, None], verify=sums_match, atol=1e-2)  # fmt: skip
     assert len(results) == 4 and all("__error__" not in r for r in results), results
+
+
+def test_tune_kernel_takes_kernel_tuners_arguments_in_its_order_with_its_defaults():
+    kernel_tuner = pytest.importorskip("kernel_tuner")
+    from tuner.kernel_tuner import tune_kernel
+
+    theirs = inspect.signature(kernel_tuner.tune_kernel).parameters
+    ours = inspect.signature(tune_kernel).parameters
+    assert list(ours) == list(theirs)
+    assert {name: p.default for name, p in ours.items()} == {name: p.default for name, p in theirs.items()}
+    with pytest.raises(TypeError, match="^tune_kernel: got an unexpected keyword argument 'bogus'"):
+        tune_kernel("k", "k.cu", 10, [], {}, bogus=1)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from tuner.families import REGISTRY
 from tuner.kernel_tuner.family import KernelTunerSpec
 from tuner.kernel_tuner.results import Results, kernel_tuner_results
-from tuner.kernel_tuner.translate import translate
+from tuner.kernel_tuner.translate import TUNE_KERNEL_SIGNATURE, translate
 from tuner.kernel_tuner.util import get_config_string
 from tuner.search.strategies import DEFAULT_STRATEGY
 
@@ -31,45 +31,7 @@ def last_results_folder() -> Path | None:
     return _last.get("folder")
 
 
-def tune_kernel(
-    kernel_name: str,
-    kernel_source: Any,
-    problem_size: Any,
-    arguments: Sequence,
-    tune_params: Mapping[str, Sequence],
-    grid_div_x: Any = None,
-    grid_div_y: Any = None,
-    grid_div_z: Any = None,
-    restrictions: Any = None,
-    answer: Sequence | None = None,
-    atol: float = 1e-6,
-    verify: Callable | None = None,
-    verbose: bool = False,
-    lang: str | None = None,
-    device: int = 0,
-    platform: int = 0,
-    smem_args: Mapping | None = None,
-    cmem_args: Mapping | None = None,
-    texmem_args: Mapping | None = None,
-    compiler: str | None = None,
-    compiler_options: Sequence[str] | None = None,
-    defines: Mapping | None = None,
-    log: Any = None,
-    iterations: int = 7,
-    block_size_names: Sequence[str] | None = None,
-    quiet: bool = False,
-    strategy: str | None = None,
-    strategy_options: Mapping | None = None,
-    cache: Any = None,
-    metrics: Mapping | None = None,
-    simulation_mode: Any = None,
-    parallel: Any = None,
-    observers: Any = None,
-    objective: str | None = None,
-    objective_higher_is_better: bool | None = None,
-    objectives: Any = None,
-    seed: int | None = None,
-) -> tuple[Results, dict]:
+def tune_kernel(*args: Any, **kwargs: Any) -> tuple[Results, dict]:
     """Tune ``kernel_name`` as Kernel Tuner's ``tune_kernel`` does, with its
     arguments and their meanings (``tuner.kernel_tuner.translate`` says how
     each maps), through this pipeline: nvcc into the cubin cache, the
@@ -86,17 +48,13 @@ def tune_kernel(
     """
     from tuner import api
 
+    try:
+        call = TUNE_KERNEL_SIGNATURE.bind(*args, **kwargs)  # Kernel Tuner's arguments, by position or name
+    except TypeError as error:
+        raise TypeError(f"tune_kernel: {error}") from None
+    kernel_name = call.arguments["kernel_name"]
     results_dir = _settings["results"]
-    plan = translate(
-        kernel_name, kernel_source, problem_size, arguments, tune_params, sources_dir=results_dir / ".kernel_tuner",
-        grid_div_x=grid_div_x, grid_div_y=grid_div_y, grid_div_z=grid_div_z, restrictions=restrictions, answer=answer,
-        atol=atol, verify=verify, verbose=verbose, lang=lang, device=device, platform=platform, smem_args=smem_args,
-        cmem_args=cmem_args, texmem_args=texmem_args, compiler=compiler, compiler_options=compiler_options, defines=defines,
-        log=log, iterations=iterations, block_size_names=block_size_names, quiet=quiet, strategy=strategy,
-        strategy_options=strategy_options, cache=cache, metrics=metrics, simulation_mode=simulation_mode, parallel=parallel,
-        observers=observers, objective=objective, objective_higher_is_better=objective_higher_is_better,
-        objectives=objectives, seed=seed,
-    )  # fmt: skip
+    plan = translate(*call.args, **call.kwargs, sources_dir=results_dir / ".kernel_tuner")
     known = REGISTRY.families.get(plan.spec.name)
     if isinstance(known, KernelTunerSpec):  # this call made before in this process: its family, with this call's data
         known.take_data_of(plan.spec)
@@ -128,3 +86,6 @@ def tune_kernel(
     else:
         say("no results to report")
     return results, env
+
+
+tune_kernel.__signature__ = TUNE_KERNEL_SIGNATURE  # help() and editors show Kernel Tuner's arguments

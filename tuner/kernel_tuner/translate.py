@@ -44,7 +44,6 @@ from tuner.families.base import DTYPES, MAX_ENUMERATED, Problem
 from tuner.families.spec import MAX_NAME, SCALAR_FORMATS, Constant, In, InOut, Scalar
 from tuner.kernel_tuner.family import (
     DEFAULT_BLOCK_NAMES,
-    UNROLL_MARK,
     Geometry,
     KernelTunerArgumentError,
     KernelTunerSpec,
@@ -54,6 +53,7 @@ from tuner.kernel_tuner.family import (
     argument_name,
     wrapped_source,
 )
+from tuner.measure.compile import CONSTEXPR_MARK, is_constexpr
 from tuner.measure.timing import TimingOptions
 from tuner.search.strategies import DEFAULT_STRATEGY, STRATEGIES
 
@@ -112,8 +112,6 @@ def translate(
     problem_size: Any,
     arguments: Sequence,
     tune_params: Mapping[str, Sequence],
-    *,
-    sources_dir: Path,
     grid_div_x: Any = None,
     grid_div_y: Any = None,
     grid_div_z: Any = None,
@@ -146,9 +144,14 @@ def translate(
     objective_higher_is_better: bool | None = None,
     objectives: Any = None,
     seed: int | None = None,
+    *,
+    sources_dir: Path,
 ) -> Plan:
     """The ``Plan`` of a ``tune_kernel`` call (Kernel Tuner's arguments, its
     meanings; ``sources_dir``: where generated kernel sources are written).
+    Its parameters before ``sources_dir`` are Kernel Tuner 1.5's ``tune_kernel``'s,
+    in its order and with its defaults: ``tuner.kernel_tuner.tune_kernel`` takes
+    its signature from here (``TUNE_KERNEL_SIGNATURE``).
 
     Raises:
         KernelTunerArgumentError: an argument with no counterpart here, or a
@@ -191,11 +194,10 @@ def translate(
         params=names,
     )
     text, path = _source(kernel_source)
-    unroll = [name for name in (user_defines if user_defines is not None else names) if UNROLL_MARK in name]
-    for name in unroll:
-        if not name.isidentifier():
-            raise KernelTunerArgumentError(f"tune_params: a {UNROLL_MARK} parameter must be a C++ identifier, got {name!r}")
-    source = wrapped_source(text, path, kernel_name, unroll, Path(sources_dir))
+    for name in user_defines if user_defines is not None else names:
+        if is_constexpr(name) and not name.isidentifier():
+            raise KernelTunerArgumentError(f"tune_params: a {CONSTEXPR_MARK} parameter must be a C++ identifier, got {name!r}")
+    source = wrapped_source(text, path, kernel_name, Path(sources_dir))
     arrays = [a for a in arguments if isinstance(a, np.ndarray) and a.ndim > 0]
     n = _problem_n(geometry, arrays)
     dtype = next((str(a.dtype) for a in arrays if str(a.dtype) in DTYPES), "float32")
@@ -216,6 +218,13 @@ def translate(
                 device_index=int(device), iterations=int(iterations), compiler_options=list(flags), metrics=_metrics(metrics, names),
                 tune_params=params, space_size=space_size, strategy=described, verbose=bool(verbose), quiet=bool(quiet),
                 notes=notes)  # fmt: skip
+
+
+# Kernel Tuner's ``tune_kernel`` signature, in one place: translate's, without where generated sources go.
+TUNE_KERNEL_SIGNATURE = inspect.signature(translate).replace(
+    parameters=[p for p in inspect.signature(translate).parameters.values() if p.name != "sources_dir"],
+    return_annotation="tuple[Results, dict]",
+)
 
 
 # ---- arguments without a counterpart ---------------------------------------------

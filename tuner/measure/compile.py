@@ -4,7 +4,7 @@ A cubin is cached under a hash of everything that changes it: the source and
 the headers it includes, the defines, the extra flags, the architecture, the
 nvcc version and, for a template kernel, the line that instantiates it
 (``tuner.measure.symbols``: kernels are found by their C++ name, templates
-instantiated from their arguments). A define named ``loop_unroll_factor*``
+instantiated from their arguments). A define whose name holds ``loop_unroll_factor``
 is a ``constexpr`` before the source instead (Kernel Tuner's convention: it
 is the argument of a ``#pragma unroll``, which the preprocessor leaves be). The ptxas report (registers, shared memory, spills, stack) is
 stored beside each cubin, so a cached variant still reports its resources.
@@ -296,17 +296,22 @@ def _kernel_of(module: CompiledKernel, kernel: str, source: Path, defines: dict[
 _lookups: dict[tuple[str, str], CompiledKernel] = {}
 
 
-# Kernel Tuner's convention: a parameter named so is the argument of a ``#pragma unroll``,
+# Kernel Tuner's convention: a parameter whose name holds this is the argument of a ``#pragma unroll``,
 # which the preprocessor does not expand: it is a constexpr before the source, not a -D define.
-CONSTEXPR_PREFIX = "loop_unroll_factor"
+CONSTEXPR_MARK = "loop_unroll_factor"
+
+
+def is_constexpr(name: str) -> bool:
+    """Whether the define ``name`` is declared as a C++ constant before the source (Kernel Tuner's rule)."""
+    return CONSTEXPR_MARK in name
 
 
 def _constants_text(defines: dict[str, str]) -> str:
-    """The constexpr declarations of the defines named ``loop_unroll_factor*``
+    """The constexpr declarations of the defines ``is_constexpr`` names
     (0 leaves the unrolling to the compiler, which ignores an unroll of 0)."""
     lines = []
     for name, value in sorted(defines.items()):
-        if name.startswith(CONSTEXPR_PREFIX):
+        if is_constexpr(name):
             why = (None if name.isidentifier() else f"must be a C identifier, got {name!r}") or nvcc_text_unfit(str(value), define=True)
             if why:
                 raise CompileError(f"{name}: a constexpr value {why}")
@@ -316,7 +321,7 @@ def _constants_text(defines: dict[str, str]) -> str:
 
 
 def _macros(defines: dict[str, str]) -> dict[str, str]:
-    return {name: value for name, value in defines.items() if not name.startswith(CONSTEXPR_PREFIX)}
+    return {name: value for name, value in defines.items() if not is_constexpr(name)}
 
 
 @contextlib.contextmanager
