@@ -336,6 +336,52 @@ def compare(example: str, ours: Run, theirs: Run) -> list[str]:
     return lines
 
 
+
+def timed_where_we_found_infeasible(out: Path) -> list[str]:
+    """Each Kernel Tuner call's configurations (its cache file, ``cache-<call>.json``) that our rows of
+    the same family mark infeasible (a device limit: the launch cannot run), and its winner among the
+    configurations both tools ran. No GPU: read from ``out`` after a run (``--recompare``)."""
+    import json
+
+    import pandas as pd
+
+    measured = sorted((out / "results").glob("*/measurements.parquet"))
+    if not measured:
+        return [f"  no {out / 'results'}/<gpu>/measurements.parquet: nothing to compare"]
+    rows = pd.read_parquet(measured[0])
+    lines = []
+    for cache_file in sorted(out.glob("*/kernel_tuner/cache-*.json")):
+        cache = json.loads(cache_file.read_text())
+        params = list(cache["tune_params_keys"])
+        timed = {tuple(r[p] for p in params): r["time"] for r in cache["cache"].values() if isinstance(r.get("time"), (int, float))}
+        # Our family of this call: the one whose rows hold the most of Kernel Tuner's configurations.
+        best_family, best_overlap = None, 0
+        for family, group in rows[rows.family.str.startswith(cache["kernel_name"] + "_")].groupby("family"):
+            if set(params) <= set(group.columns):
+                keys = {tuple(v) for v in group[params].itertuples(index=False)}
+                overlap = len(keys & set(timed))
+                if overlap > best_overlap:
+                    best_family, best_overlap = family, overlap
+        label = f"  {cache_file.parent.parent.name} call {cache_file.stem.split('-')[1]} ({cache['kernel_name']})"
+        if best_family is None:
+            lines.append(f"{label}: no family of ours holds its configurations")
+            continue
+        ours = rows[rows.family == best_family]
+        status = {tuple(v[:-2]): (v[-2], v[-1]) for v in ours[params + ["status", "error"]].itertuples(index=False)}
+        infeasible = {k: status[k][1] for k in timed if k in status and status[k][0] == "infeasible"}
+        both = {k: ms for k, ms in timed.items() if k in status and status[k][0] == "ok"}
+        lines.append(f"{label}: Kernel Tuner timed {len(timed)}; {len(infeasible)} of them are infeasible here")
+        for key, reason in list(infeasible.items())[:3]:
+            lines.append(f"    {dict(zip(params, key))}: Kernel Tuner {timed[key]:.4f} ms; ours: {reason}")
+        if infeasible and both:
+            kt_best = min(both, key=both.get)
+            ok = ours[ours.status == "ok"]
+            our_best = ok.loc[ok.time_ms_median.idxmin()]
+            our_key = tuple(our_best[p].item() if hasattr(our_best[p], 'item') else our_best[p] for p in params)
+            lines.append(f"    Kernel Tuner's winner among the {len(both)} both ran: {dict(zip(params, kt_best))} {both[kt_best]:.4f} ms; "
+                         f"ours {dict(zip(params, our_key))}; Kernel Tuner's time of ours: {both.get(our_key, float('nan')) / both[kt_best]:.3f} x")  # fmt: skip
+    return lines
+
 # ---- the GPU run ---------------------------------------------------------------------------
 
 
@@ -531,7 +577,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--dry-run", action="store_true", help="translate both tools' calls without a GPU and compare their spaces"
     )
+    parser.add_argument("--recompare", action="store_true",
+                        help="no GPU: from an earlier run's --out, Kernel Tuner's times of configurations infeasible here")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.recompare:
+        print("\n".join(["Kernel Tuner's timed configurations that are infeasible here:"] + timed_where_we_found_infeasible(args.out)))
+        return 0
     examples = [e.strip() for e in args.examples.split(",") if e.strip()]
     unknown = [e for e in examples if e not in EXAMPLES]
     if unknown:
@@ -589,6 +640,9 @@ def main(argv: list[str] | None = None) -> int:
         say(f"\n== {example}")
         for line in compare(example, ours, theirs):
             say(line)
+    say("\n== Kernel Tuner's timed configurations that are infeasible here")
+    for line in timed_where_we_found_infeasible(args.out):
+        say(line)
     if args.study_trials:
         study(args.examples_dir, args.out, args.study_trials, say)
     say(f"\ntotal: {time.perf_counter() - started:.0f} s")

@@ -117,16 +117,20 @@ def test_init_writes_a_skeleton_a_config_and_a_snakefile(cuda_file, tmp_path):
     assert any('kernel mangled is not extern "C"' in note for note in written.notes)
     config = yaml.safe_load((folder / "config.yaml").read_text())
     assert config["family_paths"] == ["scale_ops.py"] and config["results_dir"] == "results"
-    assert config["sweeps"]["scale_space"] == {"family": "scale", "dtypes": ["float32"], "sizes": [1 << 24], "timing": {"max_time_s": 0.3}}
+    assert config["sweeps"]["scale_space"] == {"family": "scale", "dtypes": ["float32"], "sizes": [1 << 24], "params": "declared",
+                                               "timing": {"max_time_s": 0.3}}  # fmt: skip
     assert config["studies"]["scale_search"]["compare_with_sweep"] == "scale_space"
     # The pipeline reads it as it reads any config: every rule checked, the skeleton loaded (in a process of its own,
     # so this one's registry of families stays as the other tests expect it).
     check = ("from tuner.settings import load; s = load('config.yaml'); "
-             "print(sorted(s.sweeps), sorted(s.studies), [s.study(n).budget_trials for n in sorted(s.studies)])")  # fmt: skip
+             "print(sorted(s.sweeps), sorted(s.studies), [s.study(n).budget_trials for n in sorted(s.studies)]); "
+             "print(s.sweep('scale_space').domains())")  # fmt: skip
     proc = subprocess.run([sys.executable, "-c", check], cwd=folder, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     # Each: block_size_x 6 x ITEMS 1 x read_only 2 = 12 configurations (the knobs no kernel names go to both), half studied.
     assert proc.stdout.split("\n")[0] == "['mangled_space', 'scale_space'] ['mangled_search', 'scale_search'] [6, 6]"
+    # The sweep is every value the skeleton declares (params: declared), as the config's header says, not its defaults alone.
+    assert proc.stdout.split("\n")[1] == "{'block_size_x': [128, 32, 64, 256, 512, 1024], 'ITEMS': [2], 'read_only': [0, 1]}"
 
 
 def test_a_snakefile_snakefmt_leaves_as_it_is(tmp_path):

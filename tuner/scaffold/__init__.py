@@ -182,7 +182,7 @@ def _kernel_config(declared: list[DeclaredKernel], spaces: dict[str, int], modul
     sweeps, studies = dict(config.get("sweeps") or {}), dict(config.get("studies") or {})
     for kernel in declared:
         sweeps[f"{kernel.family}_space"] = {"family": kernel.family, "dtypes": [kernel.dtype], "sizes": [kernel.n],
-                                            "timing": {"max_time_s": 0.3}}  # fmt: skip
+                                            "params": "declared", "timing": {"max_time_s": 0.3}}  # fmt: skip
         if spaces[kernel.family] > 1:
             studies[f"{kernel.family}_search"] = {"family": kernel.family, "dtype": kernel.dtype, "n": kernel.n,
                                                   "budget_fraction": STUDY_FRACTION,
@@ -194,7 +194,7 @@ def _kernel_config(declared: list[DeclaredKernel], spaces: dict[str, int], modul
     names = ", ".join(k.family for k in declared)
     beside = ", beside the lessons' sweeps and studies" if lessons else ""
     header = (f"# What `snakemake --cores 1` measures in this folder (written by `tuner init`): every parameter value\n"
-              f"# of {names} as {module} declares it (a sweep's params narrow them), and an Optuna study of\n"
+              f"# of {names} as {module} declares it (params: declared; values listed instead narrow them), and an Optuna study of\n"
               f"# {STUDY_FRACTION:.0%} of each space judged against that sweep{beside}. Every setting is checked\n"
               f"# before any GPU work; family_paths are relative to this file, results_dir to the folder snakemake runs in.\n")  # fmt: skip
     return header + yaml.safe_dump(config, sort_keys=False, default_flow_style=None, width=120)

@@ -399,6 +399,8 @@ def _sweep(name: str, section: Mapping, config: Mapping, memory: int | None) -> 
         for j, n in enumerate(section["sizes"]):
             _check_size(family, dtype, n, f"{where}.sizes[{j}]", memory)
     params = section.get("params", {})
+    if params == "declared":  # every value the family declares (a spec edited later is swept as it stands)
+        params = {p.name: list(p.values) for p in family.params}
     _check_params(family, params, f"{where}.params")
     profile = section.get("profile")
     sweep = SweepSettings(name, family.name, tuple(section["dtypes"]), tuple(section["sizes"]), frozen_params(params),

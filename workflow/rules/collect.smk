@@ -11,7 +11,7 @@ rule collect:
     log:
         f"{RESULTS}/{{gpu}}/logs/collect.log",
     benchmark:
-        f"{RESULTS}/{{gpu}}/logs/seconds/collect.tsv",
+        f"{RESULTS}/{{gpu}}/logs/seconds/collect.tsv"
     conda:
         "../envs/tuner.yaml"
     shell:

@@ -14,7 +14,7 @@ rule compile_variants:
     log:
         f"{RESULTS}/{{gpu}}/logs/compile.log",
     benchmark:
-        f"{RESULTS}/{{gpu}}/logs/seconds/compile.tsv",
+        f"{RESULTS}/{{gpu}}/logs/seconds/compile.tsv"
     conda:
         "../envs/tuner.yaml"
     params:

@@ -10,7 +10,7 @@ rule describe_device:
     log:
         f"{RESULTS}/{{gpu}}/logs/describe_device.log",
     benchmark:
-        f"{RESULTS}/{{gpu}}/logs/seconds/describe_device.tsv",
+        f"{RESULTS}/{{gpu}}/logs/seconds/describe_device.tsv"
     conda:
         "../envs/tuner.yaml"
     resources:
@@ -30,7 +30,7 @@ rule peaks:
     log:
         f"{RESULTS}/{{gpu}}/logs/peaks.log",
     benchmark:
-        f"{RESULTS}/{{gpu}}/logs/seconds/peaks.tsv",
+        f"{RESULTS}/{{gpu}}/logs/seconds/peaks.tsv"
     conda:
         "../envs/tuner.yaml"
     resources:

@@ -12,7 +12,7 @@ rule export_best:
     log:
         f"{RESULTS}/{{gpu}}/logs/export_best.log",
     benchmark:
-        f"{RESULTS}/{{gpu}}/logs/seconds/export_best.tsv",
+        f"{RESULTS}/{{gpu}}/logs/seconds/export_best.tsv"
     conda:
         "../envs/tuner.yaml"
     params:

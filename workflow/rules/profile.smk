@@ -28,7 +28,7 @@ if PROFILED:
         log:
             f"{RESULTS}/{{gpu}}/logs/profile.log",
         benchmark:
-            f"{RESULTS}/{{gpu}}/logs/seconds/profile.tsv",
+            f"{RESULTS}/{{gpu}}/logs/seconds/profile.tsv"
         conda:
             "../envs/tuner.yaml"
         resources:

@@ -17,7 +17,7 @@ for sweep_name in SWEEPS:
         log:
             f"{RESULTS}/{{gpu}}/logs/sweep-{sweep_name}.log",
         benchmark:
-            f"{RESULTS}/{{gpu}}/logs/seconds/sweep-{sweep_name}.tsv",
+            f"{RESULTS}/{{gpu}}/logs/seconds/sweep-{sweep_name}.tsv"
         conda:
             "../envs/tuner.yaml"
         resources:

@@ -16,7 +16,7 @@ for study_name in STUDIES:
         log:
             f"{RESULTS}/{{gpu}}/logs/tune-{study_name}.log",
         benchmark:
-            f"{RESULTS}/{{gpu}}/logs/seconds/tune-{study_name}.tsv",
+            f"{RESULTS}/{{gpu}}/logs/seconds/tune-{study_name}.tsv"
         conda:
             "../envs/tuner.yaml"
         resources:
