@@ -486,14 +486,13 @@ def _verify(family: Family, dtype: str, modules: dict, say) -> None:
     """Every module verified (untimed) on the GPU at both check sizes."""
     from tuner.device.describe import describe
     from tuner.device.gpu import require_gpu
-    from tuner.measure.bench import Bench, environment_columns
+    from tuner.measure.bench import Bench
     from tuner.measure.compile import compile_all
-    from tuner.measure.timing import TimingOptions
 
     gpu = require_gpu()
     device = describe(gpu)
     with tempfile.TemporaryDirectory() as cache:
-        bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=Path(cache), timing=TimingOptions())
+        bench = Bench.open(gpu, device, cache)
         for n in family.check_sizes:
             problem = Problem(family.name, dtype, n)
             configs = [cfg for cfg in modules.values() if not family.violations(cfg, problem)]

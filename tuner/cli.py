@@ -283,8 +283,7 @@ def cmd_space(args) -> None:
 def cmd_verify(args) -> None:
     """Verify (untimed) every variant of every family at two sizes: the pass compute-sanitizer runs over."""
     from tuner.device.gpu import require_gpu
-    from tuner.measure.bench import Bench, environment_columns
-    from tuner.measure.timing import TimingOptions
+    from tuner.measure.bench import Bench
     from tuner.measure.verify import verify_families
 
     _load_plugins(args)
@@ -293,8 +292,7 @@ def cmd_verify(args) -> None:
         raise ConfigError(f"--families: must be among {REGISTRY.names()}, got {unknown}")
     gpu = require_gpu()
     device = harness.describe(gpu)
-    bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=Path(args.cache),
-                  timing=TimingOptions(), seed=args.seed)  # fmt: skip
+    bench = Bench.open(gpu, device, args.cache, seed=args.seed)
     total, failures = verify_families(
         bench, [f for f in REGISTRY if not args.families or f.name in args.families], args.sizes, args.cache
     )

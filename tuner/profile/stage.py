@@ -102,18 +102,18 @@ def run(args, settings, *, bench, child: list[str], env: dict) -> None:
         return
     if len(args.names) > 1 and (args.out or args.measurements):
         raise ConfigError(f"--out and --measurements: must name one sweep's files, got {len(args.names)} sweeps")
-    gpu_dir = settings.run.gpu_dir
+    folder = settings.run.folder
     sweeps = []
     for name in dict.fromkeys(args.names):
         sweep = settings.sweep(name)
         if sweep.profile is None:
             raise ConfigError(f"sweeps.{name}.profile: must be all, report or {{top: N}} to profile this sweep, got nothing")
-        measured = Path(args.measurements) if args.measurements else gpu_dir / "sweeps" / f"{name}.parquet"
+        measured = Path(args.measurements) if args.measurements else folder.sweep(name)
         if not measured.is_file():
             raise ConfigError(f"--measurements: must be the sweep's Parquet file, got {str(measured)!r}, which does not exist")
-        out = Path(args.out) if args.out else gpu_dir / "profiles" / f"{name}.parquet"
+        out = Path(args.out) if args.out else folder.profile(name)
         sweeps.append(Profiled(name, REGISTRY[sweep.family], read(measured), sweep.profile, out))
-    profile_sweeps(sweeps, work=gpu_dir / "store" / "profiles", child=child, env=env)
+    profile_sweeps(sweeps, work=folder.profile_store, child=child, env=env)
 
 
 def profile_sweeps(sweeps: list[Profiled], *, work: Path, child: list[str], env: dict | None = None) -> dict[str, tuple[pd.DataFrame, str]]:  # fmt: skip

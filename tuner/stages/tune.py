@@ -68,7 +68,7 @@ def run(settings: Settings, name: str, *, started: float, gpus: list[int], devic
         raise SystemExit(
             f"error: study {name} measured no configuration that verified; statuses {frame.status.value_counts().to_dict()}"
         )
-    path = Path(out) if out else settings.run.gpu_dir / "studies" / f"{name}.parquet"
+    path = Path(out) if out else settings.run.folder.study(name)
     results.write_atomic(frame, path)
     print(results.best_line(frame, f"study {name} ({study.sampler}, budget {study.budget_trials})"))
     print(f"study {name}: {to_final_best(frame).sentence('its final best')}")
