@@ -178,7 +178,7 @@ def _study(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path
     outcome = run_study(family=family, problem=problem, domains=domains, storage=str(GpuFolder(gpu_dir).optuna_journal),
                         study_name=f"{name}-{problem.key}", measure=lambda cfg: session.measure(cfg, f"study:{name}"),
                         budget_trials=budget, timeout_s=timeout_s, sampler=sampler, seed=seed)  # fmt: skip
-    return tables.to_frame(study_rows(outcome.storage, outcome.study.study_name))
+    return tables.to_frame(study_rows(outcome.storage, outcome.study.study_name), families=[family])
 
 
 def _collect(gpu_dir: Path) -> None:
