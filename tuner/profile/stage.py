@@ -60,15 +60,9 @@ def choose(
 def shown_by_report(rows: list[pd.DataFrame]) -> frozenset:
     """(source, dtype, n, config_key) of every row the report's blog
     comparisons would show, chosen among ``rows`` as the report chooses."""
-    from tuner.report.comparisons import evaluate_all  # the report's own choice, so counters sit beside its rows
-    from tuner.report.published import load_published
-    from tuner.report.selection import usable
+    from tuner.data.blog_rows import shown_rows  # the report's own choice, so counters sit beside its rows
 
-    ok = usable(pd.concat(rows, ignore_index=True)) if rows else pd.DataFrame()
-    if ok.empty:
-        return frozenset()
-    picked = (row for comparison in evaluate_all(ok, load_published()) for row in comparison.chosen if row is not None)
-    return frozenset((r["source"], r["dtype"], int(r["n"]), r["config_key"]) for r in picked)
+    return shown_rows(rows)
 
 
 def plan_problems(chosen) -> list[dict]:

@@ -18,14 +18,13 @@ from typing import Callable, Iterator
 
 import pandas as pd
 
+from tuner.data.selection import problem_label
 from tuner.families import REGISTRY
 from tuner.families.reduce import BANK_CONFLICT_PAIR
 from tuner.report.figure_kit import FigureContext, FigureResult, FigureSpec, draw
-from tuner.report.selection import problem_label
 from tuner.report.summary_figures import history_panels, importance_panels, overview, peak_panels
 
 DTYPE_ORDER = ("int8", "float16", "float32", "int32")
-MATMUL_ORDER = ("naive", "shared_a", "shared_ab")
 
 
 def marks(blog: str, reference: str) -> str:
@@ -91,10 +90,10 @@ def _layouts(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _matmul(rows: pd.DataFrame) -> pd.DataFrame:
-    variants = list(rows["variant"])
+    variants, ladder = list(rows["variant"]), REGISTRY["matmul"].ladder
     return rows.assign(
         allocation=["pitched" if p == 1 else "linear" for p in rows["pitched"].fillna(0)],
-        kernel=_ordered(variants, [v for v in MATMUL_ORDER if v in variants] + sorted(set(variants) - set(MATMUL_ORDER))),
+        kernel=_ordered(variants, [v for v in ladder if v in variants] + sorted(set(variants) - set(ladder))),
     )
 
 
