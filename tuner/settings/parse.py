@@ -36,7 +36,10 @@ def config_schema() -> dict:
     missing = resource_missing(SCHEMA)
     if missing:
         raise ConfigError(missing)
-    return yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+    schema = yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+    # The timing block is TimingOptions' own (its fields, types, defaults and bounds), not a copy kept in step by hand.
+    schema["$defs"]["timing"] = TimingOptions.json_schema()
+    return schema
 
 # Without a device to ask, sizes are judged against this much device memory.
 ASSUMED_DEVICE_BYTES = 192 << 30
