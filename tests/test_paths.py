@@ -23,7 +23,7 @@ def test_a_run_finds_its_files_in_its_gpu_folder(tmp_path):
 def test_every_file_of_a_gpu_folder_is_among_the_names_a_results_folder_may_hold(tmp_path):
     folder = GpuFolder(tmp_path)
     files = [folder.device_json, folder.peaks_json, folder.peaks_parquet, folder.compile_parquet, folder.measurements,
-             folder.best_json, folder.best_header, folder.sweeps, folder.studies, folder.report, folder.store,
+             folder.best_json, folder.best_header, folder.sweeps, folder.studies, folder.profiles, folder.report, folder.store,
              folder.optuna_journal]  # fmt: skip
     assert {Path(f).name for f in files} <= GPU_FOLDER_NAMES
     assert cubin_cache(tmp_path).name in RESULTS_FOLDER_NAMES

@@ -104,7 +104,7 @@ class GpuFolder:
 
 # What a GPU's folder may hold once this pipeline has written to it (its logs
 # and a study's default journal besides the files above).
-GPU_FOLDER_NAMES = frozenset({"device.json", "logs", "sweeps", "studies", "store", "compile.parquet", "peaks.json", "peaks.parquet",
+GPU_FOLDER_NAMES = frozenset({"device.json", "logs", "sweeps", "studies", "profiles", "store", "compile.parquet", "peaks.json", "peaks.parquet",
                               "measurements.parquet", "best.json", "best_configs.h", "report", "optuna.log"})  # fmt: skip
 # What a results folder holds besides a folder per GPU: the compiled-kernel
 # cache, the shipped reference results and the stamps of their rebuilt reports
