@@ -198,7 +198,7 @@ def main(argv=None) -> int:
 
     from tuner.device.describe import describe
     from tuner.device.gpu import GpuUnavailable, require_gpu
-    from tuner.measure.bench import Bench, environment_columns
+    from tuner.measure.bench import Bench
     from tuner.measure.energy import EnergyOptions
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -208,8 +208,7 @@ def main(argv=None) -> int:
         print(f"error: {error}")
         return 2
     device = describe(gpu)
-    bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=Path(args.cache),
-                  energy=EnergyOptions(windows=args.windows, updates=args.updates))  # fmt: skip
+    bench = Bench.open(gpu, device, args.cache, energy=EnergyOptions(windows=args.windows, updates=args.updates))
     if not bench.has_energy_counter:
         print(f"error: {device['name']}: NVML gives no total-energy counter here (nvmlDeviceGetTotalEnergyConsumption)")
         return 2

@@ -400,12 +400,13 @@ def warm_up(results: Path) -> float:
 def study(examples_dir: Path, out: Path, trials: int, say: Callable[[str], None]) -> None:
     """A study of ``trials`` with the default search on convolution's full space (module docstring)."""
     from tuner import kernel_tuner
+    from tuner.data.paths import cubin_cache
     from tuner.kernel_tuner.script import with_our_import
     from tuner.search.strategies import DEFAULT_STRATEGY
 
     original = (examples_dir / "convolution.py").read_text()
     text = with_our_import(original)
-    cache = out / "results" / ".cubin-cache"
+    cache = cubin_cache(out / "results")
     before = set(cache.glob("*.cubin"))
     options = {"strategy": DEFAULT_STRATEGY, "strategy_options": {"max_fevals": trials}}
     say(f"\n== convolution study: convolution.py with its import changed (nothing cut), its call given {options}")

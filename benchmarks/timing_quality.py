@@ -20,7 +20,7 @@ import numpy as np
 from tuner.device.describe import describe
 from tuner.device.gpu import require_gpu
 from tuner.families import REGISTRY, Problem
-from tuner.measure.bench import Bench, environment_columns
+from tuner.measure.bench import Bench
 from tuner.measure.peaks import measure_peaks
 
 REDUCE_BEST = {"variant": "shuffle", "block_size": 512, "unroll": 8, "vector_width": 4, "offset": 0,
@@ -42,7 +42,7 @@ def main() -> None:
     args = parser.parse_args()
     gpu = require_gpu()
     device = describe(gpu)
-    bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=".cubin-cache")
+    bench = Bench.open(gpu, device, ".cubin-cache")
     peaks, _ = measure_peaks(bench)
     report = {"device": device["name"], "peaks": peaks, "cases": [], "repeatability": {}}
     print(f"\n{device['name']}: copy {peaks['copy_gbs']:.0f} GB/s, read-only {peaks['read_gbs']:.0f} GB/s, "

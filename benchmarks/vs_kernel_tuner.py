@@ -99,13 +99,13 @@ def run_ours(dtype: str, n: int, configs: list[dict], cache: Path, work: Path):
     from tuner.device.describe import describe
     from tuner.device.gpu import require_gpu
     from tuner.families import REGISTRY, Problem
-    from tuner.measure.bench import Bench, environment_columns
+    from tuner.measure.bench import Bench
     from tuner.measure.compile import compile_ahead
     from tuner.search.sweep import measure_sweep, sweep_rows
 
     gpu = require_gpu()
     device = describe(gpu)
-    bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=cache)
+    bench = Bench.open(gpu, device, cache)
     family, problem = REGISTRY["vector_add"], Problem("vector_add", dtype, n)
     domains = {"vector_width": sorted({c["vector_width"] for c in configs}), "block_size": sorted({c["block_size"] for c in configs}),
                "unroll": [1], "grid_blocks_per_sm": [0]}  # fmt: skip

@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from tuner.device.describe import describe
     from tuner.device.gpu import GpuUnavailable, require_gpu
-    from tuner.measure.bench import Bench, environment_columns
+    from tuner.measure.bench import Bench
 
     try:
         gpu = require_gpu(args.device)
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     results = args.results or ROOT / "results" / "reference" / device["slug"]
     if not (results / "measurements.parquet").is_file():
         parser.error(f"--results: must be a results folder with measurements.parquet, got {str(results)!r}")
-    bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=Path(args.cache))
+    bench = Bench.open(gpu, device, args.cache)
     works = ([] if args.no_yardsticks else yardstick_works(bench)) + best_works(bench, results, args.all_sizes)
     times: dict[str, dict[str, float]] = {w.name: {} for w in works}
     for work in works:

@@ -504,7 +504,7 @@ def device_setup(args):
     """(gpu, device description, Bench) for ``args.device``, or exits with one line."""
     from tuner.device.describe import describe
     from tuner.device.gpu import GpuUnavailable, require_gpu
-    from tuner.measure.bench import Bench, environment_columns
+    from tuner.measure.bench import Bench
     from tuner.measure.timing import TimingOptions
 
     try:
@@ -513,7 +513,7 @@ def device_setup(args):
         refuse(str(error))
     device = describe(gpu)
     options = TimingOptions(min_samples=args.min_samples)
-    bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=Path(args.cache), timing=options)
+    bench = Bench.open(gpu, device, args.cache, timing=options)
     return gpu, device, bench
 
 

@@ -29,7 +29,6 @@ import os
 import statistics
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 os.environ.setdefault("CUPY_ACCELERATORS", "cub")  # before CuPy is imported: its reductions go through CUB
 
@@ -266,12 +265,12 @@ def main() -> None:
 
     from tuner.device.describe import describe
     from tuner.device.gpu import require_gpu
-    from tuner.measure.bench import Bench, environment_columns
+    from tuner.measure.bench import Bench
     from tuner.measure.peaks import measure_peaks
 
     gpu = require_gpu()
     device = describe(gpu)
-    bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=Path(args.cache))
+    bench = Bench.open(gpu, device, args.cache)
     peaks, _ = measure_peaks(bench)
     lines = [f"{device['name']} ({device['slug']}), cupy {cupy.__version__}, n = 2^28, GB/s", ""]
     lines.append(f"{'yardstick':28s} {'ours':>9s} {'independent':>12s} {'ind/ours':>8s}  {'holds':5s}  independent harness")

@@ -55,16 +55,10 @@ def gpu():
 @pytest.fixture(scope="session")
 def bench(gpu, tmp_path_factory):
     from tuner.device.describe import describe
-    from tuner.measure.bench import Bench, environment_columns
+    from tuner.measure.bench import Bench
     from tuner.measure.timing import TimingOptions
 
-    device = describe(gpu)
-    return Bench(
-        gpu=gpu,
-        environment=environment_columns(device, device["slug"]),
-        cache_dir=tmp_path_factory.mktemp("cubins"),
-        timing=TimingOptions(max_time_s=0.2),
-    )
+    return Bench.open(gpu, describe(gpu), tmp_path_factory.mktemp("cubins"), timing=TimingOptions(max_time_s=0.2))
 
 
 @pytest.fixture

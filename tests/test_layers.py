@@ -25,9 +25,10 @@ ALLOWED = {
     # and the results table's columns, which a plug-in's parameters must not be named as (data)
     "settings": {"data", "device", "errors", "families", "measure", "resources", "search"},
     "report": {"data", "errors", "families", "host", "resources"},
-    # it runs the measuring harness (and settings imports measure); `profile: report` asks the report what it shows
-    # and hands its profiled child the file a refusal of the child's is written to (processes)
-    "profile": {"data", "families", "measure", "processes", "report", "settings"},
+    # it runs the measuring harness (and settings imports measure); `profile: report` profiles the rows the report
+    # shows, chosen in data (tuner.data.blog_rows), never by the report itself; it hands its profiled child the
+    # file a refusal of the child's is written to (processes)
+    "profile": {"data", "families", "measure", "processes", "settings"},
     "harness": {"data", "device", "errors", "measure", "settings"},
     # sweep and tune: choose and record in the stage's process, measure in a measuring process per GPU
     "stages": {"data", "errors", "families", "harness", "measure", "progress", "search", "settings"},

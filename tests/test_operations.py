@@ -165,9 +165,9 @@ def test_only_copy_of_the_built_in_families_does_different_work():
 
 
 def test_the_reports_answer_tables_give_each_operation_a_row():
+    from tuner.data.selection import best_per_family
     from tuner.report.document import bests_table
     from tuner.report.family_sections import best_table
-    from tuner.report.selection import best_per_family
     from tuner.report.ties import COLUMNS, ties_section
 
     rows = pd.DataFrame(copy_rows() + [row("vector_add", 1024, {"variant": "add", "block_size": 256}, 1.0)])

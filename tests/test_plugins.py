@@ -118,6 +118,14 @@ def test_plugin_parameters_get_their_own_result_column(tmp_path):
     assert list(frame.columns).index("reach") < list(frame.columns).index("config_key")
 
 
+def test_the_schema_follows_the_families_of_the_rows_not_those_loaded(tmp_path):
+    parse(plugin_config(tmp_path))  # the plug-in is loaded in this process
+    built_in = results.to_frame([{"family": "reduce", "status": "ok"}])
+    assert "reach" not in built_in.columns
+    assert "reach" in results.to_frame([{"family": "reduce", "status": "ok"}], families=[REGISTRY["faulty"]]).columns
+    assert "reach" not in results.columns([REGISTRY["reduce"]]) and "reach" in results.columns([REGISTRY["faulty"]])
+
+
 def test_a_plugin_family_compiles_with_nvcc(tmp_path):
     import shutil
 

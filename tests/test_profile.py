@@ -120,10 +120,10 @@ def test_choose_takes_every_verified_configuration_or_the_fastest_per_problem():
 
 
 def test_report_choice_is_the_rows_the_report_shows_and_each_problems_fastest():
+    from tuner.data.published import load_published
+    from tuner.data.selection import usable
     from tuner.profile.stage import shown_by_report
     from tuner.report.comparisons import evaluate_all
-    from tuner.report.published import load_published
-    from tuner.report.selection import usable
 
     names = ("reduce_ladder", "reduce_bank_conflicts")
     rows = {name: results.read(DATA / f"{name}.sweep.parquet") for name in names}

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from tuner.data import counters, results
+from tuner.data.published import load_published
 from tuner.report import build_report
 from tuner.report.counters import check, load_specs
-from tuner.report.published import load_published
 
 ROOT = Path(__file__).resolve().parents[1]
 H100 = ROOT / "results" / "reference" / "nvidia-h100-80gb-hbm3"

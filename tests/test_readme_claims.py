@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 from tuner.data import results
+from tuner.data.published import load_published
+from tuner.data.selection import usable
 from tuner.report.comparisons import evaluate_all
-from tuner.report.published import load_published
-from tuner.report.selection import usable
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "results" / "reference"

@@ -14,7 +14,9 @@ matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
+from tuner.data.published import ladder_speedups  # noqa: E402
 from tuner.data.results import write_atomic, write_json_atomic  # noqa: E402
+from tuner.data.selection import usable  # noqa: E402
 from tuner.data.ties import operations  # noqa: E402
 from tuner.report import (  # noqa: E402
     BLOG_TABLES,
@@ -28,8 +30,6 @@ from tuner.report import (  # noqa: E402
 from tuner.report.__main__ import main  # noqa: E402
 from tuner.report.comparisons import ROW_COLUMNS, evaluate  # noqa: E402
 from tuner.report.lessons import LESSON_FAMILIES, lesson_scope  # noqa: E402
-from tuner.report.published import ladder_speedups  # noqa: E402
-from tuner.report.selection import usable  # noqa: E402
 from tuner.report.studies import param_importances  # noqa: E402
 
 ALLOWED_HOLDS = re.compile(r"^(yes|no|n/a \(.+\))$")

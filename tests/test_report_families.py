@@ -21,8 +21,8 @@ from fixtures_report import make_dataset  # noqa: E402
 
 from tuner.data.counters import COUNTERS, to_profile_frame  # noqa: E402
 from tuner.data.results import PARAM_COLUMNS  # noqa: E402
+from tuner.data.selection import usable  # noqa: E402
 from tuner.report import BLOG_TABLES, EXPECTED_FIGURES, FIGURE_SPECS, build_report  # noqa: E402
-from tuner.report.selection import usable  # noqa: E402
 
 SECTION = f"### Family `{FAMILY}`"
 

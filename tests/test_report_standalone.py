@@ -17,12 +17,12 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 
 from tuner.data import results  # noqa: E402
+from tuner.data.blog_tables import load_blog_tables  # noqa: E402
+from tuner.data.published import load_published, published_value  # noqa: E402
 from tuner.report import EXPECTED_FIGURES, FIGURE_SPECS, figure_context  # noqa: E402
-from tuner.report.blog_tables import load_blog_tables  # noqa: E402
 from tuner.report.captions import CAPTIONS_DIR, caption_files, rst_text  # noqa: E402
 from tuner.report.comparisons import BLOG_TABLES  # noqa: E402
 from tuner.report.figure_kit import build, render  # noqa: E402
-from tuner.report.published import load_published, published_value  # noqa: E402
 from tuner.report.style import styled  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,6 +27,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
+from tuner.data.paths import GpuFolder, cubin_cache
 from tuner.families import REGISTRY, Family, Problem, register
 from tuner.families.base import KERNELS_DIR
 from tuner.resources import resource_missing
@@ -105,10 +106,10 @@ def tune(
     bench, gpu_dir = _bench(Path(results), device_index, timing or TimingOptions(), seed)
     if study:
         frame = _study(bench, family, problem, domains, gpu_dir, name, budget, timeout_s, sampler, seed)
-        tables.write_atomic(frame, gpu_dir / "studies" / f"{name}.parquet")
+        tables.write_atomic(frame, GpuFolder(gpu_dir).study(name))
     else:
         frame = _sweep(bench, family, problem, domains, gpu_dir, name)
-        tables.write_atomic(frame, gpu_dir / "sweeps" / f"{name}.parquet")
+        tables.write_atomic(frame, GpuFolder(gpu_dir).sweep(name))
     _collect(gpu_dir)
     ok = frame[frame.status == "ok"]
     best_row = ok.loc[ok.bandwidth_gbs.idxmax()] if len(ok) else None
@@ -141,21 +142,21 @@ def _bench(results: Path, device_index: int, timing, seed: int):
     from tuner.data import results as tables
     from tuner.device.describe import describe
     from tuner.device.gpu import require_gpu
-    from tuner.measure.bench import Bench, environment_columns
+    from tuner.measure.bench import Bench
     from tuner.measure.peaks import measure_peaks
 
     gpu = require_gpu(device_index)
     device = describe(gpu)
-    gpu_dir = results / device["slug"]
-    tables.write_json_atomic(device, gpu_dir / "device.json")
-    bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=results / ".cubin-cache",
-                  timing=timing, seed=seed)  # fmt: skip
-    peaks_json = gpu_dir / "peaks.json"
+    folder = GpuFolder(results / device["slug"])
+    gpu_dir = folder.path
+    tables.write_json_atomic(device, folder.device_json)
+    bench = Bench.open(gpu, device, cubin_cache(results), timing=timing, seed=seed)
+    peaks_json = folder.peaks_json
     if peaks_json.exists():
         bench.peaks = json.loads(peaks_json.read_text())
     else:  # the yardsticks every row's fractions are of, measured in this run
         peaks, rows = measure_peaks(bench)
-        tables.write_atomic(tables.to_frame(rows), gpu_dir / "peaks.parquet")
+        tables.write_atomic(tables.to_frame(rows), folder.peaks_parquet)
         tables.write_json_atomic(peaks, peaks_json)
     return bench, gpu_dir
 
@@ -174,16 +175,17 @@ def _study(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path
     from tuner.search.study import run_study, study_rows
 
     session = bench.problem(family, problem)
-    outcome = run_study(family=family, problem=problem, domains=domains, storage=str(gpu_dir / "optuna.log"),
+    outcome = run_study(family=family, problem=problem, domains=domains, storage=str(GpuFolder(gpu_dir).optuna_journal),
                         study_name=f"{name}-{problem.key}", measure=lambda cfg: session.measure(cfg, f"study:{name}"),
                         budget_trials=budget, timeout_s=timeout_s, sampler=sampler, seed=seed)  # fmt: skip
-    return tables.to_frame(study_rows(outcome.storage, outcome.study.study_name))
+    return tables.to_frame(study_rows(outcome.storage, outcome.study.study_name), families=[family])
 
 
 def _collect(gpu_dir: Path) -> None:
     """``measurements.parquet`` of every table in the folder, as the collect stage writes it."""
     from tuner.data import results as tables
 
-    parts = sorted((gpu_dir / "sweeps").glob("*.parquet")) + sorted((gpu_dir / "studies").glob("*.parquet"))
-    parts += [gpu_dir / "peaks.parquet"] if (gpu_dir / "peaks.parquet").exists() else []
-    tables.write_atomic(tables.collect(parts), gpu_dir / "measurements.parquet")
+    folder = GpuFolder(gpu_dir)
+    parts = sorted(folder.sweeps.glob("*.parquet")) + sorted(folder.studies.glob("*.parquet"))
+    parts += [folder.peaks_parquet] if folder.peaks_parquet.exists() else []
+    tables.write_atomic(tables.collect(parts), folder.measurements)

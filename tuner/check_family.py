@@ -457,7 +457,7 @@ def _pipeline(family: Family, problem: Problem, space: list[dict], say) -> None:
     rows = [{"family": family.name, "dtype": problem.dtype, "n": problem.n, "source": "sweep:check", "status": "ok",
              "config_key": config_key(c), "bandwidth_gbs": bandwidth(c), "time_ms_median": family.bytes_moved(c, problem) / bandwidth(c) / 1e6,
              "bytes_moved": family.bytes_moved(c, problem), "grid": "1,1,1", "block": "1,1,1", **c} for c in space]  # fmt: skip
-    table = results.to_frame(rows)
+    table = results.to_frame(rows, families=[family])
     budget = max(1, min(10, len(space) // 2))
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with tempfile.TemporaryDirectory() as scratch, contextlib.redirect_stdout(io.StringIO()):  # the stages' own lines stay out
@@ -466,8 +466,9 @@ def _pipeline(family: Family, problem: Problem, space: list[dict], say) -> None:
         outcome = run_study(family=family, problem=problem, domains=None, storage=str(Path(scratch) / "study.log"),
                             study_name="check", measure=table_measure(table, family), budget_trials=budget, timeout_s=None,
                             seed=0)  # fmt: skip
-        study = results.to_frame([r | {"source": "study:check"} for r in study_rows(outcome.storage, outcome.study.study_name)])
-        results.write_atomic(results.to_frame(pd.concat([table, study], ignore_index=True), keep_unknown=True),
+        study = results.to_frame([r | {"source": "study:check"} for r in study_rows(outcome.storage, outcome.study.study_name)],
+                                 families=[family])  # fmt: skip
+        results.write_atomic(results.to_frame(pd.concat([table, study], ignore_index=True), families=[family], keep_unknown=True),
                              folder / "measurements.parquet")  # fmt: skip
         results.write_json_atomic({"name": "no GPU (check-family)", "slug": "check", "compute_capability": "0.0"}, folder / "device.json")
         results.write_json_atomic({}, folder / "peaks.json")
@@ -486,14 +487,13 @@ def _verify(family: Family, dtype: str, modules: dict, say) -> None:
     """Every module verified (untimed) on the GPU at both check sizes."""
     from tuner.device.describe import describe
     from tuner.device.gpu import require_gpu
-    from tuner.measure.bench import Bench, environment_columns
+    from tuner.measure.bench import Bench
     from tuner.measure.compile import compile_all
-    from tuner.measure.timing import TimingOptions
 
     gpu = require_gpu()
     device = describe(gpu)
     with tempfile.TemporaryDirectory() as cache:
-        bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=Path(cache), timing=TimingOptions())
+        bench = Bench.open(gpu, device, cache)
         for n in family.check_sizes:
             problem = Problem(family.name, dtype, n)
             configs = [cfg for cfg in modules.values() if not family.violations(cfg, problem)]

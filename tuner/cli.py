@@ -27,10 +27,12 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from tuner import harness
 from tuner import profile as profiling
 from tuner import settings as config_settings
+from tuner.data.paths import GpuFolder, cubin_cache
 from tuner.errors import DamagedFile, FatalDeviceError, Refusal
 from tuner.families import REGISTRY, Problem
 from tuner.host import OneLineParser, tolerant_console
@@ -68,8 +70,9 @@ def _checked_config(path: str) -> Settings:
     return config_settings.load(path, device=probe_devices(), nvcc_archs=nvcc_architectures(), storage_check=storage_problem)
 
 
-def _out(args, settings: Settings, default: str) -> Path:
-    return Path(args.out) if args.out else settings.run.gpu_dir / default
+def _out(args, settings: Settings, default: Callable[[GpuFolder], Path]) -> Path:
+    """``--out``, else ``default`` of the run's GPU folder (``tuner.data.paths``)."""
+    return Path(args.out) if args.out else default(settings.run.folder)
 
 
 # ---- stages -----------------------------------------------------------------
@@ -81,7 +84,7 @@ def cmd_describe(args) -> None:
     from tuner.device.gpu import require_gpu
 
     settings = load_settings(args)
-    out = _out(args, settings, "device.json")
+    out = _out(args, settings, lambda folder: folder.device_json)
     device = harness.describe(require_gpu(settings.run.device_index))
     results.write_json_atomic(device, out)
     print(f"{device['name']} (sm {device['compute_capability']}, {device['sm_count']} SMs, L2 {device['l2_bytes'] >> 20} MiB,"
@@ -106,7 +109,7 @@ def cmd_compile(args) -> None:
         for line in failed[:10]:
             print(f"compile error: {line}", file=sys.stderr)
         raise SystemExit(f"error: {len(failed)} of {len(frame)} modules failed to compile for {arch}; nothing written")
-    out = _out(args, settings, "compile.parquet")
+    out = _out(args, settings, lambda folder: folder.compile_parquet)
     results.write_atomic(frame, out)
     print(f"compiled {len(frame)} modules for {arch} -> {out}")
 
@@ -140,7 +143,7 @@ def cmd_peaks(args) -> None:
     from tuner.measure.peaks import measure_peaks
 
     settings = load_settings(args)
-    out = _out(args, settings, "peaks.json")
+    out = _out(args, settings, lambda folder: folder.peaks_json)
     bench, _ = harness.open_bench(settings, harness.device_json(args.device, settings), settings.run.timing)
     peaks, rows = measure_peaks(bench)
     results.write_atomic(results.to_frame(rows), out.with_suffix(".parquet"))
@@ -156,7 +159,7 @@ def cmd_sweep(args) -> None:
 
     settings = load_settings(args)
     settings.sweep(args.name)  # an unknown sweep before a missing device.json
-    out = _out(args, settings, f"sweeps/{args.name}.parquet")
+    out = _out(args, settings, lambda folder: folder.sweep(args.name))
     sweep.run(settings, args.name, harness.measured_against(args.device, settings), out)
 
 
@@ -283,8 +286,7 @@ def cmd_space(args) -> None:
 def cmd_verify(args) -> None:
     """Verify (untimed) every variant of every family at two sizes: the pass compute-sanitizer runs over."""
     from tuner.device.gpu import require_gpu
-    from tuner.measure.bench import Bench, environment_columns
-    from tuner.measure.timing import TimingOptions
+    from tuner.measure.bench import Bench
     from tuner.measure.verify import verify_families
 
     _load_plugins(args)
@@ -293,8 +295,7 @@ def cmd_verify(args) -> None:
         raise ConfigError(f"--families: must be among {REGISTRY.names()}, got {unknown}")
     gpu = require_gpu()
     device = harness.describe(gpu)
-    bench = Bench(gpu=gpu, environment=environment_columns(device, device["slug"]), cache_dir=Path(args.cache),
-                  timing=TimingOptions(), seed=args.seed)  # fmt: skip
+    bench = Bench.open(gpu, device, args.cache, seed=args.seed)
     total, failures = verify_families(
         bench, [f for f in REGISTRY if not args.families or f.name in args.families], args.sizes, args.cache
     )
@@ -401,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--family-path", action="append", help="a Python file declaring families of one's own (repeatable)")
     p.add_argument("--families", nargs="*", help=f"families to verify (default: all of {REGISTRY.names()} and the --family-path ones)")
     p.add_argument("--sizes", type=_positive_int, nargs="+", help="problem sizes (default: each family's check_sizes)")
-    p.add_argument("--cache", default="results/.cubin-cache", help="cubin cache folder")
+    p.add_argument("--cache", default=str(cubin_cache("results")), help="cubin cache folder")
     p.add_argument("--seed", type=int, default=1, help="seed of the random inputs")
     p = stage("best", cmd_best, out_default="best.json")
     # Without --results, config.yaml names the folder; with it, a config is read where named: its plug-in families.

@@ -19,7 +19,7 @@ def device_json(given: str | None, settings: Settings) -> Path:
     """
     from tuner.data.readback import read_json
 
-    path = Path(given) if given else settings.run.gpu_dir / "device.json"
+    path = Path(given) if given else settings.run.folder.device_json
     if not path.exists():
         raise ConfigError(f"--device: must name the device.json the describe stage wrote, got {str(path)!r}, which does not exist"
                           f" (run `python -m tuner describe` first)")  # fmt: skip
@@ -33,7 +33,7 @@ def measured_against(given: str | None, settings: Settings) -> Path:
     by the stage first, so that damage to either is its one line before any
     process starts."""
     path = device_json(given, settings)
-    peaks = settings.run.gpu_dir / "peaks.json"
+    peaks = settings.run.folder.peaks_json
     if peaks.exists():
         from tuner.data.readback import read_json
 
@@ -45,7 +45,7 @@ def open_bench(settings: Settings, device_json: Path | None, timing, device_inde
     """(the Bench on the run's GPU or ``device_index``, the device's facts);
     ``energy``: every verified row also gets its energy (tuner.measure.energy)."""
     from tuner.device.gpu import require_gpu
-    from tuner.measure.bench import Bench, environment_columns
+    from tuner.measure.bench import Bench
 
     run = settings.run
     gpu = require_gpu(run.device_index if device_index is None else device_index)
@@ -57,8 +57,7 @@ def open_bench(settings: Settings, device_json: Path | None, timing, device_inde
     device = {**device, "pci_bus_id": gpu.pci_bus_id}  # the card this process measures on
     if run.arch != "auto":
         gpu.arch = run.arch
-    bench = Bench(gpu=gpu, environment=environment_columns(device, run.gpu), cache_dir=Path(run.results_dir) / ".cubin-cache",
-                  timing=timing, seed=run.seed)  # fmt: skip
+    bench = Bench.open(gpu, device, run.cubin_cache, slug=run.gpu, timing=timing, seed=run.seed)
     if energy:
         from tuner.measure.energy import EnergyOptions
 
@@ -72,7 +71,7 @@ def open_measuring_bench(settings: Settings, device_json: Path, timing, device_i
     device.json or peaks.json, the refusal (``GpuUnavailable``,
     ``DamagedFile``) reaches the stage as its one line and exit status."""
     bench, _ = open_bench(settings, device_json, timing, device_index, energy=energy)
-    load_peaks(bench, settings.run.gpu_dir / "peaks.json")
+    load_peaks(bench, settings.run.folder.peaks_json)
     return bench
 
 

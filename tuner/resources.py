@@ -65,6 +65,11 @@ def config_schema_file() -> Path:
     return root() / "workflow" / "schemas" / "config.schema.yaml"
 
 
+def figure_list_file() -> Path:
+    """The report's figures, in order: each one's stem, title and caption."""
+    return root() / "workflow" / "report" / "figures.yaml"
+
+
 def captions_dir() -> Path:
     """The report figures' caption files, one per figure (``<stem>.rst``)."""
     return root() / "workflow" / "report" / "captions"

@@ -1,4 +1,6 @@
-"""Data the stages exchange and keep: the results schema and its atomic
-Parquet I/O (``results``, columns derived from the family registry), and the
-blogs' published numbers (``published.csv``, ``blog_*``) the report compares with.
+"""Data the stages exchange and keep: where each file of a results folder
+lies (``paths``), the results schema and its atomic Parquet I/O (``results``,
+columns from the run's families), the rows the report and the profile pick
+(``selection``), and the blogs' published numbers and tables (``published.csv``,
+``blog_*``) the report compares with.
 """

@@ -57,7 +57,7 @@ import pandas as pd
 
 from tuner.data.readback import damaged, one_line
 from tuner.errors import DamagedFile
-from tuner.families.base import config_key  # noqa: F401 - the identity of a row, re-exported for the stages
+from tuner.families.base import Family, config_key  # noqa: F401 - config_key: the identity of a row, re-exported for the stages
 
 TIMESTAMP = "datetime64[us, UTC]"
 
@@ -168,14 +168,24 @@ COLUMNS = {
 }
 
 
-def columns() -> dict[str, str]:
-    """The schema: ``COLUMNS`` plus a column for each parameter of a family
-    added as a plug-in (integer, number or text, from its values), after the
-    built-in parameters."""
-    from tuner.families import REGISTRY
+def columns(families: Iterable[Family] | None = None) -> dict[str, str]:
+    """The schema of rows of ``families`` (a run's): ``COLUMNS`` plus a column
+    for each of their parameters that no built-in family has (a plug-in's:
+    integer, number or text, from its values), after the built-in parameters.
 
+    Args:
+        families: the families whose rows the table holds. None: every family
+            this process has registered, for a check of one row's names by
+            code that is not told its family; a table written to a file names
+            its families (``to_frame``), so its columns never depend on which
+            plug-ins the writing process happened to load.
+    """
+    if families is None:
+        from tuner.families import REGISTRY
+
+        families = REGISTRY
     extra = {}
-    for family in REGISTRY:
+    for family in families:
         for param in family.params:
             if param.name not in COLUMNS and param.name not in extra:
                 extra[param.name] = _column_type(param.values)
@@ -197,13 +207,26 @@ def _column_type(values) -> str:
     return "string"
 
 
-def to_frame(rows: Iterable[Mapping] | pd.DataFrame, *, keep_unknown: bool = False) -> pd.DataFrame:
+def row_families(frame: pd.DataFrame) -> list[Family]:
+    """The families ``frame``'s rows name, those this process knows."""
+    from tuner.families import REGISTRY
+
+    if "family" not in frame:
+        return []
+    names = sorted({str(name) for name in frame["family"].dropna().unique()})
+    return [REGISTRY.families[name] for name in names if name in REGISTRY.families]
+
+
+def to_frame(
+    rows: Iterable[Mapping] | pd.DataFrame, *, families: Iterable[Family] | None = None, keep_unknown: bool = False
+) -> pd.DataFrame:
     """Rows (dicts, or a frame) to a frame with exactly the schema's columns and
-    types. ``keep_unknown`` keeps other columns (as parameters, before
-    ``config_key``): files written with a plug-in family's parameters read
-    back where that family is not loaded."""
+    types: ``columns(families)``, of the run's families where the caller knows
+    them, else of the families the rows name. ``keep_unknown`` keeps other
+    columns (as parameters, before ``config_key``): files written with a
+    plug-in family's parameters read back where that family is not loaded."""
     frame = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
-    schema = columns()
+    schema = columns(row_families(frame) if families is None else families)
     if keep_unknown:
         names = list(schema)
         at = names.index("config_key")

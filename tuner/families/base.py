@@ -231,6 +231,14 @@ class ScopedRule:
     holds: Callable[[Mapping[str, Any]], bool]
 
 
+def size_text(n: int, *, tex: bool = False) -> str:
+    """``2^24`` for powers of two from 1024 (``$2^{24}$`` with ``tex``), else the digits."""
+    if n >= 1024 and n & (n - 1) == 0:
+        power = n.bit_length() - 1
+        return f"$2^{{{power}}}$" if tex else f"2^{power}"
+    return f"{n:,}"
+
+
 class Family(ABC):
     """A kernel family: its search space and compile recipe, and its device harness.
 
@@ -285,6 +293,9 @@ class Family(ABC):
     # Variants that form a lesson's ladder, in the order it climbs them (each
     # step a change to the one before): the report draws their speed-ups in this order.
     ladder: ClassVar[tuple[str, ...]] = ()
+    # Where the family stands among others in a report's lists (lower first);
+    # a plug-in's, by default, after the built-ins', ties by name.
+    report_rank: ClassVar[int] = 1000
     # Where configurations do different work (copy's variant: a copy, or a read-only
     # pass), the parameter whose value names the operation: the run's answer (best.json,
     # the header, the report's tables) is then one per operation, since the fastest of
@@ -441,6 +452,22 @@ class Family(ABC):
 
     def flops(self, cfg: Config, problem: Problem) -> int:
         return 0
+
+    @property
+    def compute_bound(self) -> bool:
+        """Judged by GFLOP/s, not by bandwidth: the family counts its
+        floating-point work (it overrides ``flops``), and a share of a
+        bandwidth peak says nothing of it."""
+        return type(self).flops is not Family.flops
+
+    def size_text(self, n: int, *, tex: bool = False) -> str:
+        """A problem's size as the report writes it (``2^24``; ``tex``: as a
+        matplotlib label's math)."""
+        return size_text(n, tex=tex)
+
+    def problem_text(self, dtype: str, n: int, *, tex: bool = False) -> str:
+        """A problem as the report names it: ``int32, n = 2^24``."""
+        return f"{dtype}, n = {self.size_text(n, tex=tex)}"
 
     def device_bytes(self, problem: Problem) -> int:
         """Device memory ``problem``'s buffers take, an upper estimate: by

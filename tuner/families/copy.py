@@ -46,6 +46,7 @@ class CopyBuffers:
 
 class Copy(Family):
     name = "copy"
+    report_rank = 10
     source = "copy.cu"
     dtypes = ("float32", "int32")
     arg_types = "PPQ"  # src, dst (or partials), n

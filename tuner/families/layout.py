@@ -45,6 +45,7 @@ class LayoutBuffers:
 
 class Layout(Family):
     name = "layout"
+    report_rank = 50
     source = "layout.cu"
     dtypes = ("float32",)
     arg_types = "PPQ"  # in, out, n

@@ -62,6 +62,8 @@ class Matmul(Family):
     source = "matmul.cu"
     dtypes = ("float32",)
     check_sizes = (1000, 512)  # N: not a multiple of any tile, and one that is
+    ladder = VARIANTS  # each a change to the one before: a tile of A in shared memory, then of B too
+    report_rank = 60
     arg_types = "PPPii"  # A, B, C, n, ld
     params = (
         Param("variant", VARIANTS, "naive; a tile of A in shared memory; tiles of A and B in shared memory",
@@ -86,6 +88,12 @@ class Matmul(Family):
 
     def flops(self, cfg: Config, problem: Problem) -> int:
         return 2 * problem.n**3
+
+    def size_text(self, n: int, *, tex: bool = False) -> str:
+        return f"{n}×{n}"  # n is the matrices' dimension
+
+    def problem_text(self, dtype: str, n: int, *, tex: bool = False) -> str:
+        return f"{dtype}, {self.size_text(n)}"
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         n = problem.n

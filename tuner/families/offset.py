@@ -53,6 +53,7 @@ class OffsetBuffers:
 
 class Offset(Family):
     name = "offset"
+    report_rank = 40
     source = "offset.cu"
     dtypes = ("float32",)
     arg_types = "PPPQQ"  # a, b, c, n, offset

@@ -81,6 +81,7 @@ class ReduceBuffers:
 
 class Reduce(Family):
     name = "reduce"
+    report_rank = 20
     ladder = LADDER
     source = "reduce.cu"
     dtypes = ("int32", "float32")

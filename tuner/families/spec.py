@@ -459,6 +459,10 @@ class KernelSpec(Family):
     def flops(self, cfg: Config, problem: Problem) -> int:
         return int(self.flops_expr(self._env(cfg, problem))) if self.flops_expr is not None else 0
 
+    @property
+    def compute_bound(self) -> bool:
+        return self.flops_expr is not None
+
     def device_bytes(self, problem: Problem) -> int:
         """Inputs once, in-out arrays twice (working and pristine), outputs
         once, and the reference the device comparison reads (in double for floats)."""

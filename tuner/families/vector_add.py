@@ -51,6 +51,7 @@ class VectorAddBuffers:
 
 class VectorAdd(Family):
     name = "vector_add"
+    report_rank = 30
     source = "vector_add.cu"
     dtypes = ("int8", "float16", "float32", "int32")
     arg_types = "PPPQ"  # a, b, c, n

@@ -87,6 +87,19 @@ class Bench:
     # (``ProblemBench.measure_energy`` measures one configuration on request).
     energy: EnergyOptions | None = None
 
+    @classmethod
+    def open(cls, gpu: Any, device: dict, cache_dir: str | os.PathLike, *, slug: str | None = None, **options: Any) -> "Bench":
+        """The one way a Bench is set up: on ``gpu``, whose facts (device.json's)
+        ``device`` holds, with a cubin cache in ``cache_dir``.
+
+        Args:
+            slug: the GPU's name in the results folder (``gpu_slug`` of every
+                row); the device's own slug by default.
+            options: the other fields (``timing``, ``seed``, ``energy``, ``peaks``...).
+        """
+        environment = environment_columns(device, slug or device["slug"])
+        return cls(gpu=gpu, environment=environment, cache_dir=Path(cache_dir), **options)
+
     def __post_init__(self) -> None:
         # Seconds spent per phase of measuring (inputs, compile, load, verify,
         # time): where a sweep's or a study's time goes (``phase_summary``).

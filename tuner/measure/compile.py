@@ -506,7 +506,7 @@ def compile_table(settings, arch: str):
 
     from tuner.families import REGISTRY
 
-    cache = Path(settings.run.results_dir) / ".cubin-cache"
+    cache = settings.run.cubin_cache
     rows, failed = [], []
     # Each module once: a sweep and a study (or two sizes) of one family and dtype share most of theirs.
     variants, seen, searched = [], set(), []

@@ -14,42 +14,81 @@ rule run under test with a fake timer, a fake clock and a fake wall clock.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from tuner.data.intervals import median_interval
 
+# JSON Schema's bounds, each with the test a value must pass.
+BOUNDS: dict[str, tuple[str, Callable[[Any, Any], bool]]] = {
+    "minimum": (">=", lambda value, bound: value >= bound),
+    "exclusiveMinimum": (">", lambda value, bound: value > bound),
+    "maximum": ("<=", lambda value, bound: value <= bound),
+    "exclusiveMaximum": ("<", lambda value, bound: value < bound),
+}
+SCHEMA_TYPES = {"int": "integer", "float": "number", "bool": "boolean"}
+
+
+def option(default: Any, description: str, **bounds: float) -> Any:
+    """A field of ``TimingOptions``: its default, what it is and its bounds
+    (JSON Schema's names: ``minimum``, ``exclusiveMaximum``...), from which
+    both its check and the config schema's entry are made."""
+    unknown = set(bounds) - set(BOUNDS)
+    if unknown:
+        raise TypeError(f"bounds must be among {sorted(BOUNDS)}, got {sorted(unknown)}")
+    return field(default=default, metadata={"description": description, "bounds": bounds})
+
+
+def rule_text(bounds: dict[str, float]) -> str:
+    """``must be >= 0``, or for two bounds ``must be in [0, 1)``."""
+    low = {k: v for k, v in bounds.items() if k in ("minimum", "exclusiveMinimum")}
+    high = {k: v for k, v in bounds.items() if k in ("maximum", "exclusiveMaximum")}
+    if low and high:
+        (lk, lv), (hk, hv) = next(iter(low.items())), next(iter(high.items()))
+        return f"must be in {'[' if lk == 'minimum' else '('}{lv}, {hv}{']' if hk == 'maximum' else ')'}"
+    return " and ".join(f"must be {BOUNDS[k][0]} {v}" for k, v in bounds.items())
+
 
 @dataclass(frozen=True)
 class TimingOptions:
-    """Knobs of ``time_kernel``; every stage reads them from the config's ``timing``."""
+    """Knobs of ``time_kernel``; every stage reads them from the config's
+    ``timing``. Each field's bounds are its check here and its entry in the
+    config schema (``json_schema``): one source for both."""
 
-    warmup: int = 2
-    min_samples: int = 10
-    max_samples: int = 2000
-    min_time_s: float = 0.002  # kernel time summed over kept samples, before stopping may happen
-    max_time_s: float = 1.0  # wall time for one configuration, samples and their set-up included
-    target_rel_spread: float = 0.005
-    flush_l2: bool = True
-    hold_us: float = 20.0  # spin before each sample's start event; 0: none
-    throttle_ratio: float = 0.75
+    warmup: int = option(2, "untimed launches before the samples", minimum=0)
+    min_samples: int = option(10, "kept samples before the spread may stop sampling", minimum=2)
+    max_samples: int = option(2000, "samples at most (and at least min_samples)", minimum=2)
+    min_time_s: float = option(0.002, "kernel time summed over the kept samples before stopping may happen", minimum=0)
+    max_time_s: float = option(1.0, "wall time for one configuration, samples and their set-up included", exclusiveMinimum=0)
+    target_rel_spread: float = option(0.005, "sampling stops once the kept samples' std / mean is this low", exclusiveMinimum=0)
+    flush_l2: bool = option(True, "flush the L2 cache before each sample")
+    hold_us: float = option(20.0, "microseconds of spin before each sample's start event; 0: none", minimum=0, maximum=10_000)
+    throttle_ratio: float = option(0.75, "samples under this share of the maximum SM clock are discarded",
+                                   minimum=0, exclusiveMaximum=1)  # fmt: skip
 
     def __post_init__(self) -> None:
-        checks = [
-            ("warmup", self.warmup >= 0, "must be >= 0"),
-            ("min_samples", self.min_samples >= 2, "must be >= 2"),
-            ("max_samples", self.max_samples >= self.min_samples, f"must be >= min_samples ({self.min_samples})"),
-            ("min_time_s", self.min_time_s >= 0, "must be >= 0"),
-            ("max_time_s", self.max_time_s > 0, "must be > 0"),
-            ("target_rel_spread", self.target_rel_spread > 0, "must be > 0"),
-            ("throttle_ratio", 0 <= self.throttle_ratio < 1, "must be in [0, 1)"),
-            ("hold_us", 0 <= self.hold_us <= 10_000, "must be in [0, 10000]"),
-        ]
-        for name, ok, rule in checks:
-            if not ok:
-                raise ValueError(f"timing.{name} {rule}, got {getattr(self, name)!r}")
+        for f in fields(self):
+            bounds = f.metadata.get("bounds", {})
+            value = getattr(self, f.name)
+            if not all(BOUNDS[kind][1](value, bound) for kind, bound in bounds.items()):
+                raise ValueError(f"timing.{f.name} {rule_text(bounds)}, got {value!r}")
+        if self.max_samples < self.min_samples:
+            raise ValueError(f"timing.max_samples must be >= min_samples ({self.min_samples}), got {self.max_samples!r}")
+
+    @classmethod
+    def json_schema(cls) -> dict:
+        """The config schema's ``timing`` entry: each field with its type,
+        default, bounds and description (``x-rule``: the check's own words)."""
+        properties = {}
+        for f in fields(cls):
+            bounds = dict(f.metadata.get("bounds", {}))
+            entry = {"type": SCHEMA_TYPES[str(f.type)], **bounds, "default": f.default, "description": f.metadata["description"]}
+            if bounds:
+                entry["x-rule"] = rule_text(bounds).removeprefix("must be ")
+            properties[f.name] = entry
+        return {"type": "object", "additionalProperties": False, "properties": properties}
 
 
 class ClockMonitor(Protocol):

@@ -60,15 +60,9 @@ def choose(
 def shown_by_report(rows: list[pd.DataFrame]) -> frozenset:
     """(source, dtype, n, config_key) of every row the report's blog
     comparisons would show, chosen among ``rows`` as the report chooses."""
-    from tuner.report.comparisons import evaluate_all  # the report's own choice, so counters sit beside its rows
-    from tuner.report.published import load_published
-    from tuner.report.selection import usable
+    from tuner.data.blog_rows import shown_rows  # the report's own choice, so counters sit beside its rows
 
-    ok = usable(pd.concat(rows, ignore_index=True)) if rows else pd.DataFrame()
-    if ok.empty:
-        return frozenset()
-    picked = (row for comparison in evaluate_all(ok, load_published()) for row in comparison.chosen if row is not None)
-    return frozenset((r["source"], r["dtype"], int(r["n"]), r["config_key"]) for r in picked)
+    return shown_rows(rows)
 
 
 def plan_problems(chosen) -> list[dict]:
@@ -102,18 +96,18 @@ def run(args, settings, *, bench, child: list[str], env: dict) -> None:
         return
     if len(args.names) > 1 and (args.out or args.measurements):
         raise ConfigError(f"--out and --measurements: must name one sweep's files, got {len(args.names)} sweeps")
-    gpu_dir = settings.run.gpu_dir
+    folder = settings.run.folder
     sweeps = []
     for name in dict.fromkeys(args.names):
         sweep = settings.sweep(name)
         if sweep.profile is None:
             raise ConfigError(f"sweeps.{name}.profile: must be all, report or {{top: N}} to profile this sweep, got nothing")
-        measured = Path(args.measurements) if args.measurements else gpu_dir / "sweeps" / f"{name}.parquet"
+        measured = Path(args.measurements) if args.measurements else folder.sweep(name)
         if not measured.is_file():
             raise ConfigError(f"--measurements: must be the sweep's Parquet file, got {str(measured)!r}, which does not exist")
-        out = Path(args.out) if args.out else gpu_dir / "profiles" / f"{name}.parquet"
+        out = Path(args.out) if args.out else folder.profile(name)
         sweeps.append(Profiled(name, REGISTRY[sweep.family], read(measured), sweep.profile, out))
-    profile_sweeps(sweeps, work=gpu_dir / "store" / "profiles", child=child, env=env)
+    profile_sweeps(sweeps, work=folder.profile_store, child=child, env=env)
 
 
 def profile_sweeps(sweeps: list[Profiled], *, work: Path, child: list[str], env: dict | None = None) -> dict[str, tuple[pd.DataFrame, str]]:  # fmt: skip

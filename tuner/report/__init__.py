@@ -19,6 +19,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from tuner.data.published import load_published
+from tuner.data.selection import best_per_family, study_frames, usable
 from tuner.report import family_sections
 from tuner.report.comparisons import BLOG_TABLES, Comparison, evaluate_all
 from tuner.report.document import build_content, write_documents
@@ -27,8 +29,6 @@ from tuner.report.figure_kit import FigureContext, FigureResult
 from tuner.report.figures import EXPECTED_FIGURES, FIGURE_SPECS, drawing, figure_pool
 from tuner.report.formats import DEFAULT_FORMAT, FORMATS, ReportFormat
 from tuner.report.profile_section import profile_content
-from tuner.report.published import load_published
-from tuner.report.selection import best_per_family, study_frames, usable
 from tuner.report.studies import summarise_studies
 from tuner.report.style import FIGURE_SUFFIXES, report_style, shown_name
 from tuner.report.ties import ties_section

@@ -1,11 +1,12 @@
-"""The Snakemake report's figure captions, one file per figure, from ``FIGURE_SPECS``.
+"""The Snakemake report's figure captions, one file per figure, from the figure list.
 
 The workflow marks every figure of ``EXPECTED_FIGURES`` for ``snakemake
 --report`` with its own caption file, ``workflow/report/captions/<stem>.rst``:
-the figure's caption from its spec, then the text every figure shares.
+the figure's caption from the figure list (``workflow/report/figures.yaml``),
+then the text every figure shares.
 
 ``python -m tuner.report.captions [FOLDER]`` rewrites the files; a test keeps
-them in step with the specs.
+them in step with the list.
 """
 
 from __future__ import annotations

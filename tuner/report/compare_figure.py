@@ -18,7 +18,7 @@ def draw(table: pd.DataFrame, path: Path, *, names: tuple[str, str], margin: flo
     # The object-oriented API, not pyplot: no GUI backend is chosen or needed.
     from matplotlib.figure import Figure
 
-    from tuner.report.selection import problem_label
+    from tuner.data.selection import problem_label
 
     ordered = table.sort_values(["family", "dtype", "n", "ratio"], kind="stable").reset_index(drop=True)
     x = np.arange(len(ordered))

@@ -1,7 +1,7 @@
 """Our measurements against the blogs' tables, one comparison per table.
 
 Each blog table (``tuner/data/blog_conclusions.yaml`` and ``blog_steps.csv``,
-read by ``tuner.report.blog_tables``) is a list of steps (rows). A step names
+read by ``tuner.data.blog_tables``) is a list of steps (rows). A step names
 the kernel we run for it and the published row it stands beside. Raw times
 from another GPU and another problem size are not comparable, so every row
 compares *speed-ups*: the time of the step's reference row over the step's
@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tuner.report.blog_tables import BlogTable, Step, load_blog_tables
-from tuner.report.published import published_problem, published_value
-from tuner.report.selection import best, format_n, nearest_problem, select
+from tuner.data.blog_rows import choose
+from tuner.data.blog_tables import BlogTable, Step, load_blog_tables
+from tuner.data.published import published_problem, published_value
+from tuner.data.selection import format_n
 
 # "At least as fast" allows this much slowdown: run-to-run noise and the
 # boost clock move medians by a few percent.
@@ -109,27 +110,8 @@ def _holds(step: Step, index: int, times: list[float], labels: list[str], ref_la
 def evaluate(spec: BlogTable, ok: pd.DataFrame, published: pd.DataFrame) -> Comparison:
     """Compare one blog table with the usable rows ``ok``."""
     pub_dtype, pub_n, pub_gpu = published_problem(published, spec.tables)
-    variants = sorted({s.variant for s in spec.steps})
-    candidates = select(ok, spec.family, variants=variants)
-    problem = _choose_problem(candidates, spec, pub_dtype, pub_n)
-
+    problem, chosen = choose(spec, ok, published)
     labels = [s.label for s in spec.steps]
-    chosen: list[pd.Series | None] = []
-    for step in spec.steps:
-        row = None
-        if problem is not None:
-            rows = select(
-                ok,
-                spec.family,
-                variants=[step.variant],
-                dtype=problem[0],
-                n=problem[1],
-                must=step.must,
-                prefer={**spec.prefer, **step.prefer},
-                hint=spec.hint,
-            )
-            row = best(rows)
-        chosen.append(row)
     times = [float(r["time_ms_median"]) if r is not None else np.nan for r in chosen]
 
     records = []
@@ -174,17 +156,6 @@ def evaluate(spec: BlogTable, ok: pd.DataFrame, published: pd.DataFrame) -> Comp
             }
         )
     return Comparison(spec, (pub_dtype, pub_n, pub_gpu), problem, pd.DataFrame.from_records(records), tuple(chosen))
-
-
-def _choose_problem(candidates: pd.DataFrame, spec: BlogTable, dtype: str | None, n: int | None) -> tuple[str, int] | None:
-    """The (dtype, n) with the most of the table's variants, then the one
-    nearest to the blog's problem."""
-    if candidates.empty:
-        return None
-    coverage = candidates.groupby(["dtype", "n"])["variant"].nunique()
-    most = coverage.max()
-    covered = candidates[[coverage.get((d, k), 0) == most for d, k in zip(candidates["dtype"], candidates["n"])]]
-    return nearest_problem(covered, dtype, n)
 
 
 def evaluate_all(ok: pd.DataFrame, published: pd.DataFrame) -> list[Comparison]:

@@ -19,8 +19,8 @@ import pandas as pd
 import yaml
 
 from tuner.data.counters import COUNTERS, counter
+from tuner.data.published import published_value
 from tuner.report.comparisons import Comparison
-from tuner.report.published import published_value
 
 SPEC_YAML = Path(__file__).resolve().parents[1] / "data" / "counter_tables.yaml"
 KEY = ["source", "dtype", "n", "config_key"]

@@ -23,6 +23,7 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
+from tuner.data.selection import config_text, measured_families, problem_label, source_counts, usable
 from tuner.data.time_to_target import seconds_text
 from tuner.report.comparisons import (
     MARGIN,
@@ -37,7 +38,6 @@ from tuner.report.figure_kit import FigureResult
 from tuner.report.figures import OVERVIEW
 from tuner.report.formats import DEFAULT_FORMAT, FORMATS
 from tuner.report.lessons import lesson_scope, scope_text
-from tuner.report.selection import config_text, measured_families, problem_label, source_counts, usable
 from tuner.report.studies import StudySummary
 from tuner.report.style import shown_name
 
@@ -156,10 +156,12 @@ def reductions_table(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.Data
     partial pass (one sum per block, the last sum left to the host)."""
     if "finish" not in dataset:
         return None
-    ok = dataset[(dataset["status"] == "ok") & (dataset["family"] == "reduce")]
+    ok = dataset[(dataset["status"] == "ok").fillna(False).to_numpy(dtype=bool)]
+    # The families that finish a reduction on the device or leave it to the host (their rows set finish).
+    ok = ok[ok["family"].isin(set(ok["family"][ok["finish"].notna().to_numpy(dtype=bool)])).to_numpy(dtype=bool)]
     cub = {"int32": peaks.get("cub_reduce_gbs"), "float32": peaks.get("cub_reduce_float32_gbs")}
     rows = []
-    for (dtype, n), group in ok.groupby(["dtype", "n"], sort=True):
+    for (family, dtype, n), group in ok.groupby(["family", "dtype", "n"], sort=True):
         complete = group[group["finish"].notna() & (group["finish"] != "host")]
         if complete.empty:
             continue
@@ -167,7 +169,7 @@ def reductions_table(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.Data
         partial = group.drop(complete.index)["bandwidth_gbs"].max()
         reference = cub.get(dtype)
         rows.append((
-            problem_label("reduce", dtype, n), f"{best['bandwidth_gbs']:.1f}", f"`{best['finish']}`",
+            problem_label(family, dtype, n), f"{best['bandwidth_gbs']:.1f}", f"`{best['finish']}`",
             f"{best['bandwidth_gbs'] / reference:.3f}x" if reference else "CUB not measured",
             f"{partial:.1f}" if pd.notna(partial) else "—",
         ))  # fmt: skip

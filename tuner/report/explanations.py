@@ -11,16 +11,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tuner.data.selection import compute_bound, config_text, problem_label
 from tuner.report.comparisons import ROW_COLUMNS, Comparison
 from tuner.report.counters import profile_row
-from tuner.report.selection import config_text, counts_flops, problem_label
 
 
 def best_profiled(profiles: pd.DataFrame) -> pd.DataFrame:
     """Per family, its fastest profiled configuration (GFLOP/s for compute-bound families)."""
     rows = []
     for _, group in profiles.groupby("family", sort=True):
-        score = group["gflops"] if counts_flops(group) else group["bandwidth_gbs"]
+        score = group["gflops"] if compute_bound(group) else group["bandwidth_gbs"]
         if score.notna().any():
             rows.append(group.loc[score.idxmax()])
     return pd.DataFrame(rows)

@@ -4,7 +4,7 @@ The lessons' figures and blog tables know the built-in families; this section
 knows none of them. All it shows comes from the rows: a family's parameters
 are the names in its rows' configuration keys (``param_columns``), never a
 list of the package's, and GFLOP/s takes the place of GB/s where the rows
-count floating-point work (``counts_flops``). Per family: a figure
+count floating-point work (``compute_bound``). Per family: a figure
 (``family_<name>``: one panel per parameter that varies, the best at each of
 its values, a bar per problem), the best configuration of each problem (of
 each operation, where the family's configurations do different work: every
@@ -27,12 +27,9 @@ import numpy as np
 import pandas as pd
 
 from tuner.data.results import param_columns
-from tuner.report.explanations import best_profiled, family_line
-from tuner.report.figure_kit import FigureContext, FigureResult, FigureSpec, peak_lines, render
-from tuner.report.panels import Panel
-from tuner.report.selection import (
+from tuner.data.selection import (
+    compute_bound,
     config_text,
-    counts_flops,
     family_operations,
     measured_families,
     peak_fractions,
@@ -40,6 +37,9 @@ from tuner.report.selection import (
     problems,
     source_counts,
 )
+from tuner.report.explanations import best_profiled, family_line
+from tuner.report.figure_kit import FigureContext, FigureResult, FigureSpec, peak_lines, render
+from tuner.report.panels import Panel
 from tuner.report.studies import StudySummary
 from tuner.report.style import styled, write
 
@@ -61,7 +61,7 @@ def scored_rows(ok: pd.DataFrame, family: str) -> pd.DataFrame:
 
 def metric_of(rows: pd.DataFrame) -> str:
     """The column a family is judged by: GFLOP/s where its rows count them, else GB/s."""
-    return "gflops" if counts_flops(rows) else "bandwidth_gbs"
+    return "gflops" if compute_bound(rows) else "bandwidth_gbs"
 
 
 def figure_stem(family: str) -> str:

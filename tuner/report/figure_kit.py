@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from tuner.data.selection import best_by, format_n, problem_label, select
 from tuner.report.comparisons import Comparison
 from tuner.report.panels import HLine, Mark, Panel, draw_panel
-from tuner.report.selection import best_by, format_n, problem_label, select
 from tuner.report.studies import StudySummary
 from tuner.report.style import FIGURE_SUFFIXES, PEAK_STYLES, figure_legend, new_figure, placeholder, shown_name, styled, write
 

@@ -1,12 +1,15 @@
-"""The report's figures, declared once in ``FIGURE_SPECS``.
+"""The report's figures: the figure list (``workflow/report/figures.yaml``:
+each figure's stem, title and caption, in the report's order, which the
+workflow's rules read too) and how each is drawn (``DRAWN``, by stem), as
+``FIGURE_SPECS``.
 
-Each spec names its stem, title and caption, the rows it shows, its x, y and
+Each spec names the rows it shows, its x, y and
 series columns and the blog tables whose published numbers it draws (orange
 diamonds: the blog's speed-up over the table's reference row, applied to our
 reference row). ``tuner.report.figure_kit`` turns a spec into panels and files;
 ``tuner.report.panels`` draws every panel. Panels are one per problem (element
 type and size), so a figure's stem is stable however many problems were
-measured; ``EXPECTED_FIGURES`` lists the stems the workflow expects.
+measured; ``EXPECTED_FIGURES`` lists the stems (the workflow reads them from the list).
 """
 
 from __future__ import annotations
@@ -14,26 +17,19 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import pandas as pd
+import yaml
 
+from tuner.data.selection import problem_label
 from tuner.families import REGISTRY
 from tuner.families.reduce import BANK_CONFLICT_PAIR
 from tuner.report.figure_kit import FigureContext, FigureResult, FigureSpec, draw
-from tuner.report.selection import problem_label
 from tuner.report.summary_figures import history_panels, importance_panels, overview, peak_panels
+from tuner.resources import figure_list_file
 
 DTYPE_ORDER = ("int8", "float16", "float32", "int32")
-MATMUL_ORDER = ("naive", "shared_a", "shared_ab")
-
-
-def marks(blog: str, reference: str) -> str:
-    """The caption sentence for a figure's published numbers."""
-    return (
-        f"Orange diamonds: {blog}: its published speed-up over {reference}, applied to our {reference} "
-        "(where this GPU would be had it gained as much; label: the published speed-up)."
-    )
 
 
 def _ordered(values: list, order: list) -> pd.Categorical:
@@ -91,10 +87,10 @@ def _layouts(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _matmul(rows: pd.DataFrame) -> pd.DataFrame:
-    variants = list(rows["variant"])
+    variants, ladder = list(rows["variant"]), REGISTRY["matmul"].ladder
     return rows.assign(
         allocation=["pitched" if p == 1 else "linear" for p in rows["pitched"].fillna(0)],
-        kernel=_ordered(variants, [v for v in MATMUL_ORDER if v in variants] + sorted(set(variants) - set(MATMUL_ORDER))),
+        kernel=_ordered(variants, [v for v in ladder if v in variants] + sorted(set(variants) - set(ladder))),
     )
 
 
@@ -103,24 +99,14 @@ def _matmul(rows: pd.DataFrame) -> pd.DataFrame:
 BANDWIDTH_ROWS = dict(ys=("bandwidth_gbs",), peaks=("copy_gbs",))
 OVERVIEW = "overview"  # the figure of every blog table: the report shows it first, as the lessons' summary
 
-FIGURE_SPECS: tuple[FigureSpec, ...] = (
-    FigureSpec(
-        OVERVIEW,
-        "The blogs' conclusions on this GPU",
-        "Every blog conclusion the report tests, one row per table: the published speed-up of the table's headline row "
-        "over its reference row (orange diamond, on the blog's GPU) beside ours (blue dot), on a log axis where 1× is no "
-        "change. Right: that row's ratio (our speed-up / published speed-up) and whether the conclusion holds on our data "
-        "for every row of the table.",
+# How each figure of the list (workflow/report/figures.yaml) is drawn, by stem.
+DRAWN: dict[str, dict[str, Any]] = {
+    OVERVIEW: dict(
         data=overview,
         columns=1,
         size=(12.0, 8.6),
     ),
-    FigureSpec(
-        "reduce_ladder",
-        "Reduction ladder",
-        "Reduction ladder: bandwidth of each step (left) and its speed-up over the first step (right), best over the other "
-        "parameters. Orange diamonds: the blogs' published speed-ups (int32: CUDA Freshman 3.5 on a GTX 1050 Ti; "
-        "float32: reduce v0–v6 on a GTX 1060).",
+    "reduce_ladder": dict(
         family="reduce",
         variants=REGISTRY["reduce"].ladder,
         prefer={"offset": 0},
@@ -136,11 +122,7 @@ FIGURE_SPECS: tuple[FigureSpec, ...] = (
         missing="no problem with at least 3 reduction-ladder variants measured (status ok)",
         size=(6.0, 3.5),
     ),
-    FigureSpec(
-        "reduce_block_unroll",
-        "Unrolled reduction: block size × unroll",
-        "Unrolled reduction: bandwidth per block size, one line per unroll factor (best over the other parameters). "
-        + marks("CUDA Freshman 3.5 on a GTX 1050 Ti, block 1024, median of three runs", "unroll 2"),
+    "reduce_block_unroll": dict(
         family="reduce",
         variants=("unrolled",),
         prefer={"offset": 0},
@@ -156,11 +138,7 @@ FIGURE_SPECS: tuple[FigureSpec, ...] = (
         missing="no unrolled-reduction rows with at least 2 block sizes (status ok)",
         **BANDWIDTH_ROWS,
     ),
-    FigureSpec(
-        "reduce_bank_conflicts",
-        "Bank conflicts in a shared-memory reduction",
-        "Shared-memory reduction with interleaved (bank conflicts) vs sequential addressing: bandwidth per problem. "
-        + marks("the V100 of the optimisation notes", "interleaved addressing"),
+    "reduce_bank_conflicts": dict(
         family="reduce",
         variants=BANK_CONFLICT_PAIR,
         prefer={"offset": 0},
@@ -174,11 +152,7 @@ FIGURE_SPECS: tuple[FigureSpec, ...] = (
         missing="no problem with both shared_interleaved and shared_sequential measured (status ok)",
         size=(7.5, 4.0),
     ),
-    FigureSpec(
-        "copy_widths",
-        "Copy and read kernels",
-        "Copy kernel per vector width and the read-only kernel, against the measured and theoretical peaks "
-        "(no blog publishes a copy kernel).",
+    "copy_widths": dict(
         family="copy",
         hint="sweep:copy_widths",
         derive=_copy,
@@ -189,11 +163,7 @@ FIGURE_SPECS: tuple[FigureSpec, ...] = (
         peaks=("copy_gbs", "read_gbs", "theoretical_gbs"),
         missing="no copy-family rows (status ok)",
     ),
-    FigureSpec(
-        "vector_add_widths",
-        "Vector add: vector width × element type",
-        "Vector add: bandwidth per element type and vector width (unroll 1 where measured, best over the other "
-        "parameters). " + marks("the optimisation notes' float, float2 and float4 add", "vector width 1"),
+    "vector_add_widths": dict(
         family="vector_add",
         prefer={"unroll": 1, "offset": 0},
         hint="sweep:vector_add_widths",
@@ -208,12 +178,7 @@ FIGURE_SPECS: tuple[FigureSpec, ...] = (
         missing="no vector_add rows (status ok)",
         **BANDWIDTH_ROWS,
     ),
-    FigureSpec(
-        "vector_add_unroll",
-        "Vector add: unrolled grid-stride loop",
-        "Vector add with the grid-stride loop unrolled (#pragma unroll): bandwidth per unroll factor, one bar per vector "
-        "width (best over the other parameters). "
-        + marks("the optimisation notes' float add (n and GPU not stated)", "unroll 1"),
+    "vector_add_unroll": dict(
         family="vector_add",
         prefer={"offset": 0},
         hint="sweep:vector_add_unroll",
@@ -226,12 +191,7 @@ FIGURE_SPECS: tuple[FigureSpec, ...] = (
         min_x=2,
         **BANDWIDTH_ROWS,
     ),
-    FigureSpec(
-        "offset_read_write",
-        "Misaligned reads and writes",
-        "Misaligned reads (per L1 mode) and writes: bandwidth per offset in elements (block 512 where measured, best over "
-        "the other parameters); bars after the first of each series are labelled with their ratio to offset 0. "
-        + marks("readOffset and writeOffset on an M2070", "offset 0"),
+    "offset_read_write": dict(
         family="offset",
         variants=("read_offset", "write_offset"),
         prefer={"block_size": 512},
@@ -247,11 +207,7 @@ FIGURE_SPECS: tuple[FigureSpec, ...] = (
         size=(9.0, 4.2),
         **BANDWIDTH_ROWS,
     ),
-    FigureSpec(
-        "offset_unroll_blocks",
-        "Unrolled read kernel: block size sweep",
-        "Unrolled read kernel: bandwidth per block size, one line per unroll factor (offset 0 and L1 ca where measured). "
-        + marks("readOffsetUnroll4 on an M2070, n = 2^22", "block 1024"),
+    "offset_unroll_blocks": dict(
         family="offset",
         variants=("read_offset_unrolled",),
         prefer={"offset": 0, "l1_cache": "ca"},
@@ -267,11 +223,7 @@ FIGURE_SPECS: tuple[FigureSpec, ...] = (
         missing="no read_offset_unrolled rows with at least 2 block sizes (status ok)",
         **BANDWIDTH_ROWS,
     ),
-    FigureSpec(
-        "layout_aos_soa",
-        "AoS vs SoA",
-        "Array of structures vs structure of arrays: bandwidth per block size. "
-        + marks("the M2070's SoA over AoS at block 128", "AoS"),
+    "layout_aos_soa": dict(
         family="layout",
         variants=("aos", "soa"),
         hint="sweep:layout_aos_soa",
@@ -283,12 +235,7 @@ FIGURE_SPECS: tuple[FigureSpec, ...] = (
         published=("aos_soa_m2070",),
         missing="no layout rows (aos/soa, status ok)",
     ),
-    FigureSpec(
-        "matmul_variants",
-        "Matrix multiply: variants, linear vs pitched",
-        "Matrix multiply (compute-bound, so in GFLOP/s): naive, shared A, shared A+B, each with linear and pitched "
-        "allocation, best over tile sizes. "
-        + marks("shared A and shared A+B on a V100 (1024×1024 panel) and pitched allocation (1000×1000 panel)", "naive, linear"),
+    "matmul_variants": dict(
         family="matmul",
         hint="sweep:matmul_variants",
         derive=_matmul,
@@ -298,31 +245,45 @@ FIGURE_SPECS: tuple[FigureSpec, ...] = (
         published=("matmul_v100", "pitched_matmul"),
         missing="no matmul rows (status ok)",
     ),
-    FigureSpec(
-        "peak_fractions",
-        "Best of each family against the peaks",
-        "Each bandwidth-bound family's best configuration as a fraction of the measured copy peak and of the theoretical "
-        "peak (1 = the peak). Compute-bound families (their rows count GFLOP/s: matrix multiply) are left out; see their GFLOP/s.",
+    "peak_fractions": dict(
         data=peak_panels,
         columns=1,
         size=(8.5, 4.2),
     ),
-    FigureSpec(
-        "study_history",
-        "Studies: optimisation history",
-        "Optuna studies: bandwidth of each trial (dots; failed trials as red × at the bottom), the best so far (line) and "
-        "the best of the exhaustive sweep of the same problem (dashed).",
+    "study_history": dict(
         data=history_panels,
     ),
-    FigureSpec(
-        "study_importance",
-        "Studies: parameter importances",
-        "Optuna studies: parameter importances for bandwidth (PED-ANOVA over the ok trials, parameters as categories).",
+    "study_importance": dict(
         data=importance_panels,
         size=(5.2, 3.0),
     ),
-)
+}
 
+
+
+def listed_specs(listed: list[dict], drawn: dict[str, dict[str, Any]] = DRAWN) -> tuple[FigureSpec, ...]:
+    """The specs of the figures ``listed`` (the figure list's entries: stem,
+    title, caption), in its order, each drawn as ``drawn`` says.
+
+    Raises:
+        ValueError: the list and ``drawn`` name different figures, or the list
+            names one twice (one line naming the file and the stems).
+    """
+    stems = [entry["stem"] for entry in listed]
+    twice = sorted({s for s in stems if stems.count(s) > 1})
+    unlisted, undrawn = sorted(set(drawn) - set(stems)), sorted(set(stems) - set(drawn))
+    if twice or unlisted or undrawn:
+        raise ValueError(f"{figure_list_file()}: must list each figure tuner/report/figures.py draws once, got "
+                         f"{twice} twice, {unlisted} not listed and {undrawn} listed but not drawn")  # fmt: skip
+    return tuple(FigureSpec(entry["stem"], entry["title"], entry["caption"], **drawn[entry["stem"]]) for entry in listed)
+
+
+def read_figure_list() -> list[dict]:
+    """The figure list (``workflow/report/figures.yaml``): stem, title and caption of each figure, in order."""
+    return yaml.safe_load(figure_list_file().read_text(encoding="utf-8"))
+
+
+FIGURE_SPECS: tuple[FigureSpec, ...] = listed_specs(read_figure_list())
 EXPECTED_FIGURES: tuple[str, ...] = tuple(spec.stem for spec in FIGURE_SPECS)
 FIGURE_TITLES: dict[str, str] = {spec.stem: spec.title for spec in FIGURE_SPECS}
 

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from tuner.data.results import param_columns, plain_value
+from tuner.data.selection import best, is_study, usable
 from tuner.data.time_to_target import Reach, Timeline, reach, timeline
-from tuner.report.selection import best, is_study, usable
 
 MIN_TRIALS_FOR_IMPORTANCE = 5
 

@@ -12,13 +12,11 @@ import textwrap
 
 import pandas as pd
 
+from tuner.data.selection import best, compute_bound, family_rank, peak_fractions, problem_label
 from tuner.report.comparisons import ROW_COLUMNS, Comparison, table_verdict
 from tuner.report.figure_kit import FigureContext, FigureSpec
 from tuner.report.panels import HLine, Panel
-from tuner.report.selection import best, counts_flops, peak_fractions, problem_label
 from tuner.report.style import PEAK_STYLES
-
-FAMILY_ORDER = ("copy", "reduce", "vector_add", "offset", "layout", "matmul")
 
 
 def _verdict(comparison: Comparison) -> tuple[bool | None, str]:
@@ -63,12 +61,11 @@ def overview(ctx: FigureContext, spec: FigureSpec) -> tuple[list[Panel], str]:
 def family_bests(ctx: FigureContext) -> pd.DataFrame:
     """The best usable row of each bandwidth-bound family (sweeps and studies)."""
     rows = {f: ctx.ok[(ctx.ok["family"] == f).to_numpy(dtype=bool)] for f in ctx.ok["family"].dropna().unique()}
-    bests = [best(mine) for mine in rows.values() if not counts_flops(mine)]
+    bests = [best(mine) for mine in rows.values() if not compute_bound(mine)]
     frame = pd.DataFrame([b for b in bests if b is not None])
     if frame.empty:
         return frame
-    rank = {f: i for i, f in enumerate(FAMILY_ORDER)}
-    return frame.iloc[sorted(range(len(frame)), key=lambda i: (rank.get(frame["family"].iloc[i], 99), frame["family"].iloc[i]))]
+    return frame.iloc[sorted(range(len(frame)), key=lambda i: family_rank(frame["family"].iloc[i]))]
 
 
 def peak_panels(ctx: FigureContext, spec: FigureSpec) -> tuple[list[Panel], str]:

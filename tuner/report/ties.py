@@ -18,8 +18,8 @@ import pandas as pd
 
 from tuner.data.export import best_entries
 from tuner.data.intervals import HOW
+from tuner.data.selection import problem_label
 from tuner.data.ties import LARGE
-from tuner.report.selection import problem_label
 
 COLUMNS = ("family", "problem", "winner", "figure [95 % interval]", "tied", "last tied behind by", "header exports")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
+from tuner.data.paths import GpuFolder, cubin_cache
 from tuner.errors import Refusal
 from tuner.families import REGISTRY, Problem, load_family_paths
 from tuner.measure.timing import TimingOptions
@@ -43,7 +44,16 @@ class RunSettings:
 
     @property
     def gpu_dir(self) -> Path:
-        return Path(self.results_dir) / self.gpu
+        return self.folder.path
+
+    @property
+    def folder(self) -> GpuFolder:
+        """This GPU's results folder and where each of its files lies."""
+        return GpuFolder(Path(self.results_dir) / self.gpu)
+
+    @property
+    def cubin_cache(self) -> Path:
+        return cubin_cache(self.results_dir)
 
     def to_dict(self, keep: tuple[str, ...] | None = None) -> dict:
         data = {

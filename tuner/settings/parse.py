@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from tuner.data.paths import GPU_FOLDER_NAMES, RESULTS_FOLDER_NAMES
 from tuner.data.results import family_columns_unfit
 from tuner.device.describe import DeviceFacts
 from tuner.families import REGISTRY, Problem, load_family_paths
@@ -35,7 +36,10 @@ def config_schema() -> dict:
     missing = resource_missing(SCHEMA)
     if missing:
         raise ConfigError(missing)
-    return yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+    schema = yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+    # The timing block is TimingOptions' own (its fields, types, defaults and bounds), not a copy kept in step by hand.
+    schema["$defs"]["timing"] = TimingOptions.json_schema()
+    return schema
 
 # Without a device to ask, sizes are judged against this much device memory.
 ASSUMED_DEVICE_BYTES = 192 << 30
@@ -276,15 +280,6 @@ def _check_results_dir(results_dir: str, gpu: str, allow_reference: bool) -> str
     return normal
 
 
-# What a results folder holds once this pipeline has written to it: one folder
-# per GPU (holding some of GPU_FOLDER_NAMES), the compiled-kernel cache, the
-# shipped reference results and the stamps of their rebuilt reports (and of finished folders' reports), the search
-# benchmark's folder, a README saying how the runs were made, and files version
-# control leaves.
-RESULTS_FOLDER_NAMES = frozenset({"reference", ".reference-reports", ".finished-reports", ".cubin-cache", "search-benchmark",
-                                  "README.md", ".gitkeep", ".gitignore", ".DS_Store"})  # fmt: skip
-GPU_FOLDER_NAMES = frozenset({"device.json", "logs", "sweeps", "studies", "store", "compile.parquet", "peaks.json",
-                              "peaks.parquet", "measurements.parquet", "best.json", "best_configs.h", "report", "optuna.log"})  # fmt: skip
 MAX_RESULTS_ENTRIES = 1000  # entries of a results folder looked at
 
 
@@ -465,7 +460,7 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
     if storage == "default":
         # A journal file: shared safely by worker processes, and a trial costs a
         # few appends (SQLite costs tens of milliseconds of queries a trial).
-        storage = str((run.gpu_dir / "optuna.log").resolve())
+        storage = str((run.folder.optuna_journal).resolve())
     elif "://" not in storage:
         storage = os.path.expanduser(storage)  # a journal path: ~/study.log as a shell reads it, as results_dir
     warm = section.get("warm_start")

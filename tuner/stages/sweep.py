@@ -43,7 +43,7 @@ def run(settings: Settings, name: str, device_json: Path, out: Path) -> None:
     from tuner.data import results
 
     # Every configuration is in the store now: read it back, no GPU needed.
-    frame = sweep_rows(store, family, sweep.problems(), sweep.domains())
+    frame = results.to_frame(sweep_rows(store, family, sweep.problems(), sweep.domains()), families=[family])
     results.write_atomic(frame, out)
     print(results.best_line(frame, f"sweep {name}"))
 

@@ -63,12 +63,12 @@ def run(settings: Settings, name: str, *, started: float, gpus: list[int], devic
     from tuner.data import results
     from tuner.data.time_to_target import to_final_best
 
-    frame = results.to_frame(study_rows(study.storage, study.storage_name(settings.run.gpu)))
+    frame = results.to_frame(study_rows(study.storage, study.storage_name(settings.run.gpu)), families=[REGISTRY[study.family]])
     if not (frame.status == "ok").any():
         raise SystemExit(
             f"error: study {name} measured no configuration that verified; statuses {frame.status.value_counts().to_dict()}"
         )
-    path = Path(out) if out else settings.run.gpu_dir / "studies" / f"{name}.parquet"
+    path = Path(out) if out else settings.run.folder.study(name)
     results.write_atomic(frame, path)
     print(results.best_line(frame, f"study {name} ({study.sampler}, budget {study.budget_trials})"))
     print(f"study {name}: {to_final_best(frame).sentence('its final best')}")

@@ -7,6 +7,8 @@ import shlex
 import sys
 from pathlib import Path
 
+import yaml
+
 # Run from the checkout, its own package is imported; run as a module of another
 # folder's Snakefile (`tuner init`), the installed one, whose files
 # (tuner.resources) include these rules.
@@ -16,10 +18,13 @@ if Path(workflow.basedir, "tuner", "__init__.py").is_file():
 from tuner import resources as tuner_resources
 from tuner import settings as tuner_settings
 
-# The report's figures, one caption file each (written from the report's figure
-# specs, and kept in step with them by a test): read from the folder so that
-# planning a run does not import the report's plotting code.
-EXPECTED_FIGURES = sorted(p.stem for p in tuner_resources.captions_dir().glob("*.rst"))
+# The report's figures: the figure list the report's code draws from, read here
+# as a file so that planning a run does not import the report's plotting code.
+# Each has a caption file for `snakemake --report` (written from the list).
+EXPECTED_FIGURES = [
+    figure["stem"]
+    for figure in yaml.safe_load(tuner_resources.figure_list_file().read_text())
+]
 
 # The interpreter running Snakemake runs the stages; set in the shell prefix,
 # not in params or the command, so switching virtual environments reruns nothing.
@@ -167,8 +172,8 @@ def report_code_digest():
 
 
 def report_code():
-    """The files a report is drawn by: editing one rebuilds the reference reports."""
+    """The files a report is drawn by (its code and the figure list): editing
+    one rebuilds the reference reports."""
     package = tuner_resources.package_dir() / "report"
-    return sorted(
-        str(p) for p in package.rglob("*") if p.suffix in (".py", ".j2", ".css")
-    )
+    code = [p for p in package.rglob("*") if p.suffix in (".py", ".j2", ".css")]
+    return sorted(str(p) for p in [*code, tuner_resources.figure_list_file()])

@@ -1,4 +1,4 @@
-"""The blog tables the report reproduces, read from ``tuner/data``.
+"""The blog tables the report reproduces, read from this folder.
 
 ``blog_conclusions.yaml`` holds one entry per table: the conclusion it tests
 (``rule``) and how our rows are chosen for it. ``blog_steps.csv`` holds the
@@ -17,9 +17,9 @@ from typing import Any, Mapping
 import pandas as pd
 import yaml
 
-from tuner.report.published import parse_params
+from tuner.data.published import parse_params
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parent
 CONCLUSIONS_YAML = DATA / "blog_conclusions.yaml"
 STEPS_CSV = DATA / "blog_steps.csv"
 EXPECTS = ("baseline", "faster", "slower", "as_fast", "at_least_prev")

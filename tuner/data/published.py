@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-PUBLISHED_CSV = Path(__file__).resolve().parents[1] / "data" / "published.csv"
+PUBLISHED_CSV = Path(__file__).resolve().parent / "published.csv"
 
 # Metrics a speed-up can be computed from, in order of preference.
 SPEED_METRICS = ("time_ms", "bandwidth_gbs")

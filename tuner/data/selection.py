@@ -1,8 +1,12 @@
-"""Picking rows out of a results dataset for the figures and tables.
+"""Picking rows out of a results dataset: for the report's figures and
+tables, and for the profile stage, which profiles the rows the report shows.
 
 Rows are chosen by family, variant and parameters; a sweep's ``source`` name is
 only a hint (rows of that sweep are preferred when there are any). Only
 ``status == "ok"`` rows with a positive bandwidth count for performance.
+What a family is (its labels, its rank among families, whether it is
+compute-bound) the family says; rows of a family this process has not loaded
+(a plug-in's) are read as they were measured.
 """
 
 from __future__ import annotations
@@ -15,18 +19,37 @@ import pandas as pd
 
 from tuner.data.results import config_params
 from tuner.data.ties import operation_order, operations
+from tuner.families import REGISTRY, Family
+from tuner.families.base import size_text
 
 STUDY_PREFIX = "study:"
 SWEEP_PREFIX = "sweep:"
 
 
+def known_family(name: Any) -> Family | None:
+    """The family of that name, where this process has loaded it."""
+    return REGISTRY.families.get(str(name)) if name is not None and not pd.isna(name) else None
+
+
 def counts_flops(rows: pd.DataFrame) -> bool:
-    """Whether ``rows`` carry GFLOP/s: their family counts its floating-point
-    work (``Family.flops``, which the family contract keeps for compute-bound
-    families). Such a family is judged by GFLOP/s, and a share of a bandwidth
-    peak says nothing about it. Read from the rows, so a plug-in family that
-    this process has not loaded is judged as it was measured."""
+    """Whether ``rows`` carry GFLOP/s."""
     return "gflops" in rows and bool(pd.to_numeric(rows["gflops"], errors="coerce").notna().any())
+
+
+def compute_bound(rows: pd.DataFrame) -> bool:
+    """Whether the family of ``rows`` (one family's) is judged by GFLOP/s
+    (``Family.compute_bound``), and a share of a bandwidth peak says nothing
+    about it. A family this process has not loaded is judged as it was
+    measured: by whether its rows carry GFLOP/s."""
+    families = rows["family"].dropna().unique() if "family" in rows and len(rows) else []
+    known = known_family(families[0]) if len(families) == 1 else None
+    return counts_flops(rows) and (known is None or known.compute_bound)
+
+
+def family_rank(name: str) -> tuple[int, str]:
+    """Where a family stands among others in the report's lists (``Family.report_rank``, then by name)."""
+    known = known_family(name)
+    return (known.report_rank if known is not None else Family.report_rank, str(name))
 
 
 def usable(dataset: pd.DataFrame) -> pd.DataFrame:
@@ -164,16 +187,11 @@ def config_text(row: pd.Series, skip: Iterable[str] = ("variant",)) -> str:
 
 
 def format_n(n: int | None, family: str | None = None, *, tex: bool = False) -> str:
-    """``2^24`` for powers of two, ``1000×1000`` for matmul, else the digits."""
+    """A problem's size as ``family`` writes it (``Family.size_text``: ``2^24``, a matrix's ``1000×1000``)."""
     if n is None or pd.isna(n):
         return "n/a"
-    n = int(n)
-    if family == "matmul":
-        return f"{n}×{n}"
-    if n >= 1024 and n & (n - 1) == 0:
-        power = n.bit_length() - 1
-        return f"$2^{{{power}}}$" if tex else f"2^{power}"
-    return f"{n:,}"
+    known = known_family(family)
+    return known.size_text(int(n), tex=tex) if known is not None else size_text(int(n), tex=tex)
 
 
 def source_counts(dataset: pd.DataFrame) -> tuple[int, int, list[str]]:
@@ -185,10 +203,9 @@ def source_counts(dataset: pd.DataFrame) -> tuple[int, int, list[str]]:
 
 
 def problem_label(family: str, dtype: str, n: int, *, tex: bool = False) -> str:
-    """``int32, n = 2^24`` (or ``float32, 1000×1000`` for matmul)."""
-    if family == "matmul":
-        return f"{dtype}, {format_n(n, family)}"
-    return f"{dtype}, n = {format_n(n, family, tex=tex)}"
+    """A problem as ``family`` names it (``Family.problem_text``: ``int32, n = 2^24``)."""
+    known = known_family(family)
+    return known.problem_text(dtype, int(n), tex=tex) if known is not None else f"{dtype}, n = {format_n(n, family, tex=tex)}"
 
 
 def peak_fractions(bandwidth_gbs: float, row: pd.Series | None, peaks: Mapping[str, Any]) -> tuple[float, float]:
@@ -233,12 +250,12 @@ def best_per_family(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.DataF
     ok = usable(dataset)
     records = []
     for family, operation, rows in family_operations(ok):
-        compute_bound = counts_flops(rows)
-        row = rows.loc[pd.to_numeric(rows["gflops"]).idxmax()] if compute_bound else best(rows)
+        judged_by_flops = compute_bound(rows)
+        row = rows.loc[pd.to_numeric(rows["gflops"]).idxmax()] if judged_by_flops else best(rows)
         if row is None:
             continue
         copy_fraction, theoretical_fraction = (
-            (np.nan, np.nan) if compute_bound else peak_fractions(row["bandwidth_gbs"], row, peaks)
+            (np.nan, np.nan) if judged_by_flops else peak_fractions(row["bandwidth_gbs"], row, peaks)
         )
         records.append(
             {
@@ -255,7 +272,7 @@ def best_per_family(dataset: pd.DataFrame, peaks: Mapping[str, Any]) -> pd.DataF
                 "gflops": float(row["gflops"]) if pd.notna(row["gflops"]) else np.nan,
                 "fraction_of_copy_peak": copy_fraction,
                 "fraction_of_theoretical_peak": theoretical_fraction,
-                "compute_bound": compute_bound,
+                "compute_bound": judged_by_flops,
             }
         )
     return pd.DataFrame.from_records(

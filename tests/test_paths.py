@@ -1,0 +1,33 @@
+"""Where each file of a results folder lies is said once (tuner.data.paths):
+the settings, the stages and the Python API ask it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuner.data.paths import GPU_FOLDER_NAMES, RESULTS_FOLDER_NAMES, GpuFolder, cubin_cache
+from tuner.search.sweep import store_dir
+from tuner.settings.model import RunSettings
+
+
+def test_a_run_finds_its_files_in_its_gpu_folder(tmp_path):
+    run = RunSettings(results_dir=str(tmp_path), gpu="h100")
+    folder = run.folder
+    assert folder.path == run.gpu_dir == tmp_path / "h100"
+    assert run.cubin_cache == cubin_cache(tmp_path) == tmp_path / ".cubin-cache"
+    assert folder.study("s") == tmp_path / "h100" / "studies" / "s.parquet"
+    assert folder.sweep("w") == tmp_path / "h100" / "sweeps" / "w.parquet"
+    assert folder.profile("w") == tmp_path / "h100" / "profiles" / "w.parquet"
+
+
+def test_every_file_of_a_gpu_folder_is_among_the_names_a_results_folder_may_hold(tmp_path):
+    folder = GpuFolder(tmp_path)
+    files = [folder.device_json, folder.peaks_json, folder.peaks_parquet, folder.compile_parquet, folder.measurements,
+             folder.best_json, folder.best_header, folder.sweeps, folder.studies, folder.profiles, folder.report, folder.store,
+             folder.optuna_journal]  # fmt: skip
+    assert {Path(f).name for f in files} <= GPU_FOLDER_NAMES
+    assert cubin_cache(tmp_path).name in RESULTS_FOLDER_NAMES
+
+
+def test_the_sweep_row_store_lies_where_the_folder_says():
+    assert store_dir(Path("r/h100"), "w") == GpuFolder("r/h100").sweep_store("w")
