@@ -36,12 +36,20 @@ to search and is refused; from the evaluation where that baseline reaches the
 optimum (about 40 % of a space of distinct times) the standardisation divides by
 zero, so a row at such a budget has no ``score_m``, which one line says.
 
+``--held-out`` scores every table (the project's too) with the methodology, each figure
+with a 95 % interval over seeds (a bootstrap of the seeds), and chooses a default among the
+strategies leaving each table out in turn (``search_heldout``): the figures of a strategy on
+tables it was not chosen on. ``--tables`` takes community tables by path too, as ``--hub`` does.
+
     pip install -e '.[bench]'
     python benchmarks/search.py                       # every shipped table, 50 seeds
     python benchmarks/search.py --seeds 5 --tables reduce_space_offset11 --out /tmp/b
     python benchmarks/search.py --tables --hub ../shared/benchmark_hub/convolution_milo \
         ../shared/benchmark_hub/dedispersion_milo --seeds 10 --jobs 1 --fixed 50 100 200 --orders ascending \
         --out benchmarks/results --name search-hub      # the community's spaces only
+    python benchmarks/search.py --tables reduce_space_offset11 ../shared/benchmark_hub/convolution_milo \
+        --strategies ordinal ordinal_global ordinal_switch --fixed 50 100 --orders ascending --no-warm \
+        --held-out --seeds 5 --out /tmp/b                # held-out figures with intervals over seeds
     python benchmarks/search.py --tables --hub ../shared/benchmark_hub/convolution_milo --strategies auto tpe \
         --optunahub-registry ../optunahub-registry --fixed 50 --out /tmp/b    # AutoSampler from a local checkout
 

@@ -108,7 +108,9 @@ def held_out(table: dict[tuple[str, str], Scores], tables: list[str], strategies
         ``choices``: left-out table -> the strategy chosen on the others;
         ``per_table``: (table, strategy) -> label -> (score, interval, share).
     """
-    candidates = [s for s in strategies if all((t, s) in table for t in tables)]
+    present = [s for s in strategies if all((t, s) in table for t in tables)]
+    # A default is chosen among the strategies with every budget (a capped sampler's mean would be over fewer).
+    candidates = [s for s in present if all(set(labels) <= set(table[(t, s)].share) for t in tables)]
     choices = {}
     for left in tables:
         others = [t for t in tables if t != left]
@@ -118,7 +120,7 @@ def held_out(table: dict[tuple[str, str], Scores], tables: list[str], strategies
             return statistics.fmean(v for v in values if v is not None) if any(v is not None for v in values) else -np.inf
 
         choices[left] = max(candidates, key=rank) if candidates and others else None
-    rows = {s: {t: table[(t, s)] for t in tables} for s in candidates}
+    rows = {s: {t: table[(t, s)] for t in tables} for s in present}
     if all(choices.values()) and candidates:
         rows["held-out choice"] = {t: table[(t, choices[t])] for t in tables}
     aggregate = {}
