@@ -36,12 +36,20 @@ to search and is refused; from the evaluation where that baseline reaches the
 optimum (about 40 % of a space of distinct times) the standardisation divides by
 zero, so a row at such a budget has no ``score_m``, which one line says.
 
+``--held-out`` scores every table (the project's too) with the methodology, each figure
+with a 95 % interval over seeds (a bootstrap of the seeds), and chooses a default among the
+strategies leaving each table out in turn (``search_heldout``): the figures of a strategy on
+tables it was not chosen on. ``--tables`` takes community tables by path too, as ``--hub`` does.
+
     pip install -e '.[bench]'
     python benchmarks/search.py                       # every shipped table, 50 seeds
     python benchmarks/search.py --seeds 5 --tables reduce_space_offset11 --out /tmp/b
     python benchmarks/search.py --tables --hub ../shared/benchmark_hub/convolution_milo \
         ../shared/benchmark_hub/dedispersion_milo --seeds 10 --jobs 1 --fixed 50 100 200 --orders ascending \
         --out benchmarks/results --name search-hub      # the community's spaces only
+    python benchmarks/search.py --tables reduce_space_offset11 ../shared/benchmark_hub/convolution_milo \
+        --strategies ordinal ordinal_global ordinal_switch --fixed 50 100 --orders ascending --no-warm \
+        --held-out --seeds 5 --out /tmp/b                # held-out figures with intervals over seeds
     python benchmarks/search.py --tables --hub ../shared/benchmark_hub/convolution_milo --strategies auto tpe \
         --optunahub-registry ../optunahub-registry --fixed 50 --out /tmp/b    # AutoSampler from a local checkout
 
@@ -74,6 +82,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import numpy as np  # noqa: E402
 from scipy.special import gammaln  # noqa: E402
 from scipy.stats import fisher_exact  # noqa: E402
+from search_heldout import BOOTSTRAP, differences, format_held_out, held_out, table_scores  # noqa: E402
 from search_files import merged_rows, name_unfit, prepare_out, ranking_clash, ranking_of, remove_empty, write_outputs  # noqa: E402
 from search_rivals import (  # noqa: E402
     KT_STRATEGIES,
@@ -93,7 +102,7 @@ from tuner.data.results import read  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import Problem  # noqa: E402
 from tuner.host import OneLineParser  # noqa: E402
-from tuner.search.strategies import missing_modules  # noqa: E402
+from tuner.search.strategies import DEFAULT_STRATEGY, missing_modules  # noqa: E402
 from tuner.search.tables import load_table, table_label, table_stem, table_unfit  # noqa: E402
 from tuner.search.warm import warm_start  # noqa: E402
 
@@ -101,7 +110,7 @@ DEFAULT_FRACTIONS = (0.025, 0.05, 0.10)  # of each space
 SEEDS = 50
 MAX_SEEDS = 10_000  # seeds of one command at most: each is a whole run per strategy, table and order
 # The default search, the project's others, and Optuna's TPE and GP samplers (run through the study loop).
-OURS = ("ordinal_global", "ordinal", "interactions", "tpe", "gp")
+OURS = ("ordinal_global", "ordinal", "ordinal_switch", "interactions", "tpe", "gp")
 WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
 # Model-based samplers slow with every trial (multivariate TPE and the GP sampler refit on every trial,
 # Kernel Tuner's bayes_opt its Gaussian process on every evaluation; the GP sampler took 2 to 5 minutes
@@ -424,19 +433,23 @@ def unscored_budgets(case: Case, budgets: list[int]) -> str | None:
 
 def benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, warm: bool = True,
               orders: tuple[str, ...] = ORDERS, caps: dict[str, int] = DEFAULT_CAPS,
-              budgets_at: Budgets = Budgets(), optunahub_registry: str | None = None) -> tuple[list[dict], list[str]]:  # fmt: skip
+              budgets_at: Budgets = Budgets(), optunahub_registry: str | None = None,
+              runs_out: dict | None = None) -> tuple[list[dict], list[str]]:  # fmt: skip
     """(every (table, order, strategy, budget) row of the benchmark, at the
     budgets of ``budgets_at``; a note per Kernel Tuner strategy that failed on
     a table, whose rows of that table are left out); ``caps``: a strategy's most
     trials a run (0: none); ``optunahub_registry``: a local checkout of
-    OptunaHub's registry that ``auto`` loads AutoSampler from (None: GitHub)."""
+    OptunaHub's registry that ``auto`` loads AutoSampler from (None: GitHub);
+    ``runs_out``, where given, gets every seed's run by (table, order, strategy,
+    budget run to)."""
     with tempfile.TemporaryDirectory(prefix="kt-cache-") as folder:  # Kernel Tuner's caches of the tables, this run's only
-        return _benchmark(names, seeds, strategies, jobs, warm, orders, caps, budgets_at, optunahub_registry, Path(folder))
+        return _benchmark(names, seeds, strategies, jobs, warm, orders, caps, budgets_at, optunahub_registry, Path(folder),
+                          runs_out)  # fmt: skip
 
 
 def _benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, warm: bool, orders: tuple[str, ...],
                caps: dict[str, int], budgets_at: Budgets, optunahub_registry: str | None,
-               folder: Path) -> tuple[list[dict], list[str]]:  # fmt: skip
+               folder: Path, runs_out: dict | None = None) -> tuple[list[dict], list[str]]:  # fmt: skip
     _init(names)
     tasks = []
     budgets_by = {name: budgets_at.of(_CASES[name]) for name in names}
@@ -474,6 +487,8 @@ def _benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, w
                 print(f"{done}/{len(tasks)} runs ({name}, {strategy})", file=sys.stderr, flush=True)
     # A strategy that failed in some runs of a table is left out of it whole: a share of the seeds would not compare.
     runs = {key: found for key, found in runs.items() if (key[0], key[2]) not in failed}
+    if runs_out is not None:
+        runs_out.update(runs)
     total = {key: sum(1 for task in tasks if (task[0], task[2]) == key) for key in failed}
     notes = [f"{strategy} on {name}: Kernel Tuner failed in {len(lines)} of {total[(name, strategy)]} runs "
              f"(the first: {lines[0]}); its rows of this table are left out" for (name, strategy), lines in failed.items()]  # fmt: skip
@@ -610,9 +625,54 @@ def _cell(column: str, row: dict) -> str:
     return str(value)
 
 
+def held_out_text(names: list[str], orders: tuple[str, ...], strategies: list[str], runs: dict, budgets_at: Budgets,
+                  reps: int) -> tuple[str, dict]:  # fmt: skip
+    """The held-out table of this run's ``runs`` (``search_heldout``) over every
+    (table, order), scored with the methodology's score on the project's tables
+    too, and a summary for the JSON file."""
+    scores, units = {}, []
+    for name in names:
+        case = _CASES[name]
+        stats = _SearchspaceStats(case)
+        at = {label: b for b in budgets_at.of(case) for label in budgets_at.labels(case, b)}
+        until = baseline_reaches_optimum(stats, max(at.values()))
+        for order in orders:
+            unit = name if len(orders) == 1 else f"{name} ({order})"
+            units.append(unit)
+            for strategy in strategies:
+                ran = sorted(b for (n, o, s, b) in runs if (n, o, s) == (name, order, strategy))
+                merged = None
+                # A budget's figures come from the runs that reached it: the one run of a strategy that does not
+                # see its budget, a run per budget of one that does (KT_BUDGET_AWARE); a capped one lacks the rest.
+                for run_to in ran:
+                    served = {label: b for label, b in at.items()
+                              if (b == run_to if strategy in KT_BUDGET_AWARE else b <= run_to)}  # fmt: skip
+                    if not served:
+                        continue
+                    part = table_scores(stats, case.optimum, runs[(name, order, strategy, run_to)], served, until, reps,
+                                        seed=len(scores))  # fmt: skip
+                    if merged is None:
+                        merged = part
+                    else:
+                        for field_ in ("score", "share", "score_boot", "share_boot"):
+                            getattr(merged, field_).update(getattr(part, field_))
+                if merged is not None:
+                    scores[(unit, strategy)] = merged
+    labels = [f"{b} evaluations" for b in budgets_at.fixed] + [f"{f:.1%}" for f in budgets_at.fractions]
+    result = held_out(scores, units, strategies, labels)
+    checks = [(s, ref, differences(scores, units, s, ref, labels)) for s in strategies for ref in (DEFAULT_STRATEGY, "ordinal")
+              if s != ref and ref in strategies and s in OURS]  # fmt: skip
+    summary = {"labels": labels, "choices": result["choices"],
+               "aggregate": {name: {label: list(v) for label, v in entry.items()} for name, entry in result["aggregate"].items()},
+               "per_table": [{"table": t, "strategy": s, **{label: list(v) for label, v in cells.items()}}
+                             for (t, s), cells in result["per_table"].items()]}  # fmt: skip
+    return format_held_out(result, labels, checks), summary
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tables", nargs="*", default=None, help=f"of {list(TABLES)} (default: every shipped one)")
+    parser.add_argument("--tables", nargs="*", default=None,
+                        help=f"of {list(TABLES)} (default: every shipped one), or paths as --hub takes them")  # fmt: skip
     parser.add_argument("--seeds", type=int, default=SEEDS)
     parser.add_argument("--strategies", nargs="*", default=None,
                         help="default: random, ours, Optuna's (those whose packages are installed) and Kernel Tuner's")  # fmt: skip
@@ -625,6 +685,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fixed", nargs="*", type=int, default=[], help="budgets in evaluations, beside the fractions (e.g. 50 100 200)")
     parser.add_argument("--fractions", nargs="*", type=float, default=list(DEFAULT_FRACTIONS), help="budgets as fractions of each space")
     parser.add_argument("--orders", nargs="+", choices=ORDERS, default=list(ORDERS), help="orders of the parameter values")
+    parser.add_argument("--held-out", action="store_true",
+                        help="also the held-out table: every table (the project's too) scored with the methodology, with "
+                             "95 %% intervals over seeds, and a default chosen leaving each table out")  # fmt: skip
+    parser.add_argument("--bootstrap", type=int, default=BOOTSTRAP, help="resamples of the seeds behind each interval")
     parser.add_argument("--name", default="search-benchmark", help="the output files' name (NAME.txt, NAME.json)")
     parser.add_argument("--cap", nargs="*", default=[], metavar="STRATEGY=TRIALS",
                         help=f"most trials of a model-based sampler's run (default {DEFAULT_CAPS}; 0: none)")  # fmt: skip
@@ -635,11 +699,19 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     names = args.tables if args.tables is not None else [n for n, spec in TABLES.items() if (REPO / spec[0]).exists()]
     names = list(dict.fromkeys(names))  # a table, strategy or order named twice runs once
+    # A name that is no shipped table but a path is a community table (a Kernel Tuner cache or T4 file, or a folder).
+    paths = [n for n in names if n not in TABLES and Path(n).exists()]
+    names = [n for n in names if n not in paths]
+    args.hub = [*args.hub, *paths]
     unknown = sorted(set(names) - set(TABLES))
     if unknown:
         parser.refuse(f"--tables must be of {list(TABLES)}, got {unknown}")
     if not 1 <= args.seeds <= MAX_SEEDS:
         parser.refuse(f"--seeds must be from 1 to {MAX_SEEDS}, got {args.seeds}")
+    if not 1 <= args.bootstrap <= MAX_SEEDS:
+        parser.refuse(f"--bootstrap must be from 1 to {MAX_SEEDS}, got {args.bootstrap}")
+    if args.held_out and args.merge:
+        parser.refuse(f"--held-out needs every seed's run of this command, which --merge files do not hold, got --merge {args.merge}")
     if any(b < 1 for b in args.fixed):
         parser.refuse(f"--fixed budgets must be >= 1, got {args.fixed}")
     if args.jobs is not None and args.jobs < 1:
@@ -704,10 +776,11 @@ def main(argv: list[str] | None = None) -> int:
         created = prepare_out(out, args.name)
     except ValueError as error:
         parser.refuse(str(error))
+    runs: dict = {}
     try:  # a table Kernel Tuner's cache cannot hold stops before the runs (kt_cache)
         rows, failures = benchmark(names, args.seeds, strategies, args.jobs, warm=not args.no_warm,
                                    orders=tuple(dict.fromkeys(args.orders)), caps=caps, budgets_at=budgets_at,
-                                   optunahub_registry=args.optunahub_registry) if names else ([], [])  # fmt: skip
+                                   optunahub_registry=args.optunahub_registry, runs_out=runs) if names else ([], [])  # fmt: skip
     except ValueError as error:
         remove_empty(created)
         parser.refuse(str(error))
@@ -720,14 +793,20 @@ def main(argv: list[str] | None = None) -> int:
     rows = _order_rows(rows)
     _fisher(rows)
     summary = aggregate(rows)
-    text = format_rows(rows) + ("\n\n" + format_aggregate(summary) if summary else "") + "".join(f"\n\n{n}" for n in notes)
+    text = format_rows(rows) + ("\n\n" + format_aggregate(summary) if summary else "")
+    held = None
+    if args.held_out and names:
+        held_text, held = held_out_text(names, tuple(dict.fromkeys(args.orders)), strategies, runs, budgets_at, args.bootstrap)
+        text += "\n\n" + held_text
+    text += "".join(f"\n\n{n}" for n in notes)
     command = " ".join(["python benchmarks/search.py", *(argv if argv is not None else sys.argv[1:])])
     wall = f"{time.monotonic() - started:.0f} s wall, jobs={args.jobs or os.cpu_count()}"
     print(text)  # first: were the files not written, the results are still here
     try:
         write_outputs(out, args.name, f"{command}\n{wall}\n\n{text}\n",
                       {"command": command, "wall": wall, "seeds": args.seeds, "fractions": list(budgets_at.fractions),
-                       "fixed": list(budgets_at.fixed), "rows": rows, "aggregate": summary})  # fmt: skip
+                       "fixed": list(budgets_at.fixed), "rows": rows, "aggregate": summary}
+                      | ({"held_out": held} if held is not None else {}))  # fmt: skip
     except (OSError, ValueError) as error:
         remove_empty(created)
         parser.refuse(f"--out {out}: {args.name}.txt and {args.name}.json must be written there, got {type(error).__name__}: "

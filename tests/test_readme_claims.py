@@ -331,3 +331,16 @@ def test_the_search_table_of_the_projects_tables():
                          ("H200's 2^24 table (4 within 1 %)", "reduce_hard_2e24_h200")]:  # fmt: skip
         assert shown[label] == [within(table, s) for s in ("ordinal_global", "ordinal", "random")], label
         assert f"{label.split('(')[1].split(' within')[0]} within 1 %" in text[text.index(f"{table} (ascending"):][:200]
+
+
+def test_the_held_out_table_is_the_benchmarks():
+    shown = markdown_rows(SEARCH, "| strategy | 50 evals | 100 evals | 2.5 % | 5 % | 10 % |")
+    text = (RESULTS / "search-held-out.txt").read_text()
+    _, rule, *lines = text[text.index("Held out over 12 tables") :].split("\n\n")[0].splitlines()[1:]
+    measured = {}
+    for line in lines:
+        name = line[: len(rule.split()[0])].strip()  # the first column, as wide as its rule of dashes
+        cells = re.findall(r"-?[\d.]+ \[-?[\d.]+, -?[\d.]+\] \(\d+%\)", line)
+        measured["random search" if name == "random" else name] = [c.replace("%)", " %)") for c in cells]
+    assert shown == measured
+    assert shown["held-out choice"] and "`benchmarks/results/search-held-out.txt`" in SEARCH

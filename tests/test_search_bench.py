@@ -924,3 +924,63 @@ def test_a_damaged_table_stops_in_one_line_without_the_usage(tmp_path, capsys, m
         replay.main([str(bad), "--seeds", "1"])
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and err.count("\n") == 1 and f"{bad}: cache entry '1' must be an object, got int" in err
+
+
+# ---- held-out figures ---------------------------------------------------------------------
+
+
+def _scores(values: dict[str, float]):
+    from search_heldout import Scores
+
+    scores = Scores()
+    for label, value in values.items():
+        scores.score[label], scores.share[label] = value, 0.5
+        scores.score_boot[label], scores.share_boot[label] = np.array([value - 0.01, value + 0.01]), np.array([0.4, 0.6])
+    return scores
+
+
+def test_the_held_out_choice_for_a_table_is_the_best_on_the_others():
+    from search_heldout import differences, held_out
+
+    # a is best on t1 and t2, b far ahead on t3 alone: a is chosen for t3, b (best on t1 + t3 on average) for t2.
+    table = {("t1", "a"): _scores({"x": 0.6}), ("t1", "b"): _scores({"x": 0.5}),
+             ("t2", "a"): _scores({"x": 0.6}), ("t2", "b"): _scores({"x": 0.5}),
+             ("t3", "a"): _scores({"x": 0.1}), ("t3", "b"): _scores({"x": 0.9})}  # fmt: skip
+    result = held_out(table, ["t1", "t2", "t3"], ["a", "b"], ["x"])
+    assert result["choices"] == {"t1": "b", "t2": "b", "t3": "a"}
+    # The choice's score on each table is the chosen strategy's there: (0.5 + 0.5 + 0.1) / 3.
+    assert result["aggregate"]["held-out choice"]["x"][0] == pytest.approx(1.1 / 3)
+    assert result["aggregate"]["a"]["x"][0] == pytest.approx(1.3 / 3)
+    losses = [(t, d) for t, _, d, iv in differences(table, ["t1", "t2", "t3"], "a", "b", ["x"]) if iv[1] < 0]
+    assert losses == [("t3", pytest.approx(-0.8))]
+
+
+def test_the_held_out_table_scores_every_table_given_by_path(tmp_path):
+    pytest.importorskip("autotuning_methodology")
+    first, second = _kt_grid(tmp_path / "one" / "GPU1.json", (6, 4)), _kt_grid(tmp_path / "two" / "GPU2.json", (8, 5))
+    assert search.main(["--tables", "reduce_space_offset11", str(first), str(second), "--seeds", "3", "--jobs", "1",
+                        "--fractions", "0.02", "--fixed", "5", "--orders", "ascending", "--strategies", "random", "ordinal",
+                        "--held-out", "--bootstrap", "50", "--out", str(tmp_path / "out"), "--name", "h"]) == 0  # fmt: skip
+    held = json.loads((tmp_path / "out" / "h.json").read_text())["held_out"]
+    tables = ["reduce_space_offset11", "one/GPU1", "two/GPU2"]  # a folder's table is labelled by the folder
+    assert held["labels"] == ["5 evaluations", "2.0%"] and sorted(held["choices"]) == sorted(tables)
+    cells = {(r["table"], r["strategy"]): r for r in held["per_table"]}
+    assert {t for t, _ in cells} == set(tables)
+    for left, chosen in held["choices"].items():
+        def mean_on_others(strategy):
+            return np.mean([np.mean([cells[(t, strategy)][label][0] for label in held["labels"]]) for t in tables if t != left])
+
+        assert chosen == max(["random", "ordinal"], key=mean_on_others)
+    for row in cells.values():
+        for label in held["labels"]:
+            score, (lo, hi), share = row[label]
+            assert lo <= hi and 0 <= share <= 1 and score <= 1
+    text = (tmp_path / "out" / "h.txt").read_text()
+    assert "Held out over 3 tables" in text and "held-out choice" in text
+
+
+def test_held_out_figures_need_this_commands_runs(tmp_path, capsys, monkeypatch):
+    merged = tmp_path / "old.json"
+    merged.write_text(json.dumps({"rows": []}))
+    line = _stops(capsys, monkeypatch, ["--tables", "reduce_space_offset11", "--held-out", "--merge", str(merged), "--out", str(tmp_path / "o")])
+    assert "--held-out needs every seed's run of this command" in line

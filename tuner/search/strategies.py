@@ -73,6 +73,12 @@ def _ordinal_global(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
                           bound_every=BOUND_EVERY, centre_climb=CENTRE_CLIMB)  # fmt: skip
 
 
+def _ordinal_switch(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
+    from tuner.search.switch import ordinal_switch
+
+    return ordinal_switch(seed, prior)
+
+
 def _interactions(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
     from tuner.search.interactions import InteractionSampler
 
@@ -106,6 +112,7 @@ STRATEGIES: dict[str, Strategy] = {
     "ordinal_global": Strategy(_ordinal_global, "the project's own: a Parzen (TPE-like) phase first (a climb from the centre alongside, alone on a plateau) and after each restart, "
                                "steps ranked by a model of values and value pairs between, a slice sweep on a lone peak",
                                uses_prior=True),  # fmt: skip
+    "ordinal_switch": Strategy(_ordinal_switch, "ordinal for the first 100 trials, ordinal_global from there", uses_prior=True),  # fmt: skip
     "interactions": Strategy(_interactions, "ordinal steps alternated with Thompson draws from a model of parameter pairs",
                              uses_prior=True),  # fmt: skip
 }

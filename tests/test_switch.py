@@ -1,0 +1,77 @@
+"""The switch between two searches at a trial number (tuner.search.switch)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+
+from tuner.data.results import config_key
+from tuner.search.ordinal import OrdinalSampler
+from tuner.search.strategies import make_sampler
+from tuner.search.study import run_study
+from tuner.search.switch import SwitchSampler
+
+sys.path.insert(0, str(Path(__file__).parent / "data"))
+from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+FAMILY = FakeFamily()
+
+
+class Fixed(optuna.samplers.BaseSampler):
+    """Proposes its configurations in turn, one per ask, and counts its asks."""
+
+    def __init__(self, configs: list[dict]):
+        self.configs, self.asks = configs, 0
+
+    def infer_relative_search_space(self, study, trial):
+        return {}
+
+    def sample_relative(self, study, trial, search_space):
+        return {}
+
+    def sample_independent(self, study, trial, param_name, param_distribution):
+        cfg = self.configs[min(self.asks, len(self.configs) - 1)]
+        if param_name == list(cfg)[-1]:
+            self.asks += 1
+        return cfg[param_name]
+
+
+def _feasible(count: int) -> list[dict]:
+    return FAMILY.space(PROBLEM)[:count]
+
+
+def _study(sampler, budget: int, seed: int = 0) -> list[str]:
+    outcome = run_study(family=FAMILY, problem=PROBLEM, domains=None, storage=None, study_name="switch", measure=measure,
+                        budget_trials=budget, timeout_s=None, sampler=sampler, seed=seed)  # fmt: skip
+    return [config_key(t.params) for t in sorted(outcome.study.trials, key=lambda t: t.number)]
+
+
+def test_the_early_sampler_proposes_the_trials_before_the_switch_and_the_late_one_the_rest():
+    space = _feasible(10)
+    early, late = Fixed(space[:5]), Fixed(space[5:])
+    keys = _study(SwitchSampler(early, late, switch_at=3), budget=6)
+    assert keys == [config_key(c) for c in space[:3] + space[5:8]]
+
+
+def test_ordinal_switch_is_ordinal_until_the_switch_and_goes_on_from_its_history():
+    switched = _study(SwitchSampler(make_sampler("ordinal", 4), make_sampler("ordinal_global", 4), switch_at=12), budget=30, seed=4)
+    ordinal = _study(make_sampler("ordinal", 4), budget=30, seed=4)
+    assert switched[:12] == ordinal[:12]
+    assert len(set(switched)) == 30  # the late search passes over what the early one measured
+    assert isinstance(make_sampler("ordinal_switch", 0), SwitchSampler)
+
+
+def test_both_searches_learn_the_space_from_the_study():
+    early, late = OrdinalSampler(seed=1), OrdinalSampler(seed=1)
+    _study(SwitchSampler(early, late, switch_at=2), budget=4)
+    assert early._dists is not None and late._dists is not None  # each was bound to the space
+
+
+def test_a_negative_switch_is_refused():
+    with pytest.raises(ValueError, match="switch_at must be >= 0, got -1"):
+        SwitchSampler(OrdinalSampler(), OrdinalSampler(), switch_at=-1)
