@@ -646,7 +646,7 @@ def test_nested_config_overrides_are_typed_from_the_schema_in_a_dry_run(tmp_path
     [
         ("timing={max_time_s: [1", "config error: timing: must be a mapping, given with --config as YAML, got '{max_time_s: [1', "
                                     "which does not parse as YAML ("),
-        ("timing={max_time_s: lots}", "config error: timing.max_time_s: must be a number, got 'lots'"),
+        ("timing={max_time_s: lots}", "config error: timing.max_time_s: must be a number > 0, got 'lots'"),
         ("studies={search: {timeout_s: -1}}", "config error: studies.search.timeout_s: must be > 0, got -1"),
     ],
     ids=["does-not-parse", "not-a-number", "out-of-range"],

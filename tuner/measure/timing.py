@@ -29,6 +29,7 @@ BOUNDS: dict[str, tuple[str, Callable[[Any, Any], bool]]] = {
     "exclusiveMaximum": ("<", lambda value, bound: value < bound),
 }
 SCHEMA_TYPES = {"int": "integer", "float": "number", "bool": "boolean"}
+KINDS = {"int": "an integer", "float": "a number", "bool": "true or false"}  # a field's type in refusals
 
 
 def option(default: Any, description: str, **bounds: float) -> Any:
@@ -41,14 +42,15 @@ def option(default: Any, description: str, **bounds: float) -> Any:
     return field(default=default, metadata={"description": description, "bounds": bounds})
 
 
-def rule_text(bounds: dict[str, float]) -> str:
-    """``must be >= 0``, or for two bounds ``must be in [0, 1)``."""
+def rule_text(bounds: dict[str, float], kind: str) -> str:
+    """``must be an integer >= 0``, or for two bounds ``must be a number in [0, 1)`` (``kind``: the value's type in words),
+    so that one line fits both a value out of bounds and one of the wrong type."""
     low = {k: v for k, v in bounds.items() if k in ("minimum", "exclusiveMinimum")}
     high = {k: v for k, v in bounds.items() if k in ("maximum", "exclusiveMaximum")}
     if low and high:
         (lk, lv), (hk, hv) = next(iter(low.items())), next(iter(high.items()))
-        return f"must be in {'[' if lk == 'minimum' else '('}{lv}, {hv}{']' if hk == 'maximum' else ')'}"
-    return " and ".join(f"must be {BOUNDS[k][0]} {v}" for k, v in bounds.items())
+        return f"must be {kind} in {'[' if lk == 'minimum' else '('}{lv}, {hv}{']' if hk == 'maximum' else ')'}"
+    return f"must be {kind} " + " and ".join(f"{BOUNDS[k][0]} {v}" for k, v in bounds.items())
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ class TimingOptions:
             bounds = f.metadata.get("bounds", {})
             value = getattr(self, f.name)
             if not all(BOUNDS[kind][1](value, bound) for kind, bound in bounds.items()):
-                raise ValueError(f"timing.{f.name} {rule_text(bounds)}, got {value!r}")
+                raise ValueError(f"timing.{f.name} {rule_text(bounds, KINDS[str(f.type)])}, got {value!r}")
         if self.max_samples < self.min_samples:
             raise ValueError(f"timing.max_samples must be >= min_samples ({self.min_samples}), got {self.max_samples!r}")
 
@@ -86,7 +88,7 @@ class TimingOptions:
             bounds = dict(f.metadata.get("bounds", {}))
             entry = {"type": SCHEMA_TYPES[str(f.type)], **bounds, "default": f.default, "description": f.metadata["description"]}
             if bounds:
-                entry["x-rule"] = rule_text(bounds).removeprefix("must be ")
+                entry["x-rule"] = rule_text(bounds, KINDS[str(f.type)]).removeprefix("must be ")
             properties[f.name] = entry
         return {"type": "object", "additionalProperties": False, "properties": properties}
 
