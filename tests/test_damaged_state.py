@@ -278,6 +278,32 @@ def tuner(*args: str, cwd: Path, module: str = "tuner") -> subprocess.CompletedP
     return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
+MAINS = {"tuner": "tuner.cli", "tuner.report": "tuner.report.__main__"}
+
+
+def tuner_here(*args: str, cwd: Path, monkeypatch, capfd, module: str = "tuner") -> tuple[int, str]:
+    """``python -m MODULE ARGS`` run in this process (its ``main``): (exit status, stderr)."""
+    import importlib
+
+    monkeypatch.chdir(cwd)
+    capfd.readouterr()
+    try:
+        status = importlib.import_module(MAINS[module]).main(list(args))
+    except SystemExit as stop:
+        status = stop.code if isinstance(stop.code, int) else 1
+    return status, capfd.readouterr().err
+
+
+def tuner_in(process: bool, *args: str, cwd: Path, monkeypatch, capfd, module: str = "tuner") -> tuple[int, str]:
+    """(exit status, stderr) of ``python -m MODULE ARGS``: as a process, or in this one (the tests that
+    refuse one input after another run one case each as a process, for what a process adds: its exit
+    status and nothing printed at import)."""
+    if process:
+        proc = tuner(*args, cwd=cwd, module=module)
+        return proc.returncode, proc.stderr
+    return tuner_here(*args, cwd=cwd, monkeypatch=monkeypatch, capfd=capfd, module=module)
+
+
 DAMAGES = {
     "empty": lambda data: b"",
     "cut short": lambda data: data[: len(data) // 2],
@@ -287,14 +313,15 @@ DAMAGES = {
 
 @pytest.mark.parametrize("damage", list(DAMAGES.values()), ids=list(DAMAGES))
 @pytest.mark.parametrize("name", ["measurements.parquet", "device.json"])
-def test_best_stops_in_one_line_on_a_damaged_input_and_writes_nothing(tmp_path, name, damage):
+def test_best_stops_in_one_line_on_a_damaged_input_and_writes_nothing(tmp_path, monkeypatch, capfd, name, damage):
     folder = results_folder(tmp_path)
     target = folder / name
     target.write_bytes(damage(target.read_bytes()))
     before = files_under(tmp_path)
-    proc = tuner("best", "--results", str(folder), cwd=tmp_path)
-    assert proc.returncode == 1, proc.stderr
-    lines = proc.stderr.splitlines()
+    process = name == "measurements.parquet" and damage is DAMAGES["empty"]
+    status, err = tuner_in(process, "best", "--results", str(folder), cwd=tmp_path, monkeypatch=monkeypatch, capfd=capfd)
+    assert status == 1, err
+    lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {target}: not ") and "remove it and make it again with `" in lines[0]
     assert " readable " in lines[0]
     assert files_under(tmp_path) == before
@@ -324,16 +351,15 @@ def test_collect_stops_in_one_line_on_a_truncated_part_and_writes_nothing(tmp_pa
     ],
     ids=["cut short", "a list", "a word for a number"],
 )
-def test_the_report_stops_in_one_line_on_damaged_peaks(tmp_path, text, problem):
+def test_the_report_stops_in_one_line_on_damaged_peaks(tmp_path, monkeypatch, capfd, text, problem):
     folder = results_folder(tmp_path)
     (folder / "peaks.json").write_bytes(text)
     before = files_under(tmp_path)
-    proc = tuner("--results", str(folder), cwd=tmp_path, module="tuner.report")
-    assert proc.returncode == 2
-    assert proc.stderr.splitlines() == [
-        f"error: {folder / 'peaks.json'}: {problem}" + proc.stderr.split(problem, 1)[1].rstrip("\n")
-    ]
-    assert "make it again with `python -m tuner peaks`" in proc.stderr
+    status, err = tuner_in(problem == "not readable JSON", "--results", str(folder), cwd=tmp_path, monkeypatch=monkeypatch,
+                           capfd=capfd, module="tuner.report")  # fmt: skip
+    assert status == 2, err
+    assert err.splitlines() == [f"error: {folder / 'peaks.json'}: {problem}" + err.split(problem, 1)[1].rstrip("\n")]
+    assert "make it again with `python -m tuner peaks`" in err
     assert files_under(tmp_path) == before
 
 

@@ -299,32 +299,50 @@ def write_config(tmp_path: Path) -> Path:
     return path
 
 
+def main_here(args: list[str], cwd: Path, monkeypatch) -> int:
+    """``python -m tuner ARGS`` run in this process (its ``main``): its exit status."""
+    from tuner.cli import main
+
+    monkeypatch.chdir(cwd)
+    try:
+        return main(args)
+    except SystemExit as stop:  # argparse's refusals
+        return stop.code if isinstance(stop.code, int) else 1
+
+
+# (arguments, exit status, the start of the one line, whether it runs as `python -m tuner` itself). Two cases
+# run as a process, argparse's refusal and a config error's: what a process adds (the exit status
+# `python -m tuner` hands back, nothing printed at import) is the same for the rest, which run here.
 @pytest.mark.parametrize(
-    "args, code, line",
+    "args, code, line, process",
     [
-        (["space", "--n", "0"], 2, "tuner space: error: argument --n: must be an integer >= 1, got 0 (see tuner space --help)"),
-        (["space", "--n", "lots"], 2, "tuner space: error: argument --n: must be an integer >= 1, got 'lots' (see tuner space --help)"),
-        (["tune", "search", "--gpus", "0,0"], 2, "tuner tune: error: argument --gpus: must name each CUDA device once"),
-        (["tune", "search", "--gpus", "0,x"], 2, "tuner tune: error: argument --gpus: must be CUDA device indices"),
-        (["nosuchstage"], 2, "tuner: error: argument STAGE: invalid choice: 'nosuchstage'"),
-        (["sweep"], 2, "tuner sweep: error: the following arguments are required: name"),
-        (["sweep", "ladder", "--settings", "{not json"], 2, "config error: --settings: must be a stage's settings as JSON"),
-        (["sweep", "ladder", "--settings", "[]"], 2, "config error: --settings: must be a stage's settings as JSON"),
-        (["sweep", "nosuch", "--config", "{config}"], 2, "config error: sweep name: must be one of ['ladder'], got 'nosuch'"),
-        (["tune", "nosuch", "--config", "{config}"], 2, "config error: study name: must be one of ['search'], got 'nosuch'"),
-        (["collect", "{tmp}/none.parquet", "--out", "{tmp}/m.parquet"], 2, "config error: inputs: must be existing Parquet files"),
-        (["verify", "--families", "nosuch"], 2, "config error: --families: must be among"),
+        (["space", "--n", "0"], 2, "tuner space: error: argument --n: must be an integer >= 1, got 0 (see tuner space --help)", True),
+        (["space", "--n", "lots"], 2, "tuner space: error: argument --n: must be an integer >= 1, got 'lots' (see tuner space --help)", False),
+        (["tune", "search", "--gpus", "0,0"], 2, "tuner tune: error: argument --gpus: must name each CUDA device once", False),
+        (["tune", "search", "--gpus", "0,x"], 2, "tuner tune: error: argument --gpus: must be CUDA device indices", False),
+        (["nosuchstage"], 2, "tuner: error: argument STAGE: invalid choice: 'nosuchstage'", False),
+        (["sweep"], 2, "tuner sweep: error: the following arguments are required: name", False),
+        (["sweep", "ladder", "--settings", "{not json"], 2, "config error: --settings: must be a stage's settings as JSON", False),
+        (["sweep", "ladder", "--settings", "[]"], 2, "config error: --settings: must be a stage's settings as JSON", False),
+        (["sweep", "nosuch", "--config", "{config}"], 2, "config error: sweep name: must be one of ['ladder'], got 'nosuch'", True),
+        (["tune", "nosuch", "--config", "{config}"], 2, "config error: study name: must be one of ['search'], got 'nosuch'", False),
+        (["collect", "{tmp}/none.parquet", "--out", "{tmp}/m.parquet"], 2, "config error: inputs: must be existing Parquet files", False),
+        (["verify", "--families", "nosuch"], 2, "config error: --families: must be among", False),
     ],
     ids=["n-0", "n-word", "gpus-twice", "gpus-word", "stage", "no-name", "settings-json", "settings-list", "sweep-name",
          "study-name", "collect-missing", "verify-family"],
 )  # fmt: skip
-def test_cli_misuse_is_one_line_and_exit_2_and_writes_nothing(tmp_path, args, code, line):
+def test_cli_misuse_is_one_line_and_exit_2_and_writes_nothing(tmp_path, monkeypatch, capfd, args, code, line, process):
     config = write_config(tmp_path)
     args = [a.replace("{config}", str(config)).replace("{tmp}", str(tmp_path)) for a in args]
-    proc = cli(*args, cwd=tmp_path)
-    assert proc.returncode == code, proc.stderr
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(line), proc.stderr
+    if process:
+        proc = cli(*args, cwd=tmp_path)
+        status, err = proc.returncode, proc.stderr
+    else:
+        status, err = main_here(args, tmp_path, monkeypatch), capfd.readouterr().err
+    assert status == code, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(line), err
     assert files_under(tmp_path) == {"mine.yaml"}
 
 

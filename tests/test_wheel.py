@@ -52,7 +52,9 @@ def installed(dist, tmp_path_factory) -> tuple[Path, dict]:
     assert run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=venv.parent).returncode == 0
     python = venv / "bin" / "python"
     (wheel,) = dist.glob("*.whl")
-    proc = run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", wheel], cwd=venv.parent)
+    # --no-compile: each file is compiled when first imported, as CI's pip does (PIP_NO_COMPILE=false in .ci/run).
+    proc = run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "--no-compile", wheel],
+               cwd=venv.parent)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     # The dependencies: every folder on this interpreter's path but the standard library and the checkout
     # (site-packages, and the wheels a GPU machine puts on PYTHONPATH), after the venv's own site-packages.
@@ -87,12 +89,7 @@ def test_the_sdist_and_the_wheel_carry_what_the_package_reads(dist):
 
 def test_a_folder_of_ones_own_runs_from_the_installed_wheel(installed, tmp_path):
     python, env = installed
-    where = run([python, "-c", "import tuner, tuner.resources as r; print(tuner.__file__); print(r.root()); print(r.checkout_root())"],
-                cwd=tmp_path, env=env)  # fmt: skip
-    package, resources, checkout = where.stdout.split("\n")[:3]
     venv = python.parent.parent
-    assert Path(package).is_relative_to(venv) and resources.endswith("tuner/_resources") and checkout == "None", where
-
     (tmp_path / "src").mkdir()
     shutil.copy(SAXPY, tmp_path / "src" / "saxpy.cu")
     proc = run([venv / "bin" / "tuner", "init", "mine", "--kernel", "src/saxpy.cu"], cwd=tmp_path, env=env)
@@ -118,10 +115,14 @@ def test_a_folder_of_ones_own_runs_from_the_installed_wheel(installed, tmp_path)
                 "plot_report"):  # fmt: skip
         assert f"rule {job}:" in proc.stdout or f"{job} " in proc.stdout, job
 
-    # The notebook call, from the folder: everything up to the GPU (none is visible to it here).
-    call = ("import tuner\nfrom tuner.families import REGISTRY, load_family_paths\nload_family_paths(['saxpy.py'])\n"
+    # The notebook call, from the folder: everything up to the GPU (none is visible to it here). It first
+    # says where the package and its files come from: the environment, not the checkout.
+    call = ("import tuner, tuner.resources as r\nprint(tuner.__file__); print(r.root()); print(r.checkout_root(), flush=True)\n"
+            "from tuner.families import REGISTRY, load_family_paths\nload_family_paths(['saxpy.py'])\n"
             "tuner.tune(REGISTRY['saxpy'], {'block_size_x': [256]}, n=1 << 20)\n")  # fmt: skip
     proc = run([python, "-c", call], cwd=folder, env={**env, "CUDA_VISIBLE_DEVICES": ""})
+    package, resources, checkout = proc.stdout.split("\n")[:3]
+    assert Path(package).is_relative_to(venv) and resources.endswith("tuner/_resources") and checkout == "None", proc.stdout
     last = proc.stderr.strip().splitlines()[-1]
     assert proc.returncode == 1 and last.startswith("tuner.device.gpu.GpuUnavailable: "), proc.stderr[-3000:]
     assert "missing" not in proc.stderr, proc.stderr[-3000:]
