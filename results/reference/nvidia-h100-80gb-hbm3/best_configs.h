@@ -9,9 +9,6 @@ namespace tuner_best {
 constexpr bool tuned = true;
 
 // Operation "copy" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
-// 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of copy float32 (copy) (2 of 2; 0.07% behind each size's best, geometric mean). The others:
-//   variant=copy, block_size=1024, vector_width=4, unroll=1, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3104.6 GB/s
 struct copy_copy_float32_n16777216 {
     static constexpr const char* variant = "copy";
     static constexpr int block_size = 256;
@@ -22,17 +19,24 @@ struct copy_copy_float32_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {16384, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3141.8;  // measured
+    static constexpr double bandwidth_gbs = 3137.1;  // measured
+    struct energy_optimal {  // 33.9 mJ per launch, measured
+        static constexpr const char* variant = "copy";
+        static constexpr int block_size = 256;
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 1;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int offset = 0;
+    };
 };
 
 // Operation "read" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
-// 6 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 6 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.15% behind each size's best, geometric mean). The others:
-//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2695.6 GB/s (the winner)
+// 4 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of copy float32 (read) (2 of 2; 0.16% behind each size's best, geometric mean). The others:
+//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2688.7 GB/s
 //   variant=read, block_size=1024, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2681.8 GB/s
-//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2681.8 GB/s
-//   variant=read, block_size=256, vector_width=4, unroll=1, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2671.5 GB/s
-//   variant=read, block_size=256, vector_width=1, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2671.5 GB/s
+//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2674.9 GB/s
 struct copy_read_float32_n16777216 {
     static constexpr const char* variant = "read";
     static constexpr int block_size = 256;
@@ -43,13 +47,13 @@ struct copy_read_float32_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {8192, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 2693.8;  // measured
+    static constexpr double bandwidth_gbs = 2695.6;  // measured
 };
 
 // Operation "copy" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 2 tied configurations the one that ties at the most sizes of copy float32 (copy) (2 of 2; 0.07% behind each size's best, geometric mean). The others:
-//   variant=copy, block_size=1024, vector_width=4, unroll=1, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3051.5 GB/s (the winner)
+// exported: of its 2 tied configurations the one that ties at the most sizes of copy float32 (copy) (2 of 2; 0.10% behind each size's best, geometric mean). The others:
+//   variant=copy, block_size=1024, vector_width=4, unroll=1, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3051.4 GB/s (the winner)
 struct copy_copy_float32_n268435456 {
     static constexpr const char* variant = "copy";
     static constexpr int block_size = 256;
@@ -60,15 +64,15 @@ struct copy_copy_float32_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {262144, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3047.1;  // measured
+    static constexpr double bandwidth_gbs = 3045.4;  // measured
 };
 
 // Operation "read" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
 // 4 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 4 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.15% behind each size's best, geometric mean). The others:
-//   variant=read, block_size=1024, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3180.2 GB/s (the winner)
-//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3171.2 GB/s
-//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3164.0 GB/s
+// exported: of its 4 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.16% behind each size's best, geometric mean). The others:
+//   variant=read, block_size=1024, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3181.7 GB/s (the winner)
+//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3164.8 GB/s
+//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3162.7 GB/s
 struct copy_read_float32_n268435456 {
     static constexpr const char* variant = "read";
     static constexpr int block_size = 256;
@@ -79,61 +83,88 @@ struct copy_read_float32_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {131072, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3172.8;  // measured
+    static constexpr double bandwidth_gbs = 3171.3;  // measured
+    struct energy_optimal {  // 231.2 mJ per launch, measured
+        static constexpr const char* variant = "read";
+        static constexpr int block_size = 1024;
+        static constexpr int vector_width = 2;
+        static constexpr int unroll = 4;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int offset = 0;
+    };
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of layout float32 (2 of 2; 0.26% behind each size's best, geometric mean). The others:
-//   variant=soa, block_size=256: 2991.7 GB/s
+// exported: the winner, which ties at the most sizes of layout float32 (2 of 2; 0.35% behind each size's best, geometric mean). The others:
+//   variant=soa, block_size=256: 3000.2 GB/s
 struct layout_float32_n4194304 {
     static constexpr const char* variant = "aos";
     static constexpr int block_size = 256;
     static constexpr unsigned grid[3] = {16384, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3006.7;  // measured
+    static constexpr double bandwidth_gbs = 3008.8;  // measured
+    struct energy_optimal {  // 16.4 mJ per launch, measured
+        static constexpr const char* variant = "aos";
+        static constexpr int block_size = 256;
+    };
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 2 tied configurations the one that ties at the most sizes of layout float32 (2 of 2; 0.26% behind each size's best, geometric mean). The others:
-//   variant=aos, block_size=128: 2962.3 GB/s (the winner)
+// exported: of its 2 tied configurations the one that ties at the most sizes of layout float32 (2 of 2; 0.35% behind each size's best, geometric mean). The others:
+//   variant=aos, block_size=128: 2967.8 GB/s (the winner)
 struct layout_float32_n67108864 {
     static constexpr const char* variant = "aos";
     static constexpr int block_size = 256;
     static constexpr unsigned grid[3] = {262144, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 2946.7;  // measured
+    static constexpr double bandwidth_gbs = 2947.0;  // measured
+    struct energy_optimal {  // 241.0 mJ per launch, measured
+        static constexpr const char* variant = "aos";
+        static constexpr int block_size = 128;
+    };
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of matmul float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=shared_ab, tile=32, pitched=0: 7751.9 GFLOP/s
+// exported: of its 2 tied configurations the one that ties at the most sizes of matmul float32 (2 of 2; 0.02% behind each size's best, geometric mean). The others:
+//   variant=shared_ab, tile=32, pitched=0: 7754.8 GFLOP/s (the winner)
 struct matmul_float32_n1000 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 32;
     static constexpr int pitched = 1;
     static constexpr unsigned grid[3] = {32, 32, 1};
     static constexpr unsigned block[3] = {32, 32, 1};
+    struct energy_optimal {  // 108.9 mJ per launch, measured
+        static constexpr const char* variant = "shared_ab";
+        static constexpr int tile = 32;
+        static constexpr int pitched = 0;
+    };
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 2 tied configurations the one that ties at the most sizes of matmul float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=shared_ab, tile=32, pitched=0: 8310.7 GFLOP/s (the winner)
+// exported: the winner, which ties at the most sizes of matmul float32 (2 of 2; 0.02% behind each size's best, geometric mean). The others:
+//   variant=shared_ab, tile=32, pitched=0: 8293.2 GFLOP/s
 struct matmul_float32_n1024 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 32;
     static constexpr int pitched = 1;
     static constexpr unsigned grid[3] = {32, 32, 1};
     static constexpr unsigned block[3] = {32, 32, 1};
+    struct energy_optimal {  // 101.2 mJ per launch, measured
+        static constexpr const char* variant = "shared_ab";
+        static constexpr int tile = 32;
+        static constexpr int pitched = 1;
+    };
 };
 
 // 7 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of offset float32 (2 of 2; 0.08% behind each size's best, geometric mean). The others:
-//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3145.7 GB/s
+// exported: the winner, which ties at the most sizes of offset float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3139.4 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3139.4 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3139.4 GB/s
 //   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3139.4 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3139.4 GB/s
 //   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3133.2 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3127.0 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3127.0 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3127.0 GB/s
 struct offset_float32_n4194304 {
     static constexpr const char* variant = "read_offset_unrolled";
     static constexpr int offset = 0;
@@ -143,29 +174,38 @@ struct offset_float32_n4194304 {
     static constexpr int read_only = 0;
     static constexpr unsigned grid[3] = {2048, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3145.7;  // measured
+    static constexpr double bandwidth_gbs = 3152.0;  // measured
+    struct energy_optimal {  // 12.3 mJ per launch, measured
+        static constexpr const char* variant = "read_offset_unrolled";
+        static constexpr int offset = 0;
+        static constexpr int block_size = 512;
+        static constexpr int unroll = 4;
+        static constexpr const char* l1_cache = "ca";
+        static constexpr int read_only = 0;
+    };
 };
 
-// 19 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 19 tied configurations the one that ties at the most sizes of offset float32 (2 of 2; 0.08% behind each size's best, geometric mean). The others:
-//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3203.4 GB/s (the winner)
-//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3202.6 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3201.8 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3198.5 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3198.5 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3196.9 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3193.6 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3190.4 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3183.9 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=2, l1_cache=ca, read_only=0: 3179.1 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=2, l1_cache=ca, read_only=0: 3177.5 GB/s
-//   variant=read_offset_unrolled, offset=11, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3176.7 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3175.9 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3174.3 GB/s
+// 20 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of offset float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3214.8 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3211.6 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3210.7 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3209.9 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3208.3 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3207.5 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3198.5 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3196.9 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3185.5 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=2, l1_cache=ca, read_only=0: 3185.5 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=2, l1_cache=ca, read_only=0: 3183.9 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3182.3 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3181.5 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3175.9 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3175.1 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3174.3 GB/s
 //   variant=read_offset_unrolled, offset=128, block_size=128, unroll=8, l1_cache=ca, read_only=0: 3173.5 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3173.5 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3171.1 GB/s
-//   variant=read_offset_unrolled, offset=11, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3169.5 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3173.5 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3168.7 GB/s
 struct offset_float32_n16777216 {
     static constexpr const char* variant = "read_offset_unrolled";
     static constexpr int offset = 0;
@@ -175,12 +215,20 @@ struct offset_float32_n16777216 {
     static constexpr int read_only = 0;
     static constexpr unsigned grid[3] = {8192, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3198.5;  // measured
+    static constexpr double bandwidth_gbs = 3216.5;  // measured
+    struct energy_optimal {  // 41.4 mJ per launch, measured
+        static constexpr const char* variant = "read_offset_unrolled";
+        static constexpr int offset = 0;
+        static constexpr int block_size = 512;
+        static constexpr int unroll = 4;
+        static constexpr const char* l1_cache = "ca";
+        static constexpr int read_only = 0;
+    };
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
 // exported: the winner: no member of its tie set ties at another size (n = 268435456). The others:
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=host: 2674.9 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=host: 2681.8 GB/s
 struct reduce_float32_n16777216 {
     static constexpr const char* variant = "shared";
     static constexpr int block_size = 1024;
@@ -193,17 +241,28 @@ struct reduce_float32_n16777216 {
     static constexpr const char* finish = "host";
     static constexpr unsigned grid[3] = {2048, 1, 1};
     static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 2685.2;  // measured
+    static constexpr double bandwidth_gbs = 2688.7;  // measured
+    struct energy_optimal {  // 16.7 mJ per launch, measured
+        static constexpr const char* variant = "shared";
+        static constexpr int block_size = 1024;
+        static constexpr int unroll = 8;
+        static constexpr int vector_width = 1;
+        static constexpr int offset = 0;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int min_blocks = 0;
+        static constexpr const char* finish = "host";
+    };
 };
 
 // 4 configurations tie (95 % intervals of the median time overlap the winner's);
 // exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
-//   variant=shuffle, block_size=512, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3170.7 GB/s
-//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3152.7 GB/s
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3150.7 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3169.2 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3149.0 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3147.8 GB/s
 struct reduce_float32_n268435456 {
     static constexpr const char* variant = "shuffle";
-    static constexpr int block_size = 1024;
+    static constexpr int block_size = 512;
     static constexpr int unroll = 4;
     static constexpr int vector_width = 4;
     static constexpr int offset = 0;
@@ -211,15 +270,14 @@ struct reduce_float32_n268435456 {
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
     static constexpr const char* finish = "atomic";
-    static constexpr unsigned grid[3] = {16384, 1, 1};
-    static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 3171.8;  // measured
+    static constexpr unsigned grid[3] = {32768, 1, 1};
+    static constexpr unsigned block[3] = {512, 1, 1};
+    static constexpr double bandwidth_gbs = 3169.4;  // measured
 };
 
-// 3 configurations tie (95 % intervals of the median time overlap the winner's);
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
 // exported: the winner: no member of its tie set ties at another size (n = 268435456). The others:
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=host: 2680.1 GB/s
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=host: 2647.9 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=host: 2681.8 GB/s
 struct reduce_int32_n16777216 {
     static constexpr const char* variant = "shared";
     static constexpr int block_size = 1024;
@@ -232,17 +290,28 @@ struct reduce_int32_n16777216 {
     static constexpr const char* finish = "host";
     static constexpr unsigned grid[3] = {2048, 1, 1};
     static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 2681.8;  // measured
+    static constexpr double bandwidth_gbs = 2692.1;  // measured
+    struct energy_optimal {  // 15.7 mJ per launch, measured
+        static constexpr const char* variant = "shared";
+        static constexpr int block_size = 1024;
+        static constexpr int unroll = 8;
+        static constexpr int vector_width = 1;
+        static constexpr int offset = 0;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int min_blocks = 0;
+        static constexpr const char* finish = "host";
+    };
 };
 
 // 4 configurations tie (95 % intervals of the median time overlap the winner's);
 // exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
-//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3171.9 GB/s
-//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3154.8 GB/s
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3151.2 GB/s
+//   variant=shuffle, block_size=512, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3164.9 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3150.5 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3148.3 GB/s
 struct reduce_int32_n268435456 {
     static constexpr const char* variant = "shuffle";
-    static constexpr int block_size = 512;
+    static constexpr int block_size = 1024;
     static constexpr int unroll = 4;
     static constexpr int vector_width = 4;
     static constexpr int offset = 0;
@@ -250,11 +319,14 @@ struct reduce_int32_n268435456 {
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
     static constexpr const char* finish = "atomic";
-    static constexpr unsigned grid[3] = {32768, 1, 1};
-    static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3172.1;  // measured
+    static constexpr unsigned grid[3] = {16384, 1, 1};
+    static constexpr unsigned block[3] = {1024, 1, 1};
+    static constexpr double bandwidth_gbs = 3165.4;  // measured
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of vector_add float16 (2 of 2; 0.24% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=8, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3256.4 GB/s
 struct vector_add_float16_n16777216 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 8;
@@ -264,12 +336,21 @@ struct vector_add_float16_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {4096, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3283.6;  // measured
+    static constexpr double bandwidth_gbs = 3273.4;  // measured
+    struct energy_optimal {  // 19.5 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 8;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
-// 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add float16 (2 of 2; 0.01% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=4, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3093.0 GB/s (the winner)
+// 3 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 3 tied configurations the one that ties at the most sizes of vector_add float16 (2 of 2; 0.24% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=8, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3107.4 GB/s (the winner)
+//   variant=add, vector_width=4, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3093.7 GB/s
 struct vector_add_float16_n268435456 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 8;
@@ -279,61 +360,109 @@ struct vector_add_float16_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {65536, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3092.7;  // measured
+    static constexpr double bandwidth_gbs = 3092.4;  // measured
+    struct energy_optimal {  // 356.7 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 8;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 1024;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add float32 (2 of 2; 0.18% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=4, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3190.4 GB/s (the winner)
 struct vector_add_float32_n16777216 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;
     static constexpr int unroll = 1;
-    static constexpr int block_size = 512;
+    static constexpr int block_size = 1024;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {8192, 1, 1};
-    static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3205.0;  // measured
+    static constexpr unsigned grid[3] = {4096, 1, 1};
+    static constexpr unsigned block[3] = {1024, 1, 1};
+    static constexpr double bandwidth_gbs = 3179.1;  // measured
+    struct energy_optimal {  // 41.3 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
-// 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of vector_add float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=2, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3080.6 GB/s
+// 3 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of vector_add float32 (2 of 2; 0.18% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=2, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3080.3 GB/s
+//   variant=add, vector_width=4, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3080.2 GB/s
 struct vector_add_float32_n268435456 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;
     static constexpr int unroll = 1;
-    static constexpr int block_size = 512;
+    static constexpr int block_size = 1024;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {131072, 1, 1};
-    static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3081.8;  // measured
+    static constexpr unsigned grid[3] = {65536, 1, 1};
+    static constexpr unsigned block[3] = {1024, 1, 1};
+    static constexpr double bandwidth_gbs = 3094.5;  // measured
+    struct energy_optimal {  // 673.3 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 4;
+        static constexpr int block_size = 256;
+        static constexpr int grid_blocks_per_sm = 16;
+        static constexpr int offset = 0;
+    };
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add int32 (2 of 2; 0.09% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=4, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3182.3 GB/s (the winner)
 struct vector_add_int32_n16777216 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;
     static constexpr int unroll = 1;
-    static constexpr int block_size = 512;
+    static constexpr int block_size = 1024;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {8192, 1, 1};
-    static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3186.4;  // measured
+    static constexpr unsigned grid[3] = {4096, 1, 1};
+    static constexpr unsigned block[3] = {1024, 1, 1};
+    static constexpr double bandwidth_gbs = 3176.7;  // measured
+    struct energy_optimal {  // 42.9 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
-// 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of vector_add int32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=2, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3077.4 GB/s
+// 3 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of vector_add int32 (2 of 2; 0.09% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=2, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3080.1 GB/s
+//   variant=add, vector_width=4, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3079.8 GB/s
 struct vector_add_int32_n268435456 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;
     static constexpr int unroll = 1;
-    static constexpr int block_size = 512;
+    static constexpr int block_size = 1024;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {131072, 1, 1};
-    static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3081.8;  // measured
+    static constexpr unsigned grid[3] = {65536, 1, 1};
+    static constexpr unsigned block[3] = {1024, 1, 1};
+    static constexpr double bandwidth_gbs = 3090.6;  // measured
+    struct energy_optimal {  // 707.4 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 1024;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_int8_n16777216 {
@@ -345,7 +474,15 @@ struct vector_add_int8_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {4096, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 2984.6;  // measured
+    static constexpr double bandwidth_gbs = 2967.7;  // measured
+    struct energy_optimal {  // 13.9 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 8;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_int8_n268435456 {
@@ -357,7 +494,15 @@ struct vector_add_int8_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {65536, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3077.4;  // measured
+    static constexpr double bandwidth_gbs = 3074.1;  // measured
+    struct energy_optimal {  // 169.1 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 8;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 #else
 constexpr bool tuned = false;
@@ -373,6 +518,15 @@ struct copy_copy_float32_n16777216 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "copy";
+        static constexpr int block_size = 256;
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 1;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int offset = 0;
+    };
 };
 
 struct copy_read_float32_n16777216 {
@@ -412,6 +566,15 @@ struct copy_read_float32_n268435456 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "read";
+        static constexpr int block_size = 256;
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 1;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int offset = 0;
+    };
 };
 
 struct layout_float32_n4194304 {
@@ -420,6 +583,10 @@ struct layout_float32_n4194304 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "aos";
+        static constexpr int block_size = 128;
+    };
 };
 
 struct layout_float32_n67108864 {
@@ -428,6 +595,10 @@ struct layout_float32_n67108864 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "aos";
+        static constexpr int block_size = 128;
+    };
 };
 
 struct matmul_float32_n1000 {
@@ -436,6 +607,11 @@ struct matmul_float32_n1000 {
     static constexpr int pitched = 0;
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    struct energy_optimal {
+        static constexpr const char* variant = "shared_ab";
+        static constexpr int tile = 16;
+        static constexpr int pitched = 0;
+    };
 };
 
 struct matmul_float32_n1024 {
@@ -444,6 +620,11 @@ struct matmul_float32_n1024 {
     static constexpr int pitched = 0;
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    struct energy_optimal {
+        static constexpr const char* variant = "shared_ab";
+        static constexpr int tile = 16;
+        static constexpr int pitched = 0;
+    };
 };
 
 struct offset_float32_n4194304 {
@@ -456,6 +637,14 @@ struct offset_float32_n4194304 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "read_offset";
+        static constexpr int offset = 0;
+        static constexpr int block_size = 512;
+        static constexpr int unroll = 1;
+        static constexpr const char* l1_cache = "ca";
+        static constexpr int read_only = 0;
+    };
 };
 
 struct offset_float32_n16777216 {
@@ -468,6 +657,14 @@ struct offset_float32_n16777216 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "read_offset";
+        static constexpr int offset = 0;
+        static constexpr int block_size = 512;
+        static constexpr int unroll = 1;
+        static constexpr const char* l1_cache = "ca";
+        static constexpr int read_only = 0;
+    };
 };
 
 struct reduce_float32_n16777216 {
@@ -483,6 +680,17 @@ struct reduce_float32_n16777216 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "shuffle";
+        static constexpr int block_size = 256;
+        static constexpr int unroll = 1;
+        static constexpr int vector_width = 1;
+        static constexpr int offset = 0;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int min_blocks = 0;
+        static constexpr const char* finish = "host";
+    };
 };
 
 struct reduce_float32_n268435456 {
@@ -513,6 +721,17 @@ struct reduce_int32_n16777216 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "shuffle";
+        static constexpr int block_size = 256;
+        static constexpr int unroll = 1;
+        static constexpr int vector_width = 1;
+        static constexpr int offset = 0;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int min_blocks = 0;
+        static constexpr const char* finish = "host";
+    };
 };
 
 struct reduce_int32_n268435456 {
@@ -540,6 +759,14 @@ struct vector_add_float16_n16777216 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_float16_n268435456 {
@@ -552,6 +779,14 @@ struct vector_add_float16_n268435456 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_float32_n16777216 {
@@ -564,6 +799,14 @@ struct vector_add_float32_n16777216 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_float32_n268435456 {
@@ -576,6 +819,14 @@ struct vector_add_float32_n268435456 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_int32_n16777216 {
@@ -588,6 +839,14 @@ struct vector_add_int32_n16777216 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_int32_n268435456 {
@@ -600,6 +859,14 @@ struct vector_add_int32_n268435456 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_int8_n16777216 {
@@ -612,6 +879,14 @@ struct vector_add_int8_n16777216 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_int8_n268435456 {
@@ -624,6 +899,14 @@ struct vector_add_int8_n268435456 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 #endif
 
