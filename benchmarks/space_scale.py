@@ -33,9 +33,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tuner.search.replay import _quiet_optuna  # noqa: E402
-from tuner.search.study import run_study  # noqa: E402
-from tuner.search.tables import SpaceTable, restriction_check, table_family, table_measure, table_problem  # noqa: E402
+from tuner.search.study.run import run_study  # noqa: E402
+from tuner.search.tables.community import SpaceTable, restriction_check, table_family, table_measure, table_problem  # noqa: E402
+from tuner.search.tables.replay import _quiet_optuna  # noqa: E402
 
 RESTRICTION = "p0 + p1 <= 12"
 

@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tuner.families.base import Family, Param, Problem  # noqa: E402
 from tuner.measure import compile as compiling  # noqa: E402
 from tuner.measure.precompile import Precompiler, study_modules  # noqa: E402
-from tuner.search.replay import _quiet_optuna  # noqa: E402
-from tuner.search.study import run_study  # noqa: E402
+from tuner.search.study.run import run_study  # noqa: E402
+from tuner.search.tables.replay import _quiet_optuna  # noqa: E402
 
 CONVOLUTION = {
     "filter_height": list(range(3, 35, 2)),

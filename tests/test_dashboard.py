@@ -1,4 +1,4 @@
-"""optuna-dashboard serves a study that tuner.search.study wrote."""
+"""optuna-dashboard serves a study that tuner.search.study.run wrote."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from tuner.search.study import open_storage, run_study
+from tuner.search.study.run import open_storage, run_study
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402

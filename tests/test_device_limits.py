@@ -150,7 +150,7 @@ def test_a_kernel_ptxas_refuses_for_a_limit_is_infeasible_not_a_compile_error(mo
 def test_a_study_whose_measurements_meet_limits_goes_on_to_an_ok_winner():
     """``infeasible`` rows from the measuring process are failed trials: they neither crash the study nor win."""
     from tuner.families import REGISTRY
-    from tuner.search.study import run_study, study_rows
+    from tuner.search.study.run import run_study, study_rows
 
     family = REGISTRY["vector_add"]
     problem = Problem("vector_add", family.dtypes[0], 1 << 20)

@@ -17,8 +17,8 @@ import pytest
 from tuner import cli
 from tuner.data import results
 from tuner.families import REGISTRY
-from tuner.search.replay import table_measure
-from tuner.search.study import run_study, study_rows
+from tuner.search.study.run import run_study, study_rows
+from tuner.search.tables.replay import table_measure
 from tuner.settings import load
 
 ROOT = Path(__file__).resolve().parents[1]

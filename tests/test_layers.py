@@ -51,8 +51,8 @@ ALLOWED = {
         "settings",
         "stages",
     },
-    # tuning from Python: the stages' measuring, in one process
-    "api": {"data", "device", "families", "measure", "resources", "search"},
+    # tuning from Python: the stages' measuring, in one process (a sweep's row store is the sweep stage's)
+    "api": {"data", "device", "families", "measure", "resources", "search", "stages"},
     # Kernel Tuner's tune_kernel: its arguments as a KernelSpec (families), its iterations as timing (measure),
     # its strategies (search), measured by api, returned from the rows and their ties (data)
     "kernel_tuner": {"api", "data", "families", "measure", "search"},

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 from tuner.data.results import config_key
-from tuner.search import study as study_module
-from tuner.search.claims import TAKEN
-from tuner.search.ordinal import OrdinalSampler
-from tuner.search.study import run_study
+from tuner.search.samplers.ordinal import OrdinalSampler
+from tuner.search.study import run as study_module
+from tuner.search.study.claims import TAKEN
+from tuner.search.study.run import run_study
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
@@ -89,7 +89,7 @@ def test_the_farthest_candidate_is_found_with_the_same_figures_as_one_at_a_time(
 
     import numpy as np
 
-    from tuner.search.ordinal_grid import grid_distance, nearest_distances
+    from tuner.search.samplers.ordinal_grid import grid_distance, nearest_distances
 
     rng = random.Random(0)
     ordered = [True, True, False, True]  # an unordered parameter is a label >= 10

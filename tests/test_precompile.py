@@ -180,7 +180,7 @@ def test_a_hurried_module_is_built_at_once_beside_the_pool(tmp_path, monkeypatch
 
 
 def test_a_study_hands_each_configuration_it_claims_to_claimed_before_measuring_it():
-    from tuner.search.study import run_study
+    from tuner.search.study.run import run_study
 
     events = []  # (what, config key, thread, time)
 
@@ -448,7 +448,7 @@ def test_a_study_on_a_large_space_compiles_what_it_claims_and_what_its_sampler_e
 ):
     from tuner import cli
     from tuner.measure import precompile
-    from tuner.search.ordinal import RUNNERS_UP
+    from tuner.search.samplers.ordinal import RUNNERS_UP
     from tuner.settings import parse
 
     monkeypatch.setenv("TUNER_PROGRESS", "off")

@@ -14,9 +14,9 @@ import pytest
 
 from tuner.families import REGISTRY, Problem
 from tuner.progress import Progress, track
-from tuner.search.storage import finished_trials
-from tuner.search.study import run_study
-from tuner.search.sweep import run_sweep
+from tuner.search.study.run import run_study
+from tuner.search.study.storage import finished_trials
+from tuner.stages.sweep_store import run_sweep
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "data"))

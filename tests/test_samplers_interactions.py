@@ -1,4 +1,4 @@
-"""The interaction sampler (tuner.search.interactions.InteractionSampler)
+"""The interaction sampler (tuner.search.samplers.interactions.InteractionSampler)
 through the real study loop, on the GPU-free fake family and on a synthetic
 replay table."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import optuna
 
 from tuner.data.results import config_key
-from tuner.search.interactions import InteractionSampler
-from tuner.search.study import make_sampler, run_study
-from tuner.search.tables import SpaceTable, table_family, table_measure, table_problem
+from tuner.search.samplers.interactions import InteractionSampler
+from tuner.search.study.run import make_sampler, run_study
+from tuner.search.tables.community import SpaceTable, table_family, table_measure, table_problem
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 from fake_family import OPTIMUM_GBS, PROBLEM, FakeFamily, is_wrong, measure  # noqa: E402

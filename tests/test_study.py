@@ -1,4 +1,4 @@
-"""The Optuna search loop (tuner.search.study) on a GPU-free fake family."""
+"""The Optuna search loop (tuner.search.study.run) on a GPU-free fake family."""
 
 from __future__ import annotations
 
@@ -14,10 +14,8 @@ from optuna.trial import TrialState
 
 from tuner.data.results import COLUMNS, config_key
 from tuner.errors import FatalDeviceError
-from tuner.search.claims import DONE
-from tuner.search.storage import open_claims
-from tuner.search.storage_spec import storage_problem
-from tuner.search.study import (
+from tuner.search.study.claims import DONE
+from tuner.search.study.run import (
     SAMPLERS,
     StudyOutcome,
     make_sampler,
@@ -25,6 +23,8 @@ from tuner.search.study import (
     run_study,
     study_rows,
 )
+from tuner.search.study.storage import open_claims
+from tuner.search.study.storage_spec import storage_problem
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 from fake_family import OPTIMUM_CFG, OPTIMUM_GBS, PROBLEM, FakeFamily, is_wrong, measure  # noqa: E402
@@ -346,7 +346,7 @@ def test_patience_ends_a_stuck_search_of_a_space_too_large_to_enumerate(monkeypa
     # space's exhaustion is unknown; random rescues only find the one
     # configuration again, so each trial fails unmeasured.
     monkeypatch.setattr("tuner.families.base.MAX_ENUMERATED", 0)
-    monkeypatch.setattr("tuner.search.feasible_draws.CHECKS_PER_ASK", 0)
+    monkeypatch.setattr("tuner.search.samplers.feasible_draws.CHECKS_PER_ASK", 0)
     recorder = Recorder()
     one = {name: [value] for name, value in cfg().items()}
     outcome = study(recorder, domains=one, budget_trials=5, sampler=Scripted([cfg()]), patience=30)
@@ -358,7 +358,7 @@ def test_patience_ends_a_stuck_search_of_a_space_too_large_to_enumerate(monkeypa
 
 
 def test_a_space_too_large_to_enumerate_ends_exhausted_once_its_walk_has_passed_it_all(monkeypatch):
-    # The walk of the product (tuner.search.feasible_draws) passes its one
+    # The walk of the product (tuner.search.samplers.feasible_draws) passes its one
     # configuration in the first ask: the feasible space is then known.
     monkeypatch.setattr("tuner.families.base.MAX_ENUMERATED", 0)
     recorder = Recorder()
@@ -373,7 +373,7 @@ def test_ask_limit_bounds_the_loop(monkeypatch):
     # ends it before the (larger) patience does. (No check allowed to the walk
     # of the product, which would find the space empty at once.)
     monkeypatch.setattr("tuner.families.base.MAX_ENUMERATED", 0)
-    monkeypatch.setattr("tuner.search.feasible_draws.CHECKS_PER_ASK", 0)
+    monkeypatch.setattr("tuner.search.samplers.feasible_draws.CHECKS_PER_ASK", 0)
     recorder = Recorder()
     domains = {"unroll": [8], "vector_width": [4, 8]}
     outcome = study(recorder, domains=domains, budget_trials=1, sampler="random", patience=10_000)
@@ -571,7 +571,7 @@ def test_the_dashboard_shows_finished_trials_only_while_the_study_runs(tmp_path)
 
 
 def test_a_resumed_study_reseeds_its_sampler_past_its_claims(tmp_path, monkeypatch):
-    import tuner.search.study as study_module
+    import tuner.search.study.run as study_module
 
     seeds, real = [], study_module.make_sampler
     monkeypatch.setattr(study_module, "make_sampler", lambda name, seed, *a: seeds.append(seed) or real(name, seed, *a))
@@ -626,7 +626,7 @@ def test_claims_left_by_a_dead_worker_are_settled_and_shown_once(tmp_path, shown
 def this_host_dead_owner() -> str:
     import subprocess
 
-    from tuner.search.owners import this_owner
+    from tuner.search.study.owners import this_owner
 
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
@@ -727,7 +727,7 @@ def test_the_schema_and_the_readme_name_the_registered_strategies():
     import inspect
 
     from tuner import api
-    from tuner.search.strategies import DEFAULT_STRATEGY
+    from tuner.search.samplers.registry import DEFAULT_STRATEGY
 
     def sampler_descriptions(node):
         if isinstance(node, dict):

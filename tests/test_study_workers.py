@@ -1,4 +1,4 @@
-"""tuner.search.study with worker processes: several sharing one storage, and one
+"""tuner.search.study.run with worker processes: several sharing one storage, and one
 killed at every step of a measurement and then rerun.
 
 The workers are real processes (tests/data/study_worker.py) on the GPU-free
@@ -20,9 +20,9 @@ import pytest
 from optuna.trial import TrialState
 
 from tuner.data.results import config_key
-from tuner.search.claims import CLAIMED, DONE
-from tuner.search.storage import open_claims
-from tuner.search.study import open_storage, run_study, study_rows
+from tuner.search.study.claims import CLAIMED, DONE
+from tuner.search.study.run import open_storage, run_study, study_rows
+from tuner.search.study.storage import open_claims
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parent.parent

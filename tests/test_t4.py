@@ -23,10 +23,9 @@ from tuner.data import t4
 from tuner.data.results import read
 from tuner.families import REGISTRY
 from tuner.families.base import MAX_ENUMERATED, Family, Problem
-from tuner.search import tables
-from tuner.search.replay import _quiet_optuna
-from tuner.search.study import run_study
-from tuner.search.tables import (
+from tuner.search.study.run import run_study
+from tuner.search.tables import community as tables
+from tuner.search.tables.community import (
     SpaceTable,
     load_table,
     read_kernel_tuner_cache,
@@ -36,6 +35,7 @@ from tuner.search.tables import (
     table_measure,
     table_problem,
 )
+from tuner.search.tables.replay import _quiet_optuna
 
 REPO = Path(__file__).resolve().parents[1]
 H200 = REPO / "results" / "reference" / "nvidia-h200" / "measurements.parquet"

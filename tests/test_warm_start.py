@@ -1,4 +1,4 @@
-"""Warm start (tuner.search.warm): an earlier table's best configurations
+"""Warm start (tuner.search.study.warm): an earlier table's best configurations
 first, its rows as the sampler's prior, the trials recorded as such, and a bad
 path refused in the settings."""
 
@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from tuner.data.results import config_key, to_frame, write_atomic
-from tuner.search.ordinal import OrdinalSampler
-from tuner.search.study import make_sampler, run_study
-from tuner.search.warm import load_warm_start, marks, warm_start, warm_start_problem
+from tuner.search.samplers.ordinal import OrdinalSampler
+from tuner.search.study.run import make_sampler, run_study
+from tuner.search.study.warm import load_warm_start, marks, warm_start, warm_start_problem
 from tuner.settings import ConfigError, parse
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))

@@ -30,7 +30,7 @@ import pandas as pd
 from tuner.families import REGISTRY, Family, Problem, register
 from tuner.families.base import KERNELS_DIR
 from tuner.resources import resource_missing
-from tuner.search.strategies import DEFAULT_STRATEGY
+from tuner.search.samplers.registry import DEFAULT_STRATEGY
 
 
 @dataclass
@@ -162,7 +162,7 @@ def _bench(results: Path, device_index: int, timing, seed: int):
 
 def _sweep(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path, name: str) -> pd.DataFrame:
     from tuner.measure.compile import compile_ahead
-    from tuner.search.sweep import run_sweep, store_dir
+    from tuner.stages.sweep_store import run_sweep, store_dir
 
     return run_sweep(name, family, [problem], domains, store=store_dir(gpu_dir, name), open_problem=bench.problem,
                      prepare=compile_ahead(bench.gpu.arch, bench.cache_dir, None), energy_best=bench.has_energy_counter)  # fmt: skip
@@ -171,7 +171,7 @@ def _sweep(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path
 def _study(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path, name: str, budget: int | None,
            timeout_s: float | None, sampler: str, seed: int) -> pd.DataFrame:  # fmt: skip
     from tuner.data import results as tables
-    from tuner.search.study import run_study, study_rows
+    from tuner.search.study.run import run_study, study_rows
 
     session = bench.problem(family, problem)
     outcome = run_study(family=family, problem=problem, domains=domains, storage=str(gpu_dir / "optuna.log"),

@@ -446,8 +446,8 @@ def _pipeline(family: Family, problem: Problem, space: list[dict], say) -> None:
     from tuner.data import results
     from tuner.data.export import export
     from tuner.report.__main__ import main as report_main
-    from tuner.search.replay import table_measure
-    from tuner.search.study import run_study, study_rows
+    from tuner.search.study.run import run_study, study_rows
+    from tuner.search.tables.replay import table_measure
 
     def bandwidth(cfg: dict) -> float:  # a smooth landscape, best near each parameter's middle value, positive however many
         distance = sum((i + 1) * abs(list(p.values).index(cfg[p.name]) - len(p.values) // 2) / max(1, len(p.values) - 1)

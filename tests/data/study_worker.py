@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import optuna  # noqa: E402
 from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
 
-import tuner.search.study as study_module  # noqa: E402
+import tuner.search.study.run as study_module  # noqa: E402
 from tuner.data.results import config_key  # noqa: E402
-from tuner.search.storage import open_claims  # noqa: E402
-from tuner.search.strategies import make_sampler  # noqa: E402
+from tuner.search.samplers.registry import make_sampler  # noqa: E402
+from tuner.search.study.storage import open_claims  # noqa: E402
 
 
 class Watching(optuna.samplers.BaseSampler):

@@ -55,7 +55,7 @@ from tuner.kernel_tuner.family import (
     wrapped_source,
 )
 from tuner.measure.timing import TimingOptions
-from tuner.search.strategies import DEFAULT_STRATEGY, STRATEGIES
+from tuner.search.samplers.registry import DEFAULT_STRATEGY, STRATEGIES
 
 # Kernel Tuner's strategies with a counterpart among this project's.
 COUNTERPARTS = {"random_sample": "random", "bayes_opt": "gp"}

@@ -456,7 +456,7 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
     storage = section.get("storage", "default")
     odd = re.search(r"[\x00-\x1f\x7f]", storage)
     if odd:  # as in results_dir: a line break or NUL names no file, and would split the stages' one-line messages
-        from tuner.search.storage_server import public
+        from tuner.search.study.storage_server import public
 
         raise ConfigError(f"{where}.storage: must be a journal path or URL without control characters, "
                           f"got {public(storage)[:80]!r} with {odd.group()!r}")  # fmt: skip
@@ -468,12 +468,12 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
         storage = os.path.expanduser(storage)  # a journal path: ~/study.log as a shell reads it, as results_dir
     warm = section.get("warm_start")
     if warm is not None:
-        from tuner.search.warm import warm_start_problem
+        from tuner.search.study.warm import warm_start_problem
 
         problem_text = warm_start_problem(warm, family, problem, domains)  # the rule the tune stage applies
         if problem_text:
             raise ConfigError(f"{where}.{problem_text}")
-    from tuner.search.strategies import DEFAULT_STRATEGY
+    from tuner.search.samplers.registry import DEFAULT_STRATEGY
 
     return StudySettings(name=name, family=family.name, dtype=section["dtype"], n=section["n"],
                          sampler=section.get("sampler", DEFAULT_STRATEGY), seed=section.get("seed", config.get("seed", 0)),

@@ -42,7 +42,7 @@ def run(settings: Settings, name: str, *, started: float, gpus: list[int], devic
     ``out`` (default ``studies/<name>.parquet``) and print its best and its
     time to target. ``started``: the stage's start (epoch seconds), which
     every row counts its seconds from."""
-    from tuner.search.study import study_rows
+    from tuner.search.study.run import study_rows
 
     study = settings.study(name)
     device_json = harness.measured_against(device, settings)
@@ -79,9 +79,9 @@ def search(settings: Settings, stage_json: str, name: str, device_json: Path, gp
     every GPU's loop, is spent; then where its time went, in one line.
     ``worker`` numbers the loop (its seed's offset)."""
     from tuner.progress import Progress
-    from tuner.search.storage import finished_trials
-    from tuner.search.study import run_study
-    from tuner.search.warm import study_start
+    from tuner.search.study.run import run_study
+    from tuner.search.study.storage import finished_trials
+    from tuner.search.study.warm import study_start
 
     study = settings.study(name)
     storage_name = study.storage_name(settings.run.gpu)

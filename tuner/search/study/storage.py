@@ -1,6 +1,6 @@
 """Where a study is kept: the Optuna storage a spec names (``open_storage``),
 and the claims that go with it (``open_claims``); whether a spec can serve a
-study is ``tuner.search.storage_spec``'s. Optuna is used through
+study is ``tuner.search.study.storage_spec``'s. Optuna is used through
 its public API: a journal is Optuna's ``JournalStorage`` over ``JournalFile``,
 a ``JournalFileBackend`` that overrides only the backend interface
 (``append_logs``, ``read_logs``)."""
@@ -23,9 +23,9 @@ from optuna.storages import BaseStorage
 from optuna.storages.journal import JournalFileBackend
 
 from tuner.errors import DamagedFile
-from tuner.search.claims import ClaimStore, FileClaims, MemoryClaims, claims_path
-from tuner.search.claims_sql import SQLITE_BUSY_TIMEOUT_S
-from tuner.search.storage_server import driver_connect_timeout_s, server_engine_kwargs, with_password
+from tuner.search.study.claims import ClaimStore, FileClaims, MemoryClaims, claims_path
+from tuner.search.study.claims_sql import SQLITE_BUSY_TIMEOUT_S
+from tuner.search.study.storage_server import driver_connect_timeout_s, server_engine_kwargs, with_password
 
 
 class FlockJournalLock:
@@ -243,7 +243,7 @@ def open_claims(storage: str | os.PathLike | BaseStorage | None, study_name: str
     if not kind and isinstance(storage, optuna.storages.RDBStorage):
         kind, where = "database", storage.url
     if kind == "database":
-        from tuner.search.claims_sql import SqlClaims  # SQLAlchemy only where a database is used
+        from tuner.search.study.claims_sql import SqlClaims  # SQLAlchemy only where a database is used
 
         store = SqlClaims(where, study_name, create=create)
         return store if store.exists else None

@@ -275,7 +275,7 @@ def study_start(settings, family: Family, seed: int) -> tuple[list[dict], str | 
     enqueue = [dict(e) for e in settings.enqueue]
     if not settings.warm_start:
         return enqueue, settings.sampler, {}
-    from tuner.search.strategies import make_sampler
+    from tuner.search.samplers.registry import make_sampler
 
     warm, prior = load_warm_start(settings.warm_start, family, settings.problem, settings.domains())
     return enqueue + warm, make_sampler(settings.sampler, seed, prior=prior), marks(warm, settings.warm_start)

@@ -8,7 +8,7 @@ be swapped in. Around the sampler the loop enforces what the GPU needs:
   concurrent workers (processes sharing one storage), and the budget (the
   number of distinct configurations measured) is never overshot. Before a
   configuration is measured it is claimed in a ledger every worker shares
-  (``tuner.search.claims``: a list in memory, a file beside a journal, a table
+  (``tuner.search.study.claims``: a list in memory, a file beside a journal, a table
   in an RDB); the claim succeeds only where the configuration is unclaimed
   and fewer than ``budget_trials`` are claimed or measured, checked atomically.
 * **Every trial is a distinct, feasible configuration.** ``DistinctSampler``
@@ -43,7 +43,7 @@ be swapped in. Around the sampler the loop enforces what the GPU needs:
   configuration is retried). Any other exception from ``measure`` is a
   ``launch_error`` row and the search goes on.
 
-**The claims are the study's one record** (``tuner.search.claims``): which
+**The claims are the study's one record** (``tuner.search.study.claims``): which
 configuration each trial measures, the trial's number, and its full results
 row, so ``study_rows`` rebuilds the results from the claims alone, one row per
 configuration, in trial order. Optuna is a library here, used through its
@@ -81,15 +81,14 @@ import optuna
 from optuna.storages import BaseStorage
 
 from tuner.families.base import Family, Problem
-from tuner.search.blas import one_blas_thread
-from tuner.search.claim_records import claim_row
-from tuner.search.claims import CLAIMED
-from tuner.search.outcome import StudyOutcome
-from tuner.search.owners import Heartbeat, this_owner
-from tuner.search.samplers import DistinctSampler, distributions
-from tuner.search.storage import open_claims, open_storage
-from tuner.search.strategies import DEFAULT_STRATEGY, SAMPLERS, make_sampler
-from tuner.search.trials import (
+from tuner.search.samplers.registry import DEFAULT_STRATEGY, SAMPLERS, make_sampler
+from tuner.search.study.blas import one_blas_thread
+from tuner.search.study.claims import CLAIMED, claim_row
+from tuner.search.study.distinct import DistinctSampler, distributions
+from tuner.search.study.outcome import StudyOutcome
+from tuner.search.study.owners import Heartbeat, this_owner
+from tuner.search.study.storage import open_claims, open_storage
+from tuner.search.study.trials import (
     Asked,
     Run,
     abandon,
@@ -170,7 +169,7 @@ def run_study(
             where the space is too large to enumerate (``MAX_ENUMERATED``).
         worker: this worker's name in its claims and the dashboard's trials
             (user attribute ``worker``), e.g. "gpu0"; default its process
-            (``tuner.search.owners.this_owner``). Claims belong to the process
+            (``tuner.search.study.owners.this_owner``). Claims belong to the process
             whatever the name.
         lease_s: a claim held by a process on another host whose heartbeat
             (every ``lease_s / 4`` while measuring) is older than this is
@@ -185,7 +184,7 @@ def run_study(
             (where it can tell: ``samplers.Foreseeing``): time to compile
             them, if a CPU is free.
         warm_start: ``config_key`` -> source of the enqueued configurations
-            that come from a warm start (``tuner.search.warm.study_start``);
+            that come from a warm start (``tuner.search.study.warm.study_start``);
             their trials carry the user attribute ``warm_start``.
         at: called (in the thread that gets there) with the name of each
             point of the loop a configuration passes: "asking" (an ask

@@ -130,8 +130,8 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
-from tuner.search.feasible_draws import FeasibleDraws
-from tuner.search.ordinal_grid import (
+from tuner.search.samplers.feasible_draws import FeasibleDraws
+from tuner.search.samplers.ordinal_grid import (
     kernel_neighbours,
     nearest_distances,
     one_hot_quadratic_forms,
@@ -142,7 +142,8 @@ from tuner.search.ordinal_grid import (
     powers_below,
     weighted_choice,
 )
-from tuner.search.ordinal_history import FinishedPrefix, climb_read, sums_read
+from tuner.search.samplers.ordinal_history import FinishedPrefix, climb_read, sums_read
+from tuner.search.samplers.registry import Prior
 
 DEFAULT_STARTUP = 5  # space-filling configurations before the neighbourhood steps
 DEFAULT_TOP_K = 1  # neighbourhoods of this many best configurations compete
@@ -992,3 +993,18 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             i = values.index(cfg[name]) if cfg.get(name) in values else 0
             position.append(i / max(1, len(values) - 1) if ordered else float(i) + 10.0)
         return position
+
+
+def make(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
+    """The ``ordinal`` strategy's sampler (``registry.Strategy.make``)."""
+    return OrdinalSampler(seed=seed, prior=prior)
+
+
+def make_global(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
+    """The ``ordinal_global`` strategy's sampler (``registry.Strategy.make``)."""
+    # Only the far corner as a landmark: the centre and the near corner of a
+    # large space are slow more often than not, and a first measurement many
+    # times slower than a random one is what an anytime score punishes most.
+    return OrdinalSampler(seed=seed, prior=prior, global_phase=GLOBAL_PHASE, start_phase=START_PHASE, landmarks=("last",),
+                          landmarks_first=True, slice_after=SLICE_AFTER, pairs=True, wide_restarts=True,
+                          bound_every=BOUND_EVERY, centre_climb=CENTRE_CLIMB)  # fmt: skip
