@@ -702,51 +702,48 @@ def test_the_outcome_says_what_the_asks_cost_and_how_long_measuring_waited(ask_a
 
 
 def test_the_schema_and_the_readme_name_the_registered_strategies():
+    """The registry is the one list of strategies: the schema's enum is filled from it as the
+    schema is read, and the README names the default and the command that lists the rest."""
     import re
     from pathlib import Path
 
     import yaml
 
-    root = Path(__file__).resolve().parent.parent
-    schema = yaml.safe_load((root / "workflow" / "schemas" / "config.schema.yaml").read_text())
-    enums = []
+    from tuner.settings.parse import config_schema
 
-    def walk(node):
+    root = Path(__file__).resolve().parent.parent
+    shipped = yaml.safe_load((root / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    schema = config_schema()
+
+    def samplers(node):
         if isinstance(node, dict):
-            if isinstance(node.get("sampler"), dict) and "enum" in node["sampler"]:
-                enums.append(node["sampler"]["enum"])
+            if isinstance(node.get("sampler"), dict):
+                yield node["sampler"]
             for value in node.values():
-                walk(value)
+                yield from samplers(value)
         elif isinstance(node, list):
             for value in node:
-                walk(value)
+                yield from samplers(value)
 
-    walk(schema)
-    assert enums and all(sorted(enum) == sorted(SAMPLERS) for enum in enums)
-    # One default: the schema says it, and the settings, the library call and the study loop take it.
+    # The file holds no list to keep in step; the schema as read holds the registry's.
+    assert [s for s in samplers(shipped) if "enum" in s] == []
+    read = list(samplers(schema))
+    assert read and all(s["enum"] == list(SAMPLERS) for s in read)
+    # One default: the schema says it, and the settings, the library call and the study options take it.
     import inspect
 
     from tuner import api
-    from tuner.search.samplers.registry import DEFAULT_STRATEGY
+    from tuner.search.samplers.registry import DEFAULT_STRATEGY, STRATEGIES, listing
 
-    def sampler_descriptions(node):
-        if isinstance(node, dict):
-            if isinstance(node.get("sampler"), dict):
-                yield node["sampler"].get("description", "")
-            for value in node.values():
-                yield from sampler_descriptions(value)
-        elif isinstance(node, list):
-            for value in node:
-                yield from sampler_descriptions(value)
-
-    descriptions = list(sampler_descriptions(schema))
-    assert descriptions and all(f"default: {DEFAULT_STRATEGY}" in d for d in descriptions), descriptions
-    assert inspect.signature(run_study).parameters["sampler"].default == DEFAULT_STRATEGY
+    assert all(f"default: {DEFAULT_STRATEGY}" in s.get("description", "") for s in read), read
     assert inspect.signature(api.tune).parameters["sampler"].default == DEFAULT_STRATEGY
     readme = " ".join((root / "README.md").read_text().split())
     sentence = re.search(r"`studies` are Optuna searches \(sampler (.*?), a seed", readme)
-    assert sentence, "README.md must list the study samplers where it describes studies"
-    assert sorted(re.findall(r"`(\w+)`", sentence.group(1))) == sorted(SAMPLERS)
+    assert sentence, "README.md must say where the study samplers are listed where it describes studies"
+    named = re.findall(r"`(\w+)`", sentence.group(1))
+    assert named == [DEFAULT_STRATEGY] and "`python -m tuner.search.samplers.registry`" in sentence.group(1)
+    # The listing it points to: every strategy, one line each.
+    assert [line.split()[0] for line in listing()] == list(STRATEGIES)
 
 
 def test_the_search_loop_chooses_with_one_blas_thread_and_gives_the_setting_back():

@@ -31,11 +31,18 @@ SCHEMA = config_schema_file()
 def config_schema() -> dict:
     """The config's JSON schema, read once per process with libyaml's parser
     where PyYAML has it (the pure-Python one takes a good part of a second for
-    this file, paid at every Snakemake start). Shared: do not modify."""
+    this file, paid at every Snakemake start), with a study's ``sampler`` enum
+    filled from the strategy registry (``tuner.search.samplers.registry``).
+    Shared: do not modify."""
     missing = resource_missing(SCHEMA)
     if missing:
         raise ConfigError(missing)
-    return yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+    schema = yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+    # A study's strategies are the registry's (it imports no Optuna): a new one needs no schema edit.
+    from tuner.search.samplers.registry import SAMPLERS
+
+    schema["properties"]["studies"]["additionalProperties"]["properties"]["sampler"]["enum"] = list(SAMPLERS)
+    return schema
 
 # Without a device to ask, sizes are judged against this much device memory.
 ASSUMED_DEVICE_BYTES = 192 << 30

@@ -135,3 +135,19 @@ def _made(name: str, reference: str, *args) -> optuna.samplers.BaseSampler:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return make(*args)
+
+
+def listing() -> list[str]:
+    """One line per strategy: its name, the studies it serves, its optional packages and what it does."""
+    lines = []
+    for name, strategy in STRATEGIES.items():
+        serves = [kind for kind, made in (("one objective", strategy.make), ("time-energy", strategy.make_pareto)) if made]
+        default = [f"default of {kind}" for kind, chosen in (("studies", DEFAULT_STRATEGY), ("time-energy", DEFAULT_PARETO_STRATEGY))
+                   if chosen == name]  # fmt: skip
+        needs = [f"needs {', '.join(strategy.modules)}"] if strategy.modules else []
+        lines.append(f"{name:15} {' and '.join(serves)}{''.join(f'; {x}' for x in default + needs)}: {strategy.summary}")
+    return lines
+
+
+if __name__ == "__main__":  # ``python -m tuner.search.samplers.registry``: the strategies a config's ``sampler`` may name
+    print("\n".join(listing()))
