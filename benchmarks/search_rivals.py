@@ -28,7 +28,7 @@ from tuner.data.readback import one_line
 from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
 from tuner.search.samplers.registry import make_sampler
-from tuner.search.study.run import run_study
+from tuner.search.study.run import StudyOptions, run_study
 from tuner.search.tables.community import SpaceTable, table_family, table_key, table_problem
 from tuner.search.tables.community import table_measure as space_measure
 from tuner.search.tables.replay import _quiet_optuna, problem_rows, table_domains, table_measure
@@ -132,12 +132,13 @@ def _config(record: dict, family: Family, domains: dict[str, list]) -> dict:
 def run_ours(case: Case, sampler: str | BaseSampler, order: str, seed: int, budget: int, enqueue=(), prior=()) -> list[float]:
     """One study of ``sampler`` (the name of one of the project's strategies, or a sampler
     object seeded with ``seed``) on ``case`` (in-memory storage)."""
-    base = make_sampler(sampler, seed, prior=prior) if prior else sampler
+    # A name: its sampler, made once (the study is new, in memory: seeded with ``seed`` itself).
+    base = make_sampler(sampler, seed, prior=prior) if isinstance(sampler, str) else sampler
     name = sampler if isinstance(sampler, str) else type(sampler).__name__
     with _quiet_optuna():
-        outcome = run_study(family=case.family, problem=case.problem, domains=case.ordered_domains(order), storage=None,
+        outcome = run_study(StudyOptions(family=case.family, problem=case.problem, domains=case.ordered_domains(order), storage=None,
                             study_name=f"bench-{name}-{seed}", measure=case.measure or table_measure(case.rows, case.family),
-                            budget_trials=budget, timeout_s=None, sampler=base, seed=seed, enqueue=enqueue)  # fmt: skip
+                            budget_trials=budget, timeout_s=None, sampler=base, seed=seed, enqueue=enqueue))  # fmt: skip
     return [float(row["bandwidth_gbs"]) if row.get("status") == "ok" else 0.0 for row in outcome.rows]
 
 

@@ -24,7 +24,7 @@ from tuner.data.readback import read_json
 from tuner.errors import DamagedFile
 from tuner.families import REGISTRY, Problem
 from tuner.search.study.claims import CLAIMED, FileClaims, claim_row
-from tuner.search.study.run import open_storage, run_study, study_rows
+from tuner.search.study.run import StudyOptions, open_storage, run_study, study_rows
 from tuner.search.study.storage import open_claims
 from tuner.stages.sweep_store import STORE_FILE, RowStore, run_sweep
 
@@ -195,8 +195,8 @@ class Recorder:
 
 
 def study(storage: str, budget: int, recorder: Recorder):
-    return run_study(family=FAKE, problem=PROBLEM, domains=None, storage=storage, study_name="s", measure=recorder,
-                     budget_trials=budget, timeout_s=None, sampler="random", seed=0)  # fmt: skip
+    return run_study(StudyOptions.for_strategy("random", family=FAKE, problem=PROBLEM, domains=None, storage=storage, study_name="s", measure=recorder,
+                     budget_trials=budget, timeout_s=None, seed=0))  # fmt: skip
 
 
 def rows_of(storage: str) -> list[dict]:

@@ -16,7 +16,7 @@ from tuner.data.results import config_key
 from tuner.families.base import MAX_ENUMERATED, Family, Param, Problem, ScopedRule
 from tuner.search.samplers import feasible_draws
 from tuner.search.samplers.feasible_draws import FeasibleDraws
-from tuner.search.study.run import run_study
+from tuner.search.study.run import StudyOptions, run_study
 
 
 def test_the_walk_passes_every_configuration_once_and_keeps_the_feasible_ones():
@@ -103,9 +103,9 @@ RESTRICTED = [({"p0", "p1"}, "p0 + p1 <= 12", lambda c: c["p0"] + c["p1"] <= 12)
 
 def search(family: RuledFamily, budget: int):
     key = sorted(family.param_names)
-    return run_study(family=family, problem=Problem("ruled", "float32", 1024), domains=None, storage=None, study_name="s",
+    return run_study(StudyOptions.for_strategy(family=family, problem=Problem("ruled", "float32", 1024), domains=None, storage=None, study_name="s",
                      measure=lambda cfg: {"status": "ok", "bandwidth_gbs": 1.0 + sum(i * cfg[n] for i, n in enumerate(key))},
-                     budget_trials=budget, timeout_s=None, seed=0)  # fmt: skip
+                     budget_trials=budget, timeout_s=None, seed=0))  # fmt: skip
 
 
 @pytest.mark.parametrize(("domains", "rules", "scoped"), [(CONVOLUTION, NARROW, True), (CONVOLUTION, NARROW, False),

@@ -17,6 +17,7 @@ from tuner.errors import FatalDeviceError
 from tuner.search.study.claims import DONE
 from tuner.search.study.run import (
     SAMPLERS,
+    StudyOptions,
     StudyOutcome,
     make_sampler,
     open_storage,
@@ -113,7 +114,10 @@ def study(measure_fn, **kwargs) -> StudyOutcome:
         seed=0,
     )
     args.update(kwargs)
-    return run_study(**args)
+    sampler = args.pop("sampler")
+    # A strategy's name: its sampler made once, as the settings' studies are; else the sampler given.
+    options = StudyOptions.for_strategy(sampler, **args) if isinstance(sampler, str) else StudyOptions(sampler=sampler, **args)
+    return run_study(options)
 
 
 def trials_with(outcome: StudyOutcome, attr: str) -> list:
@@ -578,7 +582,7 @@ def test_a_resumed_study_reseeds_its_sampler_past_its_claims(tmp_path, monkeypat
     storage = str(tmp_path / "study.jsonl")
     study(measure, storage=storage, study_name="seeded", budget_trials=3, sampler="random", seed=10)
     study(measure, storage=storage, study_name="seeded", budget_trials=5, sampler="random", seed=10)
-    assert seeds == [10, 10, 10, 13]  # each run: the name checked, then the sampler seeded past 0, then 3 claims
+    assert seeds == [10, 13]  # one sampler a run: seeded past 0, then past 3 claims
 
 
 def dead_worker_left(storage: str, name: str, shown: bool) -> tuple[dict, dict, dict]:
@@ -692,8 +696,8 @@ def test_the_outcome_says_what_the_asks_cost_and_how_long_measuring_waited(ask_a
         time.sleep(0.002)
         return measure(cfg)
 
-    outcome = run_study(family=FAMILY, problem=PROBLEM, domains=None, storage=None, study_name="s", measure=slow,
-                        budget_trials=12, timeout_s=None, sampler="ordinal", seed=0, ask_ahead=ask_ahead)  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy("ordinal", family=FAMILY, problem=PROBLEM, domains=None, storage=None, study_name="s", measure=slow,
+                        budget_trials=12, timeout_s=None, seed=0, ask_ahead=ask_ahead))  # fmt: skip
     assert outcome.asks == len(outcome.rows) == 12  # every ask measured one configuration
     assert 0 < outcome.asks_cpu_s <= outcome.asks_s + 1e-3  # a thread's CPU time within its wall time
     assert outcome.ask_waits_s >= 0 if ask_ahead else outcome.ask_waits_s == 0  # only an ask made ahead is waited for

@@ -12,7 +12,7 @@ import pytest
 
 from tuner.data.results import config_key, to_frame, write_atomic
 from tuner.search.samplers.ordinal import OrdinalSampler
-from tuner.search.study.run import make_sampler, run_study
+from tuner.search.study.run import StudyOptions, make_sampler, run_study
 from tuner.search.study.warm import load_warm_start, marks, warm_start, warm_start_problem
 from tuner.settings import ConfigError, parse
 
@@ -85,9 +85,9 @@ def test_a_warm_study_records_its_warm_trials_and_lands_at_once(tmp_path):
     write_atomic(to_frame(earlier_table(), keep_unknown=True), path)
     enqueue, prior = load_warm_start(path, FAMILY, PROBLEM, DOMAINS, top=2)
     sampler = make_sampler("ordinal", 0, prior=prior)
-    outcome = run_study(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="warm", measure=measure,
+    outcome = run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="warm", measure=measure,
                         budget_trials=6, timeout_s=None, sampler=sampler, seed=0, enqueue=enqueue,
-                        warm_start=marks(enqueue, path))  # fmt: skip
+                        warm_start=marks(enqueue, path)))  # fmt: skip
     assert outcome.rows[0]["bandwidth_gbs"] == OPTIMUM_GBS
     trials = outcome.study.get_trials(deepcopy=False)
     warm = [t for t in trials if t.user_attrs.get("warm_start") == str(path)]

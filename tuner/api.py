@@ -171,12 +171,12 @@ def _sweep(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path
 def _study(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path, name: str, budget: int | None,
            timeout_s: float | None, sampler: str, seed: int) -> pd.DataFrame:  # fmt: skip
     from tuner.data import results as tables
-    from tuner.search.study.run import run_study, study_rows
+    from tuner.search.study.run import StudyOptions, run_study, study_rows
 
     session = bench.problem(family, problem)
-    outcome = run_study(family=family, problem=problem, domains=domains, storage=str(gpu_dir / "optuna.log"),
+    outcome = run_study(StudyOptions.for_strategy(sampler, family=family, problem=problem, domains=domains, storage=str(gpu_dir / "optuna.log"),
                         study_name=f"{name}-{problem.key}", measure=lambda cfg: session.measure(cfg, f"study:{name}"),
-                        budget_trials=budget, timeout_s=timeout_s, sampler=sampler, seed=seed)  # fmt: skip
+                        budget_trials=budget, timeout_s=timeout_s, seed=seed))  # fmt: skip
     return tables.to_frame(study_rows(outcome.storage, outcome.study.study_name))
 
 

@@ -128,13 +128,15 @@ def main() -> int:
             os.close(fd)
         return row
 
-    sampler = Watching(make_sampler(args.sampler, args.seed), note) if args.seen else args.sampler
     if args.ready:
         Path(args.ready).touch()
         while not Path(args.go).exists():
             time.sleep(0.005)
+    # One sampler, made once: a named one seeded past the study's claims so far (as a resumed study's is).
+    made = make_sampler(args.sampler, args.seed if args.seen else study_module.resumed_seed(args.storage, args.study, args.seed))
+    sampler = Watching(made, note) if args.seen else made
     outcome = study_module.run_study(
-        family=FakeFamily(),
+        study_module.StudyOptions(family=FakeFamily(),
         problem=PROBLEM,
         domains=None,
         storage=args.storage,
@@ -146,7 +148,7 @@ def main() -> int:
         seed=args.seed,
         worker=f"worker-{args.seed}",
         ask_ahead=not args.no_ask_ahead,
-        at=reach,
+        at=reach),
     )
     print(json.dumps({"measured": outcome.measured, "lost": outcome.lost, "stop_reason": outcome.stop_reason}))
     return 0

@@ -95,9 +95,21 @@ def make_sampler(name: str, seed: int, prior: Prior = ()) -> optuna.samplers.Bas
         ValueError: ``name`` is not one of ``SAMPLERS``.
         ImportError: the strategy's optional packages are missing.
     """
+    checked_strategy(name)
+    return _made(name, STRATEGIES[name].make, seed, prior)
+
+
+def checked_strategy(name: str) -> Strategy:
+    """Strategy ``name`` of a study of one objective, its optional packages there.
+
+    Raises:
+        ValueError: ``name`` is not one of ``SAMPLERS``.
+        ImportError: the strategy's optional packages are missing.
+    """
     if name not in SAMPLERS:
         raise ValueError(f"sampler must be one of {list(SAMPLERS)}, got {name!r}")
-    return _made(name, STRATEGIES[name].make, seed, prior)
+    _check_modules(name)
+    return STRATEGIES[name]
 
 
 def make_pareto_sampler(name: str, seed: int, trials: int = 0) -> optuna.samplers.BaseSampler:
@@ -122,6 +134,16 @@ def factory(reference: str) -> Callable:
 def _made(name: str, reference: str, *args) -> optuna.samplers.BaseSampler:
     import optuna
 
+    _check_modules(name)
+    make = factory(reference)
+    # Some samplers (QMC, multivariate TPE) are flagged experimental; the flag
+    # is Optuna's API promise, not a problem with the run.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return make(*args)
+
+
+def _check_modules(name: str) -> None:
     # Fail at construction, not at the eleventh ask when the GP is first fitted.
     missing = missing_modules(name)
     if missing:
@@ -129,12 +151,6 @@ def _made(name: str, reference: str, *args) -> optuna.samplers.BaseSampler:
             f"sampler {name!r} needs the packages {list(STRATEGIES[name].modules)}; "
             f"missing: {missing} (pip install {' '.join(missing)})"
         )
-    make = factory(reference)
-    # Some samplers (QMC, multivariate TPE) are flagged experimental; the flag
-    # is Optuna's API promise, not a problem with the run.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return make(*args)
 
 
 def listing() -> list[str]:

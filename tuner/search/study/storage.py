@@ -261,6 +261,19 @@ def open_claims(storage: str | os.PathLike | BaseStorage | None, study_name: str
         return stores[study_name]
 
 
+def resumed_seed(storage: str | os.PathLike | BaseStorage | None, study_name: str, seed: int) -> int:
+    """``seed`` offset by the number of claims study ``study_name`` of
+    ``storage`` holds so far (``seed`` itself for a study not begun: nothing
+    is created here)."""
+    if storage is None:
+        return seed  # a study in a memory of its own: not begun
+    if isinstance(storage, (str, os.PathLike)) and os.fspath(storage).endswith((".log", ".jsonl")):
+        if not os.path.exists(storage):
+            return seed
+    claims = open_claims(storage, study_name, create=False)
+    return seed + (len(claims.snapshot()) if claims is not None else 0)
+
+
 def finished_trials(spec: str | os.PathLike | None, study_name: str) -> int:
     """How many trials of the study in ``spec`` finished with a value (0 where
     there is no such study yet)."""

@@ -37,7 +37,8 @@ import pandas as pd
 from tuner.data.results import config_key, plain_value
 from tuner.data.time_to_target import STUDY_CLOCK
 from tuner.families.base import Family, Problem
-from tuner.search.study.run import make_sampler, run_study
+from tuner.search.samplers.registry import checked_strategy
+from tuner.search.study.run import StudyOptions, run_study
 
 DEFAULT_SAMPLERS = ("ordinal_global", "ordinal", "tpe", "random")  # gp needs PyTorch
 DEFAULT_BUDGETS = (8, 16, 32, 64)
@@ -229,7 +230,7 @@ def _replay(family: Family, problem: Problem, domains: Mapping[str, list], measu
         for name in samplers:
             for seed in seeds:
                 outcome = run_study(
-                    family=family,
+                    StudyOptions.for_strategy(name, family=family,
                     problem=problem,
                     domains=dict(domains),
                     storage=None,
@@ -237,8 +238,7 @@ def _replay(family: Family, problem: Problem, domains: Mapping[str, list], measu
                     measure=measure,
                     budget_trials=budgets[-1],
                     timeout_s=None,
-                    sampler=name,
-                    seed=seed,
+                    seed=seed),
                 )
                 trials = outcome.study.get_trials(deepcopy=False)
                 rescued = {t.number for t in trials if "rescue" in t.user_attrs}
@@ -282,7 +282,7 @@ def _check_arguments(samplers: Sequence[str], budgets: Sequence[int], seeds: Ite
     if not seeds:
         raise ValueError(f"seeds must not be empty, got {seeds}")
     for name in samplers:
-        make_sampler(name, 0)
+        checked_strategy(name)
     return samplers, budgets, seeds
 
 

@@ -30,7 +30,7 @@ from tuner.data import results
 from tuner.errors import Refusal
 from tuner.families.base import Problem
 from tuner.search.samplers.registry import DEFAULT_STRATEGY, SAMPLERS, missing_modules
-from tuner.search.study.run import open_storage, run_study, study_rows
+from tuner.search.study.run import StudyOptions, open_storage, run_study, study_rows
 from tuner.search.study.storage_spec import storage_problem, stored_file_missing
 from tuner.search.tables.replay import problem_rows, table_domains, table_measure
 
@@ -53,9 +53,9 @@ def worker(args: argparse.Namespace) -> dict:
         return lookup(cfg)
 
     name = args.worker or f"replay{args.seed}@{socket.gethostname()}"
-    outcome = run_study(family=family, problem=Problem(args.family, args.dtype, args.n), domains=table_domains(rows, family),
+    outcome = run_study(StudyOptions.for_strategy(args.sampler, family=family, problem=Problem(args.family, args.dtype, args.n), domains=table_domains(rows, family),
                         storage=args.storage, study_name=args.study, measure=measure, budget_trials=args.budget,
-                        timeout_s=None, sampler=args.sampler, seed=args.seed, worker=name)  # fmt: skip
+                        timeout_s=None, seed=args.seed, worker=name))  # fmt: skip
     return {"worker": name, "measured": outcome.measured, "lost": outcome.lost, "stop_reason": outcome.stop_reason,
             "total_measured": outcome.total_measured, "keys": measured}  # fmt: skip
 
