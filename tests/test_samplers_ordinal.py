@@ -507,7 +507,7 @@ def test_a_warm_starts_rows_teach_the_pair_model_too():
 
 
 def test_the_pairs_are_judged_on_the_studys_own_rows_and_the_best_prior_rows(monkeypatch):
-    import tuner.search.samplers.ordinal as ordinal
+    import tuner.search.samplers.ordinal_model as ordinal
 
     monkeypatch.setattr(ordinal, "LEFT_OUT_ROWS", 6)  # fewer than the 15 rows of the study and its warm start
     sampler = OrdinalSampler(seed=0, pairs=True, prior=list(interaction_history().values()))
@@ -526,7 +526,7 @@ def test_the_pairs_are_judged_on_the_studys_own_rows_and_the_best_prior_rows(mon
 
 
 def test_the_pair_columns_cover_narrow_parameters_only_and_stop_at_their_cap(monkeypatch):
-    import tuner.search.samplers.ordinal as ordinal
+    import tuner.search.samplers.ordinal_model as ordinal
 
     sampler = OrdinalSampler(seed=0, pairs=True)
     sampler.bind(PAIR_DISTS, lambda cfg: True, None)
@@ -540,7 +540,7 @@ def test_the_pair_columns_cover_narrow_parameters_only_and_stop_at_their_cap(mon
 
 
 def test_over_the_cap_the_pairs_with_a_switch_keep_their_columns_then_the_pairs_of_switches(monkeypatch):
-    import tuner.search.samplers.ordinal as ordinal
+    import tuner.search.samplers.ordinal_model as ordinal
 
     Choices = optuna.distributions.CategoricalDistribution
     # block has more values than the model has columns for one parameter: they share them.
@@ -699,7 +699,7 @@ def test_the_upper_bound_is_the_posterior_mean_plus_one_sd_of_the_bayesian_regre
     this table it is not the mean's own favourite: the bound's term decides."""
     from optuna.distributions import CategoricalDistribution
 
-    from tuner.search.samplers.ordinal import BOUND_KAPPA
+    from tuner.search.samplers.ordinal_model import BOUND_KAPPA
 
     values = {"a": [0, 1, 2], "b": [0, 1, 2, 3], "c": [0, 1]}
     dists = {name: CategoricalDistribution(choices) for name, choices in values.items()}
@@ -741,7 +741,8 @@ def test_the_upper_bound_draws_its_pool_in_a_space_too_large_to_list():
     many as the pool holds, not the 200 a single unvisited draw may take."""
     from optuna.distributions import CategoricalDistribution
 
-    from tuner.search.samplers.ordinal import BOUND_POOL, UNSEEN
+    from tuner.search.samplers.ordinal import UNSEEN
+    from tuner.search.samplers.ordinal_model import BOUND_POOL
 
     dists = {name: CategoricalDistribution(list(range(10))) for name in "abcdef"}  # 10^6 points, none listed
     sampler = OrdinalSampler(seed=0, pairs=True, bound_every=3)
@@ -773,7 +774,7 @@ def test_a_parameter_of_many_values_shares_the_models_columns_among_neighbours()
     MODEL_VALUES values, runs of neighbouring values (in order) share a column."""
     from optuna.distributions import CategoricalDistribution
 
-    from tuner.search.samplers.ordinal import MODEL_VALUES
+    from tuner.search.samplers.ordinal_model import MODEL_VALUES
 
     wide = list(range(5000, 0, -1))  # listed from the largest: columns follow the order of the values
     dists = {"x": CategoricalDistribution(wide), "h": CategoricalDistribution(["a", "b", "c"])}
@@ -801,7 +802,7 @@ def test_a_parameter_of_many_values_shares_the_models_columns_among_neighbours()
 def test_a_space_of_at_most_model_values_per_parameter_keeps_one_column_per_value():
     from optuna.distributions import CategoricalDistribution
 
-    from tuner.search.samplers.ordinal import MODEL_VALUES
+    from tuner.search.samplers.ordinal_model import MODEL_VALUES
 
     dists = {"x": CategoricalDistribution(list(range(MODEL_VALUES))), "h": CategoricalDistribution([0, 1])}
     sampler = OrdinalSampler(seed=0)
@@ -846,7 +847,7 @@ def basin_study(seed: int, centre_climb: int, trials: int = 80, objective=two_ba
 
 
 def test_the_centre_climb_takes_every_other_start_phase_measurement_from_the_centre():
-    from tuner.search.samplers.ordinal import CENTRE_EVERY
+    from tuner.search.samplers.ordinal_phases import CENTRE_EVERY
 
     for seed in range(3):
         sampler, trials = basin_study(seed, centre_climb=12, trials=60)
@@ -866,7 +867,7 @@ def test_the_centre_climb_takes_every_other_start_phase_measurement_from_the_cen
 
 
 def test_on_a_plateau_every_start_phase_measurement_is_the_centre_climbs_past_its_cap():
-    from tuner.search.samplers.ordinal import CENTRE_EVERY, crowded
+    from tuner.search.samplers.ordinal_phases import CENTRE_EVERY, crowded
 
     for seed in range(3):
         sampler, trials = basin_study(seed, centre_climb=4, trials=80, objective=plateau)
@@ -917,7 +918,7 @@ def centre_step(sampler: OrdinalSampler, measured: dict, rng) -> dict | None:
 
 
 def test_the_centre_climb_ends_after_its_patience_without_progress():
-    from tuner.search.samplers.ordinal import CENTRE_PATIENCE
+    from tuner.search.samplers.ordinal_phases import CENTRE_PATIENCE
 
     sampler = OrdinalSampler(seed=0, centre_climb=100)
     sampler.bind(BASIN_DISTS, lambda cfg: True, None)
@@ -937,7 +938,7 @@ def test_the_centre_climb_ends_after_its_patience_without_progress():
 
 
 def test_the_centre_climb_ends_once_it_falls_behind_the_studys_best():
-    from tuner.search.samplers.ordinal import CENTRE_BEHIND, CENTRE_GRACE
+    from tuner.search.samplers.ordinal_phases import CENTRE_BEHIND, CENTRE_GRACE
 
     sampler = OrdinalSampler(seed=0, centre_climb=100)
     sampler.bind(BASIN_DISTS, lambda cfg: True, None)
