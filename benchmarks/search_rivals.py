@@ -136,9 +136,10 @@ def run_ours(case: Case, sampler: str | BaseSampler, order: str, seed: int, budg
     base = make_sampler(sampler, seed, prior=prior) if isinstance(sampler, str) else sampler
     name = sampler if isinstance(sampler, str) else type(sampler).__name__
     with _quiet_optuna():
-        outcome = run_study(StudyOptions(family=case.family, problem=case.problem, domains=case.ordered_domains(order), storage=None,
-                            study_name=f"bench-{name}-{seed}", measure=case.measure or table_measure(case.rows, case.family),
-                            budget_trials=budget, timeout_s=None, sampler=base, seed=seed, enqueue=enqueue))  # fmt: skip
+        outcome = run_study(StudyOptions(family=case.family, problem=case.problem, domains=case.ordered_domains(order),
+                                         storage=None, study_name=f"bench-{name}-{seed}",
+                                         measure=case.measure or table_measure(case.rows, case.family), budget_trials=budget,
+                                         timeout_s=None, sampler=base, seed=seed, enqueue=enqueue))  # fmt: skip
     return [float(row["bandwidth_gbs"]) if row.get("status") == "ok" else 0.0 for row in outcome.rows]
 
 

@@ -104,8 +104,10 @@ def run(label: str, domains: dict[str, list], trials: int, nvcc_s: float, measur
             return {"status": "ok", "bandwidth_gbs": speed(cfg)}
 
         with _quiet_optuna():
-            outcome = run_study(StudyOptions.for_strategy(family=family, problem=problem, domains=domains, storage=None, study_name=label, measure=measure,
-                                budget_trials=trials, timeout_s=None, seed=0, claimed=ahead.hurry, likely_next=ahead.expect))  # fmt: skip
+            outcome = run_study(StudyOptions.for_strategy(family=family, problem=problem, domains=domains, storage=None,
+                                                          study_name=label, measure=measure, budget_trials=trials,
+                                                          timeout_s=None, seed=0, claimed=ahead.hurry,
+                                                          likely_next=ahead.expect))  # fmt: skip
         wall = time.perf_counter() - started
         summary = ahead.summary()
     listed = family.listed_space(problem, domains)

@@ -195,8 +195,9 @@ class Recorder:
 
 
 def study(storage: str, budget: int, recorder: Recorder):
-    return run_study(StudyOptions.for_strategy("random", family=FAKE, problem=PROBLEM, domains=None, storage=storage, study_name="s", measure=recorder,
-                     budget_trials=budget, timeout_s=None, seed=0))  # fmt: skip
+    return run_study(StudyOptions.for_strategy("random", family=FAKE, problem=PROBLEM, domains=None, storage=storage,
+                                               study_name="s", measure=recorder, budget_trials=budget, timeout_s=None,
+                                               seed=0))  # fmt: skip
 
 
 def rows_of(storage: str) -> list[dict]:

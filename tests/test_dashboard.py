@@ -44,14 +44,8 @@ def test_dashboard_lists_the_study(tmp_path, storage):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     url = str(tmp_path / storage) if storage.endswith(".log") else f"sqlite:///{tmp_path / 'study.db'}"
     run_study(
-        StudyOptions.for_strategy("random", family=FakeFamily(),
-        problem=PROBLEM,
-        domains=None,
-        storage=url,
-        study_name="dashboard-check",
-        measure=measure,
-        budget_trials=3,
-        timeout_s=None),
+        StudyOptions.for_strategy("random", family=FakeFamily(), problem=PROBLEM, domains=None, storage=url,
+                                  study_name="dashboard-check", measure=measure, budget_trials=3, timeout_s=None),
     )
 
     port = free_port()

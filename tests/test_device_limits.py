@@ -162,7 +162,8 @@ def test_a_study_whose_measurements_meet_limits_goes_on_to_an_ok_winner():
 
     domains = {p.name: [p.default] for p in family.params} | {"block_size": [128, 256, 512, 1024]}
     outcome = run_study(StudyOptions.for_strategy(family=family, problem=problem, domains=domains, storage=None,
-                        study_name="limits", measure=measured, budget_trials=4, timeout_s=None, seed=0))  # fmt: skip
+                                                  study_name="limits", measure=measured, budget_trials=4, timeout_s=None,
+                                                  seed=0))  # fmt: skip
     rows = study_rows(outcome.storage, outcome.study.study_name)
     assert sorted(r["status"] for r in rows) == ["infeasible", "infeasible", "ok", "ok"]
     ok = [r for r in rows if r["status"] == "ok"]

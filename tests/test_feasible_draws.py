@@ -103,9 +103,10 @@ RESTRICTED = [({"p0", "p1"}, "p0 + p1 <= 12", lambda c: c["p0"] + c["p1"] <= 12)
 
 def search(family: RuledFamily, budget: int):
     key = sorted(family.param_names)
-    return run_study(StudyOptions.for_strategy(family=family, problem=Problem("ruled", "float32", 1024), domains=None, storage=None, study_name="s",
-                     measure=lambda cfg: {"status": "ok", "bandwidth_gbs": 1.0 + sum(i * cfg[n] for i, n in enumerate(key))},
-                     budget_trials=budget, timeout_s=None, seed=0))  # fmt: skip
+    return run_study(StudyOptions.for_strategy(family=family, problem=Problem("ruled", "float32", 1024), domains=None,
+                                               storage=None, study_name="s",
+                                               measure=lambda cfg: {"status": "ok", "bandwidth_gbs": 1.0 + sum(i * cfg[n] for i, n in enumerate(key))},
+                                               budget_trials=budget, timeout_s=None, seed=0))  # fmt: skip
 
 
 @pytest.mark.parametrize(("domains", "rules", "scoped"), [(CONVOLUTION, NARROW, True), (CONVOLUTION, NARROW, False),

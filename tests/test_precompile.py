@@ -193,8 +193,9 @@ def test_a_study_hands_each_configuration_it_claims_to_claimed_before_measuring_
     def claimed(cfg):
         events.append(("claimed", results.config_key(cfg), threading.current_thread().name, time.perf_counter()))
 
-    outcome = run_study(StudyOptions.for_strategy("random", family=REDUCE, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="ahead", measure=measure,
-                        budget_trials=6, timeout_s=None, claimed=claimed))  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy("random", family=REDUCE, problem=PROBLEM, domains=DOMAINS, storage=None,
+                                                  study_name="ahead", measure=measure, budget_trials=6, timeout_s=None,
+                                                  claimed=claimed))  # fmt: skip
     assert outcome.measured == 6
     order = [(what, key) for what, key, _, _ in events]
     measured = [key for what, key in order if what == "measure"]

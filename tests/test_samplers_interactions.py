@@ -24,8 +24,9 @@ DOMAINS = {p.name: list(p.values) for p in FAMILY.params}
 
 
 def study(seed: int, budget: int, name="s", ask_ahead: bool = True):
-    return run_study(StudyOptions.for_strategy("interactions", family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name=name, measure=measure,
-                     budget_trials=budget, timeout_s=None, seed=seed, ask_ahead=ask_ahead))  # fmt: skip
+    return run_study(StudyOptions.for_strategy("interactions", family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None,
+                                               study_name=name, measure=measure, budget_trials=budget, timeout_s=None,
+                                               seed=seed, ask_ahead=ask_ahead))  # fmt: skip
 
 
 def test_make_sampler_knows_it():
@@ -63,8 +64,10 @@ def test_restrictions_of_a_replay_table_are_never_proposed():
     entries = {(a, b, s): ("ok", float(10 + a * b + 5 * s)) for a, b, s in itertools.product(range(10), range(10), (0, 1))
                if a + b <= 14}  # fmt: skip
     table = SpaceTable("syn", {"a": list(range(10)), "b": list(range(10)), "s": [0, 1]}, ["a + b <= 14"], entries)
-    outcome = run_study(StudyOptions.for_strategy("interactions", family=table_family(table), problem=table_problem(table), domains=dict(table.params), storage=None,
-                        study_name="t", measure=table_measure(table), budget_trials=50, timeout_s=None, seed=1))  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy("interactions", family=table_family(table), problem=table_problem(table),
+                                                  domains=dict(table.params), storage=None, study_name="t",
+                                                  measure=table_measure(table), budget_trials=50, timeout_s=None,
+                                                  seed=1))  # fmt: skip
     assert all(row["a"] + row["b"] <= 14 for row in outcome.rows)
     assert outcome.infeasible == 0 and outcome.rescued == 0
 

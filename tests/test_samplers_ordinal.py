@@ -27,8 +27,9 @@ DOMAINS = {p.name: list(p.values) for p in FAMILY.params}
 def study(seed: int, budget: int, domains=DOMAINS, storage=None, name="s", sampler="ordinal", **kwargs):
     if isinstance(sampler, str):
         sampler = make_sampler(sampler, resumed_seed(storage, name, seed))
-    return run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=domains, storage=storage, study_name=name, measure=measure,
-                     budget_trials=budget, timeout_s=None, sampler=sampler, seed=seed, **kwargs))  # fmt: skip
+    return run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=domains, storage=storage, study_name=name,
+                                  measure=measure, budget_trials=budget, timeout_s=None, sampler=sampler, seed=seed,
+                                  **kwargs))  # fmt: skip
 
 
 def keys(outcome) -> list[str]:
@@ -638,8 +639,8 @@ def test_a_stalled_restart_draws_apart_through_the_study_loop(monkeypatch):
     real = OrdinalSampler._restart_draw
     monkeypatch.setattr(OrdinalSampler, "_restart_draw", lambda self, *a: (calls.append(1), real(self, *a))[1])
     sampler = OrdinalSampler(seed=0, global_phase=4, start_phase=8, patience=3, wide_restarts=True)
-    outcome = run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="w", measure=measure,
-                        budget_trials=60, timeout_s=None, sampler=sampler, seed=0))  # fmt: skip
+    outcome = run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="w",
+                                     measure=measure, budget_trials=60, timeout_s=None, sampler=sampler, seed=0))  # fmt: skip
     assert len(outcome.rows) == 60 and len(calls) >= 3 + 4
 
 
@@ -763,8 +764,8 @@ def test_a_restart_takes_the_upper_bound_through_the_study_loop(monkeypatch):
     real = OrdinalSampler._bound
     monkeypatch.setattr(OrdinalSampler, "_bound", lambda self, *a: (calls.append(1), real(self, *a))[1])
     sampler = OrdinalSampler(seed=0, global_phase=6, start_phase=8, patience=3, pairs=True, bound_every=3)
-    outcome = run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="u", measure=measure,
-                        budget_trials=60, timeout_s=None, sampler=sampler, seed=0))  # fmt: skip
+    outcome = run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="u",
+                                     measure=measure, budget_trials=60, timeout_s=None, sampler=sampler, seed=0))  # fmt: skip
     assert len(outcome.rows) == 60 and len(calls) >= 2
 
 
@@ -1010,9 +1011,10 @@ def test_the_default_search_works_on_a_sparse_space_whether_or_not_it_is_listed(
     # phase without a measurement (IndexError). A walk of the product finds them.
     family = SparseFamily(first)
     assert (math.prod(len(p.values) for p in family.params) > MAX_ENUMERATED) == (first == 16)
-    outcome = run_study(StudyOptions.for_strategy(family=family, problem=Problem("sparse", "float32", 1024), domains=None, storage=None, study_name="s",
-                        measure=lambda cfg: {"status": "ok", "bandwidth_gbs": 1.0 + cfg["p1"] + 0.5 * cfg["p2"]},
-                        budget_trials=12, timeout_s=None, seed=0))  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy(family=family, problem=Problem("sparse", "float32", 1024), domains=None,
+                                                  storage=None, study_name="s",
+                                                  measure=lambda cfg: {"status": "ok", "bandwidth_gbs": 1.0 + cfg["p1"] + 0.5 * cfg["p2"]},
+                                                  budget_trials=12, timeout_s=None, seed=0))  # fmt: skip
     keys = {config_key({p.name: row[p.name] for p in family.params}) for row in outcome.rows}
     assert outcome.stop_reason == "budget" and len(keys) == len(outcome.rows) == 12
     assert all(sum(row[p.name] for p in family.params) <= 2 for row in outcome.rows)

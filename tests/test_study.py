@@ -696,8 +696,9 @@ def test_the_outcome_says_what_the_asks_cost_and_how_long_measuring_waited(ask_a
         time.sleep(0.002)
         return measure(cfg)
 
-    outcome = run_study(StudyOptions.for_strategy("ordinal", family=FAMILY, problem=PROBLEM, domains=None, storage=None, study_name="s", measure=slow,
-                        budget_trials=12, timeout_s=None, seed=0, ask_ahead=ask_ahead))  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy("ordinal", family=FAMILY, problem=PROBLEM, domains=None, storage=None,
+                                                  study_name="s", measure=slow, budget_trials=12, timeout_s=None, seed=0,
+                                                  ask_ahead=ask_ahead))  # fmt: skip
     assert outcome.asks == len(outcome.rows) == 12  # every ask measured one configuration
     assert 0 < outcome.asks_cpu_s <= outcome.asks_s + 1e-3  # a thread's CPU time within its wall time
     assert outcome.ask_waits_s >= 0 if ask_ahead else outcome.ask_waits_s == 0  # only an ask made ahead is waited for

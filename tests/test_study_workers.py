@@ -193,8 +193,8 @@ def test_a_killed_worker_loses_no_measurement_and_a_rerun_redoes_none(tmp_path, 
         return measure(cfg)
 
     outcome = run_study(
-        StudyOptions.for_strategy("random", family=FAMILY, problem=PROBLEM, domains=None, storage=storage, study_name=name, measure=measure_and_log,
-        budget_trials=KILL_BUDGET, timeout_s=None, seed=1),
+        StudyOptions.for_strategy("random", family=FAMILY, problem=PROBLEM, domains=None, storage=storage, study_name=name,
+                                  measure=measure_and_log, budget_trials=KILL_BUDGET, timeout_s=None, seed=1),
     )  # fmt: skip
     assert outcome.stop_reason == "budget"
     assert outcome.total_measured == KILL_BUDGET

@@ -85,9 +85,9 @@ def test_a_warm_study_records_its_warm_trials_and_lands_at_once(tmp_path):
     write_atomic(to_frame(earlier_table(), keep_unknown=True), path)
     enqueue, prior = load_warm_start(path, FAMILY, PROBLEM, DOMAINS, top=2)
     sampler = make_sampler("ordinal", 0, prior=prior)
-    outcome = run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="warm", measure=measure,
-                        budget_trials=6, timeout_s=None, sampler=sampler, seed=0, enqueue=enqueue,
-                        warm_start=marks(enqueue, path)))  # fmt: skip
+    outcome = run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="warm",
+                                     measure=measure, budget_trials=6, timeout_s=None, sampler=sampler, seed=0, enqueue=enqueue,
+                                     warm_start=marks(enqueue, path)))  # fmt: skip
     assert outcome.rows[0]["bandwidth_gbs"] == OPTIMUM_GBS
     trials = outcome.study.get_trials(deepcopy=False)
     warm = [t for t in trials if t.user_attrs.get("warm_start") == str(path)]

@@ -174,9 +174,10 @@ def _study(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path
     from tuner.search.study.run import StudyOptions, run_study, study_rows
 
     session = bench.problem(family, problem)
-    outcome = run_study(StudyOptions.for_strategy(sampler, family=family, problem=problem, domains=domains, storage=str(gpu_dir / "optuna.log"),
-                        study_name=f"{name}-{problem.key}", measure=lambda cfg: session.measure(cfg, f"study:{name}"),
-                        budget_trials=budget, timeout_s=timeout_s, seed=seed))  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy(sampler, family=family, problem=problem, domains=domains,
+                                                  storage=str(gpu_dir / "optuna.log"), study_name=f"{name}-{problem.key}",
+                                                  measure=lambda cfg: session.measure(cfg, f"study:{name}"),
+                                                  budget_trials=budget, timeout_s=timeout_s, seed=seed))  # fmt: skip
     return tables.to_frame(study_rows(outcome.storage, outcome.study.study_name))
 
 

@@ -136,19 +136,10 @@ def main() -> int:
     made = make_sampler(args.sampler, args.seed if args.seen else study_module.resumed_seed(args.storage, args.study, args.seed))
     sampler = Watching(made, note) if args.seen else made
     outcome = study_module.run_study(
-        study_module.StudyOptions(family=FakeFamily(),
-        problem=PROBLEM,
-        domains=None,
-        storage=args.storage,
-        study_name=args.study,
-        measure=measure_slowly,
-        budget_trials=args.budget,
-        timeout_s=None,
-        sampler=sampler,
-        seed=args.seed,
-        worker=f"worker-{args.seed}",
-        ask_ahead=not args.no_ask_ahead,
-        at=reach),
+        study_module.StudyOptions(family=FakeFamily(), problem=PROBLEM, domains=None, storage=args.storage,
+                                  study_name=args.study, measure=measure_slowly, budget_trials=args.budget, timeout_s=None,
+                                  sampler=sampler, seed=args.seed, worker=f"worker-{args.seed}",
+                                  ask_ahead=not args.no_ask_ahead, at=reach),
     )
     print(json.dumps({"measured": outcome.measured, "lost": outcome.lost, "stop_reason": outcome.stop_reason}))
     return 0

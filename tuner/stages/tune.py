@@ -106,8 +106,8 @@ def search(settings: Settings, stage_json: str, name: str, device_json: Path, gp
             sampler = study_sampler(study, start, seed, storage_name)  # the run's one sampler (a fresh one after a fault)
             return run_study(StudyOptions(family=family, problem=study.problem, domains=study.domains(), storage=study.storage,
                                           study_name=storage_name, measure=progress.counting(measuring.measure),
-                                          budget_trials=study.budget_trials, timeout_s=study.timeout_s, sampler=sampler, seed=seed,
-                                          enqueue=start.enqueue, worker=worker_name, claimed=measuring.prefetch,
+                                          budget_trials=study.budget_trials, timeout_s=study.timeout_s, sampler=sampler,
+                                          seed=seed, enqueue=start.enqueue, worker=worker_name, claimed=measuring.prefetch,
                                           likely_next=measuring.expect, warm_start=start.marks))  # fmt: skip
 
         outcome, summary = restarting(measuring_side, side, search_study, f"study {name} worker on GPU {gpu}")

@@ -230,15 +230,9 @@ def _replay(family: Family, problem: Problem, domains: Mapping[str, list], measu
         for name in samplers:
             for seed in seeds:
                 outcome = run_study(
-                    StudyOptions.for_strategy(name, family=family,
-                    problem=problem,
-                    domains=dict(domains),
-                    storage=None,
-                    study_name=f"replay-{name}-{seed}",
-                    measure=measure,
-                    budget_trials=budgets[-1],
-                    timeout_s=None,
-                    seed=seed),
+                    StudyOptions.for_strategy(name, family=family, problem=problem, domains=dict(domains), storage=None,
+                                              study_name=f"replay-{name}-{seed}", measure=measure, budget_trials=budgets[-1],
+                                              timeout_s=None, seed=seed),
                 )
                 trials = outcome.study.get_trials(deepcopy=False)
                 rescued = {t.number for t in trials if "rescue" in t.user_attrs}

@@ -53,9 +53,10 @@ def worker(args: argparse.Namespace) -> dict:
         return lookup(cfg)
 
     name = args.worker or f"replay{args.seed}@{socket.gethostname()}"
-    outcome = run_study(StudyOptions.for_strategy(args.sampler, family=family, problem=Problem(args.family, args.dtype, args.n), domains=table_domains(rows, family),
-                        storage=args.storage, study_name=args.study, measure=measure, budget_trials=args.budget,
-                        timeout_s=None, seed=args.seed, worker=name))  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy(args.sampler, family=family, problem=Problem(args.family, args.dtype, args.n),
+                                                  domains=table_domains(rows, family), storage=args.storage,
+                                                  study_name=args.study, measure=measure, budget_trials=args.budget,
+                                                  timeout_s=None, seed=args.seed, worker=name))  # fmt: skip
     return {"worker": name, "measured": outcome.measured, "lost": outcome.lost, "stop_reason": outcome.stop_reason,
             "total_measured": outcome.total_measured, "keys": measured}  # fmt: skip
 
