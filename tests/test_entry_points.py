@@ -67,6 +67,8 @@ CASES = [
      "python -m tuner.search.tables.replay_pareto: error: --family must be one of"),
     ("tuner.search.tables.replay_pareto", "a table that is not there", ["{tmp}/none.parquet", *PROBLEM],
      "python -m tuner.search.tables.replay_pareto: error: {tmp}/none.parquet: must be a Parquet file or a folder of them"),
+    ("tuner.search.samplers.registry", "an option it does not have", ["--nosuch"],
+     "python -m tuner.search.samplers.registry: error: unrecognized arguments: --nosuch"),
     ("tuner.search.tables.replay_study", "a family the registry lacks",
      ["worker", "{table}", "--family", "nosuch", "--dtype", "int32", "--n", "1", "--storage", "{tmp}/w.log", "--study", "s",
       "--budget", "4"],

@@ -165,5 +165,15 @@ def listing() -> list[str]:
     return lines
 
 
-if __name__ == "__main__":  # ``python -m tuner.search.samplers.registry``: the strategies a config's ``sampler`` may name
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m tuner.search.samplers.registry``: the strategies a config's
+    ``sampler`` may name (and the time-energy study's), a line each."""
+    from tuner.host import OneLineParser
+
+    OneLineParser(prog="python -m tuner.search.samplers.registry", description=main.__doc__).parse_args(argv)
     print("\n".join(listing()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
