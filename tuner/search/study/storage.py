@@ -293,9 +293,22 @@ def _retry(make: Callable[[], Any], attempts: int = 5, unless_slower_than_s: flo
         start = time.monotonic()
         try:
             return make()
-        except Exception:  # noqa: BLE001 - re-raised on the last attempt
-            if attempt == attempts - 1 or time.monotonic() - start >= unless_slower_than_s:
+        except Exception as error:  # noqa: BLE001 - re-raised on the last attempt
+            # A lost race is an answer, however slow a loaded host made it: only silence is taken for a dead server.
+            slow = time.monotonic() - start >= unless_slower_than_s and not _lost_race(error)
+            if attempt == attempts - 1 or slow:
                 raise
             time.sleep(0.1 * (attempt + 1))
+
+
+def _lost_race(error: BaseException) -> bool:
+    """Whether ``error`` (or what it was raised from) is the database's unique
+    violation of a worker that lost the race to create the tables."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if type(seen).__name__ in ("IntegrityError", "UniqueViolation"):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
