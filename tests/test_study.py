@@ -742,6 +742,7 @@ def test_the_schema_and_the_readme_name_the_registered_strategies():
 
     assert all(f"default: {DEFAULT_STRATEGY}" in s.get("description", "") for s in read), read
     assert inspect.signature(api.tune).parameters["sampler"].default == DEFAULT_STRATEGY
+    assert inspect.signature(StudyOptions.for_strategy).parameters["strategy"].default == DEFAULT_STRATEGY
     readme = " ".join((root / "README.md").read_text().split())
     sentence = re.search(r"`studies` are Optuna searches \(sampler (.*?), a seed", readme)
     assert sentence, "README.md must say where the study samplers are listed where it describes studies"
