@@ -128,13 +128,13 @@ def main() -> int:
             os.close(fd)
         return row
 
+    sampler = Watching(make_sampler(args.sampler, args.seed), note) if args.seen else None
     if args.ready:
         Path(args.ready).touch()
         while not Path(args.go).exists():
             time.sleep(0.005)
-    # One sampler, made once: a named one seeded past the study's claims so far (as a resumed study's is).
-    made = make_sampler(args.sampler, args.seed if args.seen else study_module.resumed_seed(args.storage, args.study, args.seed))
-    sampler = Watching(made, note) if args.seen else made
+    if sampler is None:  # one sampler, made once, seeded past the study's claims so far (as a resumed study's is)
+        sampler = make_sampler(args.sampler, study_module.resumed_seed(args.storage, args.study, args.seed))
     outcome = study_module.run_study(
         study_module.StudyOptions(family=FakeFamily(), problem=PROBLEM, domains=None, storage=args.storage,
                                   study_name=args.study, measure=measure_slowly, budget_trials=args.budget, timeout_s=None,
