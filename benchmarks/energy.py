@@ -9,7 +9,7 @@ limits (nothing is set). Prints, and with --out writes as JSON:
     (vector_add and copy): the energy ratio (about 2 expected) beside the
     time ratio;
 (c) the trade-off: per family, a two-objective study (time, energy) over a
-    small space (tuner.search.pareto; NSGA-II, --budget trials, or the whole
+    small space (tuner.search.study.pareto; NSGA-II, --budget trials, or the whole
     space with --exhaustive), its Pareto front and the ratio of energy saved
     to time lost at its knee. The studies go to --storage (a journal file), so
 
@@ -57,7 +57,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--families", nargs="+", default=list(SPACES), choices=list(SPACES), help="(c) families (default: all)")
     parser.add_argument("--budget", type=int, default=24, help="(c) trials per study (default: 24)")
     parser.add_argument("--exhaustive", action="store_true", help="(c) measure each small space whole (its true front)")
-    parser.add_argument("--sampler", default="nsga2", choices=["nsga2", "tpe", "random"], help="(c) sampler (default: nsga2)")
+    from tuner.search.samplers.registry import DEFAULT_PARETO_STRATEGY, PARETO_SAMPLERS  # no Optuna: the registry only
+
+    parser.add_argument("--sampler", default=DEFAULT_PARETO_STRATEGY, choices=PARETO_SAMPLERS,
+                        help=f"(c) sampler (default: {DEFAULT_PARETO_STRATEGY})")  # fmt: skip
     parser.add_argument(
         "--storage", default="results/energy-benchmark/optuna.log", help="(c) Optuna storage (default: %(default)s)"
     )
@@ -148,7 +151,7 @@ def known_work(bench, args) -> list[dict]:
 
 def fronts(bench, args) -> list[dict]:
     from tuner.families import REGISTRY, Problem
-    from tuner.search.pareto import knee, run_pareto_study
+    from tuner.search.study.pareto import knee, run_pareto_study
 
     lines = []
     mode = "the whole space" if args.exhaustive else f"{args.sampler}, {args.budget} trials"

@@ -402,7 +402,7 @@ def study(examples_dir: Path, out: Path, trials: int, say: Callable[[str], None]
     from tuner import kernel_tuner
     from tuner.data.paths import cubin_cache
     from tuner.kernel_tuner.script import with_our_import
-    from tuner.search.strategies import DEFAULT_STRATEGY
+    from tuner.search.samplers.registry import DEFAULT_STRATEGY
 
     original = (examples_dir / "convolution.py").read_text()
     text = with_our_import(original)
@@ -497,7 +497,7 @@ def dry_run(examples: list[str], examples_dir: Path, out: Path, trials: int, say
     import tuner.api
     from tuner import kernel_tuner
     from tuner.kernel_tuner.script import with_our_import
-    from tuner.search.strategies import DEFAULT_STRATEGY
+    from tuner.search.samplers.registry import DEFAULT_STRATEGY
 
     kernel_tuner.configure(results=out / "results")
     real_tune, tuner.api.tune = tuner.api.tune, made_up_rows(out / "results")

@@ -119,7 +119,7 @@ def steady_rate(trials) -> tuple[float, int, float]:
 def run_study(work: Path, gpus: list[str], budget: int, storage: str, label: str) -> dict:
     import optuna
 
-    from tuner.search.storage import open_storage
+    from tuner.search.study.storage import open_storage
 
     folder = work / label
     url = storage_url(storage, folder)

@@ -25,7 +25,7 @@ The community's brute-forced spaces (``--hub``: Kernel Tuner cache files or
 T4 files, with the T1 file beside them for their restrictions; e.g. the
 benchmark hub of the Auto-Tuning Association, AutoTuningAssociation/
 benchmark_hub, MIT licence, DOI 10.5281/zenodo.15364124) replay the same way
-(``tuner.search.tables``): a configuration absent from the table is
+(``tuner.search.tables.community``): a configuration absent from the table is
 infeasible and costs nothing; a failed one costs an evaluation and scores 0.
 There ``score_m`` is the methodology's own score (the ``autotuning-methodology``
 package: its calculated random-search baseline and standardisation, over
@@ -82,8 +82,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import numpy as np  # noqa: E402
 from scipy.special import gammaln  # noqa: E402
 from scipy.stats import fisher_exact  # noqa: E402
-from search_heldout import BOOTSTRAP, differences, format_held_out, held_out, table_scores  # noqa: E402
 from search_files import merged_rows, name_unfit, prepare_out, ranking_clash, ranking_of, remove_empty, write_outputs  # noqa: E402
+from search_heldout import BOOTSTRAP, differences, format_held_out, held_out, table_scores  # noqa: E402
 from search_rivals import (  # noqa: E402
     KT_STRATEGIES,
     ORDERS,
@@ -102,9 +102,9 @@ from tuner.data.results import read  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import Problem  # noqa: E402
 from tuner.host import OneLineParser  # noqa: E402
-from tuner.search.strategies import DEFAULT_STRATEGY, missing_modules  # noqa: E402
-from tuner.search.tables import load_table, table_label, table_stem, table_unfit  # noqa: E402
-from tuner.search.warm import warm_start  # noqa: E402
+from tuner.search.samplers.registry import DEFAULT_STRATEGY, missing_modules  # noqa: E402
+from tuner.search.study.warm import warm_start  # noqa: E402
+from tuner.search.tables.community import load_table, table_label, table_stem, table_unfit  # noqa: E402
 
 DEFAULT_FRACTIONS = (0.025, 0.05, 0.10)  # of each space
 SEEDS = 50

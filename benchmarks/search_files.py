@@ -17,7 +17,7 @@ from search_rivals import ORDERS
 
 from tuner.data.readback import one_line
 from tuner.data.t4 import finite_number, not_a_file
-from tuner.search.expressions import shown
+from tuner.search.tables.expressions import shown
 
 # What a merged row must have: what every row of this benchmark has had, and the table and summary read.
 ROW_KEYS = ("table", "order", "strategy", "budget", "seeds", "space", "within_1pct", "hits_1pct", "median_first_1pct",

@@ -27,11 +27,11 @@ from optuna.samplers import BaseSampler
 from tuner.data.readback import one_line
 from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
-from tuner.search.replay import _quiet_optuna, problem_rows, table_domains, table_measure
-from tuner.search.strategies import make_sampler
-from tuner.search.study import run_study
-from tuner.search.tables import SpaceTable, table_family, table_key, table_problem
-from tuner.search.tables import table_measure as space_measure
+from tuner.search.samplers.registry import make_sampler
+from tuner.search.study.run import StudyOptions, run_study
+from tuner.search.tables.community import SpaceTable, table_family, table_key, table_problem
+from tuner.search.tables.community import table_measure as space_measure
+from tuner.search.tables.replay import _quiet_optuna, problem_rows, table_domains, table_measure
 
 # Kernel Tuner's names of the rival strategies compared: every single-objective strategy of
 # Kernel Tuner 1.5 but brute_force, random_sample (random search is ours, with its expected
@@ -91,7 +91,7 @@ class Case:
 
     @classmethod
     def from_space_table(cls, table: SpaceTable) -> "Case":
-        """A community table (``tuner.search.tables``): its failed configurations
+        """A community table (``tuner.search.tables.community``): its failed configurations
         are part of the space, cost one evaluation each and score 0."""
         records, lookup, outcomes = [], {}, []
         for values, (status, rate) in table.entries.items():
@@ -132,12 +132,14 @@ def _config(record: dict, family: Family, domains: dict[str, list]) -> dict:
 def run_ours(case: Case, sampler: str | BaseSampler, order: str, seed: int, budget: int, enqueue=(), prior=()) -> list[float]:
     """One study of ``sampler`` (the name of one of the project's strategies, or a sampler
     object seeded with ``seed``) on ``case`` (in-memory storage)."""
-    base = make_sampler(sampler, seed, prior=prior) if prior else sampler
+    # A name: its sampler, made once (the study is new, in memory: seeded with ``seed`` itself).
+    base = make_sampler(sampler, seed, prior=prior) if isinstance(sampler, str) else sampler
     name = sampler if isinstance(sampler, str) else type(sampler).__name__
     with _quiet_optuna():
-        outcome = run_study(family=case.family, problem=case.problem, domains=case.ordered_domains(order), storage=None,
-                            study_name=f"bench-{name}-{seed}", measure=case.measure or table_measure(case.rows, case.family),
-                            budget_trials=budget, timeout_s=None, sampler=base, seed=seed, enqueue=enqueue)  # fmt: skip
+        outcome = run_study(StudyOptions(family=case.family, problem=case.problem, domains=case.ordered_domains(order),
+                                         storage=None, study_name=f"bench-{name}-{seed}",
+                                         measure=case.measure or table_measure(case.rows, case.family), budget_trials=budget,
+                                         timeout_s=None, sampler=base, seed=seed, enqueue=enqueue))  # fmt: skip
     return [float(row["bandwidth_gbs"]) if row.get("status") == "ok" else 0.0 for row in outcome.rows]
 
 

@@ -33,9 +33,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tuner.search.replay import _quiet_optuna  # noqa: E402
-from tuner.search.study import run_study  # noqa: E402
-from tuner.search.tables import SpaceTable, restriction_check, table_family, table_measure, table_problem  # noqa: E402
+from tuner.search.study.run import StudyOptions, run_study  # noqa: E402
+from tuner.search.tables.community import SpaceTable, restriction_check, table_family, table_measure, table_problem  # noqa: E402
+from tuner.search.tables.replay import _quiet_optuna  # noqa: E402
 
 RESTRICTION = "p0 + p1 <= 12"
 
@@ -65,8 +65,10 @@ def time_study(table: SpaceTable, strategy: str, trials: int) -> dict:
 
     started = time.perf_counter()
     with _quiet_optuna():
-        outcome = run_study(family=table_family(table), problem=table_problem(table), domains=dict(table.params), storage=None,
-                            study_name=strategy, measure=measure, budget_trials=trials, timeout_s=None, sampler=strategy, seed=0)  # fmt: skip
+        outcome = run_study(StudyOptions.for_strategy(strategy, family=table_family(table), problem=table_problem(table),
+                                                      domains=dict(table.params), storage=None, study_name=strategy,
+                                                      measure=measure, budget_trials=trials, timeout_s=None,
+                                                      seed=0))  # fmt: skip
     asks = [b - a for a, b in zip(stamps, stamps[1:])]
     return {"space": table.size, "strategy": strategy, "trials": len(outcome.rows), "setup_s": stamps[0] - started,
             "ask_ms": 1e3 * statistics.median(asks), "ask_p95_ms": 1e3 * sorted(asks)[int(0.95 * (len(asks) - 1))],

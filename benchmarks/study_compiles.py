@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tuner.families.base import Family, Param, Problem  # noqa: E402
 from tuner.measure import compile as compiling  # noqa: E402
 from tuner.measure.precompile import Precompiler, study_modules  # noqa: E402
-from tuner.search.replay import _quiet_optuna  # noqa: E402
-from tuner.search.study import run_study  # noqa: E402
+from tuner.search.study.run import StudyOptions, run_study  # noqa: E402
+from tuner.search.tables.replay import _quiet_optuna  # noqa: E402
 
 CONVOLUTION = {
     "filter_height": list(range(3, 35, 2)),
@@ -104,8 +104,10 @@ def run(label: str, domains: dict[str, list], trials: int, nvcc_s: float, measur
             return {"status": "ok", "bandwidth_gbs": speed(cfg)}
 
         with _quiet_optuna():
-            outcome = run_study(family=family, problem=problem, domains=domains, storage=None, study_name=label, measure=measure,
-                                budget_trials=trials, timeout_s=None, seed=0, claimed=ahead.hurry, likely_next=ahead.expect)  # fmt: skip
+            outcome = run_study(StudyOptions.for_strategy(family=family, problem=problem, domains=domains, storage=None,
+                                                          study_name=label, measure=measure, budget_trials=trials,
+                                                          timeout_s=None, seed=0, claimed=ahead.hurry,
+                                                          likely_next=ahead.expect))  # fmt: skip
         wall = time.perf_counter() - started
         summary = ahead.summary()
     listed = family.listed_space(problem, domains)

@@ -9,7 +9,7 @@ parameters (``BLOCK``, ``VEC``, ``UNROLL``: it writes them as ``#define``s, the
 way our nvcc command passes ``-D``), the same grid (n over BLOCK x VEC x
 UNROLL) and the numpy sum as its answer, and runs ``strategy="brute_force"``
 with its defaults (7 launches per configuration, mean time, no L2 flush).
-Ours is ``tuner.search.sweep.measure_sweep``, as ``python -m tuner sweep``
+Ours is ``tuner.stages.sweep_store.measure_sweep``, as ``python -m tuner sweep``
 runs it (nvcc ahead in threads, verification on the device, the L2 flushed
 before every sample, sampling until the median's interval is tight), then
 each configuration once more without the flush (hot: the state Kernel Tuner
@@ -101,7 +101,7 @@ def run_ours(dtype: str, n: int, configs: list[dict], cache: Path, work: Path):
     from tuner.families import REGISTRY, Problem
     from tuner.measure.bench import Bench
     from tuner.measure.compile import compile_ahead
-    from tuner.search.sweep import measure_sweep, sweep_rows
+    from tuner.stages.sweep_store import measure_sweep, sweep_rows
 
     gpu = require_gpu()
     device = describe(gpu)

@@ -23,11 +23,10 @@ from tuner.data.counters import read_profiles
 from tuner.data.readback import read_json
 from tuner.errors import DamagedFile
 from tuner.families import REGISTRY, Problem
-from tuner.search.claim_records import claim_row
-from tuner.search.claims import CLAIMED, FileClaims
-from tuner.search.storage import open_claims
-from tuner.search.study import open_storage, run_study, study_rows
-from tuner.search.sweep import STORE_FILE, RowStore, run_sweep
+from tuner.search.study.claims import CLAIMED, FileClaims, claim_row
+from tuner.search.study.run import StudyOptions, open_storage, run_study, study_rows
+from tuner.search.study.storage import open_claims
+from tuner.stages.sweep_store import STORE_FILE, RowStore, run_sweep
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
@@ -196,8 +195,9 @@ class Recorder:
 
 
 def study(storage: str, budget: int, recorder: Recorder):
-    return run_study(family=FAKE, problem=PROBLEM, domains=None, storage=storage, study_name="s", measure=recorder,
-                     budget_trials=budget, timeout_s=None, sampler="random", seed=0)  # fmt: skip
+    return run_study(StudyOptions.for_strategy("random", family=FAKE, problem=PROBLEM, domains=None, storage=storage,
+                                               study_name="s", measure=recorder, budget_trials=budget, timeout_s=None,
+                                               seed=0))  # fmt: skip
 
 
 def rows_of(storage: str) -> list[dict]:
@@ -388,7 +388,7 @@ def test_replay_study_rows_names_a_damaged_journal_in_one_line(tmp_path):
     Path(journal).write_bytes(b"\n".join(lines))
     before = files_under(tmp_path)
     proc = tuner("rows", "--storage", journal, "--study", "s", "--budget", "4", "--out", str(tmp_path / "rows.parquet"),
-                 cwd=tmp_path, module="tuner.search.replay_study")  # fmt: skip
+                 cwd=tmp_path, module="tuner.search.tables.replay_study")  # fmt: skip
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [f"error: {journal}:3: a JSON list, not a journal record (an object), so the study cannot be read "
                                         f"past it; keep lines 1 to 2 with `truncate -s {len(lines[0]) + len(lines[1]) + 2} "
@@ -410,6 +410,6 @@ def test_a_whole_number_past_its_columns_type_is_a_damaged_file_in_one_line(tmp_
     assert proc.returncode == 1 and proc.stderr.startswith(f"error: {target}: not results rows ("), proc.stderr
     assert len(proc.stderr.splitlines()) == 1
     proc = tuner(str(target), "--family", "reduce", "--dtype", "int32", "--n", "268435456", cwd=tmp_path,
-                 module="tuner.search.replay")  # fmt: skip
+                 module="tuner.search.tables.replay")  # fmt: skip
     assert proc.returncode == 2 and f"error: {target}: not results rows (" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr

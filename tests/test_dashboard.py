@@ -1,4 +1,4 @@
-"""optuna-dashboard serves a study that tuner.search.study wrote."""
+"""optuna-dashboard serves a study that tuner.search.study.run wrote."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from tuner.search.study import open_storage, run_study
+from tuner.search.study.run import StudyOptions, open_storage, run_study
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
@@ -44,15 +44,8 @@ def test_dashboard_lists_the_study(tmp_path, storage):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     url = str(tmp_path / storage) if storage.endswith(".log") else f"sqlite:///{tmp_path / 'study.db'}"
     run_study(
-        family=FakeFamily(),
-        problem=PROBLEM,
-        domains=None,
-        storage=url,
-        study_name="dashboard-check",
-        measure=measure,
-        budget_trials=3,
-        timeout_s=None,
-        sampler="random",
+        StudyOptions.for_strategy("random", family=FakeFamily(), problem=PROBLEM, domains=None, storage=url,
+                                  study_name="dashboard-check", measure=measure, budget_trials=3, timeout_s=None),
     )
 
     port = free_port()

@@ -150,7 +150,7 @@ def test_a_kernel_ptxas_refuses_for_a_limit_is_infeasible_not_a_compile_error(mo
 def test_a_study_whose_measurements_meet_limits_goes_on_to_an_ok_winner():
     """``infeasible`` rows from the measuring process are failed trials: they neither crash the study nor win."""
     from tuner.families import REGISTRY
-    from tuner.search.study import run_study, study_rows
+    from tuner.search.study.run import StudyOptions, run_study, study_rows
 
     family = REGISTRY["vector_add"]
     problem = Problem("vector_add", family.dtypes[0], 1 << 20)
@@ -161,8 +161,9 @@ def test_a_study_whose_measurements_meet_limits_goes_on_to_an_ok_winner():
         return {"status": "ok", "bandwidth_gbs": 100.0 + cfg["block_size"], "bytes_moved": 1 << 22}
 
     domains = {p.name: [p.default] for p in family.params} | {"block_size": [128, 256, 512, 1024]}
-    outcome = run_study(family=family, problem=problem, domains=domains, storage=None,
-                        study_name="limits", measure=measured, budget_trials=4, timeout_s=None, seed=0)  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy(family=family, problem=problem, domains=domains, storage=None,
+                                                  study_name="limits", measure=measured, budget_trials=4, timeout_s=None,
+                                                  seed=0))  # fmt: skip
     rows = study_rows(outcome.storage, outcome.study.study_name)
     assert sorted(r["status"] for r in rows) == ["infeasible", "infeasible", "ok", "ok"]
     ok = [r for r in rows if r["status"] == "ok"]

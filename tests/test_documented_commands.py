@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ("python", "snakemake", "pip", "compute-sanitizer", "optuna-dashboard", "nvcc")
 # Where the docs speak of a results folder of one's own GPU, the shipped H200 one stands in.
 PLACEHOLDER = ("results/<gpu>", "results/reference/nvidia-h200")
-HELP_SOURCES = ("tuner/cli.py", "tuner/report/__main__.py", "tuner/search/replay.py")
+HELP_SOURCES = ("tuner/cli.py", "tuner/report/__main__.py", "tuner/search/tables/replay.py")
 
 GPU = "needs an NVIDIA GPU"
 SKIPPED = {
@@ -60,7 +60,7 @@ SKIPPED = {
     "python -m tuner.report --results results/<gpu> --out results/<gpu>/report": "the report command on a folder of one's "
     "own GPU: the same command runs here on the shipped H100 folder (--out /tmp/h100-report)",
     "snakemake --cores 1": f"{GPU}: the whole pipeline",
-    "python -m tuner.search.replay TABLE.parquet --family reduce --dtype int32 --n 268435456": "TABLE.parquet is a placeholder; "
+    "python -m tuner.search.tables.replay TABLE.parquet --family reduce --dtype int32 --n 268435456": "TABLE.parquet is a placeholder; "
     "the README's form runs on the shipped measurements",
     "python -m tuner describe --config mine.yaml && python -m tuner tune reduce_int32 --config mine.yaml": f"{GPU}: a worker "
     "on another host (tests/test_postgres_study.py runs four workers against a real PostgreSQL server)",
@@ -68,9 +68,9 @@ SKIPPED = {
     "pip install -e '.[cuda,postgresql]'": "installs from the package index (CI installs the test extra, which holds the driver)",
     "pip install -e '.[cuda,postgresql,slurm]'": "installs from the package index (the slurm extra is the executor plugin)",
     "pip install 'cuda-bench[cu12]'": "installs from the package index (nvbench, for benchmarks/vs_nvbench.py on a GPU)",
-    "python -m tuner.search.replay CACHE.json.gz": "CACHE.json.gz is a placeholder for another tuner's table "
+    "python -m tuner.search.tables.replay CACHE.json.gz": "CACHE.json.gz is a placeholder for another tuner's table "
     "(tests/test_replay.py runs the form on a Kernel Tuner cache it writes, with a T1 file beside it)",
-    "python -m tuner.search.replay_study": "names the module; tests/test_postgres_study.py runs its worker and rows commands",
+    "python -m tuner.search.tables.replay_study": "names the module; tests/test_postgres_study.py runs its worker and rows commands",
     "python -m pytest -q -n auto --dist loadgroup": "the test suite itself (.ci/run runs it on a fresh clone)",
     "python -m pytest -q -m slow": "the slow tests of the suite, minutes of nvcc (the default run leaves them out)",
     "python benchmarks/energy.py": f"{GPU}: measures energy on the device (tests/test_energy_benchmark.py runs it on a stand-in)",
@@ -187,7 +187,7 @@ def run(command: str, cwd: Path, tmp: Path) -> subprocess.CompletedProcess:
 # runs the same command line on a small table).
 SLOW = (
     "snakemake --cores 1 report",
-    "python -m tuner.search.replay results/reference/nvidia-h200/measurements.parquet --family reduce --dtype int32 --n 268435456",
+    "python -m tuner.search.tables.replay results/reference/nvidia-h200/measurements.parquet --family reduce --dtype int32 --n 268435456",
 )
 
 
@@ -213,7 +213,7 @@ def test_documented_command_runs_as_written(command, repository, tmp_path):
         assert (proc.returncode == 1) == ("regressions (SLOWER by 2.00% or more): 0" not in out), out
         if "--figure" in command:
             assert (tmp_path / "h100-vs-h200.png").read_bytes()[:4] == b"\x89PNG"
-    elif command.startswith("python -m tuner.search.replay"):
+    elif command.startswith("python -m tuner.search.tables.replay"):
         assert "1536 table rows of sweep:reduce_space" in out and re.search(r"^tpe +64 ", out, re.M), out
     elif command.startswith("python -m tuner best"):
         folder = re.search(r"--out-dir /tmp/(\S+)", command).group(1)  # the commands write under /tmp, run under tmp_path
@@ -256,7 +256,7 @@ def test_every_stage_has_help(capsys):
     points run as subprocesses in the tests of the commands themselves)."""
     from tuner import cli
     from tuner.report.__main__ import main as report_main
-    from tuner.search.replay import main as replay_main
+    from tuner.search.tables.replay import main as replay_main
 
     stages = cli.build_parser()._subparsers._group_actions[0].choices  # argparse keeps them here
     for main, argv in [(cli.main, ["--help"]), *((cli.main, [stage, "--help"]) for stage in stages),
@@ -277,7 +277,7 @@ def test_cli_sweep_writes_under_results_gpu(tmp_path, monkeypatch, capsys, measu
     from tuner.data import results
     from tuner.families import REGISTRY
     from tuner.measure.stopwatch import Phases
-    from tuner.search.sweep import RowStore, store_dir
+    from tuner.stages.sweep_store import RowStore, store_dir
 
     config = {"results_dir": str(tmp_path / "results"), "gpu": "test-gpu",
               "sweeps": {"one": {"family": "copy", "dtypes": ["float32"], "sizes": [1 << 20], "params": {"vector_width": [1, 4]}}}}  # fmt: skip

@@ -15,8 +15,8 @@ from tuner.families import REGISTRY, Problem
 from tuner.families.base import Launch
 from tuner.measure.bench import Bench, ProblemBench
 from tuner.measure.energy import ENERGY_COLUMNS, EnergyOptions
-from tuner.search.sweep import RowStore, run_sweep
 from tuner.settings import ConfigError, Settings, parse
+from tuner.stages.sweep_store import RowStore, run_sweep
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "data"))

@@ -17,8 +17,8 @@ import pytest
 from tuner import cli
 from tuner.data import results
 from tuner.families import REGISTRY
-from tuner.search.replay import table_measure
-from tuner.search.study import run_study, study_rows
+from tuner.search.study.run import StudyOptions, run_study, study_rows
+from tuner.search.tables.replay import table_measure
 from tuner.settings import load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,9 +69,11 @@ def test_each_example_runs_end_to_end_and_every_parameter_reaches_the_answer(exa
     gpu_dir = tmp_path / "results" / "cpu-replay"
     results.write_atomic(table, gpu_dir / "sweeps" / f"{sweep.name}.parquet")
 
-    outcome = run_study(family=family, problem=problem, domains=study.domains(), storage=str(tmp_path / "study.log"),
-                        study_name=study.storage_name("cpu-replay"), measure=table_measure(table, family),
-                        budget_trials=study.budget_trials, timeout_s=None, sampler=study.sampler, seed=study.seed)  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy(study.sampler, family=family, problem=problem, domains=study.domains(),
+                                                  storage=str(tmp_path / "study.log"),
+                                                  study_name=study.storage_name("cpu-replay"),
+                                                  measure=table_measure(table, family), budget_trials=study.budget_trials,
+                                                  timeout_s=None, seed=study.seed))  # fmt: skip
     found = study_rows(outcome.storage, outcome.study.study_name)
     assert len(found) == len({r["config_key"] for r in found}) == study.budget_trials
     results.write_atomic(

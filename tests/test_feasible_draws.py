@@ -1,5 +1,5 @@
 """Feasible configurations of spaces too large to list
-(``tuner.search.feasible_draws.FeasibleDraws``): the walk of the product
+(``tuner.search.samplers.feasible_draws.FeasibleDraws``): the walk of the product
 passes every configuration once, within each ask's share of checks; descents
 keep the rules a family scopes; and studies on sparse products and on 10^12
 points find feasible configurations with asks of a fraction of a second."""
@@ -14,9 +14,9 @@ import pytest
 
 from tuner.data.results import config_key
 from tuner.families.base import MAX_ENUMERATED, Family, Param, Problem, ScopedRule
-from tuner.search import feasible_draws
-from tuner.search.feasible_draws import FeasibleDraws
-from tuner.search.study import run_study
+from tuner.search.samplers import feasible_draws
+from tuner.search.samplers.feasible_draws import FeasibleDraws
+from tuner.search.study.run import StudyOptions, run_study
 
 
 def test_the_walk_passes_every_configuration_once_and_keeps_the_feasible_ones():
@@ -103,9 +103,10 @@ RESTRICTED = [({"p0", "p1"}, "p0 + p1 <= 12", lambda c: c["p0"] + c["p1"] <= 12)
 
 def search(family: RuledFamily, budget: int):
     key = sorted(family.param_names)
-    return run_study(family=family, problem=Problem("ruled", "float32", 1024), domains=None, storage=None, study_name="s",
-                     measure=lambda cfg: {"status": "ok", "bandwidth_gbs": 1.0 + sum(i * cfg[n] for i, n in enumerate(key))},
-                     budget_trials=budget, timeout_s=None, seed=0)  # fmt: skip
+    return run_study(StudyOptions.for_strategy(family=family, problem=Problem("ruled", "float32", 1024), domains=None,
+                                               storage=None, study_name="s",
+                                               measure=lambda cfg: {"status": "ok", "bandwidth_gbs": 1.0 + sum(i * cfg[n] for i, n in enumerate(key))},
+                                               budget_trials=budget, timeout_s=None, seed=0))  # fmt: skip
 
 
 @pytest.mark.parametrize(("domains", "rules", "scoped"), [(CONVOLUTION, NARROW, True), (CONVOLUTION, NARROW, False),

@@ -12,7 +12,7 @@ import pytest
 from tuner.data import results
 from tuner.families import REGISTRY, Problem
 from tuner.measure.energy import ENERGY_COLUMNS
-from tuner.search.sweep import run_sweep
+from tuner.stages.sweep_store import run_sweep
 
 pytestmark = pytest.mark.gpu
 

@@ -468,7 +468,7 @@ def test_warm_start_at_the_root_of_the_disk_is_refused_without_walking_it(tmp_pa
 def test_a_warm_start_past_its_bounds_is_refused_before_its_rows_are_read(tmp_path, monkeypatch, bound):
     import pandas as pd
 
-    from tuner.search import warm
+    from tuner.search.study import warm
 
     config = config_of(tmp_path)
     for gpu in ("a", "b", "c"):
@@ -539,7 +539,7 @@ SERVERS = {
 
 @pytest.mark.parametrize("server", list(SERVERS), ids=list(SERVERS))
 def test_a_storage_server_that_cannot_serve_is_refused_at_load_in_seconds_naming_its_host(tmp_path, server):
-    from tuner.search.storage_spec import storage_problem
+    from tuner.search.study.storage_spec import storage_problem
 
     reply, pattern = SERVERS[server]
     with contextlib.ExitStack() as stack:
@@ -562,7 +562,7 @@ def test_a_storage_server_that_cannot_serve_is_refused_at_load_in_seconds_naming
 
 
 def test_a_server_that_answers_as_postgresql_or_mysql_passes_the_check():
-    from tuner.search.storage_server import server_problem
+    from tuner.search.study.storage_server import server_problem
 
     with tcp_server(b"N") as port:
         assert server_problem(f"postgresql://tuner:pw@127.0.0.1:{port}/tuning") is None
@@ -576,8 +576,8 @@ def test_a_server_that_answers_as_postgresql_or_mysql_passes_the_check():
 
 
 def test_the_tune_stage_s_own_connection_to_a_silent_server_gives_up(monkeypatch):
-    from tuner.search import storage_server
-    from tuner.search.storage import open_storage
+    from tuner.search.study import storage_server
+    from tuner.search.study.storage import open_storage
 
     monkeypatch.setattr(storage_server, "CONNECT_TIMEOUT_S", 2)
     with tcp_server(None) as port:
@@ -589,7 +589,7 @@ def test_the_tune_stage_s_own_connection_to_a_silent_server_gives_up(monkeypatch
 
 
 def test_a_password_reaches_the_stage_through_the_environment_not_its_command_line(tmp_path, monkeypatch):
-    from tuner.search.storage_server import PASSWORDS_ENV, export_passwords, public, with_password
+    from tuner.search.study.storage_server import PASSWORDS_ENV, export_passwords, public, with_password
     from tuner.settings import Settings
 
     monkeypatch.delenv(PASSWORDS_ENV, raising=False)

@@ -52,8 +52,8 @@ ALLOWED = {
         "settings",
         "stages",
     },
-    # tuning from Python: the stages' measuring, in one process
-    "api": {"data", "device", "families", "measure", "resources", "search"},
+    # tuning from Python: the stages' measuring, in one process (a sweep's row store is the sweep stage's)
+    "api": {"data", "device", "families", "measure", "resources", "search", "stages"},
     # Kernel Tuner's tune_kernel: its arguments as a KernelSpec (families), its iterations as timing (measure),
     # its strategies (search), measured by api, returned from the rows and their ties (data)
     "kernel_tuner": {"api", "data", "families", "measure", "search"},
@@ -101,3 +101,32 @@ def test_no_module_imports_another_modules_private_names():
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tuner"):
                 found += [f"{path.relative_to(root)}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
     assert not found, found
+
+
+# tuner.search's subpackages -> those they may import (strategies know no study; a study knows no table).
+SEARCH = {"samplers": set(), "study": {"samplers"}, "tables": {"samplers", "study"}}
+
+
+def test_the_search_subpackages_import_one_way_and_its_modules_in_no_circle():
+    search = TUNER / "search"
+    imports: dict[str, set[str]] = {}
+    wrong = []
+    for path in sorted(search.rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        found = set(re.findall(r"^\s*from (tuner\.search\.[\w.]+) import", path.read_text(), re.M))
+        found |= set(re.findall(r"^\s*import (tuner\.search\.[\w.]+)", path.read_text(), re.M))
+        imports[module] = found
+        own = path.relative_to(search).parts[0]
+        for name in found:
+            other = name.split(".")[2]
+            if other != own and other not in SEARCH.get(own, set()):
+                wrong.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not wrong, wrong
+    assert set(SEARCH) == {p.name for p in search.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+
+    import graphlib
+
+    try:
+        tuple(graphlib.TopologicalSorter(imports).static_order())
+    except graphlib.CycleError as error:
+        raise AssertionError(f"modules of tuner.search import each other: {error.args[1]}") from None

@@ -15,9 +15,9 @@ from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState
 
 from tuner.data.results import config_key
-from tuner.search.ordinal import PROGRESS, OrdinalSampler
-from tuner.search.ordinal_grid import one_hot_sums
-from tuner.search.ordinal_history import RunningRead, climb_read, sums_read
+from tuner.search.samplers.ordinal import PROGRESS, OrdinalSampler
+from tuner.search.samplers.ordinal_grid import one_hot_sums
+from tuner.search.samplers.ordinal_history import RunningRead, climb_read, sums_read
 
 DISTS = {
     "a": CategoricalDistribution([1, 2, 4, 8]),

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 from tuner.data.results import config_key
-from tuner.search import study as study_module
-from tuner.search.claims import TAKEN
-from tuner.search.ordinal import OrdinalSampler
-from tuner.search.study import run_study
+from tuner.search.samplers.ordinal import OrdinalSampler
+from tuner.search.study import run as study_module
+from tuner.search.study.claims import TAKEN
+from tuner.search.study.run import StudyOptions, run_study
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
@@ -57,8 +57,9 @@ def test_a_proposal_claimed_meanwhile_is_replaced_without_reading_the_history_ag
         OrdinalSampler, "_history", lambda self, study, trial: reads.append(trial.number) or real_history(self, study, trial)
     )
 
-    outcome = run_study(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="s", measure=measure,
-                        budget_trials=25, timeout_s=None, sampler="ordinal", seed=3)  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy("ordinal", family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None,
+                                                  study_name="s", measure=measure, budget_trials=25, timeout_s=None,
+                                                  seed=3))  # fmt: skip
 
     keys = [config_key({k: row[k] for k in DOMAINS}) for row in outcome.rows]
     assert len(keys) == len(set(keys)) == 25  # distinct, the budget exactly
@@ -70,15 +71,16 @@ def test_a_proposal_claimed_meanwhile_is_replaced_without_reading_the_history_ag
 
 def test_claimed_configurations_are_not_proposed():
     sampler = OrdinalSampler(seed=0)
-    first = run_study(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="a", measure=measure,
-                      budget_trials=12, timeout_s=None, sampler=sampler, seed=0)  # fmt: skip
+    first = run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="a",
+                                   measure=measure, budget_trials=12, timeout_s=None, sampler=sampler, seed=0))  # fmt: skip
     proposed_alone = [config_key({k: row[k] for k in DOMAINS}) for row in first.rows]
     # The same search, where the configurations it chose alone are claimed elsewhere from the start.
     taken_sampler = OrdinalSampler(seed=0)
     original = taken_sampler.taken
     taken_sampler.taken = lambda keys: original(keys | set(proposed_alone[6:]))
-    second = run_study(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="b", measure=measure,
-                       budget_trials=12, timeout_s=None, sampler=taken_sampler, seed=0)  # fmt: skip
+    second = run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="b",
+                                    measure=measure, budget_trials=12, timeout_s=None, sampler=taken_sampler,
+                                    seed=0))  # fmt: skip
     chosen = [config_key({k: row[k] for k in DOMAINS}) for row in second.rows]
     assert not set(chosen) & set(proposed_alone[6:])
     assert second.duplicate == 0  # passed over by the sampler itself, not by the claims
@@ -89,7 +91,7 @@ def test_the_farthest_candidate_is_found_with_the_same_figures_as_one_at_a_time(
 
     import numpy as np
 
-    from tuner.search.ordinal_grid import grid_distance, nearest_distances
+    from tuner.search.samplers.ordinal_grid import grid_distance, nearest_distances
 
     rng = random.Random(0)
     ordered = [True, True, False, True]  # an unordered parameter is a label >= 10

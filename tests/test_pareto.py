@@ -1,4 +1,4 @@
-"""The time-energy study (tuner.search.pareto) replayed on a table: its front
+"""The time-energy study (tuner.search.study.pareto) replayed on a table: its front
 is Optuna's, each configuration is measured once, a bound on time holds,
 a study resumes, the knee's arithmetic, and optuna-dashboard serving the
 study with both objectives named."""
@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 from tuner.data.results import config_key
-from tuner.search.pareto import METRICS, knee, pareto_mask, run_pareto_study
-from tuner.search.replay import problem_rows, table_domains, table_measure
+from tuner.search.study.pareto import METRICS, knee, pareto_mask, run_pareto_study
+from tuner.search.tables.replay import problem_rows, table_domains, table_measure
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "data"))
@@ -185,7 +185,7 @@ def test_enqueueing_the_whole_space_finds_the_exhaustive_front(tmp_path):
 
 def test_the_command_line_replays_a_table_into_a_storage(tmp_path, monkeypatch, capsys):
     from tuner.families import REGISTRY
-    from tuner.search.pareto import main
+    from tuner.search.tables.replay_pareto import main
 
     monkeypatch.setitem(REGISTRY.families, "fake", FakeFamily())  # a table of the test family, for this test only
     table = tmp_path / "sweep.parquet"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tuner.data.paths import GPU_FOLDER_NAMES, RESULTS_FOLDER_NAMES, GpuFolder, cubin_cache
-from tuner.search.sweep import store_dir
 from tuner.settings.model import RunSettings
+from tuner.stages.sweep_store import store_dir
 
 
 def test_a_run_finds_its_files_in_its_gpu_folder(tmp_path):

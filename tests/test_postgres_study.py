@@ -2,7 +2,7 @@
 several hosts point at. The server is PyPI's ``pgserver`` (PostgreSQL 16 in a
 wheel, part of the ``[test]`` extra), started in a temporary folder by this
 module and stopped at its end; the workers are separate processes running
-``python -m tuner.search.replay_study worker`` on the shipped H200 sweep of the
+``python -m tuner.search.tables.replay_study worker`` on the shipped H200 sweep of the
 1536-point reduction space, so every measurement is a table look-up."""
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from released import run_released  # noqa: E402
 
 from tuner.data.results import config_key, plain_value  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
-from tuner.search.claims import DONE, fold  # noqa: E402
-from tuner.search.storage import open_claims, open_storage  # noqa: E402
-from tuner.search.storage_spec import storage_problem  # noqa: E402
+from tuner.search.study.claims import DONE, fold  # noqa: E402
+from tuner.search.study.storage import open_claims, open_storage  # noqa: E402
+from tuner.search.study.storage_spec import storage_problem  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "results" / "reference" / "nvidia-h200" / "measurements.parquet"
@@ -48,7 +48,7 @@ TIMEOUT_S = 120
 MEASURE_S = 0.1
 STARTER = f"""
 import sys, time, pathlib
-from tuner.search import replay_study
+from tuner.search.tables import replay_study
 ready, go = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 table_measure = replay_study.table_measure
 def timed_measure(*args, **kwargs):
@@ -130,7 +130,7 @@ def test_four_workers_on_postgresql_lose_nothing_and_measure_nothing_twice(datab
     # The study's rows, read back from PostgreSQL by a fresh process: exactly
     # the measured configurations, each once, each with its table's figure.
     out = tmp_path / "rows.parquet"
-    rows_command = [sys.executable, "-m", "tuner.search.replay_study", "rows", "--storage", database, "--study", study,
+    rows_command = [sys.executable, "-m", "tuner.search.tables.replay_study", "rows", "--storage", database, "--study", study,
                     "--budget", str(BUDGET), "--out", str(out)]  # fmt: skip
     done = subprocess.run(rows_command, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
     assert done.returncode == 0, done.stderr

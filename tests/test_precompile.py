@@ -180,7 +180,7 @@ def test_a_hurried_module_is_built_at_once_beside_the_pool(tmp_path, monkeypatch
 
 
 def test_a_study_hands_each_configuration_it_claims_to_claimed_before_measuring_it():
-    from tuner.search.study import run_study
+    from tuner.search.study.run import StudyOptions, run_study
 
     events = []  # (what, config key, thread, time)
 
@@ -193,8 +193,9 @@ def test_a_study_hands_each_configuration_it_claims_to_claimed_before_measuring_
     def claimed(cfg):
         events.append(("claimed", results.config_key(cfg), threading.current_thread().name, time.perf_counter()))
 
-    outcome = run_study(family=REDUCE, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="ahead", measure=measure,
-                        budget_trials=6, timeout_s=None, sampler="random", claimed=claimed)  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy("random", family=REDUCE, problem=PROBLEM, domains=DOMAINS, storage=None,
+                                                  study_name="ahead", measure=measure, budget_trials=6, timeout_s=None,
+                                                  claimed=claimed))  # fmt: skip
     assert outcome.measured == 6
     order = [(what, key) for what, key, _, _ in events]
     measured = [key for what, key in order if what == "measure"]
@@ -448,7 +449,7 @@ def test_a_study_on_a_large_space_compiles_what_it_claims_and_what_its_sampler_e
 ):
     from tuner import cli
     from tuner.measure import precompile
-    from tuner.search.ordinal import RUNNERS_UP
+    from tuner.search.samplers.ordinal import RUNNERS_UP
     from tuner.settings import parse
 
     monkeypatch.setenv("TUNER_PROGRESS", "off")

@@ -14,9 +14,9 @@ import pytest
 
 from tuner.families import REGISTRY, Problem
 from tuner.progress import Progress, track
-from tuner.search.storage import finished_trials
-from tuner.search.study import run_study
-from tuner.search.sweep import run_sweep
+from tuner.search.study.run import StudyOptions, run_study
+from tuner.search.study.storage import finished_trials
+from tuner.stages.sweep_store import run_sweep
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "data"))
@@ -143,8 +143,9 @@ def test_a_study_ticks_once_per_measured_configuration_towards_its_budget(tmp_pa
         stream = io.StringIO()
         done = finished_trials(storage, "s")
         with Progress("study:s", budget, initial=done, stream=stream) as progress:
-            run_study(family=FakeFamily(), problem=PROBLEM, domains=None, storage=storage, study_name="s",
-                      measure=progress.counting(recorded), budget_trials=budget, timeout_s=None, sampler="random", seed=0)  # fmt: skip
+            run_study(StudyOptions.for_strategy("random", family=FakeFamily(), problem=PROBLEM, domains=None, storage=storage,
+                                                study_name="s", measure=progress.counting(recorded), budget_trials=budget,
+                                                timeout_s=None, seed=0))  # fmt: skip
         match = PLAIN.match(stream.getvalue().strip())
         assert (int(match["n"]), int(match["total"])) == (budget, budget)
         assert progress.n - done == len(calls) - (0 if budget == 6 else 6)

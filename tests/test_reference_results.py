@@ -12,7 +12,7 @@ import pytest
 from tuner.data import results
 from tuner.families import REGISTRY, Problem
 from tuner.report import EXPECTED_FIGURES
-from tuner.search.replay import replay
+from tuner.search.tables.replay import replay
 
 REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference" / "nvidia-h200"
 

@@ -1,4 +1,4 @@
-"""Replaying samplers against the shipped exhaustive table (tuner.search.replay)."""
+"""Replaying samplers against the shipped exhaustive table (tuner.search.tables.replay)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tuner.search.replay import (
+from tuner.search.tables.replay import (
     COLUMNS,
     format_table,
     main,
@@ -16,7 +16,7 @@ from tuner.search.replay import (
     table_domains,
     table_measure,
 )
-from tuner.search.replay import (
+from tuner.search.tables.replay import (
     _share as replay_share,
 )
 
@@ -129,7 +129,7 @@ def test_cli_prints_the_table(monkeypatch, capsys):
 def test_a_whole_dataset_replays_its_largest_source_unless_told(table):
     """A measurements.parquet mixes sources: other sweeps of the problem cover
     other grids, which mixed in would make the table a patchwork."""
-    from tuner.search.replay import problem_rows
+    from tuner.search.tables.replay import problem_rows
 
     ladder = table.head(20).assign(source="sweep:ladder")
     mixed = pd.concat([table, ladder], ignore_index=True)
@@ -147,7 +147,7 @@ def test_the_shipped_reference_dataset_replays(monkeypatch):
     accepted by the parameter's rule)."""
     from tuner.data.results import read
     from tuner.families import REGISTRY, Problem
-    from tuner.search.replay import problem_rows
+    from tuner.search.tables.replay import problem_rows
 
     dataset = read(Path(__file__).parents[1] / "results" / "reference" / "nvidia-h200" / "measurements.parquet")
     reduce, problem = REGISTRY["reduce"], Problem("reduce", "int32", 1 << 28)
@@ -158,7 +158,7 @@ def test_the_shipped_reference_dataset_replays(monkeypatch):
 
 
 def test_default_samplers_need_no_pytorch():
-    from tuner.search.replay import DEFAULT_SAMPLERS
+    from tuner.search.tables.replay import DEFAULT_SAMPLERS
 
     assert "gp" not in DEFAULT_SAMPLERS and {"tpe", "random"} <= set(DEFAULT_SAMPLERS)
 

@@ -1,4 +1,4 @@
-"""The interaction sampler (tuner.search.interactions.InteractionSampler)
+"""The interaction sampler (tuner.search.samplers.interactions.InteractionSampler)
 through the real study loop, on the GPU-free fake family and on a synthetic
 replay table."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import optuna
 
 from tuner.data.results import config_key
-from tuner.search.interactions import InteractionSampler
-from tuner.search.study import make_sampler, run_study
-from tuner.search.tables import SpaceTable, table_family, table_measure, table_problem
+from tuner.search.samplers.interactions import InteractionSampler
+from tuner.search.study.run import StudyOptions, make_sampler, run_study
+from tuner.search.tables.community import SpaceTable, table_family, table_measure, table_problem
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 from fake_family import OPTIMUM_GBS, PROBLEM, FakeFamily, is_wrong, measure  # noqa: E402
@@ -24,8 +24,9 @@ DOMAINS = {p.name: list(p.values) for p in FAMILY.params}
 
 
 def study(seed: int, budget: int, name="s", ask_ahead: bool = True):
-    return run_study(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name=name, measure=measure,
-                     budget_trials=budget, timeout_s=None, sampler="interactions", seed=seed, ask_ahead=ask_ahead)  # fmt: skip
+    return run_study(StudyOptions.for_strategy("interactions", family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None,
+                                               study_name=name, measure=measure, budget_trials=budget, timeout_s=None,
+                                               seed=seed, ask_ahead=ask_ahead))  # fmt: skip
 
 
 def test_make_sampler_knows_it():
@@ -63,9 +64,10 @@ def test_restrictions_of_a_replay_table_are_never_proposed():
     entries = {(a, b, s): ("ok", float(10 + a * b + 5 * s)) for a, b, s in itertools.product(range(10), range(10), (0, 1))
                if a + b <= 14}  # fmt: skip
     table = SpaceTable("syn", {"a": list(range(10)), "b": list(range(10)), "s": [0, 1]}, ["a + b <= 14"], entries)
-    outcome = run_study(family=table_family(table), problem=table_problem(table), domains=dict(table.params), storage=None,
-                        study_name="t", measure=table_measure(table), budget_trials=50, timeout_s=None,
-                        sampler="interactions", seed=1)  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy("interactions", family=table_family(table), problem=table_problem(table),
+                                                  domains=dict(table.params), storage=None, study_name="t",
+                                                  measure=table_measure(table), budget_trials=50, timeout_s=None,
+                                                  seed=1))  # fmt: skip
     assert all(row["a"] + row["b"] <= 14 for row in outcome.rows)
     assert outcome.infeasible == 0 and outcome.rescued == 0
 

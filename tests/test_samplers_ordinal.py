@@ -1,4 +1,4 @@
-"""The default sampler (tuner.search.ordinal.OrdinalSampler) through the real
+"""The default sampler (tuner.search.samplers.ordinal.OrdinalSampler) through the real
 study loop, on the GPU-free fake family."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 
 from tuner.data.results import config_key
 from tuner.families.base import MAX_ENUMERATED, Family, Param, Problem
-from tuner.search.ordinal import OrdinalSampler
-from tuner.search.study import make_sampler, run_study
+from tuner.search.samplers.ordinal import OrdinalSampler
+from tuner.search.study.run import StudyOptions, make_sampler, resumed_seed, run_study
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 from fake_family import OPTIMUM_CFG, OPTIMUM_GBS, PROBLEM, FakeFamily, bandwidth, is_wrong, measure  # noqa: E402
@@ -25,8 +25,11 @@ DOMAINS = {p.name: list(p.values) for p in FAMILY.params}
 
 
 def study(seed: int, budget: int, domains=DOMAINS, storage=None, name="s", sampler="ordinal", **kwargs):
-    return run_study(family=FAMILY, problem=PROBLEM, domains=domains, storage=storage, study_name=name, measure=measure,
-                     budget_trials=budget, timeout_s=None, sampler=sampler, seed=seed, **kwargs)  # fmt: skip
+    if isinstance(sampler, str):
+        sampler = make_sampler(sampler, resumed_seed(storage, name, seed))
+    return run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=domains, storage=storage, study_name=name,
+                                  measure=measure, budget_trials=budget, timeout_s=None, sampler=sampler, seed=seed,
+                                  **kwargs))  # fmt: skip
 
 
 def keys(outcome) -> list[str]:
@@ -184,7 +187,7 @@ def test_a_climb_restarts_after_patience_steps_without_progress():
 
 
 def test_the_default_strategy_starts_with_a_parzen_phase_from_the_far_corner():
-    from tuner.search.strategies import DEFAULT_STRATEGY
+    from tuner.search.samplers.registry import DEFAULT_STRATEGY
 
     assert DEFAULT_STRATEGY == "ordinal_global"
     default = make_sampler(DEFAULT_STRATEGY, 0)
@@ -305,7 +308,7 @@ def test_the_global_phase_also_proposes_the_neighbours_of_ordered_values(seed):
 
 
 def test_ordered_parzen_kernels_move_a_share_to_the_values_nearest_twice_and_half():
-    from tuner.search.ordinal_grid import log_neighbours, parzen_kernels
+    from tuner.search.samplers.ordinal_grid import log_neighbours, parzen_kernels
 
     # Block sizes in steps of 64: 256's neighbours are 128 and 512; 320's are 192 and 640 (160 is absent:
     # 192 is nearer it than 128 on a log scale); the largest has only its half. Values with a zero: the adjacent ones.
@@ -328,7 +331,7 @@ def test_ordered_parzen_kernels_move_a_share_to_the_values_nearest_twice_and_hal
 def test_a_parzen_draw_is_the_one_random_choices_makes_from_the_same_state():
     import random
 
-    from tuner.search.ordinal_grid import parzen_kernels, weighted_choice
+    from tuner.search.samplers.ordinal_grid import parzen_kernels, weighted_choice
 
     rng = np.random.default_rng(5)
     for trial in range(200):
@@ -348,7 +351,7 @@ def test_a_parzen_draw_is_the_one_random_choices_makes_from_the_same_state():
 
 
 def test_the_parzen_density_is_the_mixture_of_its_kernels():
-    from tuner.search.ordinal_grid import parzen_kernels, parzen_log_density
+    from tuner.search.samplers.ordinal_grid import parzen_kernels, parzen_log_density
 
     rng = np.random.default_rng(3)
     kernels = parzen_kernels([(True, [1, 2, 4, 8, 16]), (False, ["x", "y"]), (True, [0, 1])], 300, 0.15)
@@ -505,7 +508,7 @@ def test_a_warm_starts_rows_teach_the_pair_model_too():
 
 
 def test_the_pairs_are_judged_on_the_studys_own_rows_and_the_best_prior_rows(monkeypatch):
-    import tuner.search.ordinal as ordinal
+    import tuner.search.samplers.ordinal_model as ordinal
 
     monkeypatch.setattr(ordinal, "LEFT_OUT_ROWS", 6)  # fewer than the 15 rows of the study and its warm start
     sampler = OrdinalSampler(seed=0, pairs=True, prior=list(interaction_history().values()))
@@ -524,7 +527,7 @@ def test_the_pairs_are_judged_on_the_studys_own_rows_and_the_best_prior_rows(mon
 
 
 def test_the_pair_columns_cover_narrow_parameters_only_and_stop_at_their_cap(monkeypatch):
-    import tuner.search.ordinal as ordinal
+    import tuner.search.samplers.ordinal_model as ordinal
 
     sampler = OrdinalSampler(seed=0, pairs=True)
     sampler.bind(PAIR_DISTS, lambda cfg: True, None)
@@ -538,7 +541,7 @@ def test_the_pair_columns_cover_narrow_parameters_only_and_stop_at_their_cap(mon
 
 
 def test_over_the_cap_the_pairs_with_a_switch_keep_their_columns_then_the_pairs_of_switches(monkeypatch):
-    import tuner.search.ordinal as ordinal
+    import tuner.search.samplers.ordinal_model as ordinal
 
     Choices = optuna.distributions.CategoricalDistribution
     # block has more values than the model has columns for one parameter: they share them.
@@ -566,7 +569,7 @@ def test_the_default_strategy_models_pairs_and_ordinal_does_not():
 
 
 def test_the_running_sums_of_the_pair_model_are_those_of_every_row_at_once():
-    from tuner.search.ordinal_grid import one_hot_sums
+    from tuner.search.samplers.ordinal_grid import one_hot_sums
 
     sampler = OrdinalSampler(seed=0, pairs=True)
     sampler.bind(PAIR_DISTS, lambda cfg: True, None)
@@ -636,8 +639,8 @@ def test_a_stalled_restart_draws_apart_through_the_study_loop(monkeypatch):
     real = OrdinalSampler._restart_draw
     monkeypatch.setattr(OrdinalSampler, "_restart_draw", lambda self, *a: (calls.append(1), real(self, *a))[1])
     sampler = OrdinalSampler(seed=0, global_phase=4, start_phase=8, patience=3, wide_restarts=True)
-    outcome = run_study(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="w", measure=measure,
-                        budget_trials=60, timeout_s=None, sampler=sampler, seed=0)  # fmt: skip
+    outcome = run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="w",
+                                     measure=measure, budget_trials=60, timeout_s=None, sampler=sampler, seed=0))  # fmt: skip
     assert len(outcome.rows) == 60 and len(calls) >= 3 + 4
 
 
@@ -697,7 +700,7 @@ def test_the_upper_bound_is_the_posterior_mean_plus_one_sd_of_the_bayesian_regre
     this table it is not the mean's own favourite: the bound's term decides."""
     from optuna.distributions import CategoricalDistribution
 
-    from tuner.search.ordinal import BOUND_KAPPA
+    from tuner.search.samplers.ordinal_model import BOUND_KAPPA
 
     values = {"a": [0, 1, 2], "b": [0, 1, 2, 3], "c": [0, 1]}
     dists = {name: CategoricalDistribution(choices) for name, choices in values.items()}
@@ -739,7 +742,8 @@ def test_the_upper_bound_draws_its_pool_in_a_space_too_large_to_list():
     many as the pool holds, not the 200 a single unvisited draw may take."""
     from optuna.distributions import CategoricalDistribution
 
-    from tuner.search.ordinal import BOUND_POOL, UNSEEN
+    from tuner.search.samplers.ordinal import UNSEEN
+    from tuner.search.samplers.ordinal_model import BOUND_POOL
 
     dists = {name: CategoricalDistribution(list(range(10))) for name in "abcdef"}  # 10^6 points, none listed
     sampler = OrdinalSampler(seed=0, pairs=True, bound_every=3)
@@ -749,7 +753,7 @@ def test_the_upper_bound_draws_its_pool_in_a_space_too_large_to_list():
 
 
 def test_the_default_strategy_takes_the_upper_bound_in_its_restarts_and_ordinal_does_not():
-    from tuner.search.ordinal import BOUND_EVERY
+    from tuner.search.samplers.ordinal import BOUND_EVERY
 
     assert make_sampler("ordinal_global", 0).bound_every == BOUND_EVERY > 0
     assert make_sampler("ordinal", 0).bound_every == 0
@@ -760,8 +764,8 @@ def test_a_restart_takes_the_upper_bound_through_the_study_loop(monkeypatch):
     real = OrdinalSampler._bound
     monkeypatch.setattr(OrdinalSampler, "_bound", lambda self, *a: (calls.append(1), real(self, *a))[1])
     sampler = OrdinalSampler(seed=0, global_phase=6, start_phase=8, patience=3, pairs=True, bound_every=3)
-    outcome = run_study(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="u", measure=measure,
-                        budget_trials=60, timeout_s=None, sampler=sampler, seed=0)  # fmt: skip
+    outcome = run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="u",
+                                     measure=measure, budget_trials=60, timeout_s=None, sampler=sampler, seed=0))  # fmt: skip
     assert len(outcome.rows) == 60 and len(calls) >= 2
 
 
@@ -771,7 +775,7 @@ def test_a_parameter_of_many_values_shares_the_models_columns_among_neighbours()
     MODEL_VALUES values, runs of neighbouring values (in order) share a column."""
     from optuna.distributions import CategoricalDistribution
 
-    from tuner.search.ordinal import MODEL_VALUES
+    from tuner.search.samplers.ordinal_model import MODEL_VALUES
 
     wide = list(range(5000, 0, -1))  # listed from the largest: columns follow the order of the values
     dists = {"x": CategoricalDistribution(wide), "h": CategoricalDistribution(["a", "b", "c"])}
@@ -799,7 +803,7 @@ def test_a_parameter_of_many_values_shares_the_models_columns_among_neighbours()
 def test_a_space_of_at_most_model_values_per_parameter_keeps_one_column_per_value():
     from optuna.distributions import CategoricalDistribution
 
-    from tuner.search.ordinal import MODEL_VALUES
+    from tuner.search.samplers.ordinal_model import MODEL_VALUES
 
     dists = {"x": CategoricalDistribution(list(range(MODEL_VALUES))), "h": CategoricalDistribution([0, 1])}
     sampler = OrdinalSampler(seed=0)
@@ -844,7 +848,7 @@ def basin_study(seed: int, centre_climb: int, trials: int = 80, objective=two_ba
 
 
 def test_the_centre_climb_takes_every_other_start_phase_measurement_from_the_centre():
-    from tuner.search.ordinal import CENTRE_EVERY
+    from tuner.search.samplers.ordinal_phases import CENTRE_EVERY
 
     for seed in range(3):
         sampler, trials = basin_study(seed, centre_climb=12, trials=60)
@@ -864,7 +868,7 @@ def test_the_centre_climb_takes_every_other_start_phase_measurement_from_the_cen
 
 
 def test_on_a_plateau_every_start_phase_measurement_is_the_centre_climbs_past_its_cap():
-    from tuner.search.ordinal import CENTRE_EVERY, crowded
+    from tuner.search.samplers.ordinal_phases import CENTRE_EVERY, crowded
 
     for seed in range(3):
         sampler, trials = basin_study(seed, centre_climb=4, trials=80, objective=plateau)
@@ -915,7 +919,7 @@ def centre_step(sampler: OrdinalSampler, measured: dict, rng) -> dict | None:
 
 
 def test_the_centre_climb_ends_after_its_patience_without_progress():
-    from tuner.search.ordinal import CENTRE_PATIENCE
+    from tuner.search.samplers.ordinal_phases import CENTRE_PATIENCE
 
     sampler = OrdinalSampler(seed=0, centre_climb=100)
     sampler.bind(BASIN_DISTS, lambda cfg: True, None)
@@ -935,7 +939,7 @@ def test_the_centre_climb_ends_after_its_patience_without_progress():
 
 
 def test_the_centre_climb_ends_once_it_falls_behind_the_studys_best():
-    from tuner.search.ordinal import CENTRE_BEHIND, CENTRE_GRACE
+    from tuner.search.samplers.ordinal_phases import CENTRE_BEHIND, CENTRE_GRACE
 
     sampler = OrdinalSampler(seed=0, centre_climb=100)
     sampler.bind(BASIN_DISTS, lambda cfg: True, None)
@@ -967,7 +971,7 @@ def first_two_basins_hit(seed: int, centre_climb: int) -> int:
 
 
 def test_the_default_strategy_climbs_from_the_centre_and_ordinal_does_not():
-    from tuner.search.ordinal import CENTRE_CLIMB
+    from tuner.search.samplers.ordinal import CENTRE_CLIMB
 
     assert make_sampler("ordinal_global", 0).centre_climb == CENTRE_CLIMB == 20
     assert make_sampler("ordinal", 0).centre_climb == 0
@@ -1007,9 +1011,10 @@ def test_the_default_search_works_on_a_sparse_space_whether_or_not_it_is_listed(
     # phase without a measurement (IndexError). A walk of the product finds them.
     family = SparseFamily(first)
     assert (math.prod(len(p.values) for p in family.params) > MAX_ENUMERATED) == (first == 16)
-    outcome = run_study(family=family, problem=Problem("sparse", "float32", 1024), domains=None, storage=None, study_name="s",
-                        measure=lambda cfg: {"status": "ok", "bandwidth_gbs": 1.0 + cfg["p1"] + 0.5 * cfg["p2"]},
-                        budget_trials=12, timeout_s=None, seed=0)  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy(family=family, problem=Problem("sparse", "float32", 1024), domains=None,
+                                                  storage=None, study_name="s",
+                                                  measure=lambda cfg: {"status": "ok", "bandwidth_gbs": 1.0 + cfg["p1"] + 0.5 * cfg["p2"]},
+                                                  budget_trials=12, timeout_s=None, seed=0))  # fmt: skip
     keys = {config_key({p.name: row[p.name] for p in family.params}) for row in outcome.rows}
     assert outcome.stop_reason == "budget" and len(keys) == len(outcome.rows) == 12
     assert all(sum(row[p.name] for p in family.params) <= 2 for row in outcome.rows)

@@ -78,7 +78,7 @@ def test_kernel_tuner_replays_a_table_that_leaves_out_what_its_restrictions_allo
     Tuner's simulation needs every configuration its restrictions allow: they go
     back into its cache as InvalidConfig, and none is a result of its run."""
     pytest.importorskip("kernel_tuner")
-    from tuner.search.tables import load_table
+    from tuner.search.tables.community import load_table
 
     params = {"x": [1, 2, 3, 4, 5, 6], "y": [1, 2, 4, 8]}
     (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {
@@ -106,7 +106,7 @@ def test_kernel_tuners_cache_keys_are_its_own_where_a_parameter_mixes_whole_and_
     and "1": a key written "0.0" would leave the configuration out of its cache, and the
     completion above would take it for an InvalidConfig."""
     pytest.importorskip("kernel_tuner")
-    from tuner.search.tables import load_table
+    from tuner.search.tables.community import load_table
 
     params = {"x": [0, 0.5, 1], "y": [1, 2]}
     (tmp_path / "T1.json").write_text(json.dumps({"ConfigurationSpace": {
@@ -126,7 +126,7 @@ def test_kernel_tuners_cache_holds_a_table_without_restrictions_and_its_exact_va
     (its InvalidConfig entries) come back as InvalidConfig; a whole number past a float's
     precision keeps its digits; values whose text is alike cannot be told apart in its keys."""
     pytest.importorskip("kernel_tuner")
-    from tuner.search.tables import load_table
+    from tuner.search.tables.community import load_table
 
     big = 2**60 + 1
     params = {"x": [1, 0.5, big], "y": [1, 2]}
@@ -241,7 +241,7 @@ def test_our_score_is_the_methodologys_on_the_hubs_t4_file(tmp_path):
     own loader makes of the hub's T4 file of the same space, so the scores are
     equal; and our exact expectation of random search is close to its curve."""
     statistics_module = pytest.importorskip("autotuning_methodology.searchspace_statistics")
-    from tuner.search.tables import load_table
+    from tuner.search.tables.community import load_table
 
     case = Case.from_space_table(load_table(HUB / "A100.json.gz"))
     import gzip
@@ -679,7 +679,7 @@ def test_a_hub_table_with_nothing_to_search_stops_before_any_run(tmp_path, capsy
 
 
 def test_a_rate_the_scores_cannot_read_is_refused_as_a_table_unfit():
-    from tuner.search.tables import SpaceTable, table_unfit
+    from tuner.search.tables.community import SpaceTable, table_unfit
 
     table = SpaceTable("t", {"a": [0, 1]}, entries={(0,): ("ok", 5.0), (1,): ("ok", -1.0)}, objective="gflops", minimise=False)
     assert table_unfit(table) == ("a higher-is-better objective is scored as a rate, so gflops must be positive in every "
@@ -893,7 +893,7 @@ def test_a_cache_entry_that_writes_1_0_for_1_is_that_configuration_to_every_stra
     """Kernel Tuner's cache keys compare values as Python does (1 == 1.0): the entry is the
     configuration of tune_params' 1, so a strategy that proposes 1 (Kernel Tuner's, the study's) finds it."""
     pytest.importorskip("kernel_tuner")
-    from tuner.search.tables import load_table
+    from tuner.search.tables.community import load_table
 
     path = _kt_grid(tmp_path / "hub" / "G.json")
     document = json.loads(path.read_text())
@@ -910,7 +910,7 @@ def test_a_cache_entry_that_writes_1_0_for_1_is_that_configuration_to_every_stra
 def test_a_damaged_table_stops_in_one_line_without_the_usage(tmp_path, capsys, monkeypatch):
     """What a file holds is no mistake in the command line: its refusal is the one line, for the benchmark
     and for the replay alike (argparse's usage block is for arguments it could not parse)."""
-    from tuner.search import replay
+    from tuner.search.tables import replay
 
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"tune_params": {"x": [1]}, "cache": {"1": 5}}))

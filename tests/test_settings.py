@@ -192,7 +192,7 @@ BAD = [
 
 
 def test_a_study_without_a_sampler_gets_the_default_strategy(tmp_path):
-    from tuner.search.strategies import DEFAULT_STRATEGY
+    from tuner.search.samplers.registry import DEFAULT_STRATEGY
 
     assert "sampler" not in base_config(tmp_path)["studies"]["search"]
     assert parse(base_config(tmp_path)).study("search").sampler == DEFAULT_STRATEGY
@@ -325,7 +325,7 @@ def test_a_study_may_search_any_value_its_parameter_rule_accepts(tmp_path):
     study = parse(config).studies["search"]
     assert study.domains()["block_size"] == [96, 128]
     from tuner.families import REGISTRY
-    from tuner.search.study import distributions
+    from tuner.search.study.run import distributions
 
     assert distributions(REGISTRY["reduce"], study.domains())["block_size"].choices == (96, 128)
 
@@ -353,7 +353,7 @@ def test_a_study_may_search_any_value_its_parameter_rule_accepts(tmp_path):
     ],
 )
 def test_storage_urls_and_journal_paths_are_checked_up_front(tmp_path, storage, workers, message):
-    from tuner.search.storage_spec import storage_problem
+    from tuner.search.study.storage_spec import storage_problem
 
     (tmp_path / "file.txt").write_text("x")
     config = changed(base_config(tmp_path), ("studies", "search", "storage"), storage.format(tmp=tmp_path))
@@ -372,7 +372,7 @@ def test_storage_urls_and_journal_paths_are_checked_up_front(tmp_path, storage, 
     ids=["newline", "carriage return", "NUL", "DEL", "a URL with a password"],
 )  # fmt: skip
 def test_a_storage_with_control_characters_is_refused_in_one_line(tmp_path, capsys, storage, shown):
-    from tuner.search.storage_spec import storage_problem
+    from tuner.search.study.storage_spec import storage_problem
 
     config = changed(base_config(tmp_path), ("studies", "search", "storage"), storage)
     message = f"studies.search.storage: must be a journal path or URL without control characters, got {shown}"

@@ -9,12 +9,12 @@ import time
 
 import optuna
 
-from tuner.search.storage import FlockJournalLock, open_storage
+from tuner.search.study.storage import FlockJournalLock, open_storage
 
 WAITER = textwrap.dedent(
     """
     import sys, time
-    from tuner.search.storage import FlockJournalLock
+    from tuner.search.study.storage import FlockJournalLock
     lock = FlockJournalLock(sys.argv[1])
     print("ready", flush=True)
     start = time.monotonic()

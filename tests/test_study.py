@@ -1,4 +1,4 @@
-"""The Optuna search loop (tuner.search.study) on a GPU-free fake family."""
+"""The Optuna search loop (tuner.search.study.run) on a GPU-free fake family."""
 
 from __future__ import annotations
 
@@ -14,17 +14,18 @@ from optuna.trial import TrialState
 
 from tuner.data.results import COLUMNS, config_key
 from tuner.errors import FatalDeviceError
-from tuner.search.claims import DONE
-from tuner.search.storage import open_claims
-from tuner.search.storage_spec import storage_problem
-from tuner.search.study import (
+from tuner.search.study.claims import DONE
+from tuner.search.study.run import (
     SAMPLERS,
+    StudyOptions,
     StudyOutcome,
     make_sampler,
     open_storage,
     run_study,
     study_rows,
 )
+from tuner.search.study.storage import open_claims
+from tuner.search.study.storage_spec import storage_problem
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 from fake_family import OPTIMUM_CFG, OPTIMUM_GBS, PROBLEM, FakeFamily, is_wrong, measure  # noqa: E402
@@ -113,7 +114,10 @@ def study(measure_fn, **kwargs) -> StudyOutcome:
         seed=0,
     )
     args.update(kwargs)
-    return run_study(**args)
+    sampler = args.pop("sampler")
+    # A strategy's name: its sampler made once, as the settings' studies are; else the sampler given.
+    options = StudyOptions.for_strategy(sampler, **args) if isinstance(sampler, str) else StudyOptions(sampler=sampler, **args)
+    return run_study(options)
 
 
 def trials_with(outcome: StudyOutcome, attr: str) -> list:
@@ -346,7 +350,7 @@ def test_patience_ends_a_stuck_search_of_a_space_too_large_to_enumerate(monkeypa
     # space's exhaustion is unknown; random rescues only find the one
     # configuration again, so each trial fails unmeasured.
     monkeypatch.setattr("tuner.families.base.MAX_ENUMERATED", 0)
-    monkeypatch.setattr("tuner.search.feasible_draws.CHECKS_PER_ASK", 0)
+    monkeypatch.setattr("tuner.search.samplers.feasible_draws.CHECKS_PER_ASK", 0)
     recorder = Recorder()
     one = {name: [value] for name, value in cfg().items()}
     outcome = study(recorder, domains=one, budget_trials=5, sampler=Scripted([cfg()]), patience=30)
@@ -358,7 +362,7 @@ def test_patience_ends_a_stuck_search_of_a_space_too_large_to_enumerate(monkeypa
 
 
 def test_a_space_too_large_to_enumerate_ends_exhausted_once_its_walk_has_passed_it_all(monkeypatch):
-    # The walk of the product (tuner.search.feasible_draws) passes its one
+    # The walk of the product (tuner.search.samplers.feasible_draws) passes its one
     # configuration in the first ask: the feasible space is then known.
     monkeypatch.setattr("tuner.families.base.MAX_ENUMERATED", 0)
     recorder = Recorder()
@@ -373,7 +377,7 @@ def test_ask_limit_bounds_the_loop(monkeypatch):
     # ends it before the (larger) patience does. (No check allowed to the walk
     # of the product, which would find the space empty at once.)
     monkeypatch.setattr("tuner.families.base.MAX_ENUMERATED", 0)
-    monkeypatch.setattr("tuner.search.feasible_draws.CHECKS_PER_ASK", 0)
+    monkeypatch.setattr("tuner.search.samplers.feasible_draws.CHECKS_PER_ASK", 0)
     recorder = Recorder()
     domains = {"unroll": [8], "vector_width": [4, 8]}
     outcome = study(recorder, domains=domains, budget_trials=1, sampler="random", patience=10_000)
@@ -571,14 +575,14 @@ def test_the_dashboard_shows_finished_trials_only_while_the_study_runs(tmp_path)
 
 
 def test_a_resumed_study_reseeds_its_sampler_past_its_claims(tmp_path, monkeypatch):
-    import tuner.search.study as study_module
+    import tuner.search.study.run as study_module
 
     seeds, real = [], study_module.make_sampler
     monkeypatch.setattr(study_module, "make_sampler", lambda name, seed, *a: seeds.append(seed) or real(name, seed, *a))
     storage = str(tmp_path / "study.jsonl")
     study(measure, storage=storage, study_name="seeded", budget_trials=3, sampler="random", seed=10)
     study(measure, storage=storage, study_name="seeded", budget_trials=5, sampler="random", seed=10)
-    assert seeds == [10, 10, 10, 13]  # each run: the name checked, then the sampler seeded past 0, then 3 claims
+    assert seeds == [10, 13]  # one sampler a run: seeded past 0, then past 3 claims
 
 
 def dead_worker_left(storage: str, name: str, shown: bool) -> tuple[dict, dict, dict]:
@@ -626,7 +630,7 @@ def test_claims_left_by_a_dead_worker_are_settled_and_shown_once(tmp_path, shown
 def this_host_dead_owner() -> str:
     import subprocess
 
-    from tuner.search.owners import this_owner
+    from tuner.search.study.owners import this_owner
 
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
@@ -692,8 +696,9 @@ def test_the_outcome_says_what_the_asks_cost_and_how_long_measuring_waited(ask_a
         time.sleep(0.002)
         return measure(cfg)
 
-    outcome = run_study(family=FAMILY, problem=PROBLEM, domains=None, storage=None, study_name="s", measure=slow,
-                        budget_trials=12, timeout_s=None, sampler="ordinal", seed=0, ask_ahead=ask_ahead)  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy("ordinal", family=FAMILY, problem=PROBLEM, domains=None, storage=None,
+                                                  study_name="s", measure=slow, budget_trials=12, timeout_s=None, seed=0,
+                                                  ask_ahead=ask_ahead))  # fmt: skip
     assert outcome.asks == len(outcome.rows) == 12  # every ask measured one configuration
     assert 0 < outcome.asks_cpu_s <= outcome.asks_s + 1e-3  # a thread's CPU time within its wall time
     assert outcome.ask_waits_s >= 0 if ask_ahead else outcome.ask_waits_s == 0  # only an ask made ahead is waited for
@@ -702,51 +707,49 @@ def test_the_outcome_says_what_the_asks_cost_and_how_long_measuring_waited(ask_a
 
 
 def test_the_schema_and_the_readme_name_the_registered_strategies():
+    """The registry is the one list of strategies: the schema's enum is filled from it as the
+    schema is read, and the README names the default and the command that lists the rest."""
     import re
     from pathlib import Path
 
     import yaml
 
-    root = Path(__file__).resolve().parent.parent
-    schema = yaml.safe_load((root / "workflow" / "schemas" / "config.schema.yaml").read_text())
-    enums = []
+    from tuner.settings.parse import config_schema
 
-    def walk(node):
+    root = Path(__file__).resolve().parent.parent
+    shipped = yaml.safe_load((root / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    schema = config_schema()
+
+    def samplers(node):
         if isinstance(node, dict):
-            if isinstance(node.get("sampler"), dict) and "enum" in node["sampler"]:
-                enums.append(node["sampler"]["enum"])
+            if isinstance(node.get("sampler"), dict):
+                yield node["sampler"]
             for value in node.values():
-                walk(value)
+                yield from samplers(value)
         elif isinstance(node, list):
             for value in node:
-                walk(value)
+                yield from samplers(value)
 
-    walk(schema)
-    assert enums and all(sorted(enum) == sorted(SAMPLERS) for enum in enums)
-    # One default: the schema says it, and the settings, the library call and the study loop take it.
+    # The file holds no list to keep in step; the schema as read holds the registry's.
+    assert [s for s in samplers(shipped) if "enum" in s] == []
+    read = list(samplers(schema))
+    assert read and all(s["enum"] == list(SAMPLERS) for s in read)
+    # One default: the schema says it, and the settings, the library call and the study options take it.
     import inspect
 
     from tuner import api
-    from tuner.search.strategies import DEFAULT_STRATEGY
+    from tuner.search.samplers.registry import DEFAULT_STRATEGY, STRATEGIES, listing
 
-    def sampler_descriptions(node):
-        if isinstance(node, dict):
-            if isinstance(node.get("sampler"), dict):
-                yield node["sampler"].get("description", "")
-            for value in node.values():
-                yield from sampler_descriptions(value)
-        elif isinstance(node, list):
-            for value in node:
-                yield from sampler_descriptions(value)
-
-    descriptions = list(sampler_descriptions(schema))
-    assert descriptions and all(f"default: {DEFAULT_STRATEGY}" in d for d in descriptions), descriptions
-    assert inspect.signature(run_study).parameters["sampler"].default == DEFAULT_STRATEGY
+    assert all(f"default: {DEFAULT_STRATEGY}" in s.get("description", "") for s in read), read
     assert inspect.signature(api.tune).parameters["sampler"].default == DEFAULT_STRATEGY
+    assert inspect.signature(StudyOptions.for_strategy).parameters["strategy"].default == DEFAULT_STRATEGY
     readme = " ".join((root / "README.md").read_text().split())
     sentence = re.search(r"`studies` are Optuna searches \(sampler (.*?), a seed", readme)
-    assert sentence, "README.md must list the study samplers where it describes studies"
-    assert sorted(re.findall(r"`(\w+)`", sentence.group(1))) == sorted(SAMPLERS)
+    assert sentence, "README.md must say where the study samplers are listed where it describes studies"
+    named = re.findall(r"`(\w+)`", sentence.group(1))
+    assert named == [DEFAULT_STRATEGY] and "`python -m tuner.search.samplers.registry`" in sentence.group(1)
+    # The listing it points to: every strategy, one line each.
+    assert [line.split()[0] for line in listing()] == list(STRATEGIES)
 
 
 def test_the_search_loop_chooses_with_one_blas_thread_and_gives_the_setting_back():

@@ -1,4 +1,4 @@
-"""The claim stores behind tuner.search.study (tuner.search.claims), one by one."""
+"""The claim stores behind tuner.search.study.run (tuner.search.study.claims), one by one."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 import optuna
 import pytest
 
-from tuner.search.claims import (
+from tuner.search.study.claims import (
     BUDGET,
     CLAIMED,
     DONE,
@@ -23,9 +23,9 @@ from tuner.search.claims import (
     MemoryClaims,
     claims_path,
 )
-from tuner.search.claims_sql import SqlClaims
-from tuner.search.owners import Heartbeat, owner_alive, this_owner
-from tuner.search.storage import open_claims, open_storage
+from tuner.search.study.claims_sql import SqlClaims
+from tuner.search.study.owners import Heartbeat, owner_alive, this_owner
+from tuner.search.study.storage import open_claims, open_storage
 
 ME = this_owner()
 OTHER = "elsewhere/1:42:1000"

@@ -1,4 +1,4 @@
-"""tuner.search.study with worker processes: several sharing one storage, and one
+"""tuner.search.study.run with worker processes: several sharing one storage, and one
 killed at every step of a measurement and then rerun.
 
 The workers are real processes (tests/data/study_worker.py) on the GPU-free
@@ -20,9 +20,9 @@ import pytest
 from optuna.trial import TrialState
 
 from tuner.data.results import config_key
-from tuner.search.claims import CLAIMED, DONE
-from tuner.search.storage import open_claims
-from tuner.search.study import open_storage, run_study, study_rows
+from tuner.search.study.claims import CLAIMED, DONE
+from tuner.search.study.run import StudyOptions, open_storage, run_study, study_rows
+from tuner.search.study.storage import open_claims
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,8 +193,8 @@ def test_a_killed_worker_loses_no_measurement_and_a_rerun_redoes_none(tmp_path, 
         return measure(cfg)
 
     outcome = run_study(
-        family=FAMILY, problem=PROBLEM, domains=None, storage=storage, study_name=name, measure=measure_and_log,
-        budget_trials=KILL_BUDGET, timeout_s=None, sampler="random", seed=1,
+        StudyOptions.for_strategy("random", family=FAMILY, problem=PROBLEM, domains=None, storage=storage, study_name=name,
+                                  measure=measure_and_log, budget_trials=KILL_BUDGET, timeout_s=None, seed=1),
     )  # fmt: skip
     assert outcome.stop_reason == "budget"
     assert outcome.total_measured == KILL_BUDGET

@@ -18,7 +18,7 @@ import pytest
 from tuner.data import results
 from tuner.errors import FatalDeviceError
 from tuner.families import REGISTRY, Problem
-from tuner.search.sweep import STORE_FILE, RowStore, run_sweep
+from tuner.stages.sweep_store import STORE_FILE, RowStore, run_sweep
 
 FAMILY = REGISTRY["reduce"]
 PARAMS = {"variant": ["unrolled", "unrolled_warp"], "block_size": [128, 256, 512, 1024], "unroll": [2, 4, 8]}

@@ -1,4 +1,4 @@
-"""The switch between two searches at a trial number (tuner.search.switch)."""
+"""The switch between two searches at a trial number (tuner.search.samplers.switch)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import optuna
 import pytest
 
 from tuner.data.results import config_key
-from tuner.search.ordinal import OrdinalSampler
-from tuner.search.strategies import make_sampler
-from tuner.search.study import run_study
-from tuner.search.switch import SwitchSampler
+from tuner.search.samplers.ordinal import OrdinalSampler
+from tuner.search.samplers.registry import make_sampler
+from tuner.search.samplers.switch import SwitchSampler
+from tuner.search.study.run import StudyOptions, run_study
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
@@ -46,8 +46,10 @@ def _feasible(count: int) -> list[dict]:
 
 
 def _study(sampler, budget: int, seed: int = 0) -> list[str]:
-    outcome = run_study(family=FAMILY, problem=PROBLEM, domains=None, storage=None, study_name="switch", measure=measure,
-                        budget_trials=budget, timeout_s=None, sampler=sampler, seed=seed)  # fmt: skip
+    fields = dict(family=FAMILY, problem=PROBLEM, domains=None, storage=None, study_name="switch", measure=measure,
+                  budget_trials=budget, timeout_s=None, seed=seed)  # fmt: skip
+    options = StudyOptions.for_strategy(sampler, **fields) if isinstance(sampler, str) else StudyOptions(sampler=sampler, **fields)
+    outcome = run_study(options)
     return [config_key(t.params) for t in sorted(outcome.study.trials, key=lambda t: t.number)]
 
 

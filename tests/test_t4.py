@@ -23,10 +23,9 @@ from tuner.data import t4
 from tuner.data.results import read
 from tuner.families import REGISTRY
 from tuner.families.base import MAX_ENUMERATED, Family, Problem
-from tuner.search import tables
-from tuner.search.replay import _quiet_optuna
-from tuner.search.study import run_study
-from tuner.search.tables import (
+from tuner.search.study.run import StudyOptions, run_study
+from tuner.search.tables import community as tables
+from tuner.search.tables.community import (
     SpaceTable,
     load_table,
     read_kernel_tuner_cache,
@@ -36,6 +35,7 @@ from tuner.search.tables import (
     table_measure,
     table_problem,
 )
+from tuner.search.tables.replay import _quiet_optuna
 
 REPO = Path(__file__).resolve().parents[1]
 H200 = REPO / "results" / "reference" / "nvidia-h200" / "measurements.parquet"
@@ -117,8 +117,9 @@ def test_a_sweep_as_t4_replays_to_the_same_optimum(sweep, tmp_path):
 
     def replayed(family, problem, domains, measure):
         with _quiet_optuna():
-            outcome = run_study(family=family, problem=problem, domains=domains, storage=None, study_name="rt",
-                                measure=measure, budget_trials=77, timeout_s=None, sampler="ordinal", seed=3)  # fmt: skip
+            outcome = run_study(StudyOptions.for_strategy("ordinal", family=family, problem=problem, domains=domains,
+                                                          storage=None, study_name="rt", measure=measure, budget_trials=77,
+                                                          timeout_s=None, seed=3))  # fmt: skip
         return outcome
 
     family = table_family(table)
@@ -222,9 +223,9 @@ def test_a_table_past_the_listing_limit_is_listed_from_its_configurations(tmp_pa
     in_product_order = sorted(listed, key=lambda cfg: [params[n].index(cfg[n]) for n in names])
     assert listed == in_product_order  # as a family lists its space
     with _quiet_optuna():
-        outcome = run_study(family=family, problem=problem, domains=table.params, storage=None, study_name="hot",
-                            measure=table_measure(table), budget_trials=60, timeout_s=None, sampler="ordinal_global",
-                            seed=1)  # fmt: skip
+        outcome = run_study(StudyOptions.for_strategy("ordinal_global", family=family, problem=problem, domains=table.params,
+                                                      storage=None, study_name="hot", measure=table_measure(table),
+                                                      budget_trials=60, timeout_s=None, seed=1))  # fmt: skip
     assert len(outcome.rows) == 60 and all(row["status"] == "ok" for row in outcome.rows)
 
 

@@ -214,7 +214,7 @@ class ReplayBench:
         self.modules: set[tuple] = set()
 
     def problem(self, family, problem):
-        from tuner.search.replay import table_measure
+        from tuner.search.tables.replay import table_measure
 
         lookup = table_measure(self.table, family)
         bench = self
@@ -295,7 +295,7 @@ def test_the_tune_command_records_its_wall_clock_in_the_rows_and_prints_the_time
 
 def test_a_replayed_table_lends_its_measurements_but_not_its_wall_clock():
     from tuner.families import REGISTRY
-    from tuner.search.replay import table_measure
+    from tuner.search.tables.replay import table_measure
 
     table = study_frame([100.0, 300.0], elapsed=[5.0, 9.0], compile_s=[2.0, 0.5])
     family = REGISTRY["reduce"]

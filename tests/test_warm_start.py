@@ -1,4 +1,4 @@
-"""Warm start (tuner.search.warm): an earlier table's best configurations
+"""Warm start (tuner.search.study.warm): an earlier table's best configurations
 first, its rows as the sampler's prior, the trials recorded as such, and a bad
 path refused in the settings."""
 
@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from tuner.data.results import config_key, to_frame, write_atomic
-from tuner.search.ordinal import OrdinalSampler
-from tuner.search.study import make_sampler, run_study
-from tuner.search.warm import load_warm_start, marks, warm_start, warm_start_problem
+from tuner.search.samplers.ordinal import OrdinalSampler
+from tuner.search.study.run import StudyOptions, make_sampler, run_study
+from tuner.search.study.warm import load_warm_start, marks, warm_start, warm_start_problem
 from tuner.settings import ConfigError, parse
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
@@ -85,9 +85,9 @@ def test_a_warm_study_records_its_warm_trials_and_lands_at_once(tmp_path):
     write_atomic(to_frame(earlier_table(), keep_unknown=True), path)
     enqueue, prior = load_warm_start(path, FAMILY, PROBLEM, DOMAINS, top=2)
     sampler = make_sampler("ordinal", 0, prior=prior)
-    outcome = run_study(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="warm", measure=measure,
-                        budget_trials=6, timeout_s=None, sampler=sampler, seed=0, enqueue=enqueue,
-                        warm_start=marks(enqueue, path))  # fmt: skip
+    outcome = run_study(StudyOptions(family=FAMILY, problem=PROBLEM, domains=DOMAINS, storage=None, study_name="warm",
+                                     measure=measure, budget_trials=6, timeout_s=None, sampler=sampler, seed=0, enqueue=enqueue,
+                                     warm_start=marks(enqueue, path)))  # fmt: skip
     assert outcome.rows[0]["bandwidth_gbs"] == OPTIMUM_GBS
     trials = outcome.study.get_trials(deepcopy=False)
     warm = [t for t in trials if t.user_attrs.get("warm_start") == str(path)]

@@ -31,7 +31,7 @@ from tuner.data.paths import GpuFolder, cubin_cache
 from tuner.families import REGISTRY, Family, Problem, register
 from tuner.families.base import KERNELS_DIR
 from tuner.resources import resource_missing
-from tuner.search.strategies import DEFAULT_STRATEGY
+from tuner.search.samplers.registry import DEFAULT_STRATEGY
 
 
 @dataclass
@@ -163,7 +163,7 @@ def _bench(results: Path, device_index: int, timing, seed: int):
 
 def _sweep(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path, name: str) -> pd.DataFrame:
     from tuner.measure.compile import compile_ahead
-    from tuner.search.sweep import run_sweep, store_dir
+    from tuner.stages.sweep_store import run_sweep, store_dir
 
     return run_sweep(name, family, [problem], domains, store=store_dir(gpu_dir, name), open_problem=bench.problem,
                      prepare=compile_ahead(bench.gpu.arch, bench.cache_dir, None), energy_best=bench.has_energy_counter)  # fmt: skip
@@ -172,12 +172,13 @@ def _sweep(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path
 def _study(bench, family: Family, problem: Problem, domains: dict, gpu_dir: Path, name: str, budget: int | None,
            timeout_s: float | None, sampler: str, seed: int) -> pd.DataFrame:  # fmt: skip
     from tuner.data import results as tables
-    from tuner.search.study import run_study, study_rows
+    from tuner.search.study.run import StudyOptions, run_study, study_rows
 
     session = bench.problem(family, problem)
-    outcome = run_study(family=family, problem=problem, domains=domains, storage=str(GpuFolder(gpu_dir).optuna_journal),
-                        study_name=f"{name}-{problem.key}", measure=lambda cfg: session.measure(cfg, f"study:{name}"),
-                        budget_trials=budget, timeout_s=timeout_s, sampler=sampler, seed=seed)  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy(sampler, family=family, problem=problem, domains=domains,
+                                                  storage=str(GpuFolder(gpu_dir).optuna_journal), study_name=f"{name}-{problem.key}",
+                                                  measure=lambda cfg: session.measure(cfg, f"study:{name}"),
+                                                  budget_trials=budget, timeout_s=timeout_s, seed=seed))  # fmt: skip
     return tables.to_frame(study_rows(outcome.storage, outcome.study.study_name), families=[family])
 
 

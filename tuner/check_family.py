@@ -446,8 +446,8 @@ def _pipeline(family: Family, problem: Problem, space: list[dict], say) -> None:
     from tuner.data import results
     from tuner.data.export import export
     from tuner.report.__main__ import main as report_main
-    from tuner.search.replay import table_measure
-    from tuner.search.study import run_study, study_rows
+    from tuner.search.study.run import StudyOptions, run_study, study_rows
+    from tuner.search.tables.replay import table_measure
 
     def bandwidth(cfg: dict) -> float:  # a smooth landscape, best near each parameter's middle value, positive however many
         distance = sum((i + 1) * abs(list(p.values).index(cfg[p.name]) - len(p.values) // 2) / max(1, len(p.values) - 1)
@@ -463,9 +463,10 @@ def _pipeline(family: Family, problem: Problem, space: list[dict], say) -> None:
     with tempfile.TemporaryDirectory() as scratch, contextlib.redirect_stdout(io.StringIO()):  # the stages' own lines stay out
         folder = Path(scratch) / "check"
         # The default search, as a study of the family would run.
-        outcome = run_study(family=family, problem=problem, domains=None, storage=str(Path(scratch) / "study.log"),
-                            study_name="check", measure=table_measure(table, family), budget_trials=budget, timeout_s=None,
-                            seed=0)  # fmt: skip
+        outcome = run_study(StudyOptions.for_strategy(family=family, problem=problem, domains=None,
+                                                      storage=str(Path(scratch) / "study.log"), study_name="check",
+                                                      measure=table_measure(table, family), budget_trials=budget,
+                                                      timeout_s=None, seed=0))  # fmt: skip
         study = results.to_frame([r | {"source": "study:check"} for r in study_rows(outcome.storage, outcome.study.study_name)],
                                  families=[family])  # fmt: skip
         results.write_atomic(results.to_frame(pd.concat([table, study], ignore_index=True), families=[family], keep_unknown=True),

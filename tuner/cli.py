@@ -65,7 +65,7 @@ def _checked_config(path: str) -> Settings:
     this machine's devices, nvcc and the study storages."""
     from tuner.device.describe import probe_devices
     from tuner.measure.compile import nvcc_architectures
-    from tuner.search.storage_spec import storage_problem
+    from tuner.search.study.storage_spec import storage_problem
 
     return config_settings.load(path, device=probe_devices(), nvcc_archs=nvcc_architectures(), storage_check=storage_problem)
 

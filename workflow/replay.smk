@@ -15,7 +15,7 @@ shell.prefix(f"set -euo pipefail; PYTHON={shlex.quote(sys.executable)}; ")
 
 sys.path.insert(0, str(Path(workflow.basedir).parent))
 
-from tuner.search.storage_server import export_passwords, public
+from tuner.search.study.storage_server import export_passwords, public
 
 # The storage URL's password stays off the jobs' command lines (Snakemake
 # prints a failed job's command): the jobs find it in their environment.
@@ -53,7 +53,7 @@ rule replay_worker:
         budget=int(config["budget"]),
         sampler=config.get("sampler", "tpe"),
     shell:
-        '"$PYTHON" -m tuner.search.replay_study worker {input.table:q} {params.problem:q} --storage {params.storage:q}'
+        '"$PYTHON" -m tuner.search.tables.replay_study worker {input.table:q} {params.problem:q} --storage {params.storage:q}'
         " --study {params.study:q} --budget {params.budget} --sampler {params.sampler:q} --seed {wildcards.worker}"
         ' --worker "replay{wildcards.worker}@$(hostname)" --out {output:q} 2>&1 | tee {log:q}'
 
@@ -72,5 +72,5 @@ rule replay_rows:
         study=config["study"],
         budget=int(config["budget"]),
     shell:
-        '"$PYTHON" -m tuner.search.replay_study rows --storage {params.storage:q} --study {params.study:q}'
+        '"$PYTHON" -m tuner.search.tables.replay_study rows --storage {params.storage:q} --study {params.study:q}'
         " --budget {params.budget} --out {output:q} 2>&1 | tee {log:q}"

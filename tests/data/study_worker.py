@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import optuna  # noqa: E402
 from fake_family import PROBLEM, FakeFamily, measure  # noqa: E402
 
-import tuner.search.study as study_module  # noqa: E402
+import tuner.search.study.run as study_module  # noqa: E402
 from tuner.data.results import config_key  # noqa: E402
-from tuner.search.storage import open_claims  # noqa: E402
-from tuner.search.strategies import make_sampler  # noqa: E402
+from tuner.search.samplers.registry import make_sampler  # noqa: E402
+from tuner.search.study.storage import open_claims  # noqa: E402
 
 
 class Watching(optuna.samplers.BaseSampler):
@@ -128,25 +128,18 @@ def main() -> int:
             os.close(fd)
         return row
 
-    sampler = Watching(make_sampler(args.sampler, args.seed), note) if args.seen else args.sampler
+    sampler = Watching(make_sampler(args.sampler, args.seed), note) if args.seen else None
     if args.ready:
         Path(args.ready).touch()
         while not Path(args.go).exists():
             time.sleep(0.005)
+    if sampler is None:  # one sampler, made once, seeded past the study's claims so far (as a resumed study's is)
+        sampler = make_sampler(args.sampler, study_module.resumed_seed(args.storage, args.study, args.seed))
     outcome = study_module.run_study(
-        family=FakeFamily(),
-        problem=PROBLEM,
-        domains=None,
-        storage=args.storage,
-        study_name=args.study,
-        measure=measure_slowly,
-        budget_trials=args.budget,
-        timeout_s=None,
-        sampler=sampler,
-        seed=args.seed,
-        worker=f"worker-{args.seed}",
-        ask_ahead=not args.no_ask_ahead,
-        at=reach,
+        study_module.StudyOptions(family=FakeFamily(), problem=PROBLEM, domains=None, storage=args.storage,
+                                  study_name=args.study, measure=measure_slowly, budget_trials=args.budget, timeout_s=None,
+                                  sampler=sampler, seed=args.seed, worker=f"worker-{args.seed}",
+                                  ask_ahead=not args.no_ask_ahead, at=reach),
     )
     print(json.dumps({"measured": outcome.measured, "lost": outcome.lost, "stop_reason": outcome.stop_reason}))
     return 0

@@ -1,5 +1,5 @@
 """The time-energy front of measured rows and its knee, for the search
-(``tuner.search.pareto``) and the report (``tuner.report.energy``) alike.
+(``tuner.search.study.pareto``) and the report (``tuner.report.energy``) alike.
 
 The front: the rows no other row beats in both median time and joules per
 launch. Its knee: the point farthest inside the straight line from the

@@ -11,7 +11,7 @@ from tuner.kernel_tuner.family import KernelTunerSpec
 from tuner.kernel_tuner.results import Results, kernel_tuner_results
 from tuner.kernel_tuner.translate import TUNE_KERNEL_SIGNATURE, translate
 from tuner.kernel_tuner.util import get_config_string
-from tuner.search.strategies import DEFAULT_STRATEGY
+from tuner.search.samplers.registry import DEFAULT_STRATEGY
 
 # Where tune_kernel writes (``configure``): the results folder, as ``tuner.tune``'s ``results``.
 _settings: dict[str, Any] = {"results": Path("results")}

@@ -55,7 +55,7 @@ from tuner.kernel_tuner.family import (
 )
 from tuner.measure.compile import CONSTEXPR_MARK, is_constexpr
 from tuner.measure.timing import TimingOptions
-from tuner.search.strategies import DEFAULT_STRATEGY, STRATEGIES
+from tuner.search.samplers.registry import DEFAULT_STRATEGY, STRATEGIES
 
 # Kernel Tuner's strategies with a counterpart among this project's.
 COUNTERPARTS = {"random_sample": "random", "bayes_opt": "gp"}

@@ -144,7 +144,7 @@ class StudySettings:
     compare_with_sweep: str | None
     timing: TimingOptions
     space_size: int = 0
-    warm_start: str | None = None  # results whose best configurations are enqueued first (tuner.search.warm)
+    warm_start: str | None = None  # results whose best configurations are enqueued first (tuner.search.study.warm)
     compile_ahead: bool = True  # compile modules in background threads while the GPU measures (tuner.measure.precompile)
     energy: bool = False  # every trial's row also gets its energy (tuner/measure/energy.py): about 0.7 s a trial
 
@@ -221,7 +221,7 @@ class Settings:
             names = [name] if isinstance(name, str) else list(name)
             data["profiled"] = [{"sweep": self.sweep(n).to_dict(), "profile": self.sweep(n).profile} for n in names]
         elif stage == "study":
-            from tuner.search.storage_server import public
+            from tuner.search.study.storage_server import public
 
             # The password stays off the command line (Snakemake prints a failed
             # job's command); the stage finds it in the environment (export_passwords).

@@ -32,13 +32,19 @@ SCHEMA = config_schema_file()
 def config_schema() -> dict:
     """The config's JSON schema, read once per process with libyaml's parser
     where PyYAML has it (the pure-Python one takes a good part of a second for
-    this file, paid at every Snakemake start). Shared: do not modify."""
+    this file, paid at every Snakemake start), with a study's ``sampler`` enum
+    filled from the strategy registry (``tuner.search.samplers.registry``).
+    Shared: do not modify."""
     missing = resource_missing(SCHEMA)
     if missing:
         raise ConfigError(missing)
     schema = yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
     # The timing block is TimingOptions' own (its fields, types, defaults and bounds), not a copy kept in step by hand.
     schema["$defs"]["timing"] = TimingOptions.json_schema()
+    # A study's strategies are the registry's (it imports no Optuna): a new one needs no schema edit.
+    from tuner.search.samplers.registry import SAMPLERS
+
+    schema["properties"]["studies"]["additionalProperties"]["properties"]["sampler"]["enum"] = list(SAMPLERS)
     return schema
 
 # Without a device to ask, sizes are judged against this much device memory.
@@ -453,7 +459,7 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
     storage = section.get("storage", "default")
     odd = re.search(r"[\x00-\x1f\x7f]", storage)
     if odd:  # as in results_dir: a line break or NUL names no file, and would split the stages' one-line messages
-        from tuner.search.storage_server import public
+        from tuner.search.study.storage_server import public
 
         raise ConfigError(f"{where}.storage: must be a journal path or URL without control characters, "
                           f"got {public(storage)[:80]!r} with {odd.group()!r}")  # fmt: skip
@@ -465,12 +471,12 @@ def _study(name: str, section: Mapping, config: Mapping, run: RunSettings, memor
         storage = os.path.expanduser(storage)  # a journal path: ~/study.log as a shell reads it, as results_dir
     warm = section.get("warm_start")
     if warm is not None:
-        from tuner.search.warm import warm_start_problem
+        from tuner.search.study.warm import warm_start_problem
 
         problem_text = warm_start_problem(warm, family, problem, domains)  # the rule the tune stage applies
         if problem_text:
             raise ConfigError(f"{where}.{problem_text}")
-    from tuner.search.strategies import DEFAULT_STRATEGY
+    from tuner.search.samplers.registry import DEFAULT_STRATEGY
 
     return StudySettings(name=name, family=family.name, dtype=section["dtype"], n=section["n"],
                          sampler=section.get("sampler", DEFAULT_STRATEGY), seed=section.get("seed", config.get("seed", 0)),

@@ -2,7 +2,7 @@
 yet in its store, then write the store's rows for the sweep's grid.
 
 This process walks the grid and appends each row to the store
-(``tuner.search.sweep``); one measuring process on the run's GPU compiles
+(``tuner.stages.sweep_store``); one measuring process on the run's GPU compiles
 each problem's modules ahead and measures. A configuration that poisons the
 CUDA context is stored as ``launch_error`` here, and a fresh measuring
 process goes on with what the store lacks (``tuner.measure.remote``).
@@ -19,8 +19,8 @@ from tuner import harness
 from tuner.families import REGISTRY, Problem
 from tuner.measure.remote import MeasuringProcess, restarting
 from tuner.measure.stopwatch import Phases
-from tuner.search.sweep import measure_sweep, store_dir, sweep_rows
 from tuner.settings import Settings
+from tuner.stages.sweep_store import measure_sweep, store_dir, sweep_rows
 
 
 def run(settings: Settings, name: str, device_json: Path, out: Path) -> None:

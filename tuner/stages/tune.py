@@ -42,7 +42,7 @@ def run(settings: Settings, name: str, *, started: float, gpus: list[int], devic
     ``out`` (default ``studies/<name>.parquet``) and print its best and its
     time to target. ``started``: the stage's start (epoch seconds), which
     every row counts its seconds from."""
-    from tuner.search.study import study_rows
+    from tuner.search.study.run import study_rows
 
     study = settings.study(name)
     device_json = harness.measured_against(device, settings)
@@ -79,16 +79,16 @@ def search(settings: Settings, stage_json: str, name: str, device_json: Path, gp
     every GPU's loop, is spent; then where its time went, in one line.
     ``worker`` numbers the loop (its seed's offset)."""
     from tuner.progress import Progress
-    from tuner.search.storage import finished_trials
-    from tuner.search.study import run_study
-    from tuner.search.warm import study_start
+    from tuner.search.study.run import StudyOptions, run_study
+    from tuner.search.study.storage import finished_trials
+    from tuner.search.study.warm import study_sampler, study_start
 
     study = settings.study(name)
     storage_name = study.storage_name(settings.run.gpu)
     family = REGISTRY[study.family]
     seed = study.seed + worker
-    starts = [study_start(study, family, seed)]  # (enqueue, sampler, warm start), with the warm start's table, if any
-    side = (stage_json, name, str(device_json), gpu, starts[0][0], seed, started)
+    starts = [study_start(study, family)]  # enqueue, prior rows and marks, with the warm start's table, if any
+    side = (stage_json, name, str(device_json), gpu, starts[0].enqueue, seed, started)
     source, worker_name = f"study:{name}", f"gpu{gpu}@{socket.gethostname()}"
     phases = Phases()
     with contextlib.ExitStack() as searching:
@@ -102,11 +102,13 @@ def search(settings: Settings, stage_json: str, name: str, device_json: Path, gp
                 # One tick per configuration this loop measures, towards the budget all loops share.
                 progress = searching.enter_context(Progress(f"{source} ({worker_name})", study.budget_trials,
                                                             initial=min(done, study.budget_trials or done)))  # fmt: skip
-            enqueue, sampler, warm_start = starts.pop() if starts else study_start(study, family, seed)  # a fresh sampler after a fault
-            return run_study(family=family, problem=study.problem, domains=study.domains(), storage=study.storage, study_name=storage_name,
-                             measure=progress.counting(measuring.measure), budget_trials=study.budget_trials, timeout_s=study.timeout_s,
-                             sampler=sampler, seed=seed, enqueue=enqueue, worker=worker_name, claimed=measuring.prefetch,
-                             likely_next=measuring.expect, warm_start=warm_start)  # fmt: skip
+            start = starts.pop() if starts else study_start(study, family)
+            sampler = study_sampler(study, start, seed, storage_name)  # the run's one sampler (a fresh one after a fault)
+            return run_study(StudyOptions(family=family, problem=study.problem, domains=study.domains(), storage=study.storage,
+                                          study_name=storage_name, measure=progress.counting(measuring.measure),
+                                          budget_trials=study.budget_trials, timeout_s=study.timeout_s, sampler=sampler,
+                                          seed=seed, enqueue=start.enqueue, worker=worker_name, claimed=measuring.prefetch,
+                                          likely_next=measuring.expect, warm_start=start.marks))  # fmt: skip
 
         outcome, summary = restarting(measuring_side, side, search_study, f"study {name} worker on GPU {gpu}")
     measured, compiled = summary or ("", "")

@@ -64,9 +64,9 @@ def _family_paths_base():
 def settings_or_exit(config):
     from tuner.measure.compile import nvcc_architectures
     from tuner.device.describe import probe_devices
-    from tuner.search.storage_spec import storage_problem
+    from tuner.search.study.storage_spec import storage_problem
 
-    from tuner.search.storage_server import export_passwords
+    from tuner.search.study.storage_server import export_passwords
 
     for path in workflow.overwrite_configfiles:
         check_yaml_or_exit(path)

@@ -8,7 +8,8 @@ study's, so ``optuna-dashboard`` draws their Pareto front, both axes named
 ``measure(cfg) -> row`` is the only link to a GPU: on the GPU, a bench
 session's ``measure(cfg, source, energy=True)``; without one, ``table_measure``
 of a table of measured rows (a sweep with ``energy: true``), which is how the
-study runs under test and how a front is found again from a finished sweep.
+study runs under test and how a front is found again from a finished sweep
+(``python -m tuner.search.tables.replay_pareto``).
 
 A configuration is measured once per study, however often a sampler asks for
 it (samplers of two objectives repeat themselves on small spaces). Optionally
@@ -24,7 +25,6 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import optuna
@@ -34,27 +34,12 @@ from optuna.trial import TrialState
 from tuner.data.front import ENERGY, TIME, Knee, knee, pareto_mask  # noqa: F401 - the front's arithmetic, re-exported
 from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
-from tuner.search.blas import one_blas_thread
-from tuner.search.storage import open_storage
+from tuner.search.samplers.registry import DEFAULT_PARETO_STRATEGY, make_pareto_sampler
+from tuner.search.study.blas import one_blas_thread
+from tuner.search.study.storage import open_storage
 
 METRICS = ("time_ms", "energy_j")  # the objectives as the dashboard names them
-SAMPLERS = ("nsga2", "tpe", "random")
 ATTRS = ("config_key", "status", "energy_j_err", "power_w_energy", "bandwidth_gbs")  # shown per trial by the dashboard
-
-
-def make_sampler(name: str, seed: int, trials: int = 0) -> optuna.samplers.BaseSampler:
-    """A multi-objective sampler by name (``SAMPLERS``); both read a trial's
-    constraints from ``Trial.set_constraint``."""
-    if name == "nsga2":
-        # A population of a fifth of the budget (at least 4): on a budget of tens
-        # of trials, a few generations evolve instead of one random one.
-        size = max(4, min(50, trials // 5)) if trials else 50
-        return optuna.samplers.NSGAIISampler(population_size=size, seed=seed)
-    if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(4, min(10, trials // 4)))
-    if name == "random":
-        return optuna.samplers.RandomSampler(seed=seed)
-    raise ValueError(f"sampler must be one of {list(SAMPLERS)}, got {name!r}")
 
 
 @dataclass
@@ -76,7 +61,7 @@ def run_pareto_study(
     storage,
     study_name: str,
     budget_trials: int,
-    sampler: str = "nsga2",
+    sampler: str = DEFAULT_PARETO_STRATEGY,
     seed: int = 0,
     time_bound: float | None = None,
     fastest_ms: float | None = None,
@@ -105,7 +90,7 @@ def run_pareto_study(
     storage = open_storage(storage)
     # A resumed study reseeds past its history, else the sampler would propose its first trials again.
     study = optuna.create_study(storage=storage, study_name=study_name, directions=["minimize", "minimize"], load_if_exists=True)
-    study.sampler = make_sampler(sampler, seed + len(study.get_trials(deepcopy=False)), budget_trials)
+    study.sampler = make_pareto_sampler(sampler, seed + len(study.get_trials(deepcopy=False)), budget_trials)
     if study.metric_names != list(METRICS):  # the dashboard's axes read time_ms and energy_j, not "Objective 0"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -174,60 +159,3 @@ def _rows(study: optuna.Study, measured: dict[str, dict]) -> pd.DataFrame:
         return frame.assign(pareto=pd.Series(dtype=bool))
     frame["pareto"] = pareto_mask(frame[TIME].to_numpy(float), frame[ENERGY].to_numpy(float))
     return frame.sort_values("trial").reset_index(drop=True)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tuner.search.pareto TABLE --family F --dtype D --n N``: the
-    time-energy study replayed on a table of rows with energy (a sweep with
-    ``energy: true``), stored in ``--storage`` for ``optuna-dashboard``; prints
-    its front and knee."""
-    from tuner.data.results import read
-    from tuner.errors import DamagedFile
-    from tuner.families import REGISTRY, Problem
-    from tuner.host import OneLineParser
-    from tuner.search.replay import problem_rows, table_domains, table_measure
-    from tuner.search.storage_spec import storage_problem
-
-    parser = OneLineParser(prog="python -m tuner.search.pareto", description=main.__doc__)
-    parser.add_argument("table", help="a Parquet file (or folder) of rows with energy_j")
-    parser.add_argument("--family", required=True)
-    parser.add_argument("--dtype", required=True)
-    parser.add_argument("--n", type=int, required=True)
-    parser.add_argument("--source", help="the rows' source (default: the problem's largest)")
-    parser.add_argument("--storage", default="pareto.log", help="Optuna storage: a journal file or URL (default: pareto.log)")
-    parser.add_argument("--budget", type=int, help="trials (default: the table's feasible configurations, all of them enqueued)")
-    parser.add_argument("--sampler", default="nsga2", choices=SAMPLERS)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--time-bound", type=float, help="trials slower than this many times the table's fastest are infeasible")
-    args = parser.parse_args(argv)
-    if args.family not in REGISTRY.names():
-        parser.refuse(f"--family must be one of {REGISTRY.names()}, got {args.family!r}")
-    unfit = storage_problem(args.storage)
-    if unfit:
-        parser.refuse(f"--storage: {unfit}")
-    family, problem = REGISTRY[args.family], Problem(args.family, args.dtype, args.n)
-    if not Path(args.table).exists():
-        parser.refuse(f"{args.table}: must be a Parquet file or a folder of them, got no such file or folder")
-    try:
-        rows = problem_rows(read(args.table), problem, args.source)
-        if ENERGY not in rows or rows[ENERGY].isna().all():
-            raise ValueError(f"table must hold rows with energy_j for {problem.key} (a sweep with energy: true), got none")
-        domains = table_domains(rows, family)
-        space = family.space(problem, domains)
-    except (ValueError, DamagedFile) as error:  # the table's rows: which rule, which value
-        parser.refuse(str(error))
-    ok = rows[rows["status"] == "ok"]
-    outcome = run_pareto_study(family=family, problem=problem, domains=domains, measure=table_measure(rows, family),
-                               storage=args.storage, study_name=f"pareto/{problem.key}", budget_trials=args.budget or len(space),
-                               sampler=args.sampler, seed=args.seed, time_bound=args.time_bound,
-                               fastest_ms=float(ok[TIME].min()) if len(ok) else None, enqueue=() if args.budget else space)  # fmt: skip
-    found = knee(outcome.rows) if len(outcome.rows) else None
-    print(f"{problem.key}: {len(outcome.rows)} configurations with energy of {len(space)}; "
-          f"{found.sentence() if found else 'none with energy'}; study pareto/{problem.key} in {args.storage}")  # fmt: skip
-    for _, row in outcome.front.iterrows():
-        print(f"  {row[TIME]:.4f} ms  {row[ENERGY] * 1e3:.3f} mJ  {row['config_key']}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

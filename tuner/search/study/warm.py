@@ -14,6 +14,7 @@ configurations carry the user attribute ``warm_start`` (the table's path):
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -267,15 +268,36 @@ def _within(record: Mapping, family: Family, domains: Mapping[str, Sequence]) ->
     return cfg
 
 
-def study_start(settings, family: Family, seed: int) -> tuple[list[dict], str | optuna.samplers.BaseSampler, dict[str, str]]:
-    """A study's (enqueue, sampler, warm-start marks) from its
-    ``StudySettings``: with a ``warm_start``, the table's best configurations
-    after the study's own enqueued ones, its sampler made with the prior
-    rows, and the marks of the table's configurations (``marks``)."""
+@dataclass(frozen=True)
+class StudyStart:
+    """What a study starts from (``study_start``): the configurations to
+    measure first, a warm start's prior rows, and the marks of its
+    configurations (``marks``)."""
+
+    enqueue: list[dict]
+    prior: list[tuple[dict, float]]
+    marks: dict[str, str]
+
+
+def study_start(settings, family: Family) -> StudyStart:
+    """A study's start from its ``StudySettings``: with a ``warm_start``, the
+    table's best configurations after the study's own enqueued ones, the
+    table's prior rows, and the marks of the table's configurations."""
     enqueue = [dict(e) for e in settings.enqueue]
     if not settings.warm_start:
-        return enqueue, settings.sampler, {}
-    from tuner.search.strategies import make_sampler
-
+        return StudyStart(enqueue, [], {})
     warm, prior = load_warm_start(settings.warm_start, family, settings.problem, settings.domains())
-    return enqueue + warm, make_sampler(settings.sampler, seed, prior=prior), marks(warm, settings.warm_start)
+    return StudyStart(enqueue + warm, prior, marks(warm, settings.warm_start))
+
+
+def study_sampler(settings, start: StudyStart, seed: int, storage_name: str) -> optuna.samplers.BaseSampler:
+    """The study's one sampler, of strategy ``settings.sampler``: with a warm
+    start, made with its prior rows and seeded with ``seed``; without one,
+    seeded past the claims study ``storage_name`` holds so far
+    (``resumed_seed``: a resumed study does not propose its first trials again)."""
+    from tuner.search.samplers.registry import make_sampler
+    from tuner.search.study.storage import resumed_seed
+
+    if settings.warm_start:
+        return make_sampler(settings.sampler, seed, prior=start.prior)
+    return make_sampler(settings.sampler, resumed_seed(settings.storage, storage_name, seed))

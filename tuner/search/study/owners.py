@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
-    from tuner.search.claims import Claim, ClaimStore
+    from tuner.search.study.claims import Claim, ClaimStore
 
 
 def _host() -> str:

@@ -114,6 +114,12 @@ It is an ordinary Optuna sampler: whatever it needs it reads from the study's
 trials, so a resumed study or several workers sharing one storage go on from
 the same history. ``DistinctSampler`` hands it the space (``bind``) and wraps
 it, so a proposal that another worker claimed meanwhile is passed over.
+
+Its parts: this module has the start, the climbs, the slice sweep and the
+choosing; ``ordinal_model`` the step model (5.) and its upper bound;
+``ordinal_phases`` the Parzen phases (4.), the draws apart and the centre
+climb; ``ordinal_grid`` the grid's arithmetic and ``ordinal_history`` its
+reading of the history, carried from one ask to the next.
 """
 
 from __future__ import annotations
@@ -122,7 +128,7 @@ import itertools
 import json
 import math
 import random
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import optuna
@@ -130,71 +136,37 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
-from tuner.search.feasible_draws import FeasibleDraws
-from tuner.search.ordinal_grid import (
+from tuner.search.samplers.feasible_draws import FeasibleDraws
+from tuner.search.samplers.ordinal_grid import (
+    LANDMARK_PICKS,
+    LANDMARKS,
     kernel_neighbours,
     nearest_distances,
-    one_hot_quadratic_forms,
     one_hot_sums,
     ordered_values,
-    parzen_kernels,
-    parzen_log_density,
     powers_below,
-    weighted_choice,
 )
-from tuner.search.ordinal_history import FinishedPrefix, climb_read, sums_read
+from tuner.search.samplers.ordinal_history import FinishedPrefix, climb_read, sums_read
+from tuner.search.samplers.ordinal_model import WIDE, StepModel
+from tuner.search.samplers.ordinal_phases import PROGRESS, GlobalPhases
+from tuner.search.samplers.registry import Prior
 
 DEFAULT_STARTUP = 5  # space-filling configurations before the neighbourhood steps
 DEFAULT_TOP_K = 1  # neighbourhoods of this many best configurations compete
 DEFAULT_PATIENCE = 30  # steps without progress before a climb restarts elsewhere
-PROGRESS = 0.002  # a gain below this fraction (measurement noise) is no progress
-RIDGE = 1.0  # the model's L2 penalty (per one-hot column; values are log GB/s)
 CANDIDATES = 128  # random feasible candidates per space-filling choice
 UNSEEN = 200  # random draws where no enumerated space is bound
 GLOBAL_PHASE = 30  # measurements drawn from the Parzen model after a restart (strategy ordinal_global)
 START_PHASE = 80  # the study's first measurements, after the space-filling start, drawn from it (ordinal_global)
-# The grid points the space-filling start tries first: its centre, the corner of
-# every ordered parameter's last (largest) value and that of every first one.
-LANDMARKS = ("centre", "last", "first")
-_PICK = {"centre": lambda values: values[len(values) // 2], "last": lambda values: values[-1],
-         "first": lambda values: values[0]}  # fmt: skip
-ELITE = 0.1  # the Parzen model's good share of the measurements (at most ELITE_MAX of them)
-ELITE_MAX = 25
-PARZEN_CANDIDATES = 24  # draws from the good model per global-phase ask
-PARZEN_NEIGHBOUR = 0.15  # of an ordered parameter's Parzen kernel, the share on the values nearest twice and half its own
 SLICE_AFTER = 15  # measurements of a stalled climb before its best's slice is swept (strategy ordinal_global)
 RUGGED = 0.8  # the best stands alone where its measured neighbours' median is below this share of it
-WIDE = 5  # ordered parameters of at least this many values are a slice's free ones
 SLICE_MAX = 4096  # configurations of a slice ranked in one ask at most (a random choice of a larger one)
-PAIR_COLUMNS_MAX = 256  # value-pair columns the model takes at most (beyond, fewer pairs: two inverses an ask)
-LEFT_OUT_ROWS = 2000  # the latest rows (measurements, prior) whose leave-one-out error decides on the pairs
-CROWD_SHARE = 0.97  # a measurement this close to the best is one of its crowd (a plateau)
-CROWD = 10  # a best with this many in its crowd has no restart drawn apart from it
-MODEL_VALUES = 64  # a parameter's columns in the model at most (more values share them, neighbours together)
 BOUND_EVERY = 3  # every this many measurements of a restart's global phase, one proposal is the model's upper bound's (ordinal_global)
-BOUND_KAPPA = 1.0  # the bound: the model's prediction plus this many of its standard deviations
-BOUND_POOL = 2000  # unvisited configurations, drawn at random, among which the bound's favourite is chosen
-CENTRE_EVERY = 2  # of the start phase's measurements, every this many is the centre climb's (ordinal_global)
-CENTRE_PATIENCE = 10  # the centre climb's own measurements without progress that end it
 CENTRE_CLIMB = 20  # the centre climb's proposals at most (ordinal_global)
-CENTRE_BEHIND = 0.9  # a centre climb whose best is below this share of the study's best ends (once it has CENTRE_GRACE)
-CENTRE_GRACE = 5  # the centre climb's own measurements before it can be found behind
 RUNNERS_UP = 4  # of a proposal's ranked candidates, the next best kept as the likely next proposals
 
 
-def ridge_weights(gram: np.ndarray, moment: np.ndarray, ones: np.ndarray, mean: float) -> np.ndarray:
-    """The ridge regression's weights per one-hot column (penalty ``RIDGE``)
-    from X'X, X'y and X'1 of the design, the intercept held at ``mean``."""
-    return np.linalg.solve(gram + RIDGE * np.eye(len(ones)), moment - mean * ones)
-
-
-def crowded(values: Iterable[float], top: float) -> bool:
-    """Whether ``CROWD`` of ``values`` lie within ``CROWD_SHARE`` of ``top``: a
-    plateau, where many configurations are nearly as fast as the best."""
-    return sum(value >= CROWD_SHARE * top for value in values) >= CROWD
-
-
-class OrdinalSampler(optuna.samplers.BaseSampler):
+class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
     """Space-filling start, then model-ranked steps around the best
     configurations (see the module's docstring).
 
@@ -465,7 +437,7 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         points = [self._point(key) for key in visited]
         landmarks = []
         for landmark in self.landmarks if with_landmarks else ():
-            pick = _PICK[landmark]
+            pick = LANDMARK_PICKS[landmark]
             cfg = {name: pick(values) if ordered else rng.choice(values) for name, (ordered, values) in self._order.items()}
             if config_key(cfg) not in visited and self._feasible(cfg):
                 landmarks.append(cfg)
@@ -588,214 +560,6 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             self._slices[narrow] = found
         return found
 
-    def _parzen(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
-        """The global phase's proposal (a tree-structured Parzen estimator,
-        as TPE, over every measurement): of ``PARZEN_CANDIDATES`` unvisited
-        feasible draws near the best measured configurations, the one whose
-        density under the good model over that under the rest is highest.
-        Each density is a mixture of one kernel per configuration (and a
-        uniform one) that keeps each value with a weight that narrows as the
-        configurations grow in number; of an ordered parameter it moves a
-        share ``PARZEN_NEIGHBOUR`` to the values nearest twice and half the
-        kernel's own (``parzen_kernels``): a fast block of 256 says more about
-        128 and 512 than about 960."""
-        if not measured:
-            return None  # nothing to model
-        ranked = sorted(measured, key=lambda key: -measured[key][1])
-        good_count = max(1, min(int(np.ceil(ELITE * len(ranked))), ELITE_MAX))
-        positions = self._kernel_positions(ranked)
-        good, rest = positions[:good_count], positions[good_count:]
-        orders = [self._order[name] for name in self._dists]
-        good_kernels = parzen_kernels(orders, good_count, PARZEN_NEIGHBOUR, self._kernel_neighbours)
-        candidates: dict[str, dict] = {}
-        for _ in range(8 * PARZEN_CANDIDATES):
-            if len(candidates) >= PARZEN_CANDIDATES:
-                break
-            pick = rng.randrange(good_count + 1)  # the last: the uniform kernel
-            cfg = {}
-            for j, (name, dist) in enumerate(self._dists.items()):
-                if pick < good_count:
-                    cfg[name] = self._kernel_value(name, weighted_choice(good_kernels[j].row(good[pick, j]), rng))
-                else:
-                    cfg[name] = plain_value(rng.choice(dist.choices))
-            key = config_key(cfg)
-            if key not in visited and key not in candidates and self._feasible(cfg):
-                candidates[key] = cfg
-        if not candidates:
-            return None
-        keys = list(candidates)
-        drawn = self._kernel_positions(keys)
-        rest_kernels = parzen_kernels(orders, max(1, len(rest)), PARZEN_NEIGHBOUR, self._kernel_neighbours)
-        score = parzen_log_density(drawn, good, good_kernels) - parzen_log_density(drawn, rest, rest_kernels)
-        return self._choose(list(candidates.values()), score)
-
-    def _kernel_positions(self, keys: list[str]) -> np.ndarray:
-        """(len(keys), parameters) each value's position for the Parzen
-        kernels (``_kernel_position`` of its column)."""
-        return self._kernel_position[self._columns_of(keys)]
-
-    def _kernel_value(self, name: str, position: int) -> Any:
-        """The value of parameter ``name`` at a Parzen kernel's ``position``."""
-        ordered, values = self._order[name]
-        return values[position] if ordered else plain_value(self._dists[name].choices[position])
-
-    def _restart_draw(self, measured: dict[str, tuple[dict, float]], visited: set[str],
-                      rng: random.Random) -> dict | None:  # fmt: skip
-        """A global-phase proposal. In a restart's phase (not the study's
-        start), the proposal at every ``bound_every``-th measurement is the
-        upper bound's (``_bound``), once (a failure leaves the count where it
-        was), and it takes that measurement where it is also one drawn apart.
-        After a restart that found nothing (and with ``wide_restarts``), every
-        other measurement is drawn apart: the Parzen model then sees only this
-        sampler's draws apart in the phase, and before ``n_startup`` of them
-        are measured the draw is a far-apart point. Where every restart's
-        proposals come from the model of every measurement, they recombine the
-        best ones, and those can all lie on one local optimum far from the best
-        region (a stalled study goes on restarting there). On a plateau (a
-        crowd of measurements near the best) neither is taken: they cost the
-        steps that refine it. The draws apart are this sampler's own record:
-        with several workers each models its own, and a resumed study starts
-        them again from far-apart points."""
-        state = self._climbs.read(measured)
-        start = state["start"]
-        if self.centre_climb and start == 0 and len(measured) >= self.n_startup:
-            # On a plateau every measurement is the centre climb's (``_centre_step``).
-            plateau = self._centre is not None and crowded((value for _, value in measured.values()), state["top"])
-            if plateau or len(measured) % CENTRE_EVERY == 0:
-                cfg = self._centre_step(measured, visited, rng, state["top"], plateau)
-                if cfg is not None:
-                    return cfg
-        slot = (start, len(measured))
-        if self.bound_every and start > 0 and (len(measured) - start) % self.bound_every == 0 and slot not in self._bounded:
-            # Once a slot: a proposal that failed leaves the count of measurements where it was, and the bound,
-            # which never sees a failure, would propose the same unmeasured region again.
-            if not self._on_plateau(measured, state):
-                self._bounded.add(slot)
-                cfg = self._bound(measured, visited, rng)
-                if cfg is not None:
-                    return cfg
-        if not (self.wide_restarts and state["stalled"] and (len(measured) - start) % 2 == 1):
-            return self._parzen(measured, visited, rng)
-        if self._on_plateau(measured, state):
-            return self._parzen(measured, visited, rng)
-        drawn = self._apart.setdefault(start, set())
-        apart = {key: measured[key] for key in drawn if key in measured}
-        cfg = self._spread(visited, rng, with_landmarks=False) if len(apart) < self.n_startup else self._parzen(apart, visited, rng)
-        if cfg is not None:
-            drawn.add(config_key(cfg))
-        return cfg
-
-    def _centre_step(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random,
-                     top: float, plateau: bool = False) -> dict | None:  # fmt: skip
-        """The centre climb's next proposal: the grid's centre first, then the
-        step from the best of the climb's own measurements that a model of
-        those measurements and the space-filling start ranks first
-        (``_centre_favourite``; ``top``: the study's best, as the climbs' fold
-        keeps it).
-
-        The start phase's Parzen draws gather around the broadest good region,
-        and a narrow peak elsewhere (the H200's 2^24 table: the best at block
-        512 with 32 blocks per SM, a broad 97-98 % region around block 320) is
-        reached late, by a climb after the phase; a climb from the centre
-        alongside them, as ``ordinal`` starts, takes a second basin early, and
-        its measurements inform the Parzen model too.
-
-        None once it has proposed ``centre_climb`` configurations, gone
-        ``CENTRE_PATIENCE`` of its measurements without progress, or, with
-        ``CENTRE_GRACE`` of them, has its best under ``CENTRE_BEHIND`` of the
-        study's: where the centre's basin is poor (the convolution tables) the
-        Parzen draws are better spent, and every measurement taken from them
-        early lowers an anytime score. On a ``plateau`` (``crowded``: many
-        configurations nearly as fast as the best, as on the reduction tables;
-        the convolution tables' lone peaks do not crowd in the start phase)
-        the Parzen draws only add to the crowd, so the climb is not capped and
-        ends after ``patience`` measurements without progress, as a climb
-        after the phase does. A centre that is infeasible or fails
-        ends the climb (its own measurements stay none). The record is this
-        sampler's own: a resumed study does not resume the climb, and of
-        several workers those that proposed the centre climb from it (one,
-        unless two asked before either's claim was written: a claimed centre
-        is not proposed again)."""
-        if self._centre is None:
-            self._centre = set()
-            draw = random.Random(self.seed)  # the unordered values: the same centre for a seed, whatever was asked
-            cfg = {name: _PICK["centre"](values) if ordered else draw.choice(values)
-                   for name, (ordered, values) in self._order.items()}  # fmt: skip
-            if config_key(cfg) in visited or not self._feasible(cfg):
-                return None
-            self._centre.add(config_key(cfg))
-            return cfg
-        if not plateau and len(self._centre) >= self.centre_climb:
-            return None
-        own = {key: measured[key] for key in measured if key in self._centre}  # in trial order
-        if not own:
-            return None
-        best, since = 0.0, 0
-        for _, value in own.values():
-            best, since = (value, 0) if value > best * (1 + PROGRESS) else (best, since + 1)
-        if since >= (self.patience if plateau else CENTRE_PATIENCE):
-            return None
-        if len(own) >= CENTRE_GRACE and max(value for _, value in own.values()) < CENTRE_BEHIND * top:
-            return None
-        cfg = self._centre_favourite(own, measured, visited, rng)
-        if cfg is not None:
-            self._centre.add(config_key(cfg))
-        return cfg
-
-    def _centre_favourite(self, own: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]],
-                          visited: set[str], rng: random.Random) -> dict | None:  # fmt: skip
-        """The unvisited step from the best of the centre climb's ``own``
-        measurements that a ridge regression of log-bandwidth on the parameter
-        values (main effects), fitted on those and the space-filling start
-        alone, predicts fastest. The Parzen draws alongside crowd the broadest
-        good region; fitted on them too, the model rates that region's values
-        best and pulls the climb out of its own basin towards it (``ordinal``
-        climbs from the centre with a model of its own measurements)."""
-        best_key, (best_cfg, _) = max(own.items(), key=lambda item: item[1][1])
-        steps = {key: cfg for key, cfg in self._neighbours(best_key, best_cfg) if key not in visited}
-        if not steps:
-            return None
-        start = list(measured)[: self.n_startup]
-        keys = start + [key for key in own if key not in start]
-        y = np.log([measured[key][1] for key in keys])
-        main = len(self._dists)  # the model's first columns: one per parameter value (neighbours grouped)
-        weights = ridge_weights(*one_hot_sums(self._features_of(keys)[:, :main], y, self._main_width), y.mean())
-        return self._highest(steps, weights[self._features_of(list(steps))[:, :main]].sum(axis=1), rng)
-
-    @staticmethod
-    def _on_plateau(measured: dict[str, tuple[dict, float]], state: dict) -> bool:
-        """Whether the measurements before the current restart are ``crowded``
-        near the study's best when it began."""
-        before = (value for _, value in itertools.islice(measured.values(), state["start"]))
-        return crowded(before, state["top_before"])
-
-    def _bound(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
-        """The unvisited configuration, of ``BOUND_POOL`` drawn at random (of
-        as many random draws where the space is not listed), of
-        highest upper confidence bound (prediction plus ``BOUND_KAPPA``
-        standard deviations) under the step model with every column, value
-        pairs included, read as a Bayesian linear regression: the posterior
-        covariance is the residual variance times (X'X + ``RIDGE`` I)^-1. The
-        value pairs measured least have the widest bound. Where the best
-        measurements all share a region that is good in most parameters (the
-        A100's convolution of the benchmark hub: its optimum has read-only
-        loads with shared memory, slow without it), the Parzen proposals of a
-        restart recombine that region again; the bound tries what is unmeasured
-        and could be fast. The study's own measurements only (no prior rows)."""
-        gram, moment, ones = self._sums.read(measured)
-        y = np.log(self._sums.values)
-        mean = y.mean()
-        inverse = np.linalg.inv(gram + RIDGE * np.eye(self._width))
-        weights = inverse @ (moment - mean * ones)
-        residuals = y - mean - weights[self._features_of(self._sums.keys)].sum(axis=1)
-        variance = max(float(residuals @ residuals) / max(1, len(y) - 1), 1e-6)
-        candidates = self._random_unseen(visited, rng, BOUND_POOL)
-        if not candidates:
-            return None
-        columns = self._features_of([config_key(cfg) for cfg in candidates])
-        spread = one_hot_quadratic_forms(inverse, columns) * variance
-        return self._choose(candidates, weights[columns].sum(axis=1) + BOUND_KAPPA * np.sqrt(spread))
-
     def _neighbours(self, key: str, cfg: dict) -> list[tuple[str, dict]]:
         """Feasible configurations one step from ``cfg`` (cached): an ordered
         parameter moved 1, 2, 4, ... positions or to an end, an unordered one
@@ -831,137 +595,6 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
         self._steps[key] = found
         return found
 
-    def _fit(self, measured: dict[str, tuple[dict, float]]) -> tuple[np.ndarray, float]:
-        """Ridge regression of log-bandwidth on one-hot parameter values (and
-        value pairs, where they predict better): the weights per column and
-        the intercept. The prior rows (shifted to the study's mean) join
-        while they outnumber the study's own."""
-        if self._fitted is not None and self._fitted[0] is measured:
-            return self._fitted[1]  # asked again for one trial: the same history
-        gram, moment, ones = self._sums.read(measured)  # read-only below
-        y = np.log(self._sums.values)
-        total, count = y.sum(), len(y)
-        shift = None  # the prior rows' shift to the study's mean, where they join
-        if self._prior and len(self._prior) > count:
-            shift = y.mean() - self._prior_mean
-            gram = gram + self._prior_gram
-            moment = moment + self._prior_moment + shift * self._prior_ones
-            ones = ones + self._prior_ones
-            total += (self._prior_mean + shift) * len(self._prior)
-            count += len(self._prior)
-        mean = total / count
-        if self._pair_columns:
-            keys, left_out = self._left_out_rows(y, shift)
-            weights = self._fit_with_or_without_pairs(gram, moment - mean * ones, self._features_of(keys), left_out - mean)
-        else:
-            weights = ridge_weights(gram, moment, ones, mean)
-        self._fitted = (measured, (weights, mean))
-        return weights, mean
-
-    def _left_out_rows(self, y: np.ndarray, shift: float | None) -> tuple[list[str], np.ndarray]:
-        """The keys and log-bandwidths whose leave-one-out error decides on
-        the pairs: the study's latest ``LEFT_OUT_ROWS``, then the best prior
-        rows (shifted by ``shift``, where they join the fit) up to that many."""
-        keys, values = self._sums.keys[-LEFT_OUT_ROWS:], y[-LEFT_OUT_ROWS:]
-        if shift is not None:
-            room = LEFT_OUT_ROWS - len(keys)  # prior rows are best first
-            keys = keys + [key for key, _, _ in self._prior[:room]]
-            values = np.concatenate([values, self._prior_log[:room] + shift])
-        return keys, values
-
-    def _fit_with_or_without_pairs(self, gram: np.ndarray, centred_moment: np.ndarray, rows: np.ndarray,
-                                   centred: np.ndarray) -> np.ndarray:  # fmt: skip
-        """The weights of the ridge model with the value-pair columns, or of
-        the one without them (zero there), whichever predicts the rows it is
-        fitted on (``rows``' columns, at most ``LEFT_OUT_ROWS``; ``centred``,
-        their log-bandwidth less the intercept) better when each is left out
-        in turn. Pairs fitted on too few measurements of a combination, or
-        where the parameters do not interact, only add noise to the ranking.
-        For a fixed intercept the leave-one-out error of a ridge model is
-        exact in closed form: each residual over one less its row's leverage.
-        Without pairs unless they do better."""
-        best_error, best = math.inf, None
-        for width, columns in ((self._main_width, rows[:, : len(self._dists)]), (self._width, rows)):
-            inverse = np.linalg.inv(gram[:width, :width] + RIDGE * np.eye(width))
-            weights = np.zeros(self._width)
-            weights[:width] = inverse @ centred_moment[:width]
-            leverage = one_hot_quadratic_forms(inverse, columns)
-            error = float((((centred - weights[columns].sum(axis=1)) / (1.0 - leverage)) ** 2).sum())
-            if best is None or error < best_error:
-                best_error, best = error, weights
-        return best
-
-    def _paired(self) -> list[tuple[str, str]]:
-        """The parameter pairs the model has value-pair columns for: every
-        two parameters of more than one and fewer than ``WIDE`` values. Where
-        their value pairs would be more than ``PAIR_COLUMNS_MAX`` (a space of
-        many narrow parameters, such as a GEMM's tile and vector widths), only
-        the pairs with a switch (a parameter of two values), then only those
-        of two switches, then none: one switch deciding what another value is
-        worth is the interaction the pairs are for. On the hub's convolution
-        (under the cap) the pairs with a switch alone did nearly what every
-        pair did; no space over the cap has been screened."""
-        narrow = [name for name in self._narrow if 1 < len(self._dists[name].choices) < WIDE]
-        every = list(itertools.combinations(narrow, 2))
-        switch = {name for name in narrow if len(self._dists[name].choices) == 2}
-        for names in (every, [p for p in every if switch & set(p)], [p for p in every if set(p) <= switch]):
-            if sum(len(self._dists[a].choices) * len(self._dists[b].choices) for a, b in names) <= PAIR_COLUMNS_MAX:
-                return names
-        return []
-
-    def _value_pairs(self) -> dict[tuple, int]:
-        """The model's column (after the one-hot values') of every pair of
-        values of each pair of ``_pair_names``."""
-        pairs = [((a, va), (b, vb)) for a, b in self._pair_names
-                 for va in self._dists[a].choices for vb in self._dists[b].choices]  # fmt: skip
-        return {pair: self._main_width + i for i, pair in enumerate(pairs)}
-
-    def _grouped_columns(self) -> tuple[dict[tuple, int], int]:
-        """The model's column of each parameter value, and their number: one
-        column per value (numbered as ``_columns``), but a parameter of more
-        than ``MODEL_VALUES`` values shares that many columns among runs of
-        neighbouring values (in its order). The model's sums, kept for the
-        latest positions of the history, grow with the square of its columns:
-        a space listing thousands of values of one parameter would otherwise
-        take gigabytes, and their main effects are measured a few times each."""
-        if all(len(dist.choices) <= MODEL_VALUES for dist in self._dists.values()):
-            return self._columns, len(self._columns)
-        columns, width = {}, 0
-        for name, dist in self._dists.items():
-            ordered, values = self._order[name]
-            listed = values if ordered else list(dist.choices)
-            groups = min(len(listed), MODEL_VALUES)
-            for position, value in enumerate(listed):
-                columns[(name, value)] = width + position * groups // len(listed)
-            width += groups
-        return columns, width
-
-    def _features_of(self, keys: list[str]) -> np.ndarray:
-        """(len(keys), columns) the model's columns of each key: its values'
-        (``_grouped_columns``), then its pairs of narrow values (``pairs``)."""
-        if not self._pair_columns and self._model_columns is self._columns:
-            return self._columns_of(keys)
-        rows = []
-        for key in keys:
-            features = self._feature_cache.get(key)
-            if features is None:
-                cfg = json.loads(key)
-                features = self._feature_cache[key] = [self._model_columns[(name, cfg[name])] for name in self._dists] + [
-                    self._pair_columns[((a, cfg[a]), (b, cfg[b]))] for a, b in self._pair_names]  # fmt: skip
-            rows.append(features)
-        return np.array(rows, dtype=int).reshape(len(keys), -1)
-
-    def _columns_of(self, keys: list[str]) -> np.ndarray:
-        """(len(keys), parameters) column indices of the keys' one-hot values."""
-        rows = []
-        for key in keys:
-            columns = self._column_cache.get(key)
-            if columns is None:
-                cfg = json.loads(key)
-                columns = self._column_cache[key] = [self._columns[(name, cfg[name])] for name in self._dists]
-            rows.append(columns)
-        return np.array(rows, dtype=int).reshape(len(keys), len(self._dists))
-
     def _unseen(self, visited: set[str], rng: random.Random) -> dict | None:
         return next(iter(self._random_unseen(visited, rng, 1)), None)
 
@@ -992,3 +625,18 @@ class OrdinalSampler(optuna.samplers.BaseSampler):
             i = values.index(cfg[name]) if cfg.get(name) in values else 0
             position.append(i / max(1, len(values) - 1) if ordered else float(i) + 10.0)
         return position
+
+
+def make(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
+    """The ``ordinal`` strategy's sampler (``registry.Strategy.make``)."""
+    return OrdinalSampler(seed=seed, prior=prior)
+
+
+def make_global(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
+    """The ``ordinal_global`` strategy's sampler (``registry.Strategy.make``)."""
+    # Only the far corner as a landmark: the centre and the near corner of a
+    # large space are slow more often than not, and a first measurement many
+    # times slower than a random one is what an anytime score punishes most.
+    return OrdinalSampler(seed=seed, prior=prior, global_phase=GLOBAL_PHASE, start_phase=START_PHASE, landmarks=("last",),
+                          landmarks_first=True, slice_after=SLICE_AFTER, pairs=True, wide_restarts=True,
+                          bound_every=BOUND_EVERY, centre_climb=CENTRE_CLIMB)  # fmt: skip

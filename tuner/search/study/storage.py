@@ -1,6 +1,6 @@
 """Where a study is kept: the Optuna storage a spec names (``open_storage``),
 and the claims that go with it (``open_claims``); whether a spec can serve a
-study is ``tuner.search.storage_spec``'s. Optuna is used through
+study is ``tuner.search.study.storage_spec``'s. Optuna is used through
 its public API: a journal is Optuna's ``JournalStorage`` over ``JournalFile``,
 a ``JournalFileBackend`` that overrides only the backend interface
 (``append_logs``, ``read_logs``)."""
@@ -23,9 +23,9 @@ from optuna.storages import BaseStorage
 from optuna.storages.journal import JournalFileBackend
 
 from tuner.errors import DamagedFile
-from tuner.search.claims import ClaimStore, FileClaims, MemoryClaims, claims_path
-from tuner.search.claims_sql import SQLITE_BUSY_TIMEOUT_S
-from tuner.search.storage_server import driver_connect_timeout_s, server_engine_kwargs, with_password
+from tuner.search.study.claims import ClaimStore, FileClaims, MemoryClaims, claims_path
+from tuner.search.study.claims_sql import SQLITE_BUSY_TIMEOUT_S
+from tuner.search.study.storage_server import driver_connect_timeout_s, server_engine_kwargs, with_password
 
 
 class FlockJournalLock:
@@ -243,7 +243,7 @@ def open_claims(storage: str | os.PathLike | BaseStorage | None, study_name: str
     if not kind and isinstance(storage, optuna.storages.RDBStorage):
         kind, where = "database", storage.url
     if kind == "database":
-        from tuner.search.claims_sql import SqlClaims  # SQLAlchemy only where a database is used
+        from tuner.search.study.claims_sql import SqlClaims  # SQLAlchemy only where a database is used
 
         store = SqlClaims(where, study_name, create=create)
         return store if store.exists else None
@@ -259,6 +259,19 @@ def open_claims(storage: str | os.PathLike | BaseStorage | None, study_name: str
                 return None
             stores[study_name] = MemoryClaims(study_name)
         return stores[study_name]
+
+
+def resumed_seed(storage: str | os.PathLike | BaseStorage | None, study_name: str, seed: int) -> int:
+    """``seed`` offset by the number of claims study ``study_name`` of
+    ``storage`` holds so far (``seed`` itself for a study not begun: nothing
+    is created here)."""
+    if storage is None:
+        return seed  # a study in a memory of its own: not begun
+    if isinstance(storage, (str, os.PathLike)) and os.fspath(storage).endswith((".log", ".jsonl")):
+        if not os.path.exists(storage):
+            return seed
+    claims = open_claims(storage, study_name, create=False)
+    return seed + (len(claims.snapshot()) if claims is not None else 0)
 
 
 def finished_trials(spec: str | os.PathLike | None, study_name: str) -> int:
@@ -280,9 +293,22 @@ def _retry(make: Callable[[], Any], attempts: int = 5, unless_slower_than_s: flo
         start = time.monotonic()
         try:
             return make()
-        except Exception:  # noqa: BLE001 - re-raised on the last attempt
-            if attempt == attempts - 1 or time.monotonic() - start >= unless_slower_than_s:
+        except Exception as error:  # noqa: BLE001 - re-raised on the last attempt
+            # A lost race is an answer, however slow a loaded host made it: only silence is taken for a dead server.
+            slow = time.monotonic() - start >= unless_slower_than_s and not _lost_race(error)
+            if attempt == attempts - 1 or slow:
                 raise
             time.sleep(0.1 * (attempt + 1))
+
+
+def _lost_race(error: BaseException) -> bool:
+    """Whether ``error`` (or what it was raised from) is the database's unique
+    violation of a worker that lost the race to create the tables."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if type(seen).__name__ in ("IntegrityError", "UniqueViolation"):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 

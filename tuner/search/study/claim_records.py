@@ -1,16 +1,14 @@
 """What a line of a claims file and a claim's row must hold to be read
-(``tuner.search.claims``): a line that decodes but is not an operation
+(``tuner.search.study.claims``): a line that decodes but is not an operation
 record, or a row that is not a results row, is skipped with one warning line
-rather than stopping every worker that reads the claims."""
+rather than stopping every worker that reads the claims. It knows records and
+rows, not stores: the claims import it, not the other way round."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from tuner.search.claims import Claim, ClaimStore
+from typing import Any
 
 # The fields each operation record carries (besides "s", "k", "op" and "t"), and
 # their types; a measured record may carry "marks" too (older ledgers have none).
@@ -52,19 +50,6 @@ def row_problem(text: str) -> str | None:
     if not isinstance(row, dict):
         return f"a row that is not a results row (an object): {text[:80]!r}"
     return None
-
-
-def claim_row(store: ClaimStore, claim: Claim) -> dict | None:
-    """The results row ``claim`` carries, or None, with one warning line,
-    where its text is not a results row (a database edited by hand, say):
-    that configuration is left out of the study's rows."""
-    if claim.row is None:
-        return None
-    problem = row_problem(claim.row)
-    if problem:
-        warn_on_stderr(f"warning: claims of study {store.study!r}: the claim of {claim.key} holds {problem}; skipped")
-        return None
-    return json.loads(claim.row)
 
 
 def warn_on_stderr(line: str) -> None:

@@ -8,7 +8,7 @@ be swapped in. Around the sampler the loop enforces what the GPU needs:
   concurrent workers (processes sharing one storage), and the budget (the
   number of distinct configurations measured) is never overshot. Before a
   configuration is measured it is claimed in a ledger every worker shares
-  (``tuner.search.claims``: a list in memory, a file beside a journal, a table
+  (``tuner.search.study.claims``: a list in memory, a file beside a journal, a table
   in an RDB); the claim succeeds only where the configuration is unclaimed
   and fewer than ``budget_trials`` are claimed or measured, checked atomically.
 * **Every trial is a distinct, feasible configuration.** ``DistinctSampler``
@@ -43,7 +43,7 @@ be swapped in. Around the sampler the loop enforces what the GPU needs:
   configuration is retried). Any other exception from ``measure`` is a
   ``launch_error`` row and the search goes on.
 
-**The claims are the study's one record** (``tuner.search.claims``): which
+**The claims are the study's one record** (``tuner.search.study.claims``): which
 configuration each trial measures, the trial's number, and its full results
 row, so ``study_rows`` rebuilds the results from the claims alone, one row per
 configuration, in trial order. Optuna is a library here, used through its
@@ -75,21 +75,21 @@ import os
 import time
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 import optuna
 from optuna.storages import BaseStorage
 
 from tuner.families.base import Family, Problem
-from tuner.search.blas import one_blas_thread
-from tuner.search.claim_records import claim_row
-from tuner.search.claims import CLAIMED
-from tuner.search.outcome import StudyOutcome
-from tuner.search.owners import Heartbeat, this_owner
-from tuner.search.samplers import DistinctSampler, distributions
-from tuner.search.storage import open_claims, open_storage
-from tuner.search.strategies import DEFAULT_STRATEGY, SAMPLERS, make_sampler
-from tuner.search.trials import (
+from tuner.search.samplers.registry import DEFAULT_STRATEGY, SAMPLERS, checked_strategy, make_sampler
+from tuner.search.study.blas import one_blas_thread
+from tuner.search.study.claims import CLAIMED, claim_row
+from tuner.search.study.distinct import DistinctSampler, distributions
+from tuner.search.study.outcome import StudyOutcome
+from tuner.search.study.owners import Heartbeat, this_owner
+from tuner.search.study.storage import open_claims, open_storage, resumed_seed
+from tuner.search.study.trials import (
     Asked,
     Run,
     abandon,
@@ -112,41 +112,16 @@ WAIT_S = 0.1  # poll interval while other workers measure the last configuration
 _logger = logging.getLogger(__name__)
 
 # What callers use; samplers and storages live in their own modules.
-__all__ = ["SAMPLERS", "StudyOutcome", "distributions", "make_sampler", "open_storage", "run_study",
-           "study_rows"]  # fmt: skip
+__all__ = ["SAMPLERS", "StudyOptions", "StudyOutcome", "distributions", "make_sampler", "open_storage", "resumed_seed",
+           "run_study", "study_rows"]  # fmt: skip
 
 
-def run_study(
-    *,
-    family: Family,
-    problem: Problem,
-    domains: Mapping[str, Sequence] | None,
-    storage: str | os.PathLike | BaseStorage | None,
-    study_name: str,
-    measure: Callable[[dict], dict],
-    budget_trials: int | None,
-    timeout_s: float | None,
-    sampler: str | optuna.samplers.BaseSampler = DEFAULT_STRATEGY,
-    seed: int = 0,
-    enqueue: Iterable[Mapping] = (),
-    patience: int = DEFAULT_PATIENCE,
-    worker: str | None = None,
-    lease_s: float = DEFAULT_LEASE_S,
-    ask_ahead: bool = True,
-    claimed: Callable[[dict], None] | None = None,
-    likely_next: Callable[[list[dict]], None] | None = None,
-    warm_start: Mapping[str, str] | None = None,
-    at: Callable[[str], None] | None = None,
-) -> StudyOutcome:
-    """Search ``family``'s space for ``problem``, maximising ``bandwidth_gbs``.
+@dataclass(frozen=True)
+class StudyOptions:
+    """One study's search: what it searches, where it records, its sampler and
+    how its loop runs (``run_study``'s one argument).
 
-    Creates the study or resumes it (same ``storage`` and ``study_name``): the
-    budget counts every distinct configuration the study has measured or is
-    measuring, by this process, earlier runs and concurrent workers alike.
-    Claims that dead workers left are settled first (see the module's
-    docstring).
-
-    Args:
+    Attributes:
         family: the kernel family whose parameters are searched.
         problem: what is computed; passed to ``family.violations``.
         domains: parameter name -> values to search (others: full domain).
@@ -156,13 +131,12 @@ def run_study(
         study_name: the study's name in the storage.
         measure: config -> results row (``tuner.data.results.columns()`` keys, with at
             least ``status``; ``bandwidth_gbs`` when ok).
+        sampler: the study's one sampler (``make_sampler`` of a strategy, or
+            ``for_strategy``), wrapped in a ``DistinctSampler``.
         budget_trials: distinct configurations to measure, or None for no limit.
         timeout_s: wall-clock seconds after which no new trial is asked.
-        sampler: a name from ``SAMPLERS`` or a sampler object (wrapped in a
-            ``DistinctSampler`` either way).
-        seed: sampler seed. On resume it is offset by the number of claims so
-            far, so the sampler does not replay its earlier proposals; give
-            concurrent workers different seeds.
+        seed: the seed of the ``DistinctSampler``'s own draws (rescues); the
+            sampler was seeded when it was made.
         enqueue: configurations (possibly partial) to try first, in order;
             ones already claimed in the study are skipped.
         patience: consecutive trials that measure nothing (nothing could be
@@ -170,7 +144,7 @@ def run_study(
             where the space is too large to enumerate (``MAX_ENUMERATED``).
         worker: this worker's name in its claims and the dashboard's trials
             (user attribute ``worker``), e.g. "gpu0"; default its process
-            (``tuner.search.owners.this_owner``). Claims belong to the process
+            (``tuner.search.study.owners.this_owner``). Claims belong to the process
             whatever the name.
         lease_s: a claim held by a process on another host whose heartbeat
             (every ``lease_s / 4`` while measuring) is older than this is
@@ -182,10 +156,10 @@ def run_study(
             before is measured: time to start compiling it.
         likely_next: called (without raising) after ``claimed``, with the
             configurations the sampler would likely propose next, best first
-            (where it can tell: ``samplers.Foreseeing``): time to compile
+            (where it can tell: ``tuner.search.samplers.space_aware.Foreseeing``): time to compile
             them, if a CPU is free.
         warm_start: ``config_key`` -> source of the enqueued configurations
-            that come from a warm start (``tuner.search.warm.study_start``);
+            that come from a warm start (``tuner.search.study.warm.study_start``);
             their trials carry the user attribute ``warm_start``.
         at: called (in the thread that gets there) with the name of each
             point of the loop a configuration passes: "asking" (an ask
@@ -193,6 +167,55 @@ def run_study(
             "claimed", "measured", "recorded" (the row is in the claim),
             "added" (the trial is on the dashboard), "done". For tests that
             stop a worker at a point; it must not raise.
+    """
+
+    family: Family
+    problem: Problem
+    domains: Mapping[str, Sequence] | None
+    storage: str | os.PathLike | BaseStorage | None
+    study_name: str
+    measure: Callable[[dict], dict]
+    sampler: optuna.samplers.BaseSampler
+    budget_trials: int | None = None
+    timeout_s: float | None = None
+    seed: int = 0
+    enqueue: Iterable[Mapping] = ()
+    patience: int = DEFAULT_PATIENCE
+    worker: str | None = None
+    lease_s: float = DEFAULT_LEASE_S
+    ask_ahead: bool = True
+    claimed: Callable[[dict], None] | None = None
+    likely_next: Callable[[list[dict]], None] | None = None
+    warm_start: Mapping[str, str] | None = None
+    at: Callable[[str], None] | None = None
+
+    @classmethod
+    def for_strategy(cls, strategy: str = DEFAULT_STRATEGY, **fields) -> StudyOptions:
+        """Options whose sampler is strategy ``strategy``'s, made once: seeded
+        with ``seed`` offset by the claims the study holds already
+        (``resumed_seed``), so that a resumed study's sampler does not propose
+        its first trials again. ``fields``: the other attributes.
+
+        Raises:
+            ValueError: ``strategy`` is not one of ``SAMPLERS`` (before any storage is opened).
+            ImportError: the strategy's optional packages are missing.
+        """
+        checked_strategy(strategy)
+        seed = resumed_seed(fields.get("storage"), fields.get("study_name", ""), fields.get("seed", 0))
+        return cls(sampler=make_sampler(strategy, seed), **fields)
+
+
+def run_study(options: StudyOptions) -> StudyOutcome:
+    """Search ``family``'s space for ``problem``, maximising ``bandwidth_gbs``.
+
+    Creates the study or resumes it (same ``storage`` and ``study_name``): the
+    budget counts every distinct configuration the study has measured or is
+    measuring, by this process, earlier runs and concurrent workers alike.
+    Claims that dead workers left are settled first (see the module's
+    docstring).
+
+    Args:
+        options: the study, its sampler and its loop's settings (``StudyOptions``).
 
     Returns:
         A ``StudyOutcome``.
@@ -205,6 +228,9 @@ def run_study(
         FatalDeviceError: from ``measure``, after its claim was settled; the
             process should end (a fresh one gets a fresh CUDA context).
     """
+    family, problem, domains, study_name = options.family, options.problem, options.domains, options.study_name
+    budget_trials, timeout_s, patience, lease_s = options.budget_trials, options.timeout_s, options.patience, options.lease_s
+    seed, claimed, likely_next, ask_ahead = options.seed, options.claimed, options.likely_next, options.ask_ahead
     if budget_trials is not None and budget_trials < 1:
         raise ValueError(f"budget_trials must be >= 1, got {budget_trials}")
     if timeout_s is not None and not timeout_s > 0:
@@ -218,36 +244,28 @@ def run_study(
     if problem.family != family.name:
         raise ValueError(f"problem.family must be {family.name!r}, got {problem.family!r}")
     dists = distributions(family, domains)
-    enqueue = [check_enqueued(dict(cfg), dists) for cfg in enqueue]
-    if isinstance(sampler, str):
-        make_sampler(sampler, seed)  # validates the name and dependencies up front
+    enqueue = [check_enqueued(dict(cfg), dists) for cfg in options.enqueue]
 
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     max_asks = None if budget_trials is None else ASKS_PER_BUDGET * budget_trials
 
-    store = open_storage(storage)
+    store = open_storage(options.storage)
     dashboard = _dashboard_study(store, study_name)
     claims = open_claims(store, study_name)
-    if isinstance(sampler, str):
-        # A resumed study reseeds past its history, else the sampler would
-        # propose its first trials again (harmless but wasted proposals).
-        base = make_sampler(sampler, seed + len(claims.snapshot()))
-    else:
-        base = sampler
     owner = this_owner()
-    label = worker or owner
-    reach = at or _nowhere
+    label = options.worker or owner
+    reach = options.at or _nowhere
     held: set[str] = set()
     distinct = DistinctSampler(
-        base, family, problem, dists, claims, budget=budget_trials, enqueue=enqueue, seed=seed, worker=label,
-        warm_start=warm_start, held=held, at=reach,
+        options.sampler, family, problem, dists, claims, budget=budget_trials, enqueue=enqueue, seed=seed, worker=label,
+        warm_start=options.warm_start, held=held, at=reach,
     )  # fmt: skip
     # The sampler's own study: in memory, fed from the claims before each ask.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         mind = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=distinct, direction="maximize")
     heartbeat = Heartbeat(claims, owner, lease_s / 4 if claims.shared else None)
-    run = Run(mind, dashboard, claims, dists, owner, label, lease_s, problem, f"study:{study_name}", measure, heartbeat,
+    run = Run(mind, dashboard, claims, dists, owner, label, lease_s, problem, f"study:{study_name}", options.measure, heartbeat,
               at=reach, held=held)  # fmt: skip
 
     outcome = StudyOutcome(study=dashboard, storage=store)

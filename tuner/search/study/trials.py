@@ -2,7 +2,7 @@
 it), measure, record the row in the claim, show the trial on the dashboard,
 finish the claim; keeping this worker's in-memory Optuna study up to date
 from the claims; and settling what dead workers left (claims whose owner is
-gone). See ``tuner.search.study`` for the rules these keep.
+gone). See ``tuner.search.study.run`` for the rules these keep.
 """
 
 from __future__ import annotations
@@ -21,12 +21,11 @@ from optuna.trial import TrialState
 from tuner.data.results import columns, config_key, plain_value
 from tuner.errors import FatalDeviceError, measure_raised
 from tuner.families.base import Problem
-from tuner.search.claim_records import claim_row
-from tuner.search.claims import CLAIMED, DONE, Claim, ClaimStore
-from tuner.search.owners import Heartbeat, owner_alive
-from tuner.search.samplers import Decision, DistinctSampler
+from tuner.search.study.claims import CLAIMED, DONE, Claim, ClaimStore, claim_row
+from tuner.search.study.distinct import Decision, DistinctSampler
+from tuner.search.study.owners import Heartbeat, owner_alive
 
-_logger = logging.getLogger("tuner.search.study")
+_logger = logging.getLogger("tuner.search.study.run")
 
 # Statuses a measurement may return. The family's rules are checked before a
 # configuration is asked for; "infeasible" comes back from a measurement only

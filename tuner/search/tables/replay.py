@@ -6,8 +6,8 @@ measured rows (an exhaustive sweep). Repeated over seeds, this tells how close
 to the table's optimum each sampler gets within each budget, which is how the
 default sampler and budget are chosen.
 
-    python -m tuner.search.replay TABLE.parquet --family reduce --dtype int32 --n 268435456
-    python -m tuner.search.replay CACHE.json.gz
+    python -m tuner.search.tables.replay TABLE.parquet --family reduce --dtype int32 --n 268435456
+    python -m tuner.search.tables.replay CACHE.json.gz
 
 The table may be a whole ``measurements.parquet``: the problem's rows are
 taken from one source (``--source``; default: the source with the most rows
@@ -37,7 +37,8 @@ import pandas as pd
 from tuner.data.results import config_key, plain_value
 from tuner.data.time_to_target import STUDY_CLOCK
 from tuner.families.base import Family, Problem
-from tuner.search.study import make_sampler, run_study
+from tuner.search.samplers.registry import checked_strategy
+from tuner.search.study.run import StudyOptions, run_study
 
 DEFAULT_SAMPLERS = ("ordinal_global", "ordinal", "tpe", "random")  # gp needs PyTorch
 DEFAULT_BUDGETS = (8, 16, 32, 64)
@@ -187,7 +188,7 @@ def replay_space(
 ) -> pd.DataFrame:
     """How close each sampler gets to ``optimum`` within each budget, measuring
     by ``measure`` (a look-up: a results table's, or another tuner's table's,
-    ``tuner.search.tables.table_measure``).
+    ``tuner.search.tables.community.table_measure``).
 
     One study per sampler and seed runs to the largest budget; the result at a
     smaller budget is its first ``budget`` measurements, which is what a study
@@ -198,7 +199,7 @@ def replay_space(
         measure: the look-up a study measures by.
         optimum: the space's best ``bandwidth_gbs`` (the ratios' denominator).
         feasible: the number of feasible configurations (the budgets' share).
-        samplers: sampler names (see ``tuner.search.study.SAMPLERS``).
+        samplers: sampler names (see ``tuner.search.study.run.SAMPLERS``).
         budgets: budgets to report, in distinct configurations measured (one
             beyond the space is cut to ``feasible``).
         seeds: sampler seeds; each (sampler, seed) is one study.
@@ -229,16 +230,9 @@ def _replay(family: Family, problem: Problem, domains: Mapping[str, list], measu
         for name in samplers:
             for seed in seeds:
                 outcome = run_study(
-                    family=family,
-                    problem=problem,
-                    domains=dict(domains),
-                    storage=None,
-                    study_name=f"replay-{name}-{seed}",
-                    measure=measure,
-                    budget_trials=budgets[-1],
-                    timeout_s=None,
-                    sampler=name,
-                    seed=seed,
+                    StudyOptions.for_strategy(name, family=family, problem=problem, domains=dict(domains), storage=None,
+                                              study_name=f"replay-{name}-{seed}", measure=measure, budget_trials=budgets[-1],
+                                              timeout_s=None, seed=seed),
                 )
                 trials = outcome.study.get_trials(deepcopy=False)
                 rescued = {t.number for t in trials if "rescue" in t.user_attrs}
@@ -282,7 +276,7 @@ def _check_arguments(samplers: Sequence[str], budgets: Sequence[int], seeds: Ite
     if not seeds:
         raise ValueError(f"seeds must not be empty, got {seeds}")
     for name in samplers:
-        make_sampler(name, 0)
+        checked_strategy(name)
     return samplers, budgets, seeds
 
 
@@ -350,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     tolerant_console()
     parser = OneLineParser(
-        prog="python -m tuner.search.replay",
+        prog="python -m tuner.search.tables.replay",
         description="Replay Optuna samplers against an exhaustive results table (no GPU).",
     )
     parser.add_argument("table", help="Parquet file (or folder of them) in the results schema, "
@@ -371,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check_arguments(_split(args.samplers), args.budgets, range(args.seeds))
     except (ValueError, ImportError) as exc:
         parser.refuse(str(exc))
-    from tuner.search.tables import table_stem
+    from tuner.search.tables.community import table_stem
 
     if table_stem(Path(args.table).name):  # NAME.json or NAME.json.gz, in any case
         return _replay_community_table(parser, args)
@@ -410,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _replay_community_table(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """The command line's form for a Kernel Tuner cache or a T4 file."""
-    from tuner.search import tables
+    from tuner.search.tables import community as tables
 
     given = [f"--{name}" for name in ("family", "dtype", "n", "source") if getattr(args, name) is not None]
     if given:

@@ -7,7 +7,7 @@ the default was shaped on, while ``ordinal_global``'s Parzen phases, restarts an
 slice sweeps reach the optimum itself more often. ``ordinal_switch`` runs the
 first up to ``SWITCH_AT`` measurements and the second from there, on the same
 history: both read everything they need from the study's trials
-(``tuner.search.ordinal``), so the second goes on from the first's best as if
+(``tuner.search.samplers.ordinal``), so the second goes on from the first's best as if
 its own start had found it.
 
 The switch is by trial number, which every worker of a study shares, so several
@@ -22,8 +22,8 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.search.feasible_draws import FeasibleDraws
-from tuner.search.samplers import Foreseeing, SpaceAware
+from tuner.search.samplers.feasible_draws import FeasibleDraws
+from tuner.search.samplers.space_aware import Foreseeing, SpaceAware
 
 # Trials of the early search before the late one takes over (strategy ordinal_switch).
 SWITCH_AT = 100
@@ -98,6 +98,6 @@ class SwitchSampler(optuna.samplers.BaseSampler):
 def ordinal_switch(seed: int, prior: Sequence[tuple[Mapping, float]] = (), switch_at: int = SWITCH_AT) -> SwitchSampler:
     """``ordinal`` for the first ``switch_at`` trials, ``ordinal_global`` after
     (both seeded with ``seed``, both learning from a warm start's ``prior``)."""
-    from tuner.search.strategies import make_sampler
+    from tuner.search.samplers.registry import make_sampler
 
     return SwitchSampler(make_sampler("ordinal", seed, prior), make_sampler("ordinal_global", seed, prior), switch_at)

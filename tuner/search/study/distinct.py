@@ -1,7 +1,7 @@
 """``DistinctSampler``, which wraps the sampler of the strategy a study names
-(``tuner.search.strategies``) so that every trial is a distinct, feasible
+(``tuner.search.samplers.registry``) so that every trial is a distinct, feasible
 configuration claimed for this worker before it exists (why a sampler: see
-``tuner.search.study``).
+``tuner.search.study.run``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import itertools
 import json
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution
@@ -18,62 +18,19 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
-from tuner.search.claims import (
+from tuner.search.samplers.feasible_draws import FeasibleDraws
+from tuner.search.samplers.space_aware import Foreseeing, SpaceAware
+from tuner.search.study.claims import (
     BUDGET,
     OK,
     ClaimStore,
 )
-from tuner.search.feasible_draws import FeasibleDraws
-from tuner.search.owners import this_owner
+from tuner.search.study.owners import this_owner
 
 # Proposals asked of the wrapped sampler per trial before a rescue (fewer where
 # it proposes the same configuration twice: it is stuck).
 PROPOSALS_PER_ASK = 8
 RANDOM_TRIES = 200  # random draws of a rescue where the space is not enumerated
-
-
-@runtime_checkable
-class SpaceAware(Protocol):
-    """What a sampler implements to search the space as ``DistinctSampler``
-    enumerates it and to pass over claimed configurations itself
-    (``OrdinalSampler`` does). ``DistinctSampler`` calls ``bind`` once, as it
-    wraps the sampler, and ``taken`` before each of its proposals."""
-
-    def bind(self, dists: Mapping[str, CategoricalDistribution], feasible: Callable[[dict], bool],
-             enumerated: Mapping[str, dict] | None, draws: FeasibleDraws | None = None) -> None:  # fmt: skip
-        """The searched space: its distributions, a feasibility test and,
-        where the space is small enough (``MAX_ENUMERATED``), every feasible
-        configuration by its ``config_key`` (worked out once: on a space of
-        10^6 points the keys are most of a study's setup); None where it is
-        not enumerated, and then ``draws`` of its feasible configurations
-        (which find those of a sparse product)."""
-
-    def taken(self, keys: set[str]) -> None:
-        """The ``config_key`` of every configuration claimed in the study
-        (by any worker) now: not to be proposed."""
-
-
-@runtime_checkable
-class Foreseeing(Protocol):
-    """What a sampler implements to say what it would likely propose next
-    (``OrdinalSampler`` does): a study compiles those modules ahead while it
-    measures. ``DistinctSampler`` asks it after each of its proposals is claimed."""
-
-    def upcoming(self) -> list[dict]:
-        """Whole configurations this sampler would likely propose next, best
-        first (its last proposal's runners-up); [] where it cannot tell."""
-
-
-class BruteForceWithoutStop(optuna.samplers.BruteForceSampler):
-    """BruteForceSampler that does not call ``study.stop()``.
-
-    The stock sampler stops the study from ``after_trial`` once the grid is
-    exhausted, which raises outside ``study.optimize``; the ask/tell loop
-    detects exhaustion itself (of the feasible space, which is what matters).
-    """
-
-    def after_trial(self, study, trial, state, values) -> None:
-        pass
 
 
 def distributions(family: Family, domains: Mapping[str, Sequence] | None) -> dict[str, CategoricalDistribution]:

@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 from tuner.data.results import config_key
 from tuner.data.t4 import finite_number, read_json, read_t4, t4_metadata
 from tuner.families.base import Family, Param, Problem
-from tuner.search.expressions import (
+from tuner.search.tables.expressions import (
     GUARDS,
     MAX_VALUE_BITS,
     SAFE_NAMES,

@@ -1,5 +1,5 @@
 """Claims kept in the study's own database (SQLite, PostgreSQL): the records
-of ``tuner.search.claims`` as rows of the table ``tuner_claim_records``
+of ``tuner.search.study.claims`` as rows of the table ``tuner_claim_records``
 (id, study_name, record), read and appended in one transaction per
 operation, serialised per study (``SELECT ... FOR UPDATE`` on the study's
 row of ``tuner_claim_studies`` in PostgreSQL, ``BEGIN IMMEDIATE`` in SQLite,
@@ -14,8 +14,8 @@ import time
 from contextlib import contextmanager
 from typing import Any
 
-from tuner.search.claim_records import record_problem, warn_on_stderr
-from tuner.search.claims import ClaimStore, fold
+from tuner.search.study.claim_records import record_problem, warn_on_stderr
+from tuner.search.study.claims import ClaimStore, fold
 
 # Workers queue for SQLite's write lock this long rather than fail.
 SQLITE_BUSY_TIMEOUT_S = 60

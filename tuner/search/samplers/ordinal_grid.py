@@ -15,6 +15,12 @@ import numpy as np
 
 from tuner.data.results import plain_value
 
+# The grid points the space-filling start tries first: its centre, the corner of
+# every ordered parameter's last (largest) value and that of every first one.
+LANDMARKS = ("centre", "last", "first")
+LANDMARK_PICKS = {"centre": lambda values: values[len(values) // 2], "last": lambda values: values[-1],
+         "first": lambda values: values[0]}  # fmt: skip
+
 
 def one_hot_sums(columns: np.ndarray, y: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """X'X, X'y and X'1 of the one-hot design whose rows set ``columns``,

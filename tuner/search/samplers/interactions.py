@@ -45,9 +45,11 @@ import json
 import random
 
 import numpy as np
+import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.search.ordinal import OrdinalSampler
+from tuner.search.samplers.ordinal import OrdinalSampler
+from tuner.search.samplers.registry import Prior
 
 DEFAULT_STARTUP = 8  # space-filling configurations before the model chooses
 DEFAULT_TOP_K = 5  # best configurations whose ordinal steps are always candidates
@@ -197,3 +199,8 @@ def _kept(y: np.ndarray) -> np.ndarray:
         return np.arange(len(y))
     best = np.argsort(-y, kind="stable")[:KEEP]
     return np.union1d(best, np.arange(len(y) - RECENT, len(y)))
+
+
+def make(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
+    """The ``interactions`` strategy's sampler (``registry.Strategy.make``)."""
+    return InteractionSampler(seed=seed, prior=prior)

@@ -11,7 +11,7 @@ one configuration twice and never overshoot the budget:
        \\--release()--> (gone: the configuration may be claimed again)
 
 ``measured`` is written before anything else learns of the row (the
-dashboard's Optuna storage, ``tuner.search.study``), so a worker killed after
+dashboard's Optuna storage, ``tuner.search.study.run``), so a worker killed after
 it loses nothing: the next worker finds the row here and finishes the claim.
 
 Trial numbers are the ledger's: a claim takes the number after the highest
@@ -34,10 +34,10 @@ appends the record. A backend only reads and appends, under a lock:
 * ``FileClaims``: ``X.jsonl.claims`` beside a journal file ``X.jsonl``,
   appended under an exclusive ``fcntl.flock`` (released by the kernel when a
   holder dies), records carrying a row fsynced once the lock is released;
-* ``tuner.search.claims_sql.SqlClaims``: the table ``tuner_claim_records`` of
+* ``tuner.search.study.claims_sql.SqlClaims``: the table ``tuner_claim_records`` of
   the study's database (SQLite, PostgreSQL), one transaction per operation.
 
-``tuner.search.storage.open_claims`` picks the store of a study's storage.
+``tuner.search.study.storage.open_claims`` picks the store of a study's storage.
 Journal files on a network file system need working ``flock`` there (NFSv4).
 """
 
@@ -51,7 +51,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator, Mapping, NamedTuple
 
-from tuner.search.claim_records import record_problem, warn_on_stderr
+from tuner.search.study.claim_records import record_problem, row_problem, warn_on_stderr
 
 CLAIMED, MEASURED, DONE = "claimed", "measured", "done"
 
@@ -333,6 +333,20 @@ class FileClaims(ClaimStore):
 
 
 _WARNED: set[tuple[str, int, Callable]] = set()
+
+
+def claim_row(store: ClaimStore, claim: Claim) -> dict | None:
+    """The results row ``claim`` carries, or None, with one warning line,
+    where its text is not a results row (a database edited by hand, say):
+    that configuration is left out of the study's rows."""
+    if claim.row is None:
+        return None
+    problem = row_problem(claim.row)
+    if problem:
+        warn_on_stderr(f"warning: claims of study {store.study!r}: the claim of {claim.key} holds {problem}; skipped")
+        return None
+    return json.loads(claim.row)
+
 
 
 def claims_path(journal: str | os.PathLike) -> str:

@@ -9,7 +9,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from tuner.search.storage_server import server_problem
+from tuner.search.study.storage_server import server_problem
 
 # Driver modules SQLAlchemy dialects import, and what to install for them.
 _DRIVER_PACKAGES = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]", "pymysql": "PyMySQL", "MySQLdb": "mysqlclient"}

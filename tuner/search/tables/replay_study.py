@@ -3,9 +3,9 @@ workers are done: the multi-worker study of a GPU run (shared storage, claims,
 one budget) with the measurement replaced by a table look-up, so that it runs
 on any host, e.g. as jobs of a cluster against a shared PostgreSQL study.
 
-    python -m tuner.search.replay_study worker TABLE --family reduce --dtype int32 --n 268435456 \\
+    python -m tuner.search.tables.replay_study worker TABLE --family reduce --dtype int32 --n 268435456 \\
         --storage postgresql+psycopg2://tuner@db-host/tuning --study NAME --budget 40 --seed 1 --out worker-1.json
-    python -m tuner.search.replay_study rows --storage URL --study NAME --budget 40 --out rows.parquet
+    python -m tuner.search.tables.replay_study rows --storage URL --study NAME --budget 40 --out rows.parquet
 
 ``worker`` writes what it did (measured, lost, stop reason, the configuration
 keys it measured); ``rows`` writes the study's rows and refuses (exit 1) a
@@ -29,10 +29,10 @@ import pandas as pd
 from tuner.data import results
 from tuner.errors import Refusal
 from tuner.families.base import Problem
-from tuner.search.replay import problem_rows, table_domains, table_measure
-from tuner.search.storage_spec import storage_problem, stored_file_missing
-from tuner.search.strategies import DEFAULT_STRATEGY, SAMPLERS, missing_modules
-from tuner.search.study import open_storage, run_study, study_rows
+from tuner.search.samplers.registry import DEFAULT_STRATEGY, SAMPLERS, missing_modules
+from tuner.search.study.run import StudyOptions, open_storage, run_study, study_rows
+from tuner.search.study.storage_spec import storage_problem, stored_file_missing
+from tuner.search.tables.replay import problem_rows, table_domains, table_measure
 
 
 def worker(args: argparse.Namespace) -> dict:
@@ -53,9 +53,10 @@ def worker(args: argparse.Namespace) -> dict:
         return lookup(cfg)
 
     name = args.worker or f"replay{args.seed}@{socket.gethostname()}"
-    outcome = run_study(family=family, problem=Problem(args.family, args.dtype, args.n), domains=table_domains(rows, family),
-                        storage=args.storage, study_name=args.study, measure=measure, budget_trials=args.budget,
-                        timeout_s=None, sampler=args.sampler, seed=args.seed, worker=name)  # fmt: skip
+    outcome = run_study(StudyOptions.for_strategy(args.sampler, family=family, problem=Problem(args.family, args.dtype, args.n),
+                                                  domains=table_domains(rows, family), storage=args.storage,
+                                                  study_name=args.study, measure=measure, budget_trials=args.budget,
+                                                  timeout_s=None, seed=args.seed, worker=name))  # fmt: skip
     return {"worker": name, "measured": outcome.measured, "lost": outcome.lost, "stop_reason": outcome.stop_reason,
             "total_measured": outcome.total_measured, "keys": measured}  # fmt: skip
 
@@ -84,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tuner.host import OneLineParser, tolerant_console
 
     tolerant_console()
-    parser = OneLineParser(prog="python -m tuner.search.replay_study", description=__doc__,
+    parser = OneLineParser(prog="python -m tuner.search.tables.replay_study", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True)
     w = sub.add_parser("worker", help="run one study worker against a table")
