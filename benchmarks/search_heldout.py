@@ -115,7 +115,7 @@ def held_out(table: dict[tuple[str, str], Scores], tables: list[str], strategies
     for left in tables:
         others = [t for t in tables if t != left]
 
-        def rank(strategy: str) -> float:
+        def rank(strategy: str, others: list = others) -> float:
             values = [overall(table[(t, strategy)], labels) for t in others]
             return statistics.fmean(v for v in values if v is not None) if any(v is not None for v in values) else -np.inf
 

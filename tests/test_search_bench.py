@@ -967,7 +967,7 @@ def test_the_held_out_table_scores_every_table_given_by_path(tmp_path):
     cells = {(r["table"], r["strategy"]): r for r in held["per_table"]}
     assert {t for t, _ in cells} == set(tables)
     for left, chosen in held["choices"].items():
-        def mean_on_others(strategy):
+        def mean_on_others(strategy, left=left):
             return np.mean([np.mean([cells[(t, strategy)][label][0] for label in held["labels"]]) for t in tables if t != left])
 
         assert chosen == max(["random", "ordinal"], key=mean_on_others)
