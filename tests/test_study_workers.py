@@ -217,12 +217,13 @@ def test_a_killed_worker_loses_no_measurement_and_a_rerun_redoes_none(tmp_path, 
 
 @pytest.mark.parametrize("kind", ["journal", "sqlite"])
 def test_each_worker_asks_its_sampler_knowing_every_row_measured_before(tmp_path, kind):
+    # Measurements of 0.1 s: long enough that a worker slowed by a loaded host still asks while the other records rows.
     storage, budget, calls = storage_for(kind, tmp_path), 16, tmp_path / "calls.txt"
     name, go = study_name(tmp_path, "seen"), tmp_path / "go"
     seen = [tmp_path / f"seen{i}.jsonl" for i in range(2)]
     processes = [
         subprocess.Popen(
-            worker_command(storage, name, budget, i, calls, "--sampler", "random", "--sleep", "0.03", "--seen", str(seen[i]),
+            worker_command(storage, name, budget, i, calls, "--sampler", "random", "--sleep", "0.1", "--seen", str(seen[i]),
                            "--ready", str(tmp_path / f"ready{i}"), "--go", str(go)),  # fmt: skip
             env=worker_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
