@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
+from tuner.data.paths import GpuFolder
 from tuner.errors import FatalDeviceError
 from tuner.families.base import Family, Problem, config_key
 from tuner.progress import Progress
@@ -31,7 +32,7 @@ STORE_FILE = "rows.jsonl"
 
 
 def store_dir(gpu_dir: Path, name: str) -> Path:
-    return Path(gpu_dir) / "store" / "sweeps" / name
+    return GpuFolder(gpu_dir).sweep_store(name)
 
 
 class RowStore:
