@@ -12,14 +12,14 @@ is looked for as ``python3.X`` on ``PATH`` and under ``~/.pyenv/versions``."""
 from __future__ import annotations
 
 import glob
-import importlib.util
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.test_wheel import dist, run  # noqa: F401, F811 - the wheel's build (a fixture) and the command runner, shared
 
 ROOT = Path(__file__).resolve().parents[1]
 SAXPY = ROOT / "examples" / "saxpy" / "saxpy.cu"
@@ -37,31 +37,16 @@ def interpreter(version: str) -> str | None:
     return None
 
 
-def run(argv: list, cwd: Path, env: dict | None = None, timeout: int = 1200) -> subprocess.CompletedProcess:
-    return subprocess.run([str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    for module in ("build", "hatchling"):
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module} is not installed (the test extra holds it)")
-    out = tmp_path_factory.mktemp("dist")
-    proc = run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", out, ROOT], cwd=out)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (built,) = out.glob("*.whl")
-    return built
-
-
 @pytest.mark.parametrize("version", ["3.10", "3.11", "3.12", "3.13"])
-def test_the_wheel_installs_and_runs_a_folder_of_ones_own(version, wheel, tmp_path):
+def test_the_wheel_installs_and_runs_a_folder_of_ones_own(version, dist, tmp_path):  # noqa: F811 - the fixture
     python_x = interpreter(version)
     if python_x is None:
         pytest.skip(f"no Python {version} on this machine")
     venv = tmp_path / "env"
     assert run([python_x, "-m", "venv", venv], cwd=tmp_path).returncode == 0
     python = venv / "bin" / "python"
-    proc = run([python, "-m", "pip", "install", "-q", wheel], cwd=tmp_path)
+    (wheel,) = dist.glob("*.whl")
+    proc = run([python, "-m", "pip", "install", "-q", wheel], cwd=tmp_path, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", TUNER_PROGRESS="lines")
