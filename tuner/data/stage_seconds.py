@@ -13,7 +13,6 @@ of those stages' seconds, shown beside them.
 from __future__ import annotations
 
 import csv
-import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,7 +63,7 @@ def energy_seconds(folder: Path, since: float) -> float:
     if not {"timestamp", "energy_wall_s"} <= set(pq.read_schema(path).names):
         return 0.0  # no row of this folder measured energy
     rows = pd.read_parquet(path, columns=["timestamp", "energy_wall_s"])
-    started = pd.Timestamp(dt.datetime.fromtimestamp(since, dt.timezone.utc))
+    started = pd.Timestamp(since, unit="s", tz="UTC")
     return float(rows.loc[pd.to_datetime(rows["timestamp"], utc=True) >= started, "energy_wall_s"].fillna(0.0).sum())
 
 
