@@ -24,8 +24,12 @@ if not workflow.overwrite_configfiles:
 
 
 SETTINGS = settings_or_exit(config)
-RESULTS = SETTINGS.run.results_dir
-GPU_DIR = str(SETTINGS.run.gpu_dir)
+# Every path below comes from tuner.data.paths: GPU is any GPU's folder as a
+# pattern of the {gpu} wildcard, THIS_GPU the folder this config runs on.
+RESULTS = ResultsFolder(SETTINGS.run.results_dir)
+GPU = RESULTS.gpu("{gpu}")
+THIS_GPU = SETTINGS.run.folder
+GPU_DIR = str(THIS_GPU.path)
 SWEEPS = list(SETTINGS.sweeps)
 STUDIES = list(SETTINGS.studies)
 
@@ -44,13 +48,13 @@ include: "workflow/rules/search_bench.smk"
 onsuccess:
     from tuner.data.stage_seconds import print_run_seconds
 
-    print_run_seconds(RESULTS, RUN_STARTED)
+    print_run_seconds(RESULTS.path, RUN_STARTED)
 
 
 rule all:
     input:
-        f"{GPU_DIR}/compile.parquet",
-        f"{GPU_DIR}/best.json",
-        f"{GPU_DIR}/best_configs.h",
+        THIS_GPU.compile_parquet,
+        THIS_GPU.best_json,
+        THIS_GPU.best_header,
         PROFILES,
-        report_outputs(GPU_DIR),
+        report_outputs(THIS_GPU),

@@ -130,3 +130,14 @@ def synthetic_report(synthetic_run, tmp_path_factory):
     dataset, device, peaks = synthetic_run
     return build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path_factory.mktemp("synthetic-report"),
                         profiles=read_profiles(tmp_path_factory.mktemp("no-profiles")))  # fmt: skip
+
+
+def snakemake_report_captions(report_html: str) -> dict[str, str]:
+    """Each figure's caption in a ``snakemake --report`` HTML file, by stem:
+    Snakemake embeds every file's entry as JSON, its caption rendered to HTML."""
+    import html
+    import json
+    import re
+
+    entries = re.finditer(r'"name": "(\w+)\.png", [^{}]*?"caption": ("(?:[^"\\]|\\.)*")', report_html)
+    return {match.group(1): html.unescape(re.sub(r"<[^>]+>", "", json.loads(match.group(2)))) for match in entries}

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REFERENCE_REPORT_COMMAND
+import yaml
+from conftest import REFERENCE_REPORT_COMMAND, snakemake_report_captions
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ("python", "snakemake", "pip", "compute-sanitizer", "optuna-dashboard", "nvcc")
@@ -224,12 +225,11 @@ def test_documented_command_runs_as_written(command, repository, tmp_path):
 
         assert f"; {len(EXPECTED_FIGURES)} figures, 0 skipped" in out, out
     elif command.startswith("snakemake") and "--report" in command:
-        html = (repository / "report.html").read_text()
-        captions = sorted((repository / "workflow" / "report" / "captions").glob("*.rst"))
-        assert len(captions) >= 12
-        for caption in captions:  # each figure with its own caption
-            first = caption.read_text().split("\n\n")[0].split(":")[0]
-            assert first in html, caption.name
+        captions = snakemake_report_captions((repository / "report.html").read_text())
+        listed = yaml.safe_load((repository / "workflow" / "report" / "figures.yaml").read_text())
+        assert len(listed) >= 12
+        for figure in listed:  # each figure with its own caption, from the figure list
+            assert captions[figure["stem"]].startswith(figure["caption"]), figure["stem"]
     elif command == "snakemake --cores 1 report":
         # the H200 report, the H100 one where a fresh clone's mtimes make its inputs look newer, and the target
         assert "report_reference" in out and re.search(r"\b([23]) of \1 steps \(100%\) done", out), out

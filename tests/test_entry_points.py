@@ -55,8 +55,6 @@ CASES = [
     ("tuner", "a stage that does not exist", ["nosuch"], "tuner: error: argument STAGE: invalid choice: 'nosuch'"),
     ("tuner.report", "a results folder that is not there", ["--results", "{tmp}/none"],
      "error: results folder not found: {tmp}/none"),
-    ("tuner.report.captions", "an option it does not have", ["--nosuch"],
-     "python -m tuner.report.captions: error: unrecognized arguments: --nosuch"),
     ("tuner.search.tables.replay", "a family the registry lacks", ["{table}", "--family", "nosuch", "--dtype", "int32", "--n", "268435456"],
      "python -m tuner.search.tables.replay: error: --family must be one of"),
     ("tuner.search.tables.replay", "a sampler that does not exist", ["{table}", *PROBLEM, "--samplers", "nosuch"],

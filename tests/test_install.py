@@ -21,11 +21,10 @@ EXAMPLES = ROOT / "examples"
 
 def test_the_checkouts_folders_are_found_here():
     from tuner.families.base import KERNELS_DIR
-    from tuner.report.captions import CAPTIONS_DIR
     from tuner.settings.parse import SCHEMA
 
     assert resources.checkout_root() == ROOT and resources.root() == ROOT
-    for path in (KERNELS_DIR, SCHEMA, CAPTIONS_DIR, resources.workflow_snakefile(), resources.lessons_config()):
+    for path in (KERNELS_DIR, SCHEMA, resources.figure_list_file(), resources.workflow_snakefile(), resources.lessons_config()):
         assert resource_missing(path) is None and ROOT in path.parents
     assert resources.reference_results() == ROOT / "results" / "reference"
 

@@ -1,7 +1,6 @@
 """The report as one self-contained document: figures embedded, the overview
 first, the blogs' numbers on the figures, honest axes, correct counts and
-math, the blog tables read from data files, and per-figure captions for the
-Snakemake report."""
+math, and the blog tables read from data files."""
 
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ from tuner.data import results  # noqa: E402
 from tuner.data.blog_tables import load_blog_tables  # noqa: E402
 from tuner.data.published import load_published, published_value  # noqa: E402
 from tuner.report import EXPECTED_FIGURES, FIGURE_SPECS, figure_context  # noqa: E402
-from tuner.report.captions import CAPTIONS_DIR, caption_files, rst_text  # noqa: E402
 from tuner.report.comparisons import BLOG_TABLES  # noqa: E402
 from tuner.report.figure_kit import build, render  # noqa: E402
 from tuner.report.style import styled  # noqa: E402
@@ -209,7 +207,7 @@ def test_matmul_is_shown_in_gflops_and_never_as_a_share_of_a_bandwidth_peak(repo
     assert "compute-bound" in row and "%" not in row
 
 
-# ---- data files, captions, module sizes --------------------------------------------------------
+# ---- data files, module sizes --------------------------------------------------------
 
 
 def test_blog_tables_come_from_the_data_files():
@@ -233,15 +231,6 @@ def test_blog_table_reader_rejects_a_bad_row(tmp_path):
     bad.write_text(steps.replace(",faster,", ",quicker,", 1))
     with pytest.raises(ValueError, match="quicker"):
         load_blog_tables(steps=bad)
-
-
-def test_each_figure_has_its_own_current_caption_file():
-    files = caption_files()
-    assert sorted(files) == sorted(f"{stem}.rst" for stem in EXPECTED_FIGURES)
-    for spec in FIGURE_SPECS:
-        text = (CAPTIONS_DIR / f"{spec.stem}.rst").read_text()
-        assert text == files[f"{spec.stem}.rst"]
-        assert text.startswith(rst_text(spec.caption)) and sum(rst_text(o.caption) in text for o in FIGURE_SPECS) == 1
 
 
 def test_report_modules_stay_small():

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from tuner.data.stage_seconds import benchmark_file, print_run_seconds, seconds_table, stage_seconds
+from tuner.data.paths import GpuFolder
+from tuner.data.stage_seconds import print_run_seconds, seconds_table, stage_seconds
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 
 
 def write_job(folder: Path, job: str, seconds: float, ended: float) -> None:
-    path = folder / benchmark_file(job)
+    path = GpuFolder(folder).seconds(job)  # where the rules' benchmark: files lie
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(HEADER + f"{seconds}\t0:00:{int(seconds):02d}\t1\t1\t1\t1\t0\t0\t0\t0\n")
     os.utime(path, (ended, ended))

@@ -74,7 +74,7 @@ def test_the_sdist_and_the_wheel_carry_what_the_package_reads(dist):
     names = set(zipfile.ZipFile(wheel).namelist())
     for path in ("tuner/_resources/Snakefile", "tuner/_resources/config.yaml", "tuner/_resources/kernels/common.cuh",
                  "tuner/_resources/kernels/timing.cu", "tuner/_resources/workflow/rules/common.smk",
-                 "tuner/_resources/workflow/schemas/config.schema.yaml", "tuner/_resources/workflow/report/captions/overview.rst",
+                 "tuner/_resources/workflow/schemas/config.schema.yaml", "tuner/_resources/workflow/report/figures.yaml",
                  "tuner/data/published.csv", "tuner/report/templates/report.html.j2", "tuner/resources.py"):  # fmt: skip
         assert path in names, path
     kernels = {p.name for p in (ROOT / "kernels").iterdir()}

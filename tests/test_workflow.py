@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import snakemake_report_captions
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = [
@@ -254,13 +255,21 @@ def test_run_without_gpu_stops_with_one_line(tmp_path):
     assert not list(Path(tmp_path).rglob("*.parquet"))  # nothing measured, nothing half-written
 
 
-def test_snakemake_report_bundles_a_results_folders_figures(tmp_path):
+def test_snakemake_report_bundles_a_results_folders_figures_captioned_from_the_figure_list(tmp_path):
+    """Each figure's caption is its entry's in workflow/report/figures.yaml, written as the workflow is read
+    (to the working directory's .snakemake/, not beside the rules, which an install may hold read-only)."""
     folder = tmp_path / "results" / "nvidia-h200"
     shutil.copytree(ROOT / "results" / "reference" / "nvidia-h200", folder)
     config = write(tmp_path, small_config(tmp_path))
     proc = snakemake("--cores", "1", "--configfile", str(config), "--report", str(tmp_path / "report.html"), "report")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "report.html").stat().st_size > 100_000
+    captions = snakemake_report_captions((tmp_path / "report.html").read_text())
+    listed = yaml.safe_load((ROOT / "workflow" / "report" / "figures.yaml").read_text())
+    assert sorted(captions) == sorted(figure["stem"] for figure in listed)
+    for figure in listed:
+        assert captions[figure["stem"]].startswith(figure["caption"] + "\n"), figure["stem"]
+    assert [p.name for p in (ROOT / "workflow" / "report").iterdir()] == ["figures.yaml"]
 
 
 def test_the_reference_reports_are_rebuilt_until_their_stamp_is_newer_than_their_inputs(tmp_path):

@@ -2,7 +2,7 @@
 
 They are the lessons' CUDA sources (``kernels/``: the families' kernels, the
 shared header, the timing and comparison kernels), the workflow (``Snakefile``
-and ``workflow/``: the rules, the config schema, the report's captions) and
+and ``workflow/``: the rules, the config schema, the report's figure list) and
 the lessons' ``config.yaml``. In a source checkout (an editable install, or
 the checkout on ``PYTHONPATH``) they are the checkout's own top-level files
 beside the ``tuner`` package. A wheel carries copies of them in
@@ -68,11 +68,6 @@ def config_schema_file() -> Path:
 def figure_list_file() -> Path:
     """The report's figures, in order: each one's stem, title and caption."""
     return root() / "workflow" / "report" / "figures.yaml"
-
-
-def captions_dir() -> Path:
-    """The report figures' caption files, one per figure (``<stem>.rst``)."""
-    return root() / "workflow" / "report" / "captions"
 
 
 def lessons_config() -> Path:

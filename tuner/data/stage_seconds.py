@@ -2,7 +2,7 @@
 ``snakemake --cores 1``.
 
 Snakemake times every job of the pipeline itself: each rule names a
-``benchmark:`` file, ``<results>/<gpu>/logs/seconds/<job>.tsv``, whose column
+``benchmark:`` file (``GpuFolder.seconds``: ``<results>/<gpu>/logs/seconds/<job>.tsv``), whose column
 ``s`` is the job's wall. Only files written since the run started count, so a
 job the run did not need (its outputs were current) is left out. The energy of
 each problem's fastest configuration is measured inside the sweeps and studies,
@@ -18,14 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
-SECONDS_DIR = Path("logs") / "seconds"
+from tuner.data.paths import GpuFolder
+
 # A job's file is named after its rule; a sweep's and a study's carry their name after a dash.
 _STAGE_KINDS = {"tune": "study", "describe_device": "describe", "export_best": "export"}
-
-
-def benchmark_file(job: str) -> str:
-    """The ``benchmark:`` file of ``job``, relative to a GPU's results folder."""
-    return str(SECONDS_DIR / f"{job}.tsv")
 
 
 @dataclass(frozen=True)
@@ -38,7 +34,7 @@ class StageSeconds:
 def stage_seconds(folder: Path, since: float) -> list[StageSeconds]:
     """The jobs of ``folder`` that ended at or after ``since`` (epoch seconds), in the order they ended."""
     stages = []
-    for path in sorted((Path(folder) / SECONDS_DIR).glob("*.tsv")):
+    for path in sorted(GpuFolder(folder).stage_seconds.glob("*.tsv")):
         finished = path.stat().st_mtime
         if finished < since:
             continue
@@ -55,7 +51,7 @@ def stage_seconds(folder: Path, since: float) -> list[StageSeconds]:
 
 def energy_seconds(folder: Path, since: float) -> float:
     """Seconds this run spent measuring energy: ``energy_wall_s`` of the rows measured since ``since``."""
-    path = Path(folder) / "measurements.parquet"
+    path = GpuFolder(folder).measurements
     if not path.is_file():
         return 0.0
     import pyarrow.parquet as pq

@@ -3,15 +3,15 @@
 
 rule collect:
     input:
-        sweeps=expand(f"{RESULTS}/{{{{gpu}}}}/sweeps/{{name}}.parquet", name=SWEEPS),
-        studies=expand(f"{RESULTS}/{{{{gpu}}}}/studies/{{name}}.parquet", name=STUDIES),
+        sweeps=[GPU.sweep(name) for name in SWEEPS],
+        studies=[GPU.study(name) for name in STUDIES],
         peaks=rules.peaks.output.rows,
     output:
-        f"{RESULTS}/{{gpu}}/measurements.parquet",
+        GPU.measurements,
     log:
-        f"{RESULTS}/{{gpu}}/logs/collect.log",
+        GPU.log("collect"),
     benchmark:
-        f"{RESULTS}/{{gpu}}/logs/seconds/collect.tsv"
+        GPU.seconds("collect")
     conda:
         "../envs/tuner.yaml"
     shell:

@@ -3,6 +3,8 @@
 # of those settings as JSON through `params:` (so `--rerun-triggers params`
 # reruns only the jobs whose settings changed), every value shell-quoted.
 import functools
+import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -17,14 +19,47 @@ if Path(workflow.basedir, "tuner", "__init__.py").is_file():
 
 from tuner import resources as tuner_resources
 from tuner import settings as tuner_settings
+from tuner.data.paths import GpuFolder, ResultsFolder
 
 # The report's figures: the figure list the report's code draws from, read here
 # as a file so that planning a run does not import the report's plotting code.
-# Each has a caption file for `snakemake --report` (written from the list).
-EXPECTED_FIGURES = [
-    figure["stem"]
-    for figure in yaml.safe_load(tuner_resources.figure_list_file().read_text())
-]
+FIGURES = yaml.safe_load(tuner_resources.figure_list_file().read_text(encoding="utf-8"))
+EXPECTED_FIGURES = [figure["stem"] for figure in FIGURES]
+
+# Each figure's caption for `snakemake --report`, which reads a caption from a
+# file (reStructuredText, rendered by Jinja2 first): written from the list as
+# the workflow is read, into Snakemake's folder of the working directory
+# (.snakemake/, which version control ignores), never beside these rules, which
+# an install may hold read-only.
+CAPTIONS_DIR = Path(".snakemake", "report-captions").resolve()
+CAPTION_SHARED = (
+    "A figure of the tuning report (``report.html`` beside it holds every figure and table in one file): measured "
+    "on the GPU named in its title, verified against a numpy reference; bandwidth is the fewest bytes the problem "
+    "moves over the median kernel time (L2 flushed before every sample)."
+)
+
+
+def caption_text(caption):
+    """A figure's caption as Snakemake renders it: reStructuredText's markup
+    characters escaped, and Jinja2 told to leave the text as it is."""
+    escaped = re.sub(r"([\\*`_|])", r"\\\1", caption)
+    return f"{{% raw %}}{escaped}\n\n{CAPTION_SHARED}{{% endraw %}}\n"
+
+
+def write_captions(folder):
+    """Each figure's caption file, ``<stem>.rst``, rewritten only where its text
+    changed, by a rename (another run in this folder may be reading it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for figure in FIGURES:
+        path = folder / f"{figure['stem']}.rst"
+        text = caption_text(figure["caption"])
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            partial = path.with_name(f".{path.name}.{os.getpid()}")
+            partial.write_text(text, encoding="utf-8")
+            os.replace(partial, path)
+
+
+write_captions(CAPTIONS_DIR)
 
 # The interpreter running Snakemake runs the stages; set in the shell prefix,
 # not in params or the command, so switching virtual environments reruns nothing.
@@ -94,19 +129,21 @@ wildcard_constraints:
 
 
 def report_outputs(folder):
-    return [f"{folder}/report/report.md", f"{folder}/report/report.html"] + [
-        f"{folder}/report/{stem}.png" for stem in EXPECTED_FIGURES
+    """The report of ``folder`` (a GpuFolder): its documents and PNG figures."""
+    return [folder.report_markdown, folder.report_html] + [
+        folder.report_figure(stem) for stem in EXPECTED_FIGURES
     ]
 
 
 def report_figures(folder):
-    """Each figure of the report in ``folder``, with its caption for
-    `snakemake --report` (captions are relative to the rule's file)."""
+    """Each PNG figure of the report of ``folder`` (a GpuFolder), with its
+    caption for `snakemake --report` (an absolute path: Snakemake joins a
+    relative one to the rule file's folder)."""
     captioned = report  # Snakemake's report() flag, named so that snakefmt reads a call
     return [
         captioned(
-            f"{folder}/report/{stem}.png",
-            caption=f"../report/captions/{stem}.rst",
+            str(folder.report_figure(stem)),
+            caption=str(CAPTIONS_DIR / f"{stem}.rst"),
             category="Figures",
         )
         for stem in EXPECTED_FIGURES
@@ -120,41 +157,36 @@ def finished_result_folders():
     name holds a brace (Snakemake reads braces in a path as a wildcard): one
     such folder stopped every folder's report."""
     found = []
-    for path in sorted(Path(RESULTS).glob("*/measurements.parquet")):
-        folder = path.parent
-        lacking = [
-            name
-            for name in ("device.json", "peaks.json")
-            if not (folder / name).is_file()
-        ]
-        if "{" in folder.name or "}" in folder.name:
+    for folder in (GpuFolder(path) for path in sorted(RESULTS.path.glob("*/"))):
+        if not folder.measurements.is_file():
+            continue
+        beside = (folder.device_json, folder.peaks_json)
+        lacking = [p.name for p in beside if not p.is_file()]
+        if "{" in folder.path.name or "}" in folder.path.name:
             why = (
                 "a folder name must hold no braces (Snakemake reads them as a wildcard)"
             )
         elif lacking:
             why = f"a finished run's folder must hold measurements.parquet, device.json and peaks.json, lacks {lacking}"
         else:
-            found.append(str(folder))
+            found.append(folder)
             continue
-        print(f"report: {folder}: left out, {why}", file=sys.stderr)
+        print(f"report: {folder.path}: left out, {why}", file=sys.stderr)
     return found
 
 
 def reference_folders():
     """The shipped reference runs (results/reference/<gpu>), by GPU."""
-    found = sorted(Path(RESULTS).glob("reference/*/measurements.parquet"))
-    return [p.parent.name for p in found]
+    found = sorted(RESULTS.references.glob("*/"))
+    return [p.name for p in found if RESULTS.reference(p.name).measurements.is_file()]
 
 
 def finished_inputs(folder):
-    """What a finished folder's report is drawn from, as (name, size, mtime)
-    text: a change of any of them draws the report again (a param, not an
-    input another rule makes)."""
-    files = [
-        Path(folder, name)
-        for name in ("measurements.parquet", "device.json", "peaks.json")
-    ]
-    files += sorted(Path(folder).glob("profiles/*.parquet"))
+    """What a finished folder's report (``folder``, a GpuFolder) is drawn from,
+    as (name, size, mtime) text: a change of any of them draws the report again
+    (a param, not an input another rule makes)."""
+    files = [folder.measurements, folder.device_json, folder.peaks_json]
+    files += sorted(folder.profiles.glob("*.parquet"))
     found = []
     for path in files:
         if path.is_file():

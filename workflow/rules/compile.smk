@@ -8,13 +8,13 @@
 
 rule compile_variants:
     input:
-        device=f"{RESULTS}/{{gpu}}/device.json",
+        device=GPU.device_json,
     output:
-        f"{RESULTS}/{{gpu}}/compile.parquet",
+        GPU.compile_parquet,
     log:
-        f"{RESULTS}/{{gpu}}/logs/compile.log",
+        GPU.log("compile"),
     benchmark:
-        f"{RESULTS}/{{gpu}}/logs/seconds/compile.tsv"
+        GPU.seconds("compile")
     conda:
         "../envs/tuner.yaml"
     params:

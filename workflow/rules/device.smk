@@ -6,11 +6,11 @@
 
 rule describe_device:
     output:
-        json=f"{RESULTS}/{{gpu}}/device.json",
+        json=GPU.device_json,
     log:
-        f"{RESULTS}/{{gpu}}/logs/describe_device.log",
+        GPU.log("describe_device"),
     benchmark:
-        f"{RESULTS}/{{gpu}}/logs/seconds/describe_device.tsv"
+        GPU.seconds("describe_device")
     conda:
         "../envs/tuner.yaml"
     resources:
@@ -25,12 +25,12 @@ rule peaks:
     input:
         device=rules.describe_device.output.json,
     output:
-        json=f"{RESULTS}/{{gpu}}/peaks.json",
-        rows=f"{RESULTS}/{{gpu}}/peaks.parquet",
+        json=GPU.peaks_json,
+        rows=GPU.peaks_parquet,
     log:
-        f"{RESULTS}/{{gpu}}/logs/peaks.log",
+        GPU.log("peaks"),
     benchmark:
-        f"{RESULTS}/{{gpu}}/logs/seconds/peaks.tsv"
+        GPU.seconds("peaks")
     conda:
         "../envs/tuner.yaml"
     resources:

@@ -4,19 +4,19 @@
 
 rule export_best:
     input:
-        measurements=f"{RESULTS}/{{gpu}}/measurements.parquet",
+        measurements=GPU.measurements,
         device=rules.describe_device.output.json,
     output:
-        json=f"{RESULTS}/{{gpu}}/best.json",
-        header=f"{RESULTS}/{{gpu}}/best_configs.h",
+        json=GPU.best_json,
+        header=GPU.best_header,
     log:
-        f"{RESULTS}/{{gpu}}/logs/export_best.log",
+        GPU.log("export_best"),
     benchmark:
-        f"{RESULTS}/{{gpu}}/logs/seconds/export_best.tsv"
+        GPU.seconds("export_best")
     conda:
         "../envs/tuner.yaml"
     params:
-        folder=lambda wildcards: f"{RESULTS}/{wildcards.gpu}",
+        folder=str(GPU.path),
         settings=SETTINGS.stage_json("best"),
     shell:
         '"$PYTHON" -m tuner best --settings {params.settings:q} --results {params.folder:q} 2>&1 | tee {log:q}'

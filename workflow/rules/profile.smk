@@ -14,21 +14,21 @@ PROFILED = [
 
 # This run's profiles: outputs of `all`, and inputs of the report of its own
 # GPU's folder (other folders, the shipped references, bring their own if any).
-PROFILES = [f"{GPU_DIR}/profiles/{name}.parquet" for name in PROFILED]
+PROFILES = [THIS_GPU.profile(name) for name in PROFILED]
 
 
 if PROFILED:
 
     rule profile:
         input:
-            device=f"{RESULTS}/{{gpu}}/device.json",
-            sweeps=[f"{RESULTS}/{{gpu}}/sweeps/{name}.parquet" for name in PROFILED],
+            device=GPU.device_json,
+            sweeps=[GPU.sweep(name) for name in PROFILED],
         output:
-            [f"{RESULTS}/{{gpu}}/profiles/{name}.parquet" for name in PROFILED],
+            [GPU.profile(name) for name in PROFILED],
         log:
-            f"{RESULTS}/{{gpu}}/logs/profile.log",
+            GPU.log("profile"),
         benchmark:
-            f"{RESULTS}/{{gpu}}/logs/seconds/profile.tsv"
+            GPU.seconds("profile")
         conda:
             "../envs/tuner.yaml"
         resources:

@@ -4,24 +4,34 @@
 # report.md and its PNG figures, `--format markdown`, each figure stored once).
 
 
+# Any folder with a dataset, by wildcard (this run's GPU folder among them).
+FOLDER = GpuFolder("{folder}")
+
+
 rule plot_report:
     input:
-        measurements="{folder}/measurements.parquet",
-        device="{folder}/device.json",
-        peaks="{folder}/peaks.json",
+        measurements=FOLDER.measurements,
+        device=FOLDER.device_json,
+        peaks=FOLDER.peaks_json,
         profiles=lambda wildcards: PROFILES if wildcards.folder == GPU_DIR else [],
     output:
-        markdown="{folder}/report/report.md",
-        html="{folder}/report/report.html",
-        figures=report_figures("{folder}"),
+        markdown=FOLDER.report_markdown,
+        html=FOLDER.report_html,
+        figures=report_figures(FOLDER),
     log:
-        "{folder}/logs/report.log",
+        FOLDER.log("report"),
     benchmark:
-        "{folder}/logs/seconds/report.tsv"
+        FOLDER.seconds("report")
     conda:
         "../envs/tuner.yaml"
+    params:
+        out=str(FOLDER.report),
     shell:
-        '"$PYTHON" -m tuner.report --results {wildcards.folder:q} --out {wildcards.folder:q}/report 2>&1 | tee {log:q}'
+        '"$PYTHON" -m tuner.report --results {wildcards.folder:q} --out {params.out:q} 2>&1 | tee {log:q}'
+
+
+# A shipped reference run's folder and a finished one's, by wildcard.
+REFERENCE = RESULTS.reference("{gpu}")
 
 
 # The shipped reference reports are tracked files, so their modification times
@@ -32,30 +42,31 @@ rule plot_report:
 # tracked file means the report code changed what it draws.
 rule report_reference:
     input:
-        measurements=f"{RESULTS}/reference/{{gpu}}/measurements.parquet",
-        device=f"{RESULTS}/reference/{{gpu}}/device.json",
-        peaks=f"{RESULTS}/reference/{{gpu}}/peaks.json",
+        measurements=REFERENCE.measurements,
+        device=REFERENCE.device_json,
+        peaks=REFERENCE.peaks_json,
         profiles=lambda wildcards: sorted(
-            str(p)
-            for p in Path(RESULTS, "reference", wildcards.gpu).glob(
-                "profiles/*.parquet"
-            )
+            str(p) for p in RESULTS.reference(wildcards.gpu).profiles.glob("*.parquet")
         ),
         code=report_code(),
     output:
-        stamp=touch(f"{RESULTS}/.reference-reports/{{gpu}}.done"),
-        markdown=f"{RESULTS}/reference/{{gpu}}/report/report.md",
-        figures=report_figures(f"{RESULTS}/reference/{{gpu}}"),
+        stamp=touch(str(RESULTS.reference_report_stamp("{gpu}"))),
+        markdown=REFERENCE.report_markdown,
+        figures=report_figures(REFERENCE),
     log:
-        f"{RESULTS}/.reference-reports/{{gpu}}.log",
+        RESULTS.reference_report_log("{gpu}"),
     conda:
         "../envs/tuner.yaml"
     threads: 4  # scaled down to --cores
     params:
-        folder=lambda wildcards: f"{RESULTS}/reference/{wildcards.gpu}",
+        folder=str(REFERENCE.path),
+        out=str(REFERENCE.report),
     shell:
-        '"$PYTHON" -m tuner.report --results {params.folder:q} --out {params.folder:q}/report '
+        '"$PYTHON" -m tuner.report --results {params.folder:q} --out {params.out:q} '
         "--format markdown --processes {threads} 2>&1 | tee {log:q}"
+
+
+FINISHED = RESULTS.gpu("{finished}")
 
 
 # A finished folder's report, for the report target: drawn from the files the
@@ -64,25 +75,28 @@ rule report_reference:
 # (without this config's sweeps, or a peaks.parquet) planned the GPU stages, and
 # a failed one's outputs (peaks.json, measurements.parquet) were deleted. Its
 # files' sizes and times are a param, so an edit of one draws it again.
+
+
 rule report_finished:
     output:
-        stamp=touch(f"{RESULTS}/.finished-reports/{{finished}}.done"),
-        markdown=f"{RESULTS}/{{finished}}/report/report.md",
-        html=f"{RESULTS}/{{finished}}/report/report.html",
-        figures=report_figures(f"{RESULTS}/{{finished}}"),
+        stamp=touch(str(RESULTS.finished_report_stamp("{finished}"))),
+        markdown=FINISHED.report_markdown,
+        html=FINISHED.report_html,
+        figures=report_figures(FINISHED),
     log:
-        f"{RESULTS}/.finished-reports/{{finished}}.log",
+        RESULTS.finished_report_log("{finished}"),
     wildcard_constraints:
         finished="[^/]+",
     conda:
         "../envs/tuner.yaml"
     threads: 4  # scaled down to --cores
     params:
-        folder=lambda wildcards: f"{RESULTS}/{wildcards.finished}",
-        inputs=lambda wildcards: finished_inputs(f"{RESULTS}/{wildcards.finished}"),
+        folder=str(FINISHED.path),
+        out=str(FINISHED.report),
+        inputs=lambda wildcards: finished_inputs(RESULTS.gpu(wildcards.finished)),
         code=report_code_digest(),
     shell:
-        '"$PYTHON" -m tuner.report --results {params.folder:q} --out {params.folder:q}/report '
+        '"$PYTHON" -m tuner.report --results {params.folder:q} --out {params.out:q} '
         "--processes {threads} 2>&1 | tee {log:q}"
 
 
@@ -92,7 +106,7 @@ ruleorder: plot_report > report_finished
 rule report:
     input:
         [
-            f"{RESULTS}/.finished-reports/{Path(folder).name}.done"
+            RESULTS.finished_report_stamp(folder.path.name)
             for folder in finished_result_folders()
         ],
-        [f"{RESULTS}/.reference-reports/{gpu}.done" for gpu in reference_folders()],
+        [RESULTS.reference_report_stamp(gpu) for gpu in reference_folders()],

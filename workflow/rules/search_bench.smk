@@ -8,13 +8,13 @@
 
 rule search_benchmark:
     input:
-        "results/reference/nvidia-h200/measurements.parquet",
+        ResultsFolder("results").reference("nvidia-h200").measurements,
         sorted(str(p) for p in Path("benchmarks/tables").glob("*.parquet")),
     output:
-        text=f"{RESULTS}/search-benchmark/search-benchmark.txt",
-        json=f"{RESULTS}/search-benchmark/search-benchmark.json",
+        text=RESULTS.search_benchmark / "search-benchmark.txt",
+        json=RESULTS.search_benchmark / "search-benchmark.json",
     log:
-        f"{RESULTS}/search-benchmark/search-benchmark.log",
+        RESULTS.search_benchmark / "search-benchmark.log",
     conda:
         "../envs/bench.yaml"
     threads: 16  # scaled down to --cores

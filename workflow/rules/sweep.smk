@@ -13,11 +13,11 @@ for sweep_name in SWEEPS:
             device=rules.describe_device.output.json,
             peaks=rules.peaks.output.json,
         output:
-            f"{RESULTS}/{{gpu}}/sweeps/{sweep_name}.parquet",
+            GPU.sweep(sweep_name),
         log:
-            f"{RESULTS}/{{gpu}}/logs/sweep-{sweep_name}.log",
+            GPU.log(f"sweep-{sweep_name}"),
         benchmark:
-            f"{RESULTS}/{{gpu}}/logs/seconds/sweep-{sweep_name}.tsv"
+            GPU.seconds(f"sweep-{sweep_name}")
         conda:
             "../envs/tuner.yaml"
         resources:

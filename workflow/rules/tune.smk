@@ -12,11 +12,11 @@ for study_name in STUDIES:
             device=rules.describe_device.output.json,
             peaks=rules.peaks.output.json,
         output:
-            f"{RESULTS}/{{gpu}}/studies/{study_name}.parquet",
+            GPU.study(study_name),
         log:
-            f"{RESULTS}/{{gpu}}/logs/tune-{study_name}.log",
+            GPU.log(f"tune-{study_name}"),
         benchmark:
-            f"{RESULTS}/{{gpu}}/logs/seconds/tune-{study_name}.tsv"
+            GPU.seconds(f"tune-{study_name}")
         conda:
             "../envs/tuner.yaml"
         resources:
