@@ -16,7 +16,7 @@ rule export_best:
     conda:
         "../envs/tuner.yaml"
     params:
-        folder=str(GPU.path),
+        folder=lambda wildcards: str(RESULTS.gpu(wildcards.gpu).path),
         settings=SETTINGS.stage_json("best"),
     shell:
         '"$PYTHON" -m tuner best --settings {params.settings:q} --results {params.folder:q} 2>&1 | tee {log:q}'

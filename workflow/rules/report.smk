@@ -25,7 +25,7 @@ rule plot_report:
     conda:
         "../envs/tuner.yaml"
     params:
-        out=str(FOLDER.report),
+        out=lambda wildcards: str(GpuFolder(wildcards.folder).report),
     shell:
         '"$PYTHON" -m tuner.report --results {wildcards.folder:q} --out {params.out:q} 2>&1 | tee {log:q}'
 
@@ -59,8 +59,8 @@ rule report_reference:
         "../envs/tuner.yaml"
     threads: 4  # scaled down to --cores
     params:
-        folder=str(REFERENCE.path),
-        out=str(REFERENCE.report),
+        folder=lambda wildcards: str(RESULTS.reference(wildcards.gpu).path),
+        out=lambda wildcards: str(RESULTS.reference(wildcards.gpu).report),
     shell:
         '"$PYTHON" -m tuner.report --results {params.folder:q} --out {params.out:q} '
         "--format markdown --processes {threads} 2>&1 | tee {log:q}"
@@ -91,8 +91,8 @@ rule report_finished:
         "../envs/tuner.yaml"
     threads: 4  # scaled down to --cores
     params:
-        folder=str(FINISHED.path),
-        out=str(FINISHED.report),
+        folder=lambda wildcards: str(RESULTS.gpu(wildcards.finished).path),
+        out=lambda wildcards: str(RESULTS.gpu(wildcards.finished).report),
         inputs=lambda wildcards: finished_inputs(RESULTS.gpu(wildcards.finished)),
         code=report_code_digest(),
     shell:
