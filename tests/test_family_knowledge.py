@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tuner.data.selection import compute_bound, family_rank, format_n, problem_label
+from tuner.data.selection import compute_bound, family_rank, format_n, measured_families, problem_label
 from tuner.families import REGISTRY
 from tuner.families.reduce import Reduce
 
@@ -57,6 +57,13 @@ def test_rank_and_compute_bound_come_from_the_family(stencil):
     judged = {f: compute_bound(with_flops[with_flops.family == f]) for f in with_flops.family}
     # reduce counts no flops, whatever a row says; an unknown family is judged as it was measured
     assert judged == {"stencil_words": True, "reduce": False, "not_loaded": True}
+
+
+def test_measured_families_come_in_rank_order_ties_by_name(stencil, monkeypatch):
+    monkeypatch.setattr(Stencil, "report_rank", REGISTRY["reduce"].report_rank)  # a tie with reduce
+    rows = pd.DataFrame({"family": ["stencil_words", "reduce", "copy", "not_loaded", "matmul", "layout"],
+                         "source": ["sweep:a", "study:b", "sweep:c", "sweep:d", "sweep:e", "peaks"]})  # fmt: skip
+    assert measured_families(rows) == ["copy", "reduce", "stencil_words", "matmul", "not_loaded"]
 
 
 def test_the_report_names_no_family():

@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 
 from tuner.data.published import ladder_speedups  # noqa: E402
 from tuner.data.results import write_atomic, write_json_atomic  # noqa: E402
-from tuner.data.selection import usable  # noqa: E402
+from tuner.data.selection import family_rank, usable  # noqa: E402
 from tuner.data.ties import operations  # noqa: E402
 from tuner.report import (  # noqa: E402
     BLOG_TABLES,
@@ -63,6 +63,13 @@ def synthetic(synthetic_run) -> tuple[pd.DataFrame, dict, dict]:
 @pytest.fixture
 def report(synthetic_report) -> ReportOutputs:
     return synthetic_report
+
+
+def test_family_sections_come_in_the_familys_order_not_the_names(report):
+    """Each family's section where its ``report_rank`` puts it (ties by name)."""
+    sections = re.findall(r"^### Family `(\w+)`$", report.markdown.read_text(), re.M)
+    assert len(sections) >= 3 and sections != sorted(sections)  # rank and name disagree on this dataset
+    assert sections == sorted(sections, key=family_rank)
 
 
 def test_every_figure_is_drawn_as_png_and_svg(report):

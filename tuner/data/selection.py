@@ -63,14 +63,15 @@ def usable(dataset: pd.DataFrame) -> pd.DataFrame:
 
 
 def measured_families(ok: pd.DataFrame) -> list[str]:
-    """The families that ``ok`` rows of a sweep or a study measured, by name.
-    Rows of other sources do not count: the peaks stage's copy kernels, which
-    land in every run's dataset, measure the device, not the copy family."""
+    """The families that ``ok`` rows of a sweep or a study measured, in the
+    report's order (``family_rank``). Rows of other sources do not count: the
+    peaks stage's copy kernels, which land in every run's dataset, measure the
+    device, not the copy family."""
     if ok.empty:
         return []
     source = ok["source"].fillna("")
     tuned = (source.str.startswith(SWEEP_PREFIX) | source.str.startswith(STUDY_PREFIX)).to_numpy(dtype=bool)
-    return sorted(str(f) for f in ok["family"][tuned].dropna().unique())
+    return sorted((str(f) for f in ok["family"][tuned].dropna().unique()), key=family_rank)
 
 
 def is_study(frame: pd.DataFrame) -> pd.Series:
