@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from tuner.data.paths import REPORT_HTML, REPORT_MARKDOWN
 from tuner.data.published import load_published
 from tuner.data.selection import best_per_family, study_frames, usable
 from tuner.report import family_sections
@@ -81,11 +82,11 @@ class ReportOutputs:
 
     @property
     def markdown(self) -> Path:
-        return self.out_dir / "report.md"
+        return self.out_dir / REPORT_MARKDOWN
 
     @property
     def html(self) -> Path:
-        return self.out_dir / "report.html"
+        return self.out_dir / REPORT_HTML
 
 
 def with_run_environment(device: Mapping[str, Any], dataset: pd.DataFrame) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from tuner.data.paths import REPORT_HTML, REPORT_MARKDOWN
 from tuner.data.readback import mode_kind
 from tuner.host import usable_cpus
 from tuner.report.formats import DEFAULT_FORMAT, FORMATS
@@ -80,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # What the report writes into its folder: these two, and figures (PNG and SVG).
-DOCUMENTS = ("report.md", "report.html")
+DOCUMENTS = (REPORT_MARKDOWN, REPORT_HTML)
 FIGURE_SUFFIXES = (".png", ".svg")
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tuner.data.paths import REPORT_HTML, REPORT_MARKDOWN
+
 
 @dataclass(frozen=True)
 class ReportFormat:
@@ -34,10 +36,10 @@ FORMATS = {
     f.name: f
     for f in (
         ReportFormat(
-            "all", ("report.md", "report.html"), (".png", ".svg"), "report.md, report.html and every figure as PNG and SVG"
+            "all", (REPORT_MARKDOWN, REPORT_HTML), (".png", ".svg"), f"{REPORT_MARKDOWN}, {REPORT_HTML} and every figure as PNG and SVG"
         ),
-        ReportFormat("markdown", ("report.md",), (".png",), "report.md and its figures as PNG, each stored once"),
-        ReportFormat("html", ("report.html",), (), "report.html alone, every figure embedded"),
+        ReportFormat("markdown", (REPORT_MARKDOWN,), (".png",), f"{REPORT_MARKDOWN} and its figures as PNG, each stored once"),
+        ReportFormat("html", (REPORT_HTML,), (), f"{REPORT_HTML} alone, every figure embedded"),
     )
 }
 DEFAULT_FORMAT = "all"
