@@ -19,13 +19,10 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from tuner.data.paths import REPORT_HTML, REPORT_MARKDOWN
+from tuner.data.paths import REPORT_HTML, REPORT_MARKDOWN, GpuFolder
 from tuner.data.readback import mode_kind
 from tuner.host import usable_cpus
 from tuner.report.formats import DEFAULT_FORMAT, FORMATS
-
-INPUTS = ("measurements.parquet", "device.json", "peaks.json")
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     from tuner.host import OneLineParser, tolerant_console
@@ -44,12 +41,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.results.is_dir():
         print(f"error: results folder not found: {args.results}", file=sys.stderr)
         return 2
-    for name in INPUTS:
-        if not (args.results / name).exists():
-            print(f"error: missing input file: {args.results / name}", file=sys.stderr)
+    folder = GpuFolder(args.results)
+    for path in (folder.measurements, folder.device_json, folder.peaks_json):
+        if not path.exists():
+            print(f"error: missing input file: {path}", file=sys.stderr)
             return 2
 
-    out = args.out or args.results / "report"
+    out = args.out or folder.report
     refused = check_out(out)
     if refused:
         print(f"error: {refused}", file=sys.stderr)
@@ -63,9 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tuner.report import build_report
 
     try:
-        dataset = read(args.results / "measurements.parquet")
-        device = read_json(args.results / "device.json")
-        peaks = read_json(args.results / "peaks.json", numbers=("_gbs",))
+        dataset = read(folder.measurements)
+        device = read_json(folder.device_json)
+        peaks = read_json(folder.peaks_json, numbers=("_gbs",))
     except DamagedFile as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
