@@ -24,6 +24,7 @@ from tuner.data.readback import mode_kind
 from tuner.host import usable_cpus
 from tuner.report.formats import DEFAULT_FORMAT, FORMATS
 
+
 def main(argv: Sequence[str] | None = None) -> int:
     from tuner.host import OneLineParser, tolerant_console
 
