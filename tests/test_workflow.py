@@ -72,6 +72,20 @@ def test_snakefmt_is_clean():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_the_rules_spell_no_results_file_name():
+    """Every path under a results folder comes from tuner.data.paths (GpuFolder, ResultsFolder), spelled once
+    (globs over its folders aside; the search benchmark's rule names the files its script writes)."""
+    spelled = re.compile(r"""["'](?!\*)[^"'\n]*(\{RESULTS\}|\{\{gpu\}\}|\.(parquet|json|tsv|log|done|h)["'])""")
+    rules = [p for p in sorted((ROOT / "workflow" / "rules").glob("*.smk")) if p.name != "search_bench.smk"]
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in [ROOT / "Snakefile", *rules]
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if spelled.search(line) and not line.lstrip().startswith("#")
+    ]
+    assert not found, found
+
+
 def test_dry_run_of_the_shipped_config_lists_every_stage(tmp_path):
     proc = snakemake("-n", "--config", f"results_dir={tmp_path}", "gpu=test-gpu")
     out = proc.stdout + proc.stderr
