@@ -984,3 +984,16 @@ def test_held_out_figures_need_this_commands_runs(tmp_path, capsys, monkeypatch)
     merged.write_text(json.dumps({"rows": []}))
     line = _stops(capsys, monkeypatch, ["--tables", "reduce_space_offset11", "--held-out", "--merge", str(merged), "--out", str(tmp_path / "o")])
     assert "--held-out needs every seed's run of this command" in line
+
+
+def test_a_seed_replays_one_run_however_the_threads_are_scheduled(case):
+    # A table look-up measures at once: a study that asked its next trial in a thread meanwhile raced the
+    # measurement it should follow, and what its sampler saw depended on when the thread got to run (a
+    # loaded host). Switching threads as often as the interpreter can makes that race show in a few trials.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        runs = [run_ours(case, "ordinal", "ascending", 1, 40) for _ in range(3)]
+    finally:
+        sys.setswitchinterval(interval)
+    assert runs[0] == runs[1] == runs[2]
