@@ -16,20 +16,17 @@ workers switch together and a resumed study switches where it left off.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import optuna
-from optuna.distributions import BaseDistribution, CategoricalDistribution
-from optuna.trial import FrozenTrial, TrialState
 
-from tuner.search.samplers.feasible_draws import FeasibleDraws
-from tuner.search.samplers.space_aware import Foreseeing, SpaceAware
+from tuner.search.samplers.portfolio import Portfolio
 
 # Trials of the early search before the late one takes over (strategy ordinal_switch).
 SWITCH_AT = 100
 
 
-class SwitchSampler(optuna.samplers.BaseSampler):
+class SwitchSampler(Portfolio):
     """``early`` proposes trials numbered below ``switch_at``, ``late`` the rest.
 
     Args:
@@ -45,54 +42,11 @@ class SwitchSampler(optuna.samplers.BaseSampler):
     def __init__(self, early: optuna.samplers.BaseSampler, late: optuna.samplers.BaseSampler, switch_at: int = SWITCH_AT) -> None:
         if switch_at < 0:
             raise ValueError(f"switch_at must be >= 0, got {switch_at}")
+        super().__init__([early, late])
         self.early, self.late, self.switch_at = early, late, switch_at
-        self._last: optuna.samplers.BaseSampler = early if switch_at > 0 else late
 
-    def _for(self, trial: FrozenTrial) -> optuna.samplers.BaseSampler:
-        self._last = self.early if trial.number < self.switch_at else self.late
-        return self._last
-
-    # What DistinctSampler tells a space-aware sampler (tuner.search.samplers.SpaceAware).
-
-    def bind(self, dists: Mapping[str, CategoricalDistribution], feasible: Callable[[dict], bool],
-             enumerated: Mapping[str, dict] | None, draws: FeasibleDraws | None = None) -> None:  # fmt: skip
-        """The searched space, handed to each sampler that takes it."""
-        for sampler in (self.early, self.late):
-            if isinstance(sampler, SpaceAware):
-                sampler.bind(dists, feasible, enumerated, draws)
-
-    def taken(self, keys: set[str]) -> None:
-        """The study's claimed configurations, handed to each sampler that takes them."""
-        for sampler in (self.early, self.late):
-            if isinstance(sampler, SpaceAware):
-                sampler.taken(keys)
-
-    def upcoming(self) -> list[dict]:
-        """The likely next proposals of the sampler that proposed last ([] where it cannot tell)."""
-        return self._last.upcoming() if isinstance(self._last, Foreseeing) else []
-
-    # Optuna's sampler interface.
-
-    def reseed_rng(self) -> None:
-        self.early.reseed_rng()
-        self.late.reseed_rng()
-
-    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        return self._for(trial).infer_relative_search_space(study, trial)
-
-    def sample_relative(self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        return self._for(trial).sample_relative(study, trial, search_space)
-
-    def sample_independent(
-        self, study: optuna.Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
-    ) -> Any:
-        return self._for(trial).sample_independent(study, trial, param_name, param_distribution)
-
-    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self._for(trial).before_trial(study, trial)
-
-    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None) -> None:
-        self._for(trial).after_trial(study, trial, state, values)
+    def _proposer(self, number: int) -> optuna.samplers.BaseSampler:
+        return self.early if number < self.switch_at else self.late
 
 
 def ordinal_switch(seed: int, prior: Sequence[tuple[Mapping, float]] = (), switch_at: int = SWITCH_AT) -> SwitchSampler:
