@@ -16,17 +16,20 @@ workers switch together and a resumed study switches where it left off.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import optuna
+from optuna.distributions import BaseDistribution, CategoricalDistribution
+from optuna.trial import FrozenTrial, TrialState
 
-from tuner.search.samplers.portfolio import Portfolio
+from tuner.search.samplers.feasible_draws import FeasibleDraws
+from tuner.search.samplers.space_aware import Foreseeing, SpaceAware
 
 # Trials of the early search before the late one takes over (strategy ordinal_switch).
 SWITCH_AT = 100
 
 
-class SwitchSampler(Portfolio):
+class SwitchSampler(optuna.samplers.BaseSampler):
     """``early`` proposes trials numbered below ``switch_at``, ``late`` the rest.
 
     Args:
@@ -42,11 +45,54 @@ class SwitchSampler(Portfolio):
     def __init__(self, early: optuna.samplers.BaseSampler, late: optuna.samplers.BaseSampler, switch_at: int = SWITCH_AT) -> None:
         if switch_at < 0:
             raise ValueError(f"switch_at must be >= 0, got {switch_at}")
-        super().__init__([early, late])
         self.early, self.late, self.switch_at = early, late, switch_at
+        self._last: optuna.samplers.BaseSampler = early if switch_at > 0 else late
 
-    def _proposer(self, number: int) -> optuna.samplers.BaseSampler:
-        return self.early if number < self.switch_at else self.late
+    def _for(self, trial: FrozenTrial) -> optuna.samplers.BaseSampler:
+        self._last = self.early if trial.number < self.switch_at else self.late
+        return self._last
+
+    # What DistinctSampler tells a space-aware sampler (tuner.search.samplers.SpaceAware).
+
+    def bind(self, dists: Mapping[str, CategoricalDistribution], feasible: Callable[[dict], bool],
+             enumerated: Mapping[str, dict] | None, draws: FeasibleDraws | None = None) -> None:  # fmt: skip
+        """The searched space, handed to each sampler that takes it."""
+        for sampler in (self.early, self.late):
+            if isinstance(sampler, SpaceAware):
+                sampler.bind(dists, feasible, enumerated, draws)
+
+    def taken(self, keys: set[str]) -> None:
+        """The study's claimed configurations, handed to each sampler that takes them."""
+        for sampler in (self.early, self.late):
+            if isinstance(sampler, SpaceAware):
+                sampler.taken(keys)
+
+    def upcoming(self) -> list[dict]:
+        """The likely next proposals of the sampler that proposed last ([] where it cannot tell)."""
+        return self._last.upcoming() if isinstance(self._last, Foreseeing) else []
+
+    # Optuna's sampler interface.
+
+    def reseed_rng(self) -> None:
+        self.early.reseed_rng()
+        self.late.reseed_rng()
+
+    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        return self._for(trial).infer_relative_search_space(study, trial)
+
+    def sample_relative(self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
+        return self._for(trial).sample_relative(study, trial, search_space)
+
+    def sample_independent(
+        self, study: optuna.Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
+    ) -> Any:
+        return self._for(trial).sample_independent(study, trial, param_name, param_distribution)
+
+    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self._for(trial).before_trial(study, trial)
+
+    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None) -> None:
+        self._for(trial).after_trial(study, trial, state, values)
 
 
 def ordinal_switch(seed: int, prior: Sequence[tuple[Mapping, float]] = (), switch_at: int = SWITCH_AT) -> SwitchSampler:
@@ -55,3 +101,19 @@ def ordinal_switch(seed: int, prior: Sequence[tuple[Mapping, float]] = (), switc
     from tuner.search.samplers.registry import make_sampler
 
     return SwitchSampler(make_sampler("ordinal", seed, prior), make_sampler("ordinal_global", seed, prior), switch_at)
+
+
+def ordinal_relay(seed: int, prior: Sequence[tuple[Mapping, float]] = (), switch_at: int = SWITCH_AT) -> SwitchSampler:
+    """``ordinal`` starting from the grid's far corner for the first
+    ``switch_at`` trials, then ``ordinal_global`` with its start phase begun at
+    the switch (``OrdinalSampler``'s ``phase_from``): its Parzen draws and
+    centre climb then run over the early search's history instead of never
+    (its start phase counts from the study's first measurement, and ends
+    before ``switch_at``). Both seeded with ``seed`` and learning from a warm
+    start's ``prior``."""
+    from tuner.search.samplers.ordinal import OrdinalSampler, make_global
+
+    # The far corner first, then the centre and the near corner among the far-apart candidates: a failed or
+    # slow centre as the first measurement (the A6000's convolution table) costs an anytime score most.
+    early = OrdinalSampler(seed=seed, prior=prior, landmarks=("last", "centre", "first"))
+    return SwitchSampler(early, make_global(seed, prior, phase_from=switch_at), switch_at)
