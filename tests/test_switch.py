@@ -95,5 +95,5 @@ def test_the_relays_late_search_begins_its_start_phase_at_the_switch():
 
 
 def test_a_negative_phase_start_is_refused():
-    with pytest.raises(ValueError, match="phase_from must be >= 0, got 0 and -1"):
+    with pytest.raises(ValueError, match="phase_from must be >= 0, got -1"):
         OrdinalSampler(phase_from=-1)

@@ -259,8 +259,10 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
                              f"got {global_phase}, {start_phase} and {slice_after}")  # fmt: skip
         if bound_every < 0:
             raise ValueError(f"bound_every must be >= 0, got {bound_every}")
-        if centre_climb < 0 or phase_from < 0:
-            raise ValueError(f"centre_climb and phase_from must be >= 0, got {centre_climb} and {phase_from}")
+        if centre_climb < 0:
+            raise ValueError(f"centre_climb must be >= 0, got {centre_climb}")
+        if phase_from < 0:
+            raise ValueError(f"phase_from must be >= 0, got {phase_from}")
         if not set(landmarks) <= set(LANDMARKS):
             raise ValueError(f"landmarks must be of {list(LANDMARKS)}, got {list(landmarks)}")
         self.seed = seed
