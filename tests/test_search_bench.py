@@ -940,7 +940,7 @@ def _scores(values: dict[str, float]):
 
 
 def test_the_held_out_choice_for_a_table_is_the_best_on_the_others():
-    from search_heldout import differences, held_out
+    from search_heldout import differences, held_out, mean_difference
 
     # a is best on t1 and t2, b far ahead on t3 alone: a is chosen for t3, b (best on t1 + t3 on average) for t2.
     table = {("t1", "a"): _scores({"x": 0.6}), ("t1", "b"): _scores({"x": 0.5}),
@@ -953,6 +953,10 @@ def test_the_held_out_choice_for_a_table_is_the_best_on_the_others():
     assert result["aggregate"]["a"]["x"][0] == pytest.approx(1.3 / 3)
     losses = [(t, d) for t, _, d, iv in differences(table, ["t1", "t2", "t3"], "a", "b", ["x"]) if iv[1] < 0]
     assert losses == [("t3", pytest.approx(-0.8))]
+    # Over the tables a trails b by (0.1 + 0.1 - 0.8) / 3, its interval from each table's resamples.
+    gap, (lo, hi) = mean_difference(table, ["t1", "t2", "t3"], "a", "b", ["x"])["x"]
+    assert gap == pytest.approx(-0.2) and lo == pytest.approx(gap) and hi < 0  # resampled in step: no spread
+    assert mean_difference(table, ["t1", "t2", "t3"], "a", "b", ["y"]) == {}  # no table scores it
 
 
 def test_the_held_out_table_scores_every_table_given_by_path(tmp_path):
