@@ -83,7 +83,7 @@ import numpy as np  # noqa: E402
 from scipy.special import gammaln  # noqa: E402
 from scipy.stats import fisher_exact  # noqa: E402
 from search_files import merged_rows, name_unfit, prepare_out, ranking_clash, ranking_of, remove_empty, write_outputs  # noqa: E402
-from search_heldout import BOOTSTRAP, differences, format_held_out, held_out, table_scores  # noqa: E402
+from search_heldout import BOOTSTRAP, differences, format_held_out, held_out, mean_difference, table_scores  # noqa: E402
 from search_rivals import (  # noqa: E402
     KT_STRATEGIES,
     ORDERS,
@@ -110,7 +110,7 @@ DEFAULT_FRACTIONS = (0.025, 0.05, 0.10)  # of each space
 SEEDS = 50
 MAX_SEEDS = 10_000  # seeds of one command at most: each is a whole run per strategy, table and order
 # The default search, the project's others, and Optuna's TPE and GP samplers (run through the study loop).
-OURS = ("ordinal_global", "ordinal", "ordinal_switch", "interactions", "tpe", "gp")
+OURS = ("ordinal_global", "ordinal", "ordinal_switch", "ordinal_relay", "interactions", "tpe", "gp")
 WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
 # Model-based samplers slow with every trial (multivariate TPE and the GP sampler refit on every trial,
 # Kernel Tuner's bayes_opt its Gaussian process on every evaluation; the GP sampler took 2 to 5 minutes
@@ -660,7 +660,10 @@ def held_out_text(names: list[str], orders: tuple[str, ...], strategies: list[st
                     scores[(unit, strategy)] = merged
     labels = [f"{b} evaluations" for b in budgets_at.fixed] + [f"{f:.1%}" for f in budgets_at.fractions]
     result = held_out(scores, units, strategies, labels)
-    checks = [(s, ref, differences(scores, units, s, ref, labels)) for s in strategies for ref in (DEFAULT_STRATEGY, "ordinal")
+    # Each of ours against the default and the two it was chosen between.
+    references = dict.fromkeys((DEFAULT_STRATEGY, "ordinal_global", "ordinal"))
+    checks = [(s, ref, differences(scores, units, s, ref, labels), mean_difference(scores, units, s, ref, labels))
+              for s in strategies for ref in references
               if s != ref and ref in strategies and s in OURS]  # fmt: skip
     summary = {"labels": labels, "choices": result["choices"],
                "aggregate": {name: {label: list(v) for label, v in entry.items()} for name, entry in result["aggregate"].items()},

@@ -163,6 +163,23 @@ def differences(table: dict[tuple[str, str], Scores], tables: list[str], strateg
     return out
 
 
+def mean_difference(table: dict[tuple[str, str], Scores], tables: list[str], strategy: str, reference: str,
+                    labels: list[str]) -> dict[str, tuple[float, tuple[float, float]]]:  # fmt: skip
+    """label -> (mean over ``tables`` of ``strategy``'s score minus ``reference``'s,
+    its interval): the held-out table's two means set against each other, each
+    table's seeds of each strategy resampled as ``differences`` does. A label
+    is left out unless every table scores it for both."""
+    out = {}
+    for label in labels:
+        pairs = [(table.get((t, strategy)), table.get((t, reference))) for t in tables]
+        if not all(mine and theirs and mine.score.get(label) is not None and theirs.score.get(label) is not None
+                   for mine, theirs in pairs):  # fmt: skip
+            continue
+        gap = statistics.fmean(mine.score[label] - theirs.score[label] for mine, theirs in pairs)
+        out[label] = (gap, interval(np.mean([mine.score_boot[label] - theirs.score_boot[label] for mine, theirs in pairs], axis=0)))
+    return out
+
+
 def _cell(value: float | None, iv: tuple[float, float] | None, share: float | None = None) -> str:
     text = "-" if value is None else f"{value:.3f} [{iv[0]:.2f}, {iv[1]:.2f}]"
     return text if share is None else f"{text} ({share:.0%})"
@@ -172,7 +189,7 @@ def format_held_out(result: dict, labels: list[str], loss_checks: list[tuple[str
     """The held-out table (strategies x budgets: score [95 % interval over
     seeds] (share of seeds within 1 %)), each left-out table's choice and its
     figures, and the losses beyond the interval of ``loss_checks``
-    ((strategy, reference, ``differences``))."""
+    ((strategy, reference, ``differences``, ``mean_difference``))."""
     aggregate = result["aggregate"]
     header = ["strategy", *labels]
     body = [[name, *(_cell(e[label][0], e[label][1], e[label][2]) if label in e else "-" for label in labels)]
@@ -199,9 +216,12 @@ def format_held_out(result: dict, labels: list[str], loss_checks: list[tuple[str
                 continue
             mark = "*" if s == chosen else " "
             lines.append(f"  {mark} {s:<16} " + "  ".join(f"{label}: {_cell(*cells[label])}" for label in labels if label in cells))
-    for strategy, reference, diffs in loss_checks:
+    for strategy, reference, diffs, overall_gap in loss_checks:
         losses = [d for d in diffs if d[3][1] < 0]
         lines += ["", f"{strategy} against {reference}: {len(losses)} of {len(diffs)} (table, budget) scores lower beyond "
                       "the interval over seeds" + (":" if losses else "")]  # fmt: skip
+        if overall_gap:
+            lines.append("  mean over the tables: " + "  ".join(f"{label}: {d:+.3f} [{iv[0]:+.2f}, {iv[1]:+.2f}]"
+                                                                 for label, (d, iv) in overall_gap.items()))  # fmt: skip
         lines += [f"  {t} at {label}: {d:+.3f} [{iv[0]:+.2f}, {iv[1]:+.2f}]" for t, label, d, iv in losses]
     return "\n".join(lines)

@@ -135,11 +135,14 @@ def run_ours(case: Case, sampler: str | BaseSampler, order: str, seed: int, budg
     # A name: its sampler, made once (the study is new, in memory: seeded with ``seed`` itself).
     base = make_sampler(sampler, seed, prior=prior) if isinstance(sampler, str) else sampler
     name = sampler if isinstance(sampler, str) else type(sampler).__name__
+    # A table look-up measures at once: a next trial asked in a thread meanwhile would race the measurement
+    # it should follow, and what the sampler saw would depend on when the thread ran (a loaded host), not
+    # on the seed. Strictly ask, measure, tell is what asking ahead gives where the ask wins.
     with _quiet_optuna():
         outcome = run_study(StudyOptions(family=case.family, problem=case.problem, domains=case.ordered_domains(order),
                                          storage=None, study_name=f"bench-{name}-{seed}",
                                          measure=case.measure or table_measure(case.rows, case.family), budget_trials=budget,
-                                         timeout_s=None, sampler=base, seed=seed, enqueue=enqueue))  # fmt: skip
+                                         timeout_s=None, sampler=base, seed=seed, enqueue=enqueue, ask_ahead=False))  # fmt: skip
     return [float(row["bandwidth_gbs"]) if row.get("status") == "ok" else 0.0 for row in outcome.rows]
 
 

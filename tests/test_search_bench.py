@@ -940,7 +940,7 @@ def _scores(values: dict[str, float]):
 
 
 def test_the_held_out_choice_for_a_table_is_the_best_on_the_others():
-    from search_heldout import differences, held_out
+    from search_heldout import differences, held_out, mean_difference
 
     # a is best on t1 and t2, b far ahead on t3 alone: a is chosen for t3, b (best on t1 + t3 on average) for t2.
     table = {("t1", "a"): _scores({"x": 0.6}), ("t1", "b"): _scores({"x": 0.5}),
@@ -953,6 +953,10 @@ def test_the_held_out_choice_for_a_table_is_the_best_on_the_others():
     assert result["aggregate"]["a"]["x"][0] == pytest.approx(1.3 / 3)
     losses = [(t, d) for t, _, d, iv in differences(table, ["t1", "t2", "t3"], "a", "b", ["x"]) if iv[1] < 0]
     assert losses == [("t3", pytest.approx(-0.8))]
+    # Over the tables a trails b by (0.1 + 0.1 - 0.8) / 3, its interval from each table's resamples.
+    gap, (lo, hi) = mean_difference(table, ["t1", "t2", "t3"], "a", "b", ["x"])["x"]
+    assert gap == pytest.approx(-0.2) and lo == pytest.approx(gap) and hi < 0  # resampled in step: no spread
+    assert mean_difference(table, ["t1", "t2", "t3"], "a", "b", ["y"]) == {}  # no table scores it
 
 
 def test_the_held_out_table_scores_every_table_given_by_path(tmp_path):
@@ -984,3 +988,16 @@ def test_held_out_figures_need_this_commands_runs(tmp_path, capsys, monkeypatch)
     merged.write_text(json.dumps({"rows": []}))
     line = _stops(capsys, monkeypatch, ["--tables", "reduce_space_offset11", "--held-out", "--merge", str(merged), "--out", str(tmp_path / "o")])
     assert "--held-out needs every seed's run of this command" in line
+
+
+def test_a_seed_replays_one_run_however_the_threads_are_scheduled(case):
+    # A table look-up measures at once: a study that asked its next trial in a thread meanwhile raced the
+    # measurement it should follow, and what its sampler saw depended on when the thread got to run (a
+    # loaded host). Switching threads as often as the interpreter can makes that race show in a few trials.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        runs = [run_ours(case, "ordinal", "ascending", 1, 40) for _ in range(3)]
+    finally:
+        sys.setswitchinterval(interval)
+    assert runs[0] == runs[1] == runs[2]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -77,3 +78,22 @@ def test_both_searches_learn_the_space_from_the_study():
 def test_a_negative_switch_is_refused():
     with pytest.raises(ValueError, match="switch_at must be >= 0, got -1"):
         SwitchSampler(OrdinalSampler(), OrdinalSampler(), switch_at=-1)
+
+
+def test_the_relays_late_search_begins_its_start_phase_at_the_switch():
+    from tuner.search.samplers.ordinal import START_PHASE
+
+    relay = make_sampler("ordinal_relay", 2)
+    assert isinstance(relay, SwitchSampler) and relay.late.phase_from == relay.switch_at > 0
+    relay.switch_at = relay.late.phase_from = 12  # a short study reaches the switch
+    keys = _study(relay, budget=20, seed=2)
+    assert len(set(keys)) == 20
+    before = sum(measure(json.loads(key))["status"] == "ok" for key in keys[:12])
+    # Counted from the study's start, ordinal_global's start phase would already be over at the switch.
+    assert relay.late._climbs.state["until"] == before + START_PHASE
+    assert relay.early.landmarks[0] == "last" and relay.early.global_phase == 0
+
+
+def test_a_negative_phase_start_is_refused():
+    with pytest.raises(ValueError, match="phase_from must be >= 0, got -1"):
+        OrdinalSampler(phase_from=-1)

@@ -222,6 +222,11 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
             own without progress (``_centre_step``).
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
+        phase_from: the first trial number this sampler proposes (the later
+            search of a switch, ``tuner.search.samplers.switch``): its start
+            phase begins there, after the measurements of the trials before
+            it (those finished at its first ask), which set the first climb's
+            best without counting against its patience. 0: the study's start.
     """
 
     def __init__(
@@ -243,6 +248,7 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
         wide_restarts: bool = False,
         bound_every: int = 0,
         centre_climb: int = 0,
+        phase_from: int = 0,
     ) -> None:
         if n_startup < 1 or top_k < 1:
             raise ValueError(f"n_startup and top_k must be >= 1, got {n_startup} and {top_k}")
@@ -255,6 +261,8 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
             raise ValueError(f"bound_every must be >= 0, got {bound_every}")
         if centre_climb < 0:
             raise ValueError(f"centre_climb must be >= 0, got {centre_climb}")
+        if phase_from < 0:
+            raise ValueError(f"phase_from must be >= 0, got {phase_from}")
         if not set(landmarks) <= set(LANDMARKS):
             raise ValueError(f"landmarks must be of {list(LANDMARKS)}, got {list(landmarks)}")
         self.seed = seed
@@ -264,7 +272,8 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
         self.ends, self.diagonals, self.patience = ends, diagonals, patience
         self.global_phase, self.start_phase, self.slice_after = global_phase, start_phase, slice_after
         self.pairs, self.wide_restarts, self.bound_every = pairs, wide_restarts, bound_every
-        self.centre_climb = centre_climb
+        self.centre_climb, self.phase_from = centre_climb, phase_from
+        self._phases_begun = not phase_from  # whether the start phase's clock is set (``_begin_phases``)
         self.prior = sorted(((dict(cfg), float(value)) for cfg, value in prior if value > 0), key=lambda item: -item[1])
         self._rng = random.Random(seed)
         self._dists: dict[str, CategoricalDistribution] | None = None
@@ -361,6 +370,8 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
     ) -> dict[str, Any]:
         if not search_space or self._dists is None:
             return {}
+        if not self._phases_begun:
+            self._begin_phases(study)
         rng = random.Random(self.seed * 1_000_003 + trial.number + 7919 * len(self._asked.get(trial.number, ())))
         if self._recent is not None and self._recent[0] == trial.number:
             # Asked again for this trial (what it proposed was claimed meanwhile by
@@ -393,6 +404,21 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
             return {}
         self._asked.setdefault(trial.number, set()).add(config_key(cfg))
         return cfg
+
+    def _begin_phases(self, study: optuna.Study) -> None:
+        """Start the start phase's clock after the measurements of the trials
+        numbered below ``phase_from``: the phase then draws ``start_phase``
+        measurements of its own from the Parzen model of all of them (a
+        climb that takes over another search's history otherwise begins
+        where that search left off, with none of the broad draws that find
+        a second region)."""
+        before = 0
+        for other in study.get_trials(deepcopy=False):
+            if other.number < self.phase_from:
+                seen = self._seen(other)
+                before += seen is not None and seen[2] is not None
+        self._climbs = climb_read(self.patience, PROGRESS, self.global_phase, before + self.start_phase)
+        self._phases_begun = True
 
     # Choosing.
 
@@ -632,11 +658,12 @@ def make(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
     return OrdinalSampler(seed=seed, prior=prior)
 
 
-def make_global(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
-    """The ``ordinal_global`` strategy's sampler (``registry.Strategy.make``)."""
+def make_global(seed: int, prior: Prior, phase_from: int = 0) -> optuna.samplers.BaseSampler:
+    """The ``ordinal_global`` strategy's sampler (``registry.Strategy.make``);
+    ``phase_from``: the trial its start phase begins at (a switch's later search)."""
     # Only the far corner as a landmark: the centre and the near corner of a
     # large space are slow more often than not, and a first measurement many
     # times slower than a random one is what an anytime score punishes most.
     return OrdinalSampler(seed=seed, prior=prior, global_phase=GLOBAL_PHASE, start_phase=START_PHASE, landmarks=("last",),
                           landmarks_first=True, slice_after=SLICE_AFTER, pairs=True, wide_restarts=True,
-                          bound_every=BOUND_EVERY, centre_climb=CENTRE_CLIMB)  # fmt: skip
+                          bound_every=BOUND_EVERY, centre_climb=CENTRE_CLIMB, phase_from=phase_from)  # fmt: skip

@@ -73,6 +73,8 @@ STRATEGIES: dict[str, Strategy] = {
     "interactions": Strategy("ordinal steps alternated with Thompson draws from a model of parameter pairs",
                              make="interactions:make", uses_prior=True),  # fmt: skip
     "ordinal_switch": Strategy("ordinal for the first 100 trials, ordinal_global from there", make="switch:ordinal_switch", uses_prior=True),
+    "ordinal_relay": Strategy("ordinal (the far corner first) for the first 100 trials, ordinal_global with its start phase "
+                              "from there", make="switch:ordinal_relay", uses_prior=True),  # fmt: skip
 }
 # The strategies of a study of one objective (a config's ``sampler``), and of the time-energy study.
 SAMPLERS = tuple(name for name, strategy in STRATEGIES.items() if strategy.make)

@@ -101,3 +101,19 @@ def ordinal_switch(seed: int, prior: Sequence[tuple[Mapping, float]] = (), switc
     from tuner.search.samplers.registry import make_sampler
 
     return SwitchSampler(make_sampler("ordinal", seed, prior), make_sampler("ordinal_global", seed, prior), switch_at)
+
+
+def ordinal_relay(seed: int, prior: Sequence[tuple[Mapping, float]] = (), switch_at: int = SWITCH_AT) -> SwitchSampler:
+    """``ordinal`` starting from the grid's far corner for the first
+    ``switch_at`` trials, then ``ordinal_global`` with its start phase begun at
+    the switch (``OrdinalSampler``'s ``phase_from``): its Parzen draws and
+    centre climb then run over the early search's history instead of never
+    (its start phase counts from the study's first measurement, and ends
+    before ``switch_at``). Both seeded with ``seed`` and learning from a warm
+    start's ``prior``."""
+    from tuner.search.samplers.ordinal import OrdinalSampler, make_global
+
+    # The far corner first, then the centre and the near corner among the far-apart candidates: a failed or
+    # slow centre as the first measurement (the A6000's convolution table) costs an anytime score most.
+    early = OrdinalSampler(seed=seed, prior=prior, landmarks=("last", "centre", "first"))
+    return SwitchSampler(early, make_global(seed, prior, phase_from=switch_at), switch_at)

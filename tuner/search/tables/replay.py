@@ -226,13 +226,14 @@ def _replay(family: Family, problem: Problem, domains: Mapping[str, list], measu
     budgets = sorted({min(budget, max(feasible, 1)) for budget in budgets})
     # Per sampler, per seed: the measured rows in order, and which were rescues.
     found: dict[str, list[list[tuple[dict, bool]]]] = {name: [] for name in samplers}
+    # A look-up measures at once: a trial asked ahead in a thread would race it, and a seed would not give one run.
     with _quiet_optuna():
         for name in samplers:
             for seed in seeds:
                 outcome = run_study(
                     StudyOptions.for_strategy(name, family=family, problem=problem, domains=dict(domains), storage=None,
                                               study_name=f"replay-{name}-{seed}", measure=measure, budget_trials=budgets[-1],
-                                              timeout_s=None, seed=seed),
+                                              timeout_s=None, seed=seed, ask_ahead=False),
                 )
                 trials = outcome.study.get_trials(deepcopy=False)
                 rescued = {t.number for t in trials if "rescue" in t.user_attrs}
