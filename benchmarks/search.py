@@ -102,7 +102,7 @@ from tuner.data.results import read  # noqa: E402
 from tuner.families import REGISTRY  # noqa: E402
 from tuner.families.base import Problem  # noqa: E402
 from tuner.host import OneLineParser  # noqa: E402
-from tuner.search.samplers.registry import DEFAULT_STRATEGY, missing_modules  # noqa: E402
+from tuner.search.samplers.registry import DEFAULT_STRATEGY, STRATEGIES, missing_modules  # noqa: E402
 from tuner.search.study.warm import warm_start  # noqa: E402
 from tuner.search.tables.community import load_table, table_label, table_stem, table_unfit  # noqa: E402
 
@@ -110,7 +110,7 @@ DEFAULT_FRACTIONS = (0.025, 0.05, 0.10)  # of each space
 SEEDS = 50
 MAX_SEEDS = 10_000  # seeds of one command at most: each is a whole run per strategy, table and order
 # The default search, the project's others, and Optuna's TPE and GP samplers (run through the study loop).
-OURS = ("ordinal_global", "ordinal", "ordinal_switch", "ordinal_relay", "interactions", "tpe", "gp")
+OURS = ("ordinal_global", "ordinal", "ordinal_budget", "ordinal_switch", "ordinal_relay", "interactions", "tpe", "gp")
 WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
 # Model-based samplers slow with every trial (multivariate TPE and the GP sampler refit on every trial,
 # Kernel Tuner's bayes_opt its Gaussian process on every evaluation; the GP sampler took 2 to 5 minutes
@@ -192,6 +192,13 @@ def _not_a_table_of_its_own(stem: str, stems: set[str]) -> bool:
 # OptunaHub's AutoSampler (search_rivals.auto_sampler_class): only when named, as its code comes from GitHub.
 AUTO = "auto"
 KNOWN = ("random", *OURS, AUTO, *KT_STRATEGIES)
+
+
+def sees_budget(strategy: str) -> bool:
+    """Whether ``strategy``'s course depends on its budget: it runs once per budget."""
+    return strategy in KT_BUDGET_AWARE or (strategy in STRATEGIES and STRATEGIES[strategy].sees_budget)
+
+
 def strategies_unfit(strategies: list[str]) -> str | None:
     """Why these strategies cannot run here (unknown, or a package missing), or None."""
     unknown = sorted(set(strategies) - set(KNOWN))
@@ -465,9 +472,9 @@ def _benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, w
             # Each table's own file name: two tables' labels may flatten to the same text.
             cache = kt_cache(case, order, folder, f"{names.index(name)}") if any(s in KT_STRATEGIES for s in plan) else None
             for strategy in plan:
-                # Strategies that do not see the budget (ours, random, and Kernel Tuner's that
-                # only stop at max_fevals) run once to the largest, cut at each smaller one.
-                per_budget = strategy in KT_BUDGET_AWARE
+                # Strategies that do not see the budget (most of ours, random, and Kernel Tuner's
+                # that only stop at max_fevals) run once to the largest, cut at each smaller one.
+                per_budget = sees_budget(strategy)
                 # A warm start is judged on its first evaluations: run it to the smallest budget.
                 last = budgets[:1] if strategy.startswith("warm:") else budgets[-1:]
                 if caps.get(strategy) and budgets[-1] > caps[strategy]:
@@ -504,7 +511,7 @@ def _benchmark(names: list[str], seeds: int, strategies: list[str], jobs: int, w
             for (n, o, strategy, budget), found in runs.items():
                 if (n, o) != (name, order):
                     continue
-                for b in [x for x in budgets if x <= budget] if strategy not in KT_BUDGET_AWARE else [budget]:
+                for b in [budget] if sees_budget(strategy) else [x for x in budgets if x <= budget]:
                     row = {"table": name, "order": order, "strategy": strategy, "space": case.size, "optimum_gbs": case.optimum,
                            "near_1pct": near} | summarise(case, found, b, curve)  # fmt: skip
                     if name in HUB:
@@ -643,10 +650,10 @@ def held_out_text(names: list[str], orders: tuple[str, ...], strategies: list[st
                 ran = sorted(b for (n, o, s, b) in runs if (n, o, s) == (name, order, strategy))
                 merged = None
                 # A budget's figures come from the runs that reached it: the one run of a strategy that does not
-                # see its budget, a run per budget of one that does (KT_BUDGET_AWARE); a capped one lacks the rest.
+                # see its budget, a run per budget of one that does (sees_budget); a capped one lacks the rest.
                 for run_to in ran:
                     served = {label: b for label, b in at.items()
-                              if (b == run_to if strategy in KT_BUDGET_AWARE else b <= run_to)}  # fmt: skip
+                              if (b == run_to if sees_budget(strategy) else b <= run_to)}  # fmt: skip
                     if not served:
                         continue
                     part = table_scores(stats, case.optimum, runs[(name, order, strategy, run_to)], served, until, reps,

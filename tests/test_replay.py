@@ -278,3 +278,12 @@ def test_a_table_with_nothing_to_search_is_refused_in_one_line(tmp_path, capsys)
         main([str(lone)])
     err = capsys.readouterr().err
     assert f"{lone}: a table must hold correct configurations of different time (something to search), got 1 correct" in err
+
+
+def test_a_sampler_that_sees_its_budget_is_replayed_once_per_budget(table):
+    # 2 trials are under 2 % of the 156 feasible configurations (ordinal_budget runs ordinal), 40 are not.
+    df = replay(table, FAMILY, PROBLEM, samplers=("ordinal_budget", "ordinal", "ordinal_global"), budgets=(2, 40), seeds=range(4))
+    figures = {(r.sampler, r.budget): r[2:] for r in df.itertuples(index=False)}
+    assert figures[("ordinal", 2)] != figures[("ordinal_global", 2)]  # or the test could not tell which ran
+    assert figures[("ordinal_budget", 2)] == figures[("ordinal", 2)]
+    assert figures[("ordinal_budget", 40)] == figures[("ordinal_global", 40)]

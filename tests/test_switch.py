@@ -12,7 +12,7 @@ import pytest
 from tuner.data.results import config_key
 from tuner.search.samplers.ordinal import OrdinalSampler
 from tuner.search.samplers.registry import make_sampler
-from tuner.search.samplers.switch import SwitchSampler
+from tuner.search.samplers.switch import SMALL_SHARE, BudgetSwitch, SwitchSampler, is_small_budget
 from tuner.search.study.run import StudyOptions, run_study
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
@@ -97,3 +97,30 @@ def test_the_relays_late_search_begins_its_start_phase_at_the_switch():
 def test_a_negative_phase_start_is_refused():
     with pytest.raises(ValueError, match="phase_from must be >= 0, got -1"):
         OrdinalSampler(phase_from=-1)
+
+
+@pytest.mark.parametrize(
+    ("budget", "space", "small"),
+    [(50, 5000, True), (100, 5001, True), (100, 5000, False), (101, 10**6, False), (50, None, True), (None, 10**6, False)],
+)
+def test_a_budget_is_small_at_most_100_trials_and_under_2_percent_of_the_space(budget, space, small):
+    assert is_small_budget(budget, space) is small
+
+
+def test_ordinal_budget_runs_ordinal_on_a_small_budget_and_ordinal_global_otherwise():
+    space = len(FAMILY.space(PROBLEM))
+    small = max(1, int(SMALL_SHARE * space) - 1)  # under 2 % of the fake space
+    assert is_small_budget(small, space) and not is_small_budget(small + 30, space)
+    assert _study("ordinal_budget", budget=small, seed=3) == _study("ordinal", budget=small, seed=3)
+    large = small + 30
+    assert _study("ordinal_budget", budget=large, seed=3) == _study("ordinal_global", budget=large, seed=3)
+    # The two differ on these budgets, or the test could not tell which ran.
+    assert _study("ordinal", budget=small, seed=3) != _study("ordinal_global", budget=small, seed=3)
+    assert _study("ordinal", budget=large, seed=3) != _study("ordinal_global", budget=large, seed=3)
+
+
+def test_unplanned_ordinal_budget_runs_ordinal_global():
+    sampler = make_sampler("ordinal_budget", 0)
+    assert isinstance(sampler, BudgetSwitch) and not sampler.chose_small
+    sampler.plan(10, 10**4)
+    assert sampler.chose_small and sampler._for(optuna.trial.create_trial(value=1.0)) is sampler.early

@@ -102,13 +102,8 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    benchmark hub the optimum (block 32 x 4) has every neighbour at 0.72 of it
    or below, while a smooth plateau (the reduction tables) never opens it.
 
-With 2 and 3 (``ordinal``; ``benchmarks/search.py``, 50 seeds), at 2.5 % of the H100's
-2^24 table 96 % of searches got within 1 % instead of 54 % (Kernel Tuner's
-best 86 %), the median first hit after 48.5 evaluations instead of 147; on
-the H200's 78 % instead of 84 % at 2.5 %, 92 % instead of 100 % at 5 %
-(``benchmarks/results/history/nvidia-h200/search-benchmark.txt``; the figures
-without them in that table's version before commit e15497b, then under
-``results/reference/nvidia-h200/``).
+Why each part is there, and how the two compare on tables measured
+exhaustively: ``docs/search.md``.
 
 It is an ordinary Optuna sampler: whatever it needs it reads from the study's
 trials, so a resumed study or several workers sharing one storage go on from

@@ -42,6 +42,9 @@ class Strategy:
         modules: optional packages it imports, checked before the search starts.
         uses_prior: whether it learns from a warm start's prior rows (every
             strategy measures a warm start's configurations first).
+        sees_budget: whether its search depends on the study's budget
+            (``tuner.search.samplers.space_aware.BudgetAware``): a replay runs
+            it once per budget, where the others run once and are cut.
 
     A strategy that searches the space the study enumerates, or passes over
     claimed configurations itself, says so by implementing
@@ -53,6 +56,7 @@ class Strategy:
     make_pareto: str | None = None
     modules: tuple[str, ...] = ()
     uses_prior: bool = False
+    sees_budget: bool = False
 
 
 STRATEGIES: dict[str, Strategy] = {
@@ -75,6 +79,8 @@ STRATEGIES: dict[str, Strategy] = {
     "ordinal_switch": Strategy("ordinal for the first 100 trials, ordinal_global from there", make="switch:ordinal_switch", uses_prior=True),
     "ordinal_relay": Strategy("ordinal (the far corner first) for the first 100 trials, ordinal_global with its start phase "
                               "from there", make="switch:ordinal_relay", uses_prior=True),  # fmt: skip
+    "ordinal_budget": Strategy("ordinal where the budget is at most 100 trials and under 2 % of the space, ordinal_global "
+                               "otherwise", make="switch:ordinal_budget", uses_prior=True, sees_budget=True),  # fmt: skip
 }
 # The strategies of a study of one objective (a config's ``sampler``), and of the time-energy study.
 SAMPLERS = tuple(name for name, strategy in STRATEGIES.items() if strategy.make)

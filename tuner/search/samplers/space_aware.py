@@ -1,7 +1,7 @@
 """What a sampler may implement so that the study's ``DistinctSampler``
 (``tuner.search.study.distinct``) hands it the searched space and the claimed
-configurations (``SpaceAware``), and asks it what it would propose next
-(``Foreseeing``)."""
+configurations (``SpaceAware``), tells it the study's budget
+(``BudgetAware``), and asks it what it would propose next (``Foreseeing``)."""
 
 from __future__ import annotations
 
@@ -42,3 +42,17 @@ class Foreseeing(Protocol):
     def upcoming(self) -> list[dict]:
         """Whole configurations this sampler would likely propose next, best
         first (its last proposal's runners-up); [] where it cannot tell."""
+
+
+@runtime_checkable
+class BudgetAware(Protocol):
+    """What a sampler implements to plan its search for the study's budget
+    (``ordinal_budget`` does). ``DistinctSampler`` calls ``plan`` once, as it
+    wraps the sampler and before ``bind``. Such a sampler's first trials depend
+    on the budget, so a replay runs it once per budget instead of cutting one
+    long run (``Strategy.sees_budget``)."""
+
+    def plan(self, budget: int | None, space: int | None) -> None:
+        """``budget``: the distinct configurations the study will measure
+        (None: no limit); ``space``: its feasible configurations (None: too
+        many to enumerate, ``MAX_ENUMERATED``)."""

@@ -12,10 +12,15 @@ its own start had found it.
 
 The switch is by trial number, which every worker of a study shares, so several
 workers switch together and a resumed study switches where it left off.
+
+``ordinal_budget`` chooses between the two once, from the study's budget, before
+its first trial: ``ordinal`` where the budget is a few dozen measurements in a
+space many times larger, ``ordinal_global`` everywhere else (``BudgetSwitch``).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Mapping, Sequence
 
 import optuna
@@ -27,6 +32,12 @@ from tuner.search.samplers.space_aware import Foreseeing, SpaceAware
 
 # Trials of the early search before the late one takes over (strategy ordinal_switch).
 SWITCH_AT = 100
+# ordinal_budget's rule: ordinal where the budget is at most SMALL_BUDGET trials and under
+# SMALL_SHARE of the space. ordinal's climbs from the grid's landmarks find a fast kernel in the fewest
+# measurements; ordinal_global's Parzen phases need a share of the space to pay off, and from 2.5 % of it
+# on they reach the optimum more often (docs/search.md, the held-out table).
+SMALL_BUDGET = 100
+SMALL_SHARE = 0.02
 
 
 class SwitchSampler(optuna.samplers.BaseSampler):
@@ -117,3 +128,41 @@ def ordinal_relay(seed: int, prior: Sequence[tuple[Mapping, float]] = (), switch
     # slow centre as the first measurement (the A6000's convolution table) costs an anytime score most.
     early = OrdinalSampler(seed=seed, prior=prior, landmarks=("last", "centre", "first"))
     return SwitchSampler(early, make_global(seed, prior, phase_from=switch_at), switch_at)
+
+
+class BudgetSwitch(SwitchSampler):
+    """``small`` for the whole study where its budget is small beside its space
+    (``is_small_budget``), ``large`` otherwise, chosen once in ``plan``
+    (``tuner.search.samplers.space_aware.BudgetAware``), which the study's
+    ``DistinctSampler`` calls before the first trial. Unplanned (no study told
+    it a budget), it runs ``large``. Every worker of a study, and a resumed
+    study, is told the same budget and space, so all choose alike."""
+
+    def __init__(self, small: optuna.samplers.BaseSampler, large: optuna.samplers.BaseSampler) -> None:
+        super().__init__(small, large, switch_at=0)
+        self.chose_small = False
+
+    def plan(self, budget: int | None, space: int | None) -> None:
+        self.chose_small = is_small_budget(budget, space)
+        # By trial number, as SwitchSampler switches: never, or from the first trial.
+        self.switch_at = sys.maxsize if self.chose_small else 0
+        self._last = self.early if self.chose_small else self.late
+
+
+def is_small_budget(budget: int | None, space: int | None) -> bool:
+    """Whether ``budget`` trials are few for a space of ``space`` feasible
+    configurations (None: more than can be enumerated): at most
+    ``SMALL_BUDGET`` and under ``SMALL_SHARE`` of the space. No budget (a
+    study bounded by time alone) is not small."""
+    if budget is None:
+        return False
+    return budget <= SMALL_BUDGET and (space is None or budget < SMALL_SHARE * space)
+
+
+def ordinal_budget(seed: int, prior: Sequence[tuple[Mapping, float]] = ()) -> BudgetSwitch:
+    """``ordinal`` for a study whose budget is small beside its space, else
+    ``ordinal_global`` (``BudgetSwitch``); both seeded with ``seed`` and
+    learning from a warm start's ``prior``."""
+    from tuner.search.samplers.registry import make_sampler
+
+    return BudgetSwitch(make_sampler("ordinal", seed, prior), make_sampler("ordinal_global", seed, prior))

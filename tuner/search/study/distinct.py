@@ -19,7 +19,7 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner.data.results import config_key, plain_value
 from tuner.families.base import Family, Problem
 from tuner.search.samplers.feasible_draws import FeasibleDraws
-from tuner.search.samplers.space_aware import Foreseeing, SpaceAware
+from tuner.search.samplers.space_aware import BudgetAware, Foreseeing, SpaceAware
 from tuner.search.study.claims import (
     BUDGET,
     OK,
@@ -101,7 +101,8 @@ class DistinctSampler(optuna.samplers.BaseSampler):
     What ``base`` may learn beyond Optuna's sampler interface it learns
     through ``SpaceAware``, where it implements it: the space and its
     feasible configurations once, the claimed configurations before each
-    proposal. Nothing else is set on it.
+    proposal; and through ``BudgetAware``, the study's budget and the size of
+    its space, once. Nothing else is set on it.
 
     ``held`` (the run's) gets the ``config_key`` of every configuration this
     sampler claims; the run takes it out once the claim is settled. ``at``,
@@ -149,6 +150,8 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         if self.feasible is None:  # not checked through _infeasible: a walk's millions of keys are not kept
             self.draws = FeasibleDraws({name: d.choices for name, d in self.dists.items()}, _whole_check(family, problem),
                                        family.scoped_rules(problem), seed)  # fmt: skip
+        if isinstance(base, BudgetAware):
+            base.plan(budget, None if self.feasible is None else len(self.feasible))
         self._space_aware = isinstance(base, SpaceAware)
         if self._space_aware:
             base.bind(self.dists, lambda cfg: not self._infeasible(cfg, config_key(cfg)), self.feasible, self.draws)

@@ -37,7 +37,7 @@ import pandas as pd
 from tuner.data.results import config_key, plain_value
 from tuner.data.time_to_target import STUDY_CLOCK
 from tuner.families.base import Family, Problem
-from tuner.search.samplers.registry import checked_strategy
+from tuner.search.samplers.registry import STRATEGIES, checked_strategy
 from tuner.search.study.run import StudyOptions, run_study
 
 DEFAULT_SAMPLERS = ("ordinal_global", "ordinal", "tpe", "random")  # gp needs PyTorch
@@ -192,7 +192,8 @@ def replay_space(
 
     One study per sampler and seed runs to the largest budget; the result at a
     smaller budget is its first ``budget`` measurements, which is what a study
-    with that budget would have measured (samplers do not see the budget).
+    with that budget would have measured (most samplers do not see the budget;
+    one that does, ``Strategy.sees_budget``, runs once per budget).
 
     Args:
         family, problem, domains: the searched space.
@@ -224,25 +225,27 @@ def _replay(family: Family, problem: Problem, domains: Mapping[str, list], measu
             feasible: int, samplers: list[str], budgets: list[int], seeds: list[int]) -> pd.DataFrame:  # fmt: skip
     """``replay_space`` on checked arguments; a budget beyond the space is cut to its size."""
     budgets = sorted({min(budget, max(feasible, 1)) for budget in budgets})
-    # Per sampler, per seed: the measured rows in order, and which were rescues.
-    found: dict[str, list[list[tuple[dict, bool]]]] = {name: [] for name in samplers}
+    # Per (sampler, budget it ran to), per seed: the measured rows in order, and which were rescues. A sampler
+    # that does not see its budget runs once, to the largest, cut at each smaller one; one that does, per budget.
+    found: dict[tuple[str, int], list[list[tuple[dict, bool]]]] = {}
     # A look-up measures at once: a trial asked ahead in a thread would race it, and a seed would not give one run.
     with _quiet_optuna():
         for name in samplers:
-            for seed in seeds:
-                outcome = run_study(
-                    StudyOptions.for_strategy(name, family=family, problem=problem, domains=dict(domains), storage=None,
-                                              study_name=f"replay-{name}-{seed}", measure=measure, budget_trials=budgets[-1],
-                                              timeout_s=None, seed=seed, ask_ahead=False),
-                )
-                trials = outcome.study.get_trials(deepcopy=False)
-                rescued = {t.number for t in trials if "rescue" in t.user_attrs}
-                found[name].append([(row, row["trial"] in rescued) for row in outcome.rows])
+            for run_to in budgets if STRATEGIES[name].sees_budget else budgets[-1:]:
+                for seed in seeds:
+                    outcome = run_study(
+                        StudyOptions.for_strategy(name, family=family, problem=problem, domains=dict(domains), storage=None,
+                                                  study_name=f"replay-{name}-{seed}", measure=measure, budget_trials=run_to,
+                                                  timeout_s=None, seed=seed, ask_ahead=False),
+                    )
+                    trials = outcome.study.get_trials(deepcopy=False)
+                    rescued = {t.number for t in trials if "rescue" in t.user_attrs}
+                    found.setdefault((name, run_to), []).append([(row, row["trial"] in rescued) for row in outcome.rows])
 
     result = []
     for name in samplers:
-        runs = found[name]
         for budget in budgets:
+            runs = found.get((name, budget)) or found[(name, budgets[-1])]
             ratios = [_best([row for row, _ in run[:budget]]) / optimum for run in runs]
             firsts = [run[:budget] for run in runs]
             measured = sum(len(first) for first in firsts)
