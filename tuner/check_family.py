@@ -35,6 +35,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from tuner.data.paths import GpuFolder
 from tuner.data.results import family_columns_unfit
 from tuner.families import REGISTRY, Family, Problem, load_family_paths
 from tuner.families.base import KERNELS_DIR, MAX_ENUMERATED, config_key
@@ -462,6 +463,7 @@ def _pipeline(family: Family, problem: Problem, space: list[dict], say) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with tempfile.TemporaryDirectory() as scratch, contextlib.redirect_stdout(io.StringIO()):  # the stages' own lines stay out
         folder = Path(scratch) / "check"
+        files = GpuFolder(folder)
         # The default search, as a study of the family would run.
         outcome = run_study(StudyOptions.for_strategy(family=family, problem=problem, domains=None,
                                                       storage=str(Path(scratch) / "study.log"), study_name="check",
@@ -470,14 +472,14 @@ def _pipeline(family: Family, problem: Problem, space: list[dict], say) -> None:
         study = results.to_frame([r | {"source": "study:check"} for r in study_rows(outcome.storage, outcome.study.study_name)],
                                  families=[family])  # fmt: skip
         results.write_atomic(results.to_frame(pd.concat([table, study], ignore_index=True), families=[family], keep_unknown=True),
-                             folder / "measurements.parquet")  # fmt: skip
-        results.write_json_atomic({"name": "no GPU (check-family)", "slug": "check", "compute_capability": "0.0"}, folder / "device.json")
-        results.write_json_atomic({}, folder / "peaks.json")
+                             files.measurements)  # fmt: skip
+        results.write_json_atomic({"name": "no GPU (check-family)", "slug": "check", "compute_capability": "0.0"}, files.device_json)
+        results.write_json_atomic({}, files.peaks_json)
         export(folder, folder)
-        exported = json.loads((folder / "best.json").read_text())["problems"][0]["params"]
-        if report_main(["--results", str(folder), "--out", str(folder / "report")]) != 0:
+        exported = json.loads(files.best_json.read_text())["problems"][0]["params"]
+        if report_main(["--results", str(folder), "--out", str(files.report)]) != 0:
             raise FamilyDefect(f"family {family.name!r}: the report must render its rows, it did not")
-        markdown = (folder / "report" / "report.md").read_text()
+        markdown = files.report_markdown.read_text()
     missing = [name for name in family.param_names if name not in exported or f"{name}=" not in markdown]
     if missing:
         raise FamilyDefect(f"family {family.name!r}: every parameter must reach best.json and the report, got {missing} missing")

@@ -67,6 +67,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from tuner.data.paths import GpuFolder
 from tuner.data.intervals import MARGIN, SHORT, ratio_intervals, row_intervals
 from tuner.data.readback import mode_kind, path_mode
 from tuner.data.results import temporary_beside
@@ -88,7 +89,7 @@ def load(path: str | Path) -> pd.DataFrame:
 
     path = Path(path)
     if path.is_dir():
-        path = path / "measurements.parquet"
+        path = GpuFolder(path).measurements
     if not path.is_file():
         raise FileNotFoundError(f"must be a results folder with measurements.parquet or a Parquet file, got {str(path)!r}")
     return read(path)
@@ -316,13 +317,14 @@ def summary_lines(table: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, *, name
 
 # Where a results folder keeps what was measured, and the files that make a folder one.
 MEASURED_FOLDERS = ("sweeps", "studies", "profiles")
-RESULTS_FOLDER_FILES = ("measurements.parquet", "device.json", "peaks.json", "peaks.parquet")
+RESULTS_FOLDER_FILES = tuple(path.name for path in (GpuFolder(".").measurements, GpuFolder(".").device_json,
+                                                    GpuFolder(".").peaks_json, GpuFolder(".").peaks_parquet))  # fmt: skip
 
 
 def side_file(path: str | Path) -> Path:
     """The file ``load`` reads for a side: a folder's measurements.parquet, else the path itself."""
     path = Path(path)
-    return path / "measurements.parquet" if path.is_dir() else path
+    return GpuFolder(path).measurements if path.is_dir() else path
 
 
 def check_outputs(a: str, b: str, *, figure: str | None = None, out: str | None = None) -> None:

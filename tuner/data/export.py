@@ -38,6 +38,7 @@ import pandas as pd
 
 from tuner.data import ties
 from tuner.data.front import with_both
+from tuner.data.paths import GpuFolder
 from tuner.data.results import config_params, plain_value
 from tuner.families import REGISTRY
 
@@ -418,17 +419,18 @@ def export(folder: Path, out: Path) -> list[str]:
     from tuner.data.results import read, write_json_atomic, write_text_atomic
     from tuner.errors import DamagedFile
 
-    missing = [name for name in ("measurements.parquet", "device.json") if not (folder / name).is_file()]
+    files = GpuFolder(folder)
+    missing = [path.name for path in (files.measurements, files.device_json) if not path.is_file()]
     if missing:
         raise FileNotFoundError(
             f"must be a results folder with measurements.parquet and device.json, got {str(folder)!r}, which lacks {missing}"
         )
-    device = read_json(folder / "device.json")
+    device = read_json(files.device_json)
     capability = device.get("compute_capability")
     if not isinstance(capability, str) or not re.fullmatch(r"\d{1,2}\.\d", capability):
         # It goes into the header's #if as <major><minor>.
-        raise DamagedFile(damaged(folder / "device.json", f"compute_capability is {str(capability)[:40]!r}, not <major>.<minor>"))
-    measurements = folder / "measurements.parquet"
+        raise DamagedFile(damaged(files.device_json, f"compute_capability is {str(capability)[:40]!r}, not <major>.<minor>"))
+    measurements = files.measurements
     try:
         # Without needs, read gives a file lacking a column one of nulls: every row no configuration, or none
         # of them verified or of any problem, and best.json and the header were written empty.
@@ -441,10 +443,11 @@ def export(folder: Path, out: Path) -> list[str]:
     entries = best_entries(dataset)
     # Both files or neither: both are made and both places checked before either is written.
     document, header = best_json(entries, device), header_text(entries, device)
-    for path in (out / "best.json", out / "best_configs.h"):
+    answer = GpuFolder(out)
+    for path in (answer.best_json, answer.best_header):
         _check_destination(path)
-    write_json_atomic(document, out / "best.json")
-    write_text_atomic(header, out / "best_configs.h")
+    write_json_atomic(document, answer.best_json)
+    write_text_atomic(header, answer.best_header)
     lines = []
     for e in entries:
         lines += summary_lines(e)
