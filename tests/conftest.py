@@ -1,5 +1,5 @@
 """GPU tests carry the `gpu` marker and skip, with the reason, where PyCUDA or a
-CUDA device is missing."""
+CUDA device is missing; where one is there, they run one at a time (one xdist group)."""
 
 from __future__ import annotations
 
@@ -39,9 +39,13 @@ def pytest_collection_modifyitems(config, items):
     if not gpu_items:
         return
     gpu, reason = gpu_or_reason()
-    if gpu is None:
-        for item in gpu_items:
+    for item in gpu_items:
+        if gpu is None:
             item.add_marker(pytest.mark.skip(reason=reason))
+        else:
+            # One GPU measured by two tests at once times and meters each other's kernels (the energy and
+            # timing tests fail so): under --dist loadgroup, every GPU test runs on one worker, in turn.
+            item.add_marker(pytest.mark.xdist_group("gpu"))
 
 
 @pytest.fixture(scope="session")
