@@ -93,7 +93,7 @@ SKIPPED = {
     "(tests/test_search_bench.py runs the benchmark on a few seeds)",
     "python benchmarks/search.py --tables reduce_space reduce_space_offset11 reduce_hard_h200 reduce_hard_h100 "
     "reduce_hard_2e24_h200 reduce_hard_2e24_h100 ../shared/benchmark_hub/convolution_milo ../shared/benchmark_hub/dedispersion_milo "
-    "--seeds 5 --strategies ordinal ordinal_global ordinal_relay --fixed 50 100 --orders ascending --no-warm --held-out "
+    "--seeds 5 --strategies ordinal ordinal_global ordinal_relay ordinal_budget --fixed 50 100 --orders ascending --no-warm --held-out "
     "--jobs 2 --out benchmarks/results --name search-held-out": "the benchmark hub's files lie outside the repository, and "
     "the run takes over ten minutes on two cores (tests/test_search_bench.py runs --held-out on small tables)",
     "python benchmarks/space_scale.py --sizes 4 5 6 --strategies ordinal_global interactions --restricted": "builds "
