@@ -16,9 +16,10 @@ sys.path.insert(0, str(Path(__file__).parent / "data"))
 from fake_energy import SimulatedGpu  # noqa: E402
 
 
-def measured(gpu: SimulatedGpu, options=EnergyOptions(), pipelined=True):
+def measured(gpu: SimulatedGpu, options=EnergyOptions(), pipelined=True, settled=None):
     return measure_energy(gpu.run, synchronize=gpu.synchronize, counter=gpu.counter, options=options,
-                          marker=gpu.marker if pipelined else None, restore=gpu.restore, wall_clock=gpu.wall_clock)  # fmt: skip
+                          marker=gpu.marker if pipelined else None, restore=gpu.restore, wall_clock=gpu.wall_clock,
+                          settled=settled)  # fmt: skip
 
 
 def test_windows_start_and_end_at_the_counters_updates():
@@ -131,3 +132,20 @@ def test_the_report_assumes_the_default_window_count_for_rows_without_one():
     from tuner.report.energy import DEFAULT_WINDOWS
 
     assert DEFAULT_WINDOWS == EnergyOptions().windows
+
+
+def test_the_windows_wait_for_an_idle_gpus_clock_to_settle():
+    # The first 0.35 s of launches run at a third of the clock: three times as long at the same power.
+    truth = 400.0 * 1e-4
+    hasty = measured(SimulatedGpu(launch_s=1e-4, busy_w=400.0, cold_s=0.35, cold_launch_s=3e-4))
+    assert hasty.joules > 1.2 * truth  # windows over the slow launches cost more per launch
+    gpu = SimulatedGpu(launch_s=1e-4, busy_w=400.0, cold_s=0.35, cold_launch_s=3e-4)
+    result = measured(gpu, settled=gpu.settled)
+    assert result.joules == pytest.approx(truth, rel=0.005)
+    assert result.boundaries[0].at_s >= 0.35
+
+
+def test_a_clock_that_never_settles_gives_no_energy_in_one_line():
+    gpu = SimulatedGpu(launch_s=1e-4)
+    with pytest.raises(EnergyUnavailable, match=r"^the GPU's clock did not settle within 1 s of launches$"):
+        measured(gpu, EnergyOptions(max_time_s=1.0), settled=lambda: False)

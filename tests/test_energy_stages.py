@@ -115,11 +115,25 @@ def test_without_energy_best_nothing_is_measured(tmp_path):
 
 
 class SimulatedClocks:
+    """NVML as the bench asks it: the energy counter, and an SM clock at a third
+    of its maximum until the simulated GPU has settled."""
+
+    MAX_MHZ = 1980.0
+
     def __init__(self, gpu: SimulatedGpu) -> None:
-        self.counter = gpu.counter
+        self.gpu = gpu
 
     def energy_mj(self):
-        return self.counter()
+        return self.gpu.counter()
+
+    def sm_clock_mhz(self) -> float:
+        return self.MAX_MHZ if self.gpu.settled() else self.MAX_MHZ / 3
+
+    def max_sm_clock_mhz(self) -> float:
+        return self.MAX_MHZ
+
+    def snapshot(self) -> dict[str, float]:
+        return {}
 
 
 class BenchGpu(SimulatedGpu):
@@ -150,6 +164,15 @@ def test_the_bench_adds_energy_columns_that_fit_the_schema(monkeypatch):
     assert "energy" in str(session.bench.phases)  # its seconds counted apart
     frame = results.to_frame([{"family": "vector_add", "status": "ok", **columns}])
     assert frame.energy_windows.dtype == "Int64" and frame.energy_j.iloc[0] == pytest.approx(columns["energy_j"])
+
+
+def test_the_bench_meters_an_idle_gpu_once_its_clock_is_up(monkeypatch):
+    # Launches started in the first 0.35 s run at a third of the clock, three times as long at the same power.
+    gpu = BenchGpu(launch_s=1e-4, busy_w=400.0, cold_s=0.35, cold_launch_s=3e-4)
+    session = simulated_problem_bench(monkeypatch, gpu)
+    cfg = {p.name: p.default for p in session.family.params}
+    columns = session._energy_columns(cfg, Launch(run=gpu.run, grid=(1, 1, 1), block=(1, 1, 1), fetch=None, restore=gpu.restore))
+    assert columns["energy_j"] == pytest.approx(0.04, rel=0.01)
 
 
 def test_no_counter_no_energy_columns(monkeypatch):

@@ -13,10 +13,14 @@ class SimulatedGpu:
     ``host_s``. The device draws ``busy_w`` while it runs and ``idle_w``
     otherwise. The counter (mJ) holds the energy at its last update:
     updates every ``period_s`` from ``phase_s``, each off by Gaussian noise of
-    ``noise_mj`` (a sensor's error, not accumulated)."""
+    ``noise_mj`` (a sensor's error, not accumulated). A GPU that starts idle
+    (``cold_s`` > 0) runs the launches it starts before ``cold_s`` at a low
+    clock, each ``cold_launch_s`` long; ``settled`` says whether its clock is
+    up."""
 
     def __init__(self, *, launch_s=1e-4, busy_w=400.0, idle_w=80.0, period_s=0.1, phase_s=0.037, host_s=5e-6,
-                 read_s=3e-5, noise_mj=0.0, seed=0, counter=True) -> None:  # fmt: skip
+                 read_s=3e-5, noise_mj=0.0, seed=0, counter=True, cold_s=0.0, cold_launch_s=None) -> None:  # fmt: skip
+        self.cold_s, self.cold_launch_s = cold_s, cold_launch_s
         self.launch_s, self.busy_w, self.idle_w = launch_s, busy_w, idle_w
         self.period_s, self.phase_s, self.host_s, self.read_s = period_s, phase_s, host_s, read_s
         self.noise_mj, self.rng, self.has_counter = noise_mj, np.random.default_rng(seed), counter
@@ -33,7 +37,7 @@ class SimulatedGpu:
     def run(self) -> None:
         self.host += self.host_s
         start = max(self.free_at, self.host)
-        end = start + self.launch_s
+        end = start + (self.cold_launch_s if self.cold_launch_s and start < self.cold_s else self.launch_s)
         if self.busy and self.busy[-1][1] >= start:
             self.busy[-1][1] = end
         else:
@@ -58,6 +62,9 @@ class SimulatedGpu:
 
     def wall_clock(self) -> float:
         return self.host
+
+    def settled(self) -> bool:
+        return self.host >= self.cold_s
 
     # ---- the counter ----
     def energy_until(self, t: float) -> float:

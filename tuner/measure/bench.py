@@ -25,7 +25,7 @@ from tuner.families.limits import DeviceLimits, launch_violations, resource_viol
 from tuner.measure.compile import CompileError, compile_variant, nvcc_version
 from tuner.measure.energy import EnergyOptions, EnergyUnavailable, measure_energy
 from tuner.measure.stopwatch import Phases
-from tuner.measure.timing import ClockMonitor, NoClocks, TimingOptions, TimingResult, time_kernel
+from tuner.measure.timing import ClockMonitor, NoClocks, TimingOptions, TimingResult, is_throttled, time_kernel
 from tuner.resources import checkout_root
 
 
@@ -171,8 +171,14 @@ class Bench:
         counter = getattr(self.clocks, "energy_mj", None)
         if counter is None:
             raise EnergyUnavailable("no NVML on this machine")
+        clocks, ratio = self.clocks, self.timing.throttle_ratio
+
+        def settled() -> bool:
+            # The clock timing keeps samples at: an idle GPU's first launches run slower, at another power.
+            return not is_throttled(clocks.sm_clock_mhz(), clocks.max_sm_clock_mhz(), ratio)
+
         return measure_energy(run, synchronize=self.gpu.synchronize, counter=counter, options=options or self.energy or EnergyOptions(),
-                              marker=getattr(self.gpu, "marker", None), restore=restore)  # fmt: skip
+                              marker=getattr(self.gpu, "marker", None), restore=restore, settled=settled)  # fmt: skip
 
     def problem(self, family: Family, problem: Problem) -> "ProblemBench":
         return ProblemBench(self, family, problem)

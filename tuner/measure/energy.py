@@ -19,7 +19,11 @@ counter's changes:
    (the error: at most half a batch, uniform). A constant delay between the
    sensor's sample and its value reaching NVML shifts both ends of a window
    alike, which cancels at a steady launch rate.
-3. The first boundary after ``warmup_s`` is the aligned start; each window
+3. The first boundary after ``warmup_s``, once the GPU's clock has settled
+   (``settled``: its SM clock at the share of its maximum that timing keeps,
+   ``TimingOptions.throttle_ratio``), is the aligned start. An idle GPU's
+   first launches run at a low clock, longer and at another power: a window
+   over them costs several times the joules per launch. Each window
    spans ``updates`` further boundaries (about ``updates`` x 100 ms), and
    ``windows`` windows follow back to back.
 4. Joules per launch (``energy_j``) = the energy over all windows / the
@@ -170,6 +174,7 @@ def measure_energy(
     marker: Callable[[], Callable[[], None]] | None = None,
     restore: Callable[[], None] | None = None,
     wall_clock: Callable[[], float] | None = None,
+    settled: Callable[[], bool] | None = None,
 ) -> EnergyResult:
     """Joules per launch of ``run`` (see the module for the procedure).
 
@@ -184,10 +189,13 @@ def measure_energy(
         restore: run once after the last launch (inputs a kernel overwrites).
         wall_clock: host seconds (default: ``HOST_CLOCK``, which a test may
             replace with its simulated clock).
+        settled: whether the GPU runs at its working clock now; the windows
+            start at the first counter change after the warm-up at which it
+            does (None: no clock to ask, the warm-up alone).
 
     Raises:
         EnergyUnavailable: no counter, or not enough changes of it within
-            ``options.max_time_s``.
+            ``options.max_time_s`` (or the clock never settled by then).
     """
     wall_clock = wall_clock or HOST_CLOCK
     started = wall_clock()
@@ -195,7 +203,7 @@ def measure_energy(
         raise EnergyUnavailable("the device has no energy counter (NVML's total energy consumption)")
     try:
         batch = _batch_size(run, synchronize, options, wall_clock)
-        boundaries = _boundaries(run, synchronize, counter, marker, batch, options, wall_clock, started)
+        boundaries = _boundaries(run, synchronize, counter, marker, batch, options, wall_clock, started, settled)
     finally:
         synchronize()
         if restore is not None:
@@ -225,12 +233,15 @@ def _batch_size(run, synchronize, options: EnergyOptions, wall_clock) -> int:
 
 
 def _boundaries(
-    run, synchronize, counter, marker, batch: int, options: EnergyOptions, wall_clock, started: float
+    run, synchronize, counter, marker, batch: int, options: EnergyOptions, wall_clock, started: float,
+    settled: Callable[[], bool] | None = None,
 ) -> list[Boundary]:
-    """Run batches back to back; the counter's changes after the warm-up, as
-    many as the windows need."""
+    """Run batches back to back; the counter's changes after the warm-up (and
+    once the clock has settled), as many as the windows need."""
     needed = 1 + options.windows * options.updates
     warm_until = wall_clock() + options.warmup_s
+    warm = False  # the warm-up is over and the clock settled: every counter change from here is a boundary
+    unsettled = False  # a counter change after the warm-up found the clock below its working speed
     boundaries: list[Boundary] = []
     enqueued = 0  # launches enqueued so far
     returned = wall_clock()  # when the host last saw a batch finish: the next one started no earlier
@@ -238,6 +249,8 @@ def _boundaries(
     last = counter()
     while len(boundaries) < needed:
         if wall_clock() - started > options.max_time_s:
+            if not warm and unsettled:
+                raise EnergyUnavailable(f"the GPU's clock did not settle within {options.max_time_s:g} s of launches")
             raise EnergyUnavailable(f"the energy counter changed {len(boundaries)} times after the warm-up in "
                                     f"{options.max_time_s:g} s, {needed} were needed")  # fmt: skip
         enqueued_at = wall_clock()
@@ -259,7 +272,10 @@ def _boundaries(
             raise EnergyUnavailable(f"the energy counter went back from {last} to {value} mJ")
         if value is not None and value != last:
             last = value
-            if returned >= warm_until:
+            if not warm and returned >= warm_until:
+                warm = settled is None or settled()
+                unsettled = not warm
+            if warm:
                 # The sensor updated while the batch waited for ran: count half of it.
                 boundaries.append(Boundary(before + batch / 2, int(value), (began + returned) / 2))
     return boundaries
