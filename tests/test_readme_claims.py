@@ -364,3 +364,14 @@ def test_the_held_out_tables_are_the_benchmarks(header, name):
     shown = markdown_rows(SEARCH, header)
     assert shown == held_out_rows(name)
     assert shown["held-out choice"] and f"`benchmarks/results/{name}`" in SEARCH
+
+
+def test_the_kernel_tuner_examples_shares_are_the_benchmarks():
+    text = (RESULTS / "search-held-out-kernel-tuner-examples.txt").read_text()
+    table = text[text.index("Held out over 8 tables") :].split("\n\n")[0]
+    said = " ".join(SEARCH.split())
+    for strategy in ("ordinal", "ordinal_global"):
+        line = next(row for row in table.splitlines() if row.split()[0] == strategy)
+        shares = " / ".join(re.findall(r"\((\d+)%\)", line))
+        assert f"`{strategy}`" in said and f"{shares} %" in said, (strategy, shares)
+    assert "`benchmarks/results/search-held-out-kernel-tuner-examples.txt`" in said
