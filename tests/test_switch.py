@@ -47,8 +47,10 @@ def _feasible(count: int) -> list[dict]:
 
 
 def _study(sampler, budget: int, seed: int = 0) -> list[str]:
+    # Strictly ask, measure, tell: a trial asked ahead in a thread would race the instant look-up it should
+    # follow, and two studies of one seed could differ by the threads' timing.
     fields = dict(family=FAMILY, problem=PROBLEM, domains=None, storage=None, study_name="switch", measure=measure,
-                  budget_trials=budget, timeout_s=None, seed=seed)  # fmt: skip
+                  budget_trials=budget, timeout_s=None, seed=seed, ask_ahead=False)  # fmt: skip
     options = StudyOptions.for_strategy(sampler, **fields) if isinstance(sampler, str) else StudyOptions(sampler=sampler, **fields)
     outcome = run_study(options)
     return [config_key(t.params) for t in sorted(outcome.study.trials, key=lambda t: t.number)]
