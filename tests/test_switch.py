@@ -126,3 +126,10 @@ def test_unplanned_ordinal_budget_runs_ordinal_global():
     assert isinstance(sampler, BudgetSwitch) and not sampler.chose_small
     sampler.plan(10, 10**4)
     assert sampler.chose_small and sampler._for(optuna.trial.create_trial(value=1.0)) is sampler.early
+
+
+def test_only_the_sampler_ordinal_budget_chose_learns_the_space():
+    sampler = make_sampler("ordinal_budget", 0)
+    _study(sampler, budget=40)  # not small beside the fake space: ordinal_global
+    assert not sampler.chose_small
+    assert sampler.late._dists is not None and sampler.early._dists is None

@@ -67,8 +67,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from tuner.data.paths import GpuFolder
 from tuner.data.intervals import MARGIN, SHORT, ratio_intervals, row_intervals
+from tuner.data.paths import GpuFolder
 from tuner.data.readback import mode_kind, path_mode
 from tuner.data.results import temporary_beside
 from tuner.data.t4 import PARQUET_MAGIC, check_folder_above, file_head, file_id
@@ -317,8 +317,8 @@ def summary_lines(table: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, *, name
 
 # Where a results folder keeps what was measured, and the files that make a folder one.
 MEASURED_FOLDERS = ("sweeps", "studies", "profiles")
-RESULTS_FOLDER_FILES = tuple(path.name for path in (GpuFolder(".").measurements, GpuFolder(".").device_json,
-                                                    GpuFolder(".").peaks_json, GpuFolder(".").peaks_parquet))  # fmt: skip
+_FOLDER = GpuFolder(Path())
+RESULTS_FOLDER_FILES = tuple(path.name for path in (_FOLDER.measurements, _FOLDER.device_json, _FOLDER.peaks_json, _FOLDER.peaks_parquet))
 
 
 def side_file(path: str | Path) -> Path:

@@ -241,7 +241,6 @@ def _boundaries(
     needed = 1 + options.windows * options.updates
     warm_until = wall_clock() + options.warmup_s
     warm = False  # the warm-up is over and the clock settled: every counter change from here is a boundary
-    unsettled = False  # a counter change after the warm-up found the clock below its working speed
     boundaries: list[Boundary] = []
     enqueued = 0  # launches enqueued so far
     returned = wall_clock()  # when the host last saw a batch finish: the next one started no earlier
@@ -249,7 +248,7 @@ def _boundaries(
     last = counter()
     while len(boundaries) < needed:
         if wall_clock() - started > options.max_time_s:
-            if not warm and unsettled:
+            if not warm and settled is not None and not settled():
                 raise EnergyUnavailable(f"the GPU's clock did not settle within {options.max_time_s:g} s of launches")
             raise EnergyUnavailable(f"the energy counter changed {len(boundaries)} times after the warm-up in "
                                     f"{options.max_time_s:g} s, {needed} were needed")  # fmt: skip
@@ -272,9 +271,7 @@ def _boundaries(
             raise EnergyUnavailable(f"the energy counter went back from {last} to {value} mJ")
         if value is not None and value != last:
             last = value
-            if not warm and returned >= warm_until:
-                warm = settled is None or settled()
-                unsettled = not warm
+            warm = warm or (returned >= warm_until and (settled is None or settled()))
             if warm:
                 # The sensor updated while the batch waited for ran: count half of it.
                 boundaries.append(Boundary(before + batch / 2, int(value), (began + returned) / 2))

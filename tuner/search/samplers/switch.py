@@ -148,6 +148,18 @@ class BudgetSwitch(SwitchSampler):
         self.switch_at = sys.maxsize if self.chose_small else 0
         self._last = self.early if self.chose_small else self.late
 
+    # Only the chosen sampler proposes, so only it learns the space (a million-point space's keys are
+    # most of a study's setup) and the claims.
+
+    def bind(self, dists: Mapping[str, CategoricalDistribution], feasible: Callable[[dict], bool],
+             enumerated: Mapping[str, dict] | None, draws: FeasibleDraws | None = None) -> None:  # fmt: skip
+        if isinstance(self._last, SpaceAware):
+            self._last.bind(dists, feasible, enumerated, draws)
+
+    def taken(self, keys: set[str]) -> None:
+        if isinstance(self._last, SpaceAware):
+            self._last.taken(keys)
+
 
 def is_small_budget(budget: int | None, space: int | None) -> bool:
     """Whether ``budget`` trials are few for a space of ``space`` feasible
