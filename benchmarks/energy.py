@@ -52,6 +52,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--parts", nargs="+", choices=["a", "b", "c"], default=["a", "b", "c"], help="which parts to run (default: all)"
     )
     parser.add_argument("--repeats", type=int, default=10, help="(a) measurements of one configuration (default: 10)")
+    parser.add_argument("--repeat-n", type=int, default=REPEAT_CASE[2],
+                        help="(a) elements of the repeated vector add (default: %(default)s; a short kernel's energy "
+                             "includes the host's launch gaps)")  # fmt: skip
     parser.add_argument("--windows", type=int, default=3, help="windows per energy measurement (default: 3)")
     parser.add_argument("--updates", type=int, default=2, help="counter updates per window (default: 2, about 200 ms on an H100)")
     parser.add_argument("--families", nargs="+", default=list(SPACES), choices=list(SPACES), help="(c) families (default: all)")
@@ -70,6 +73,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.repeats < 2:
         parser.error(f"--repeats must be >= 2 (a spread needs two), got {args.repeats}")
+    if args.repeat_n < 1:
+        parser.error(f"--repeat-n must be >= 1, got {args.repeat_n}")
     if args.budget < 1:
         parser.error(f"--budget must be >= 1, got {args.budget}")
     return args
@@ -82,14 +87,18 @@ def config(family, overrides) -> dict:
 def repeatability(bench, args) -> dict:
     from tuner.families import REGISTRY, Problem
 
-    name, dtype, n, overrides = REPEAT_CASE
+    name, dtype, _, overrides = REPEAT_CASE
+    n = args.repeat_n
     family = REGISTRY[name]
     session = bench.problem(family, Problem(name, dtype, n))
     cfg = config(family, overrides)
     row = session.measure(cfg, "benchmark:energy", energy=False)  # verified and timed once
     assert row["status"] == "ok", row.get("error")
     launch = session.launch(cfg)
-    results = [bench.joules(launch.run, restore=launch.restore) for _ in range(args.repeats)]
+    results, clocks_seen = [], []
+    for _ in range(args.repeats):
+        results.append(bench.joules(launch.run, restore=launch.restore))
+        clocks_seen.append(bench.clocks.sm_clock_mhz())
     joules = np.array([r.joules for r in results])
     stated = np.array([r.err for r in results])
     cost = np.array([r.wall_s for r in results])
@@ -97,6 +106,8 @@ def repeatability(bench, args) -> dict:
         "case": f"{name} {dtype} n={n} {overrides}",
         "time_ms_median": row["time_ms_median"],
         "joules": joules.tolist(),
+        "stated_err_j": stated.tolist(),
+        "sm_clock_mhz": clocks_seen,
         "mean_j": float(joules.mean()),
         "std_j": float(joules.std(ddof=1)),
         "rel_spread": float(joules.std(ddof=1) / joules.mean()),
@@ -117,6 +128,8 @@ def repeatability(bench, args) -> dict:
           f"back to back {out['launch_ms_back_to_back']:.3f} ms per launch (timed median {row['time_ms_median']:.3f} ms), "
           f"{out['batch']} launches a batch")  # fmt: skip
     print(f"    cost: {out['cost_s_mean']:.2f} s per configuration (max {out['cost_s_max']:.2f} s)")
+    print("    each (mJ ± stated, SM MHz after): " + ", ".join(f"{j * 1e3:.1f} ± {e * 1e3:.1f} @{c}"
+                                                           for j, e, c in zip(joules, stated, clocks_seen)))  # fmt: skip
     return out
 
 

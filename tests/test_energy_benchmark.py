@@ -56,6 +56,7 @@ class FakeBench:
         from fake_energy import SimulatedGpu
 
         self.simulated = SimulatedGpu
+        self.clocks = type("Clocks", (), {"sm_clock_mhz": staticmethod(lambda: 1980.0)})()
 
     def problem(self, family, problem):
         bench = self
@@ -88,12 +89,12 @@ def test_the_three_parts_run_on_a_stand_in_bench(tmp_path, capsys):
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    args = energy.parse_args(
-        ["--repeats", "3", "--budget", "6", "--families", "vector_add", "--storage", str(tmp_path / "e.log")]
-    )
+    argv = ["--repeats", "3", "--repeat-n", str(1 << 26), "--budget", "6", "--families", "vector_add"]
+    args = energy.parse_args([*argv, "--storage", str(tmp_path / "e.log")])
     bench = FakeBench()
     a = energy.repeatability(bench, args)
     assert len(a["joules"]) == 3 and a["rel_spread"] < 0.05 and a["update_ms"] == pytest.approx(100, rel=0.05)
+    assert f"n={1 << 26} " in a["case"] and len(a["stated_err_j"]) == 3 and a["sm_clock_mhz"] == [1980.0] * 3
     b = energy.known_work(bench, args)
     assert [line["energy_ratio"] for line in b] == pytest.approx([2.0, 2.0])
     (c,) = energy.fronts(bench, args)

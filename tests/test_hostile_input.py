@@ -621,8 +621,9 @@ def test_snakemake_prints_no_storage_password_even_for_a_failed_tune_job(tmp_pat
         config["studies"]["search"]["storage"] = f"postgresql+psycopg2://tuner:s3cret-pw@127.0.0.1:{port}/tuning"
         path = tmp_path / "mine.yaml"
         path.write_text(yaml.safe_dump(config))
+        # --nolock: in the repository, as tests/test_workflow.py's unlocked() says why.
         proc = subprocess.run([sys.executable, "-m", "snakemake", str(gpu_dir / "studies" / "search.parquet"), "--cores", "1",
-                               "--configfile", str(path)], cwd=ROOT, capture_output=True, text=True,
+                               "--configfile", str(path), "--nolock"], cwd=ROOT, capture_output=True, text=True,
                               timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""})  # fmt: skip
     printed = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "Error in rule tune_search" in printed, printed[-3000:]

@@ -1,8 +1,9 @@
 """``OrdinalSampler``: the project's search, a model-guided neighbourhood search
 that treats ordered parameters as ordered, between phases of Parzen proposals.
 The default strategy, ``ordinal_global``, is this sampler with a start phase,
-a restart phase and only the far corner as a landmark (``docs/search.md`` says
-why and how it compares); ``ordinal`` is it without the phases.
+a restart phase and only the far corner as a landmark; ``ordinal`` is it
+without the phases. ``docs/search.md`` says why each part is there and how
+the strategies compare on tables measured exhaustively.
 
 Kernel spaces are grids of ordered values (block size, unroll, grid size)
 with a few unordered ones (cache hint, variant), and the fast configurations
@@ -10,100 +11,43 @@ sit together, often at an edge of the grid. A sampler that sees only
 categories (TPE, GP over one-hot choices) cannot tell that block 992 lies
 between 960 and 1024. This one works on each ordered parameter's sorted values:
 
-1. **Space-filling start**: the landmarks (by default the grid's centre and
-   its two extreme corners; ``ordinal_global`` the far corner only, while a
-   draw of its unordered values is unvisited), then each the candidate
-   farthest from those chosen (maximin) among random feasible ones;
-   ``n_startup`` of them. A warm start's best configurations take their
-   place. ``start_phase``: proposals after it come from the Parzen model
-   (4.) until that many measurements, before the first climb. With
-   ``centre_climb`` (20 in ``ordinal_global``), every other one of them is
-   instead a step (2.) of a climb from the grid's centre, ``ordinal``'s
-   start, ranked by a model of its own measurements and the start's, until
-   it has made that many proposals, gone ``CENTRE_PATIENCE`` of its
-   measurements without progress or fallen under ``CENTRE_BEHIND`` of the
-   study's best (``_centre_step``): the Parzen draws gather in the broadest
-   good region, and a narrow peak in another basin is otherwise reached only
-   by the climbs after the phase. On a plateau (``crowded``) every
-   measurement is the climb's, uncapped, until ``patience`` without progress.
-2. **Steps around the best** of the current climb (the ``top_k`` best with
-   unmeasured neighbours): one ordered parameter moved 1, 2, 4, ... positions
-   or to an end, one unordered parameter changed, or two ordered ones moved
-   one position each. The ends take a search out of an interior optimum when
-   the best lies at an edge (the H200's 2^24 table: its optimum has the
-   largest grid, 32 blocks per SM). The two-parameter steps
-   climb diagonal ridges: on the H100's 2^24 table all 31 configurations
-   within 1 % have unroll 2 and vector width 4, climbs stopped at unroll 4
-   and width 2 (the same elements per thread, 1-1.5 % slower), where every
-   one-parameter step is 2-5 % slower, and spent 100+ evaluations there.
+1. **Space-filling start**: landmarks (the grid's centre and extreme corners;
+   ``ordinal_global`` the far corner only), then each the candidate farthest
+   from those chosen (maximin) among random feasible ones; a warm start's
+   best configurations take their place. With ``start_phase``, proposals
+   after it come from the Parzen model (4.) until that many measurements;
+   with ``centre_climb``, every other one of them is instead a step of a
+   climb from the grid's centre (``_centre_step``), so that a narrow peak in
+   another basin than the Parzen draws' is also reached.
+2. **Steps around the best** of the current climb: one ordered parameter
+   moved 1, 2, 4, ... positions or to an end (an optimum at the grid's edge),
+   one unordered parameter changed, or two ordered ones moved one position
+   each (diagonal ridges, such as unroll and vector width trading the same
+   elements per thread, where every one-parameter step is slower).
 3. **Restarts**: a climb whose best has not gained ``PROGRESS`` (above the
-   measurement noise) in ``patience`` measurements restarts: bigger
-   neighbourhoods also lead into broad plateaus (the H200's 2^24 table: many
-   configurations at 97-98 % around block 320, the best at block 512) where
-   climbs spent hundreds of evaluations.
-4. **A global phase after each restart** (``global_phase``; off in
-   ``ordinal``, 30 in the default ``ordinal_global``): the next
-   ``global_phase`` proposals come from a tree-structured Parzen estimator (TPE's model) over
-   every measurement so far: the best tenth (at most 25) and the rest each
-   make a mixture of one kernel per configuration (categorical, with a
-   share of an ordered value's weight on the values nearest twice and half
-   it: a fast block of 256 says more about 512 than about 960); of 24
-   unvisited draws near the best ones, the one most likely under the good
-   mixture relative to the rest is proposed. The new climb then goes on from
-   the phase's best, and the phase does not count against its patience. A
-   climb that stalled has exhausted its neighbourhood; what the fast
-   configurations measured anywhere share (all switches off, the largest
-   tile, a power-of-two block) is where a new one should start, not a
-   point chosen only for being far from the others. Where parameters
-   interact (a convolution whose shared-memory switch decides which tile
-   sizes are fast) one-parameter steps and a main-effects model stall in a
-   region that is good in most parameters; TPE's kernels, centred on whole
-   good configurations, recombine them. It costs a few array operations per
-   ask (no fit). With ``wide_restarts`` (on in the default), after a restart
-   whose climb found nothing better than the study's best, every other
-   measurement of the next phase is drawn apart from what is measured
-   (far-apart points, then the Parzen model of those draws alone), except on
-   a plateau (``CROWD`` measurements within ``CROWD_SHARE`` of the best):
-   recombining the best measurements keeps drawing beside a stalled local
-   optimum. With ``bound_every`` (3 in the default), at every third
-   measurement of a restart's phase (not the start's), off a plateau, the
-   proposal is the unvisited
-   configuration of highest upper confidence bound under the step model
-   (5., every pair column in, read as a Bayesian linear regression): the
-   combinations of values measured least, which the Parzen model rarely
-   proposes once the best measurements share a region without them. A
-   proposal of the bound's that fails is not followed by another.
+   measurement noise) in ``patience`` measurements restarts, so that broad
+   plateaus do not hold a search for hundreds of evaluations.
+4. **A global phase after each restart** (``global_phase``): proposals from a
+   tree-structured Parzen estimator over every measurement so far, its
+   kernels sharing an ordered value's weight with its neighbours; the next
+   climb goes on from the phase's best. A stalled climb has exhausted its
+   neighbourhood, and what the fast configurations share anywhere is where a
+   new one should start; TPE's kernels, centred on whole good configurations,
+   also recombine parameters that interact. ``wide_restarts`` draws every
+   other proposal of a phase apart from what is measured after a restart
+   that found nothing better; ``bound_every`` makes every third proposal the
+   step model's upper confidence bound (the combinations measured least).
 5. **A model picks the step**: a ridge regression of log-bandwidth on every
-   parameter value (main effects, refitted each trial on every measurement)
-   ranks the candidates; the best predicted is proposed. Prior rows (a warm
-   start) join its data until the study's own measurements outnumber them.
-   With ``pairs`` (on in ``ordinal_global``) it also has a column for every
-   pair of values of two parameters of fewer than ``WIDE`` values (switches,
-   tiles; over ``PAIR_COLUMNS_MAX`` columns, fewer pairs: ``_paired``): where
-   one switch decides what another is worth, main effects average it away.
-   On the A100's convolution of the benchmark hub, read-only loads are the
-   slowest choice without shared memory (a median of 0.13 of the optimum)
-   and part of the optimum with it, and a tile
-   height of 3 is slow without shared memory and the optimum's with it.
-   Each fit keeps the pair columns only while the model with them predicts
-   the measurements better when each is left out in turn (ridge regression's
-   leave-one-out error, in closed form): where the narrow parameters do
-   not interact, or too few combinations are measured, the pairs would only
-   add noise to the ranking (the H200's 2^24 reduction table, vector width
-   and cache hint, lost 6 of 200 seeds at 5 % with them always on).
-6. **A slice sweep where the best stands alone** (``slice_after``; off in
-   ``ordinal``, 15 in ``ordinal_global``): once a climb has gone that many
-   measurements without progress and its best's measured neighbours have a
-   median below ``RUGGED`` of it, the steps also take in every unvisited
-   configuration of its *slice* (the best's values of the parameters with
-   fewer than ``WIDE`` values; the wide ordered ones, block sizes, free),
-   ranked by the same model. A lone peak in a rugged slice is where a step
-   of one or two parameters stops short: on the A100's convolution of the
-   benchmark hub the optimum (block 32 x 4) has every neighbour at 0.72 of it
-   or below, while a smooth plateau (the reduction tables) never opens it.
-
-Why each part is there, and how the two compare on tables measured
-exhaustively: ``docs/search.md``.
+   parameter value (main effects, refitted each trial), with prior rows of a
+   warm start until the study's own outnumber them. With ``pairs`` it also
+   has a column for every pair of values of two narrow parameters (where one
+   switch decides what another is worth), kept only while the leave-one-out
+   error says they predict better.
+6. **A slice sweep where the best stands alone** (``slice_after``): once a
+   climb has stalled and its best's measured neighbours have a median below
+   ``RUGGED`` of it, the steps take in every unvisited configuration of its
+   slice (the best's narrow values, the wide ordered ones free), ranked by
+   the same model: a lone peak is where one- and two-parameter steps stop short.
 
 It is an ordinary Optuna sampler: whatever it needs it reads from the study's
 trials, so a resumed study or several workers sharing one storage go on from
