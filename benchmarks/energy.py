@@ -55,6 +55,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--repeat-n", type=int, default=REPEAT_CASE[2],
                         help="(a) elements of the repeated vector add (default: %(default)s; a short kernel's energy "
                              "includes the host's launch gaps)")  # fmt: skip
+    from tuner.measure.energy import EnergyOptions  # numpy only: the knobs' defaults
+
+    parser.add_argument("--batch-s", type=float, default=EnergyOptions.batch_s,
+                        help="seconds a batch of launches lasts between two counter reads (default: %(default)s)")  # fmt: skip
     parser.add_argument("--windows", type=int, default=3, help="windows per energy measurement (default: 3)")
     parser.add_argument("--updates", type=int, default=2, help="counter updates per window (default: 2, about 200 ms on an H100)")
     parser.add_argument("--families", nargs="+", default=list(SPACES), choices=list(SPACES), help="(c) families (default: all)")
@@ -73,6 +77,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.repeats < 2:
         parser.error(f"--repeats must be >= 2 (a spread needs two), got {args.repeats}")
+    if args.batch_s <= 0:
+        parser.error(f"--batch-s must be > 0, got {args.batch_s}")
     if args.repeat_n < 1:
         parser.error(f"--repeat-n must be >= 1, got {args.repeat_n}")
     if args.budget < 1:
@@ -100,6 +106,11 @@ def repeatability(bench, args) -> dict:
         results.append(bench.joules(launch.run, restore=launch.restore))
         clocks_seen.append(bench.clocks.sm_clock_mhz())
     joules = np.array([r.joules for r in results])
+    reads = []  # the host's cost of one counter read: the GPU waits on it where a batch is shorter
+    for _ in range(20):
+        begun = time.perf_counter()
+        bench.clocks.energy_mj()
+        reads.append(time.perf_counter() - begun)
     stated = np.array([r.err for r in results])
     cost = np.array([r.wall_s for r in results])
     out = {
@@ -117,6 +128,7 @@ def repeatability(bench, args) -> dict:
         "power_w": float(np.mean([r.power_w for r in results])),
         "launch_ms_back_to_back": float(np.mean([r.launch_ms for r in results])),
         "batch": results[0].batch,
+        "counter_read_ms": float(np.median(reads) * 1e3),
         "cost_s_mean": float(cost.mean()),
         "cost_s_max": float(cost.max()),
         "j_per_byte": float(joules.mean() / family.bytes_moved(cfg, Problem(name, dtype, n))),
@@ -126,7 +138,7 @@ def repeatability(bench, args) -> dict:
           f"range {out['range_rel']:.2%}; stated standard error (median) {out['median_stated_rel_err']:.2%}")  # fmt: skip
     print(f"    {out['power_w']:.0f} W, {out['j_per_byte'] * 1e12:.1f} pJ per byte; counter period {out['update_ms']:.1f} ms; "
           f"back to back {out['launch_ms_back_to_back']:.3f} ms per launch (timed median {row['time_ms_median']:.3f} ms), "
-          f"{out['batch']} launches a batch")  # fmt: skip
+          f"{out['batch']} launches a batch; a counter read takes {out['counter_read_ms']:.3f} ms")  # fmt: skip
     print(f"    cost: {out['cost_s_mean']:.2f} s per configuration (max {out['cost_s_max']:.2f} s)")
     print("    each (mJ ± stated, SM MHz after): " + ", ".join(f"{j * 1e3:.1f} ± {e * 1e3:.1f} @{c}"
                                                            for j, e, c in zip(joules, stated, clocks_seen)))  # fmt: skip
@@ -224,14 +236,15 @@ def main(argv=None) -> int:
         print(f"error: {error}")
         return 2
     device = describe(gpu)
-    bench = Bench.open(gpu, device, args.cache, energy=EnergyOptions(windows=args.windows, updates=args.updates))
+    options = EnergyOptions(windows=args.windows, updates=args.updates, batch_s=args.batch_s)
+    bench = Bench.open(gpu, device, args.cache, energy=options)
     if not bench.has_energy_counter:
         print(f"error: {device['name']}: NVML gives no total-energy counter here (nvmlDeviceGetTotalEnergyConsumption)")
         return 2
     clocks = bench.clocks
     print(f"{device['name']}: SM clock {clocks.sm_clock_mhz():.0f} of {clocks.max_sm_clock_mhz():.0f} MHz, "
           f"{clocks.snapshot().get('power_w', float('nan')):.0f} W now; clocks and power limits left as they are")  # fmt: skip
-    report = {"device": device["name"], "windows": args.windows, "updates": args.updates}
+    report = {"device": device["name"], "windows": args.windows, "updates": args.updates, "batch_s": args.batch_s}
     if "a" in args.parts:
         report["repeatability"] = repeatability(bench, args)
     if "b" in args.parts:

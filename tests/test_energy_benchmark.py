@@ -40,6 +40,13 @@ def test_bad_arguments_and_no_gpu_are_one_line(capsys):
     with pytest.raises(SystemExit):
         energy.parse_args(["--repeats", "1"])
     assert "--repeats must be >= 2" in capsys.readouterr().err
+    for bad, rule in (
+        (["--batch-s", "0"], "--batch-s must be > 0, got 0.0"),
+        (["--repeat-n", "0"], "--repeat-n must be >= 1, got 0"),
+    ):
+        with pytest.raises(SystemExit):
+            energy.parse_args(bad)
+        assert rule in capsys.readouterr().err
     try:
         import pycuda  # noqa: F401
     except ImportError:
@@ -56,7 +63,7 @@ class FakeBench:
         from fake_energy import SimulatedGpu
 
         self.simulated = SimulatedGpu
-        self.clocks = type("Clocks", (), {"sm_clock_mhz": staticmethod(lambda: 1980.0)})()
+        self.clocks = type("Clocks", (), {"sm_clock_mhz": staticmethod(lambda: 1980.0), "energy_mj": staticmethod(lambda: 0)})()
 
     def problem(self, family, problem):
         bench = self
@@ -95,6 +102,7 @@ def test_the_three_parts_run_on_a_stand_in_bench(tmp_path, capsys):
     a = energy.repeatability(bench, args)
     assert len(a["joules"]) == 3 and a["rel_spread"] < 0.05 and a["update_ms"] == pytest.approx(100, rel=0.05)
     assert f"n={1 << 26} " in a["case"] and len(a["stated_err_j"]) == 3 and a["sm_clock_mhz"] == [1980.0] * 3
+    assert 0 <= a["counter_read_ms"] < 50
     b = energy.known_work(bench, args)
     assert [line["energy_ratio"] for line in b] == pytest.approx([2.0, 2.0])
     (c,) = energy.fronts(bench, args)
