@@ -68,7 +68,24 @@ def test_waiting_for_each_batch_lets_idle_energy_in():
     waiting = measured(SimulatedGpu(read_s=1e-3), pipelined=False)
     assert pipelined.joules == pytest.approx(truth, rel=0.01)
     assert abs(pipelined.joules - truth) <= 3 * pipelined.err
-    assert waiting.joules > pipelined.joules * 1.05
+    # the idle 1 ms of each read, per batch (at least 4 reads long: READ_MARGIN)
+    batch_s = waiting.batch * 1e-4
+    assert batch_s >= 4e-3 and waiting.joules == pytest.approx(truth * (1 + 80.0 * 1e-3 / (400.0 * batch_s)), rel=0.01)
+    assert waiting.joules > truth * 1.02
+
+
+def test_a_counter_read_slower_than_a_batch_still_leaves_the_gpu_no_gap():
+    """A read of the counter that takes longer than ``batch_s`` (5 ms against 2 ms) would leave the
+    device idle after each batch, its idle power counted per launch: batches last longer instead."""
+    gpu = SimulatedGpu(launch_s=1e-3, read_s=5e-3)
+    result = measured(gpu)
+    truth = 400.0 * 1e-3
+    assert result.launch_ms == pytest.approx(1.0, rel=0.01)  # back to back, as the device runs them
+    assert result.joules == pytest.approx(truth, rel=0.01)
+    assert abs(result.joules - truth) <= 3 * result.err
+    assert result.batch * gpu.launch_s >= 4 * gpu.read_s
+    fast = measured(SimulatedGpu(launch_s=1e-3))  # a quick read keeps batch_s: boundaries as sharp as before
+    assert fast.batch == 2
 
 
 def test_twice_the_work_costs_twice_the_energy():

@@ -8,11 +8,12 @@ about the work since the last one, so the measurement is built around the
 counter's changes:
 
 1. The configuration's launch runs back to back in batches of ``B`` launches
-   (``B`` doubled until a batch lasts ``batch_s``), from before the first
-   window until after the last, so the GPU is busy at every boundary and no
-   idle energy enters a window. With ``marker`` (a CUDA event) the next batch
-   is enqueued before the host waits for the one before: the GPU never waits
-   for the host's counter reads.
+   (``B`` doubled until a batch lasts ``batch_s``, or ``READ_MARGIN`` counter
+   reads where a read takes longer: NVML takes milliseconds on some GPUs),
+   from before the first window until after the last, so the GPU is busy at
+   every boundary and no idle energy enters a window. With ``marker`` (a CUDA
+   event) the next batch is enqueued before the host waits for the one
+   before: the GPU never waits for the host's counter reads.
 2. After each batch the counter is read. A change is a boundary: the sensor
    updated while the batch last waited for was running, so the launches done
    at the boundary are counted as those before that batch plus half of it
@@ -71,6 +72,7 @@ ENERGY_COLUMNS = ("energy_j", "energy_j_err", "energy_rel_spread", "energy_windo
 
 
 HOST_CLOCK: Callable[[], float] = time.perf_counter
+READ_MARGIN = 4  # a batch lasts at least this many counter reads: the host's read hides behind the GPU's batch
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,7 @@ def measure_energy(
     if counter() is None:
         raise EnergyUnavailable("the device has no energy counter (NVML's total energy consumption)")
     try:
-        batch = _batch_size(run, synchronize, options, wall_clock)
+        batch = _batch_size(run, synchronize, _batch_seconds(counter, options, wall_clock), options, wall_clock)
         boundaries = _boundaries(run, synchronize, counter, marker, batch, options, wall_clock, started, settled)
     finally:
         synchronize()
@@ -212,8 +214,22 @@ def measure_energy(
     return _result(boundaries, batch, options, wall_s=wall_clock() - started)
 
 
-def _batch_size(run, synchronize, options: EnergyOptions, wall_clock) -> int:
-    """Launches per batch: doubled (at least) until a batch lasts ``batch_s``;
+def _batch_seconds(counter, options: EnergyOptions, wall_clock) -> float:
+    """How long a batch must last: ``batch_s``, or ``READ_MARGIN`` counter
+    reads where a read takes longer. The GPU runs one batch while the host
+    reads the counter after the one before; a read longer than a batch (NVML
+    takes milliseconds on some GPUs) would leave it idle after every batch,
+    and that idle power would be counted per launch."""
+    reads = []
+    for _ in range(3):
+        begun = wall_clock()
+        counter()
+        reads.append(wall_clock() - begun)
+    return max(options.batch_s, READ_MARGIN * sorted(reads)[1])
+
+
+def _batch_size(run, synchronize, seconds: float, options: EnergyOptions, wall_clock) -> int:
+    """Launches per batch: doubled (at least) until a batch lasts ``seconds``;
     the launches it takes are the first of the warm-up."""
     batch = 1
     synchronize()
@@ -223,11 +239,11 @@ def _batch_size(run, synchronize, options: EnergyOptions, wall_clock) -> int:
             run()
         synchronize()
         lasted = wall_clock() - begun
-        if lasted >= options.batch_s:
+        if lasted >= seconds:
             break
-        # Aim straight at batch_s from what this batch took, but grow at most
-        # 64-fold at a time: a first launch's time is mostly latency.
-        wanted = math.ceil(batch * options.batch_s / lasted) if lasted > 0 else batch * 64
+        # Aim straight at the duration from what this batch took, but grow at
+        # most 64-fold at a time: a first launch's time is mostly latency.
+        wanted = math.ceil(batch * seconds / lasted) if lasted > 0 else batch * 64
         batch = min(options.max_batch, max(2 * batch, min(wanted, 64 * batch)))
     return batch
 
