@@ -1,9 +1,12 @@
 """GPU tests carry the `gpu` marker and skip, with the reason, where PyCUDA or a
-CUDA device is missing; where one is there, they run one at a time (one xdist group)."""
+CUDA device is missing; where one is there, they run one at a time (one xdist
+group, and a lock file every worker takes around each GPU test)."""
 
 from __future__ import annotations
 
 import compileall
+import contextlib
+import fcntl
 import functools
 from pathlib import Path
 
@@ -46,6 +49,30 @@ def pytest_collection_modifyitems(config, items):
             # One GPU measured by two tests at once times and meters each other's kernels (the energy and
             # timing tests fail so): under --dist loadgroup, every GPU test runs on one worker, in turn.
             item.add_marker(pytest.mark.xdist_group("gpu"))
+
+
+@contextlib.contextmanager
+def one_at_a_time(lock_file: Path):
+    """Held by one process at a time: the others wait in ``flock`` until it is let go."""
+    with open(lock_file, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True)
+def one_gpu_test_at_a_time(request, tmp_path_factory):
+    """Each GPU test holds the GPU's lock: the xdist group alone is not enough where pytest-xdist
+    cannot place its tests by group (pytest 9.2 and later no longer read the group it writes in the
+    test's id), and two pytest sessions on one GPU also meet here. The lock file lies in the folder
+    that every worker's and every session's temporary folders share."""
+    if "gpu" not in request.keywords:
+        yield
+        return
+    with one_at_a_time(tmp_path_factory.getbasetemp().parent / "gpu-tests.lock"):
+        yield
 
 
 @pytest.fixture(scope="session")
