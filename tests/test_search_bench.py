@@ -149,7 +149,7 @@ def test_benchmark_rows_and_files(case, tmp_path):
     try:
         import kernel_tuner  # noqa: F401
 
-        strategies.append("basinhopping")
+        strategies.append("greedy_ils")  # a Kernel Tuner strategy; basinhopping (tested alone above) costs 5 s more here
     except ImportError:
         pass
     assert search.main(["--tables", "reduce_space_offset11", "--seeds", "2", "--jobs", "1", "--strategies", *strategies,
@@ -164,7 +164,7 @@ def test_benchmark_rows_and_files(case, tmp_path):
         assert row["within_1pct"] >= random[key]["within_1pct"]
         assert row["median_ratio"] <= 1.0
     assert all(ordinal[(o, 38)]["within_1pct"] == 1.0 for o in ("ascending", "descending"))
-    if "basinhopping" in strategies:
+    if "greedy_ils" in strategies:
         assert all("behind_p" in r and 0 <= r["behind_p"] <= 1 for r in rows)
     text = (tmp_path / "search-benchmark.txt").read_text()
     assert "reduce_space_offset11 (ascending values): 768 configurations" in text
