@@ -37,6 +37,9 @@ def gpu_or_reason():
         return None, str(error)
 
 
+# First: pytest-xdist's worker writes each test's group into its id in this same hook, and a group
+# added after it is never placed (every GPU test then ran on whichever worker was free).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:

@@ -38,3 +38,33 @@ def test_a_second_process_waits_for_the_lock_until_the_first_lets_go(tmp_path):
         release.set()
         first.join(60)
     assert first.exitcode == 0
+
+
+def test_where_there_is_a_gpu_its_tests_are_one_xdist_group(tmp_path):
+    """The project's collection hook, with a GPU made to seem present, in a session of two workers:
+    every GPU test carries the group in its id (what --dist loadgroup places by), the others none."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parent
+    (tmp_path / "conftest.py").write_text(f"""
+import importlib.util
+spec = importlib.util.spec_from_file_location("project_conftest", {str(tests / "conftest.py")!r})
+project = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(project)
+project.gpu_or_reason = lambda: (object(), "")
+pytest_collection_modifyitems = project.pytest_collection_modifyitems
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a GPU")
+""")
+    (tmp_path / "test_some.py").write_text(
+        "import pytest\n\n@pytest.mark.gpu\ndef test_one():\n    pass\n\n@pytest.mark.gpu\ndef test_two():\n    pass\n\n"
+        "def test_other():\n    pass\n"
+    )
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # this folder is the session's root, not the project
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "test_some.py::test_one@gpu" in proc.stdout and "test_some.py::test_two@gpu" in proc.stdout, proc.stdout
+    assert "test_some.py::test_other@" not in proc.stdout and "test_some.py::test_other" in proc.stdout, proc.stdout
