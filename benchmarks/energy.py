@@ -92,6 +92,7 @@ def config(family, overrides) -> dict:
 
 def repeatability(bench, args) -> dict:
     from tuner.families import REGISTRY, Problem
+    from tuner.measure.energy import counter_reads
 
     name, dtype, _, overrides = REPEAT_CASE
     n = args.repeat_n
@@ -106,11 +107,7 @@ def repeatability(bench, args) -> dict:
         results.append(bench.joules(launch.run, restore=launch.restore))
         clocks_seen.append(bench.clocks.sm_clock_mhz())
     joules = np.array([r.joules for r in results])
-    reads = []  # the host's cost of one counter read: the GPU waits on it where a batch is shorter
-    for _ in range(20):
-        begun = time.perf_counter()
-        bench.clocks.energy_mj()
-        reads.append(time.perf_counter() - begun)
+    reads = counter_reads(bench.clocks.energy_mj, 20)  # what a batch must outlast (tuner.measure.energy.READ_MARGIN)
     stated = np.array([r.err for r in results])
     cost = np.array([r.wall_s for r in results])
     out = {

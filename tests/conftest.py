@@ -67,10 +67,10 @@ def one_at_a_time(lock_file: Path):
 
 @pytest.fixture(autouse=True)
 def one_gpu_test_at_a_time(request, tmp_path_factory):
-    """Each GPU test holds the GPU's lock: the xdist group alone is not enough where pytest-xdist
-    cannot place its tests by group (pytest 9.2 and later no longer read the group it writes in the
-    test's id), and two pytest sessions on one GPU also meet here. The lock file lies in the folder
-    that every worker's and every session's temporary folders share."""
+    """Each GPU test holds the GPU's lock: the xdist group places GPU tests on one worker only under
+    --dist loadgroup and a pytest that reads the group from the test's id (below 9.2), and two pytest
+    sessions on one GPU also meet here. The lock file lies in the folder that every worker's and every
+    session's temporary folders share."""
     if "gpu" not in request.keywords:
         yield
         return

@@ -220,14 +220,20 @@ def _batch_seconds(counter, options: EnergyOptions, wall_clock) -> float:
     reads the counter after the one before; a read longer than a batch (NVML
     takes milliseconds on some GPUs) would leave it idle after every batch,
     and that idle power would be counted per launch."""
-    reads = []
-    for _ in range(3):
-        begun = wall_clock()
-        counter()
-        reads.append(wall_clock() - begun)
     # The quickest: a process's first reads take longer than the ones that follow, and a longer
     # batch makes each boundary, placed within one batch, less sure.
-    return max(options.batch_s, READ_MARGIN * min(reads))
+    return max(options.batch_s, READ_MARGIN * min(counter_reads(counter, 3, wall_clock)))
+
+
+def counter_reads(counter: Callable[[], int | None], count: int, wall_clock: Callable[[], float] | None = None) -> list[float]:
+    """Host seconds of each of ``count`` reads of the counter, one after another."""
+    wall_clock = wall_clock or HOST_CLOCK
+    seconds = []
+    for _ in range(count):
+        begun = wall_clock()
+        counter()
+        seconds.append(wall_clock() - begun)
+    return seconds
 
 
 def _batch_size(run, synchronize, seconds: float, options: EnergyOptions, wall_clock) -> int:
@@ -251,7 +257,14 @@ def _batch_size(run, synchronize, seconds: float, options: EnergyOptions, wall_c
 
 
 def _boundaries(
-    run, synchronize, counter, marker, batch: int, options: EnergyOptions, wall_clock, started: float,
+    run,
+    synchronize,
+    counter,
+    marker,
+    batch: int,
+    options: EnergyOptions,
+    wall_clock,
+    started: float,
     settled: Callable[[], bool] | None = None,
 ) -> list[Boundary]:
     """Run batches back to back; the counter's changes after the warm-up (and
