@@ -80,23 +80,29 @@ def with_both(rows: pd.DataFrame, time: str = TIME, energy: str = ENERGY) -> pd.
 def knee(rows: pd.DataFrame, time: str = TIME, energy: str = ENERGY) -> Knee | None:
     """The knee of the Pareto front of ``rows`` (None: no row has both a
     finite, positive time and energy)."""
-    rows = with_both(rows, time, energy).reset_index(drop=True)
-    if rows.empty:
+    # The front is found on the two columns alone: a table of many problems asks
+    # for one knee each, and copying every column of every row would cost more.
+    times, energies = (rows[column].to_numpy(dtype=float, na_value=np.nan) for column in (time, energy))
+    positions = np.flatnonzero(placed(times) & placed(energies))
+    if positions.size == 0:
         return None
     # Identical points count once: the first row of each stands for it, so the
     # front's size and its ends do not depend on how often a point was measured.
-    rows = rows.drop_duplicates([time, energy], keep="first")
-    front = rows[pareto_mask(rows[time].to_numpy(float), rows[energy].to_numpy(float))].sort_values([time, energy])
-    fastest, frugal = front.iloc[0], front.iloc[-1]
-    if len(front) == 1:
-        chosen = fastest
-    else:
+    _, first = np.unique(np.column_stack([times[positions], energies[positions]]), axis=0, return_index=True)
+    positions = positions[np.sort(first)]
+    positions = positions[pareto_mask(times[positions], energies[positions])]
+    # Fastest first; no two points of the front share both values.
+    positions = positions[np.lexsort((energies[positions], times[positions]))]
+    t, e = times[positions], energies[positions]
+    chosen = 0
+    if len(positions) > 2:
         # Normalised so that fastest -> (0, 1) and most frugal -> (1, 0); the knee
         # lies farthest below the line between them (t + e = 1).
-        t = (front[time] - fastest[time]) / (frugal[time] - fastest[time])
-        e = (front[energy] - frugal[energy]) / (fastest[energy] - frugal[energy])
-        inside = 1 - t - e
-        chosen = front.loc[inside.idxmax()] if len(front) > 2 and inside.max() > 0 else frugal
-    return Knee(fastest=fastest.to_dict(), frugal=frugal.to_dict(), knee=chosen.to_dict(),
-                energy_saved=float(1 - chosen[energy] / fastest[energy]), time_lost=float(chosen[time] / fastest[time] - 1),
-                points=len(front))  # fmt: skip
+        inside = 1 - (t - t[0]) / (t[-1] - t[0]) - (e - e[-1]) / (e[0] - e[-1])
+        chosen = int(np.argmax(inside)) if inside.max() > 0 else len(positions) - 1
+    elif len(positions) == 2:
+        chosen = 1
+    row = lambda i: rows.iloc[int(positions[i])].to_dict()  # noqa: E731
+    return Knee(fastest=row(0), frugal=row(-1), knee=row(chosen),
+                energy_saved=float(1 - e[chosen] / e[0]), time_lost=float(t[chosen] / t[0] - 1),
+                points=len(positions))  # fmt: skip

@@ -53,10 +53,10 @@ def _problems(dataset: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     # A configuration measured by several sources keeps its latest row.
     rows = rows.sort_values("timestamp") if "timestamp" in rows else rows
     rows = rows.drop_duplicates(["family", "dtype", "n", "config_key"], keep="last")
-    rows = rows.assign(_operation=operations(rows).fillna(""))
-    groups = rows.groupby(["family", "dtype", "n", "_operation"], sort=False)
+    operation = operations(rows).fillna("").rename("operation")
+    groups = rows.groupby([rows["family"], rows["dtype"], rows["n"], operation], sort=False)
     ordered = sorted(groups, key=lambda item: (*item[0][:3], operation_order(item[0][0], item[0][3] or None)))
-    return [(_label(*key), group.drop(columns="_operation")) for key, group in ordered]
+    return [(_label(*key), group) for key, group in ordered]
 
 
 def _label(family: str, dtype: str, n: int, operation: str) -> str:
