@@ -124,11 +124,11 @@ DEFAULT_CAPS = {"tpe": 300, "gp": 200, "auto": 300, "bayes_opt": 1200}
 # scipy's maxfun): one run per budget. The others only stop there.
 KT_BUDGET_AWARE = {"hybrid_vndx", "dual_annealing", "simulated_annealing"}
 GIB = 268435456  # 2^28 int32: the default space's problem
-H200 = "results/reference/nvidia-h200/measurements.parquet"
 # name -> (table file under the repository, source or None, row filter, warm-start table, problem size)
 TABLES = {
-    "reduce_space": (H200, "sweep:reduce_space", None, None, GIB),
-    "reduce_space_offset11": (H200, "sweep:reduce_space", ("offset", 11), None, GIB),
+    # The default config's reduce_space sweep on an H200 (benchmarks/tables/README.md).
+    "reduce_space": ("benchmarks/tables/reduce_space_h200.parquet", None, None, None, GIB),
+    "reduce_space_offset11": ("benchmarks/tables/reduce_space_h200.parquet", None, ("offset", 11), None, GIB),
     # benchmarks/configs/reduce_hard.yaml swept on each GPU (benchmarks/tables/README.md).
     "reduce_hard_h200": ("benchmarks/tables/reduce_hard_h200.parquet", None, None, "reduce_hard_h100", GIB),
     "reduce_hard_h100": ("benchmarks/tables/reduce_hard_h100.parquet", None, None, "reduce_hard_h200", GIB),

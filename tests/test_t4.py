@@ -125,8 +125,9 @@ def test_a_sweep_as_t4_replays_to_the_same_optimum(sweep, tmp_path):
     family = table_family(table)
     ours = replayed(family, table_problem(table), table.params, table_measure(table))
     assert ours.best["bandwidth_gbs"] == table.optimum
-    best = ok.iloc[0]
-    assert all(ours.best[p] == best[p] for p in table.params)
+    # Two configurations can time alike to the timer's resolution: the answer is one of those at the optimum.
+    best = ok[ok["bandwidth_gbs"] == table.optimum]
+    assert any(all(ours.best[p] == row[p] for p in table.params) for _, row in best.iterrows())
     # The failed configurations were measured (each costs one) and never won.
     assert len(ours.rows) == 77
     assert family.violations(dict(zip(table.params, next(iter(table.entries)))), table_problem(table)) == []

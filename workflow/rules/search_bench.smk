@@ -1,14 +1,12 @@
 # The search benchmark (benchmarks/search.py, no GPU): the default search,
 # TPE, random search and Kernel Tuner's strategies replayed on the shipped
-# exhaustive tables (results/reference/nvidia-h200, benchmarks/tables/), 50
-# seeds, both value orders.
+# exhaustive tables (benchmarks/tables/), 50 seeds, both value orders.
 # Needs the bench extra (pip install -e '.[bench]'). Not part of `all`:
 #   snakemake --cores 2 search_benchmark
 
 
 rule search_benchmark:
     input:
-        ResultsFolder("results").reference("nvidia-h200").measurements,
         sorted(str(p) for p in Path("benchmarks/tables").glob("*.parquet")),
     output:
         text=RESULTS.search_benchmark / "search-benchmark.txt",

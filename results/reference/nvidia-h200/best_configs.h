@@ -19,26 +19,33 @@ struct copy_copy_float32_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {16384, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3770.2;  // measured
+    static constexpr double bandwidth_gbs = 4132.3;  // measured
+    struct energy_optimal {  // 20.6 mJ per launch, measured
+        static constexpr const char* variant = "copy";
+        static constexpr int block_size = 256;
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 1;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int offset = 0;
+    };
 };
 
 // Operation "read" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
-// 4 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of copy float32 (read) (2 of 2; 0.17% behind each size's best, geometric mean). The others:
-//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2723.6 GB/s
-//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2723.6 GB/s
-//   variant=read, block_size=1024, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2707.7 GB/s
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 2 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.13% behind each size's best, geometric mean). The others:
+//   variant=read, block_size=256, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3672.8 GB/s (the winner)
 struct copy_read_float32_n16777216 {
     static constexpr const char* variant = "read";
     static constexpr int block_size = 256;
-    static constexpr int vector_width = 2;
+    static constexpr int vector_width = 4;
     static constexpr int unroll = 4;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {8192, 1, 1};
+    static constexpr unsigned grid[3] = {4096, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 2741.4;  // measured
+    static constexpr double bandwidth_gbs = 3672.8;  // measured
 };
 
 // Operation "copy" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
@@ -52,25 +59,34 @@ struct copy_copy_float32_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {262144, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 4265.1;  // measured
+    static constexpr double bandwidth_gbs = 4270.1;  // measured
 };
 
 // Operation "read" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
 // 3 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 3 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.17% behind each size's best, geometric mean). The others:
-//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 4400.3 GB/s (the winner)
-//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 4393.1 GB/s
+// exported: of its 3 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.13% behind each size's best, geometric mean). The others:
+//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 4642.3 GB/s (the winner)
+//   variant=read, block_size=256, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 4624.1 GB/s
 struct copy_read_float32_n268435456 {
     static constexpr const char* variant = "read";
     static constexpr int block_size = 256;
-    static constexpr int vector_width = 2;
+    static constexpr int vector_width = 4;
     static constexpr int unroll = 4;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {131072, 1, 1};
+    static constexpr unsigned grid[3] = {65536, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 4385.3;  // measured
+    static constexpr double bandwidth_gbs = 4630.4;  // measured
+    struct energy_optimal {  // 165.8 mJ per launch, measured
+        static constexpr const char* variant = "read";
+        static constexpr int block_size = 1024;
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 4;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int offset = 0;
+    };
 };
 
 struct layout_float32_n4194304 {
@@ -78,7 +94,11 @@ struct layout_float32_n4194304 {
     static constexpr int block_size = 256;
     static constexpr unsigned grid[3] = {16384, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3079.5;  // measured
+    static constexpr double bandwidth_gbs = 3603.4;  // measured
+    struct energy_optimal {  // 10.4 mJ per launch, measured
+        static constexpr const char* variant = "aos";
+        static constexpr int block_size = 256;
+    };
 };
 
 struct layout_float32_n67108864 {
@@ -86,69 +106,133 @@ struct layout_float32_n67108864 {
     static constexpr int block_size = 256;
     static constexpr unsigned grid[3] = {262144, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3857.3;  // measured
+    static constexpr double bandwidth_gbs = 3845.8;  // measured
+    struct energy_optimal {  // 160.7 mJ per launch, measured
+        static constexpr const char* variant = "aos";
+        static constexpr int block_size = 256;
+    };
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of matmul float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=shared_ab, tile=32, pitched=0: 7693.3 GFLOP/s
+// exported: the winner, which ties at the most sizes of matmul float32 (2 of 2; 0.02% behind each size's best, geometric mean). The others:
+//   variant=shared_ab, tile=32, pitched=1: 7672.0 GFLOP/s
 struct matmul_float32_n1000 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 32;
-    static constexpr int pitched = 1;
+    static constexpr int pitched = 0;
     static constexpr unsigned grid[3] = {32, 32, 1};
     static constexpr unsigned block[3] = {32, 32, 1};
+    struct energy_optimal {  // 98.7 mJ per launch, measured
+        static constexpr const char* variant = "shared_ab";
+        static constexpr int tile = 32;
+        static constexpr int pitched = 0;
+    };
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of matmul float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=shared_ab, tile=32, pitched=0: 8240.3 GFLOP/s
+// exported: of its 2 tied configurations the one that ties at the most sizes of matmul float32 (2 of 2; 0.02% behind each size's best, geometric mean). The others:
+//   variant=shared_ab, tile=32, pitched=1: 8198.0 GFLOP/s (the winner)
 struct matmul_float32_n1024 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 32;
-    static constexpr int pitched = 1;
+    static constexpr int pitched = 0;
     static constexpr unsigned grid[3] = {32, 32, 1};
     static constexpr unsigned block[3] = {32, 32, 1};
+    struct energy_optimal {  // 99.9 mJ per launch, measured
+        static constexpr const char* variant = "shared_ab";
+        static constexpr int tile = 32;
+        static constexpr int pitched = 1;
+    };
 };
 
-// 5 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of offset float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=4, l1_cache=ca, read_only=0: 2891.3 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 2886.0 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 2886.0 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=8, l1_cache=ca, read_only=0: 2859.8 GB/s
+// 32 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 32 tied configurations the one that ties at the most sizes of offset float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3591.0 GB/s (the winner)
+//   variant=read_offset_unrolled, offset=11, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3586.9 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3582.8 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=8, l1_cache=ca, read_only=0: 3582.8 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3582.8 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=8, l1_cache=ca, read_only=0: 3582.8 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3582.8 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=2, l1_cache=ca, read_only=0: 3582.8 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3582.8 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3574.7 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=2, l1_cache=ca, read_only=0: 3574.7 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3574.7 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3574.7 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=256, unroll=2, l1_cache=ca, read_only=0: 3574.7 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3574.7 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3574.7 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3574.7 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3574.7 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3574.7 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3566.6 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3566.6 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=8, l1_cache=ca, read_only=0: 3566.6 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3566.6 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=2, l1_cache=ca, read_only=0: 3566.6 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=2, l1_cache=ca, read_only=0: 3566.6 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=8, l1_cache=ca, read_only=0: 3558.5 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=128, unroll=8, l1_cache=ca, read_only=0: 3558.5 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3558.5 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=512, unroll=2, l1_cache=ca, read_only=0: 3558.5 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=1024, unroll=8, l1_cache=ca, read_only=0: 3550.5 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3550.5 GB/s
 struct offset_float32_n4194304 {
     static constexpr const char* variant = "read_offset_unrolled";
-    static constexpr int offset = 0;
-    static constexpr int block_size = 256;
+    static constexpr int offset = 128;
+    static constexpr int block_size = 512;
     static constexpr int unroll = 4;
     static constexpr const char* l1_cache = "ca";
     static constexpr int read_only = 0;
-    static constexpr unsigned grid[3] = {4096, 1, 1};
-    static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 2896.6;  // measured
+    static constexpr unsigned grid[3] = {2048, 1, 1};
+    static constexpr unsigned block[3] = {512, 1, 1};
+    static constexpr double bandwidth_gbs = 3591.0;  // measured
+    struct energy_optimal {  // 7.2 mJ per launch, measured
+        static constexpr const char* variant = "read_offset_unrolled";
+        static constexpr int offset = 0;
+        static constexpr int block_size = 128;
+        static constexpr int unroll = 2;
+        static constexpr const char* l1_cache = "ca";
+        static constexpr int read_only = 0;
+    };
 };
 
-// 4 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of offset float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3886.0 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3878.8 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3871.7 GB/s
+// 14 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 14 tied configurations the one that ties at the most sizes of offset float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 4375.1 GB/s (the winner)
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 4372.1 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 4366.0 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=4, l1_cache=ca, read_only=0: 4361.5 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 4357.0 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=8, l1_cache=ca, read_only=0: 4347.9 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=8, l1_cache=ca, read_only=0: 4335.9 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=256, unroll=4, l1_cache=ca, read_only=0: 4334.5 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=8, l1_cache=ca, read_only=0: 4334.5 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=8, l1_cache=ca, read_only=0: 4330.0 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=8, l1_cache=ca, read_only=0: 4321.1 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=8, l1_cache=ca, read_only=0: 4321.1 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=8, l1_cache=ca, read_only=0: 4315.1 GB/s
 struct offset_float32_n16777216 {
     static constexpr const char* variant = "read_offset_unrolled";
-    static constexpr int offset = 0;
-    static constexpr int block_size = 256;
+    static constexpr int offset = 128;
+    static constexpr int block_size = 512;
     static constexpr int unroll = 4;
     static constexpr const char* l1_cache = "ca";
     static constexpr int read_only = 0;
-    static constexpr unsigned grid[3] = {16384, 1, 1};
-    static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3887.2;  // measured
+    static constexpr unsigned grid[3] = {8192, 1, 1};
+    static constexpr unsigned block[3] = {512, 1, 1};
+    static constexpr double bandwidth_gbs = 4375.1;  // measured
+    struct energy_optimal {  // 27.9 mJ per launch, measured
+        static constexpr const char* variant = "read_offset_unrolled";
+        static constexpr int offset = 0;
+        static constexpr int block_size = 1024;
+        static constexpr int unroll = 4;
+        static constexpr const char* l1_cache = "ca";
+        static constexpr int read_only = 0;
+    };
 };
 
-// 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of reduce float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0: 2697.3 GB/s
 struct reduce_float32_n16777216 {
     static constexpr const char* variant = "shuffle";
     static constexpr int block_size = 1024;
@@ -158,61 +242,82 @@ struct reduce_float32_n16777216 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
+    static constexpr const char* finish = "host";
     static constexpr unsigned grid[3] = {512, 1, 1};
     static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 2707.7;  // measured
+    static constexpr double bandwidth_gbs = 3597.2;  // measured
+    struct energy_optimal {  // 10.0 mJ per launch, measured
+        static constexpr const char* variant = "shuffle";
+        static constexpr int block_size = 1024;
+        static constexpr int unroll = 8;
+        static constexpr int vector_width = 4;
+        static constexpr int offset = 0;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int min_blocks = 0;
+        static constexpr const char* finish = "host";
+    };
 };
 
+// 3 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 4620.9 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 4597.1 GB/s
 struct reduce_float32_n268435456 {
     static constexpr const char* variant = "shuffle";
     static constexpr int block_size = 1024;
-    static constexpr int unroll = 8;
+    static constexpr int unroll = 4;
     static constexpr int vector_width = 4;
     static constexpr int offset = 0;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
-    static constexpr unsigned grid[3] = {8192, 1, 1};
+    static constexpr const char* finish = "atomic";
+    static constexpr unsigned grid[3] = {16384, 1, 1};
     static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 4380.5;  // measured
+    static constexpr double bandwidth_gbs = 4626.9;  // measured
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 2 tied configurations the one that ties at the most sizes of reduce int32 (2 of 2; 0.06% behind each size's best, geometric mean). The others:
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0: 2706.0 GB/s (the winner)
+// exported: the winner: no member of its tie set ties at another size (n = 268435456). The others:
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=host: 3572.7 GB/s
 struct reduce_int32_n16777216 {
     static constexpr const char* variant = "shuffle";
     static constexpr int block_size = 1024;
     static constexpr int unroll = 8;
-    static constexpr int vector_width = 4;
+    static constexpr int vector_width = 1;
     static constexpr int offset = 0;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
-    static constexpr unsigned grid[3] = {512, 1, 1};
+    static constexpr const char* finish = "host";
+    static constexpr unsigned grid[3] = {2048, 1, 1};
     static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 2702.5;  // measured
+    static constexpr double bandwidth_gbs = 3578.8;  // measured
+    struct energy_optimal {  // 10.0 mJ per launch, measured
+        static constexpr const char* variant = "shuffle";
+        static constexpr int block_size = 1024;
+        static constexpr int unroll = 8;
+        static constexpr int vector_width = 1;
+        static constexpr int offset = 0;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int min_blocks = 0;
+        static constexpr const char* finish = "host";
+    };
 };
 
-// 18 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of reduce int32 (2 of 2; 0.06% behind each size's best, geometric mean). The others:
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0: 4357.7 GB/s
-//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=2: 4356.9 GB/s
-//   variant=shuffle, block_size=1024, unroll=2, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=0: 4354.3 GB/s
-//   variant=shuffle, block_size=1024, unroll=2, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=2: 4353.5 GB/s
-//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0: 4351.5 GB/s
-//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=2: 4350.4 GB/s
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=0: 4347.3 GB/s
-//   variant=shuffle, block_size=1024, unroll=4, vector_width=2, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=0: 4345.6 GB/s
-//   variant=shuffle, block_size=512, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=0: 4343.6 GB/s
-//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=2, cache_hint=none, min_blocks=0: 4343.1 GB/s
-//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=2: 4343.1 GB/s
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=2, cache_hint=none, min_blocks=2: 4341.4 GB/s
-//   variant=shuffle, block_size=1024, unroll=4, vector_width=2, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=2: 4340.5 GB/s
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=2: 4340.2 GB/s
-//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=2, cache_hint=none, min_blocks=2: 4339.1 GB/s
-//   variant=shuffle, block_size=256, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=2: 4336.3 GB/s
-//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=2, cache_hint=none, min_blocks=2: 4334.1 GB/s
+// 10 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 4619.0 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 4617.7 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0, finish=atomic: 4583.3 GB/s
+//   variant=shuffle, block_size=512, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=0, finish=atomic: 4581.7 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=0, finish=atomic: 4577.4 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0, finish=atomic: 4575.2 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0, finish=atomic: 4574.9 GB/s
+//   variant=shuffle, block_size=512, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0, finish=atomic: 4572.7 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=0, finish=atomic: 4570.2 GB/s
 struct reduce_int32_n268435456 {
     static constexpr const char* variant = "shuffle";
     static constexpr int block_size = 1024;
@@ -222,57 +327,102 @@ struct reduce_int32_n268435456 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
+    static constexpr const char* finish = "atomic";
     static constexpr unsigned grid[3] = {8192, 1, 1};
     static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 4384.5;  // measured
+    static constexpr double bandwidth_gbs = 4620.2;  // measured
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of vector_add float16 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=8, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 4059.0 GB/s
 struct vector_add_float16_n16777216 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 8;
     static constexpr int unroll = 1;
-    static constexpr int block_size = 512;
+    static constexpr int block_size = 1024;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {4096, 1, 1};
-    static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3411.9;  // measured
+    static constexpr unsigned grid[3] = {2048, 1, 1};
+    static constexpr unsigned block[3] = {1024, 1, 1};
+    static constexpr double bandwidth_gbs = 4061.6;  // measured
+    struct energy_optimal {  // 15.2 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 8;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 1024;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of vector_add float16 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=8, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 4402.7 GB/s
 struct vector_add_float16_n268435456 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 8;
     static constexpr int unroll = 1;
-    static constexpr int block_size = 512;
+    static constexpr int block_size = 1024;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {65536, 1, 1};
-    static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 4317.9;  // measured
+    static constexpr unsigned grid[3] = {32768, 1, 1};
+    static constexpr unsigned block[3] = {1024, 1, 1};
+    static constexpr double bandwidth_gbs = 4427.7;  // measured
+    struct energy_optimal {  // 235.5 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 8;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 1024;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of vector_add float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=4, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 4321.1 GB/s
 struct vector_add_float32_n16777216 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;
     static constexpr int unroll = 1;
-    static constexpr int block_size = 512;
+    static constexpr int block_size = 1024;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {8192, 1, 1};
-    static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3838.6;  // measured
+    static constexpr unsigned grid[3] = {4096, 1, 1};
+    static constexpr unsigned block[3] = {1024, 1, 1};
+    static constexpr double bandwidth_gbs = 4324.0;  // measured
+    struct energy_optimal {  // 27.2 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 4;
+        static constexpr int block_size = 256;
+        static constexpr int grid_blocks_per_sm = 16;
+        static constexpr int offset = 0;
+    };
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of vector_add float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=4, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 4411.0 GB/s
 struct vector_add_float32_n268435456 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;
     static constexpr int unroll = 1;
-    static constexpr int block_size = 512;
+    static constexpr int block_size = 1024;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {131072, 1, 1};
-    static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 4347.9;  // measured
+    static constexpr unsigned grid[3] = {65536, 1, 1};
+    static constexpr unsigned block[3] = {1024, 1, 1};
+    static constexpr double bandwidth_gbs = 4440.5;  // measured
+    struct energy_optimal {  // 431.7 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 4;
+        static constexpr int block_size = 256;
+        static constexpr int grid_blocks_per_sm = 4;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_int32_n16777216 {
@@ -284,9 +434,20 @@ struct vector_add_int32_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {8192, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3862.2;  // measured
+    static constexpr double bandwidth_gbs = 4338.9;  // measured
+    struct energy_optimal {  // 31.2 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add int32 (2 of 2; 0.43% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=4, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 4442.9 GB/s (the winner)
 struct vector_add_int32_n268435456 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;
@@ -296,7 +457,15 @@ struct vector_add_int32_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {131072, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 4353.4;  // measured
+    static constexpr double bandwidth_gbs = 4404.8;  // measured
+    struct energy_optimal {  // 487.0 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 1024;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_int8_n16777216 {
@@ -308,7 +477,15 @@ struct vector_add_int8_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {4096, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 2670.4;  // measured
+    static constexpr double bandwidth_gbs = 3375.2;  // measured
+    struct energy_optimal {  // 8.5 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 8;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_int8_n268435456 {
@@ -320,7 +497,15 @@ struct vector_add_int8_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {65536, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3834.2;  // measured
+    static constexpr double bandwidth_gbs = 3896.5;  // measured
+    struct energy_optimal {  // 139.6 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 8;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 #else
 constexpr bool tuned = false;
@@ -336,6 +521,15 @@ struct copy_copy_float32_n16777216 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "copy";
+        static constexpr int block_size = 256;
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 1;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int offset = 0;
+    };
 };
 
 struct copy_read_float32_n16777216 {
@@ -375,6 +569,15 @@ struct copy_read_float32_n268435456 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "read";
+        static constexpr int block_size = 256;
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 1;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int offset = 0;
+    };
 };
 
 struct layout_float32_n4194304 {
@@ -383,6 +586,10 @@ struct layout_float32_n4194304 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "aos";
+        static constexpr int block_size = 128;
+    };
 };
 
 struct layout_float32_n67108864 {
@@ -391,6 +598,10 @@ struct layout_float32_n67108864 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "aos";
+        static constexpr int block_size = 128;
+    };
 };
 
 struct matmul_float32_n1000 {
@@ -399,6 +610,11 @@ struct matmul_float32_n1000 {
     static constexpr int pitched = 0;
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    struct energy_optimal {
+        static constexpr const char* variant = "shared_ab";
+        static constexpr int tile = 16;
+        static constexpr int pitched = 0;
+    };
 };
 
 struct matmul_float32_n1024 {
@@ -407,6 +623,11 @@ struct matmul_float32_n1024 {
     static constexpr int pitched = 0;
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
+    struct energy_optimal {
+        static constexpr const char* variant = "shared_ab";
+        static constexpr int tile = 16;
+        static constexpr int pitched = 0;
+    };
 };
 
 struct offset_float32_n4194304 {
@@ -419,6 +640,14 @@ struct offset_float32_n4194304 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "read_offset";
+        static constexpr int offset = 0;
+        static constexpr int block_size = 512;
+        static constexpr int unroll = 1;
+        static constexpr const char* l1_cache = "ca";
+        static constexpr int read_only = 0;
+    };
 };
 
 struct offset_float32_n16777216 {
@@ -431,6 +660,14 @@ struct offset_float32_n16777216 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "read_offset";
+        static constexpr int offset = 0;
+        static constexpr int block_size = 512;
+        static constexpr int unroll = 1;
+        static constexpr const char* l1_cache = "ca";
+        static constexpr int read_only = 0;
+    };
 };
 
 struct reduce_float32_n16777216 {
@@ -442,9 +679,21 @@ struct reduce_float32_n16777216 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
+    static constexpr const char* finish = "host";
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "shuffle";
+        static constexpr int block_size = 256;
+        static constexpr int unroll = 1;
+        static constexpr int vector_width = 1;
+        static constexpr int offset = 0;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int min_blocks = 0;
+        static constexpr const char* finish = "host";
+    };
 };
 
 struct reduce_float32_n268435456 {
@@ -456,6 +705,7 @@ struct reduce_float32_n268435456 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
+    static constexpr const char* finish = "host";
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
@@ -470,9 +720,21 @@ struct reduce_int32_n16777216 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
+    static constexpr const char* finish = "host";
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "shuffle";
+        static constexpr int block_size = 256;
+        static constexpr int unroll = 1;
+        static constexpr int vector_width = 1;
+        static constexpr int offset = 0;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int min_blocks = 0;
+        static constexpr const char* finish = "host";
+    };
 };
 
 struct reduce_int32_n268435456 {
@@ -484,6 +746,7 @@ struct reduce_int32_n268435456 {
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
+    static constexpr const char* finish = "host";
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
@@ -499,6 +762,14 @@ struct vector_add_float16_n16777216 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_float16_n268435456 {
@@ -511,6 +782,14 @@ struct vector_add_float16_n268435456 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_float32_n16777216 {
@@ -523,6 +802,14 @@ struct vector_add_float32_n16777216 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_float32_n268435456 {
@@ -535,6 +822,14 @@ struct vector_add_float32_n268435456 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_int32_n16777216 {
@@ -547,6 +842,14 @@ struct vector_add_int32_n16777216 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_int32_n268435456 {
@@ -559,6 +862,14 @@ struct vector_add_int32_n268435456 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_int8_n16777216 {
@@ -571,6 +882,14 @@ struct vector_add_int8_n16777216 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 
 struct vector_add_int8_n268435456 {
@@ -583,6 +902,14 @@ struct vector_add_int8_n268435456 {
     static constexpr unsigned grid[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr unsigned block[3] = {0, 0, 0};  // not tuned for this GPU: the program's own
     static constexpr double bandwidth_gbs = 0.0;  // not measured on this GPU
+    struct energy_optimal {
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 1;
+        static constexpr int unroll = 1;
+        static constexpr int block_size = 512;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr int offset = 0;
+    };
 };
 #endif
 
