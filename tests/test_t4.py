@@ -775,10 +775,20 @@ H100 = REPO / "results" / "reference" / "nvidia-h100-80gb-hbm3"
 
 
 def _results_folder(source: Path, to: Path) -> Path:
-    """A copy of a shipped results folder's tables (never the tracked files themselves)."""
+    """A copy of a shipped results folder's tables (never the tracked files themselves), with the
+    per-sweep and per-study tables a run collects its dataset from, split from that dataset where
+    the folder ships without them."""
     for path in source.rglob("*.parquet"):
         (to / path.relative_to(source)).parent.mkdir(parents=True, exist_ok=True)
         (to / path.relative_to(source)).write_bytes(path.read_bytes())
+    if not (to / "sweeps").exists() and (to / "measurements.parquet").exists():
+        dataset = pd.read_parquet(to / "measurements.parquet")
+        for source_name, rows in dataset.groupby("source"):
+            kind, _, name = source_name.partition(":")
+            folder = {"sweep": "sweeps", "study": "studies"}.get(kind)
+            if folder:
+                (to / folder).mkdir(exist_ok=True)
+                rows.to_parquet(to / folder / f"{name}.parquet", index=False)
     return to
 
 
