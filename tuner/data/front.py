@@ -71,9 +71,14 @@ class Knee:
                 f"{1 - self.frugal[ENERGY] / self.fastest[ENERGY]:.1%} for {self.frugal[TIME] / self.fastest[TIME] - 1:.1%}")  # fmt: skip
 
 
+def _objectives(rows: pd.DataFrame, time: str, energy: str) -> tuple[np.ndarray, np.ndarray]:
+    """The rows' times and energies as floats (nan where missing)."""
+    return tuple(rows[column].to_numpy(dtype=float, na_value=np.nan) for column in (time, energy))
+
+
 def with_both(rows: pd.DataFrame, time: str = TIME, energy: str = ENERGY) -> pd.DataFrame:
     """The rows whose time and energy can both place a point (``placed``)."""
-    times, energies = (rows[column].to_numpy(dtype=float, na_value=np.nan) for column in (time, energy))
+    times, energies = _objectives(rows, time, energy)
     return rows[placed(times) & placed(energies)]
 
 
@@ -82,7 +87,7 @@ def knee(rows: pd.DataFrame, time: str = TIME, energy: str = ENERGY) -> Knee | N
     finite, positive time and energy)."""
     # The front is found on the two columns alone: a table of many problems asks
     # for one knee each, and copying every column of every row would cost more.
-    times, energies = (rows[column].to_numpy(dtype=float, na_value=np.nan) for column in (time, energy))
+    times, energies = _objectives(rows, time, energy)
     positions = np.flatnonzero(placed(times) & placed(energies))
     if positions.size == 0:
         return None
@@ -102,7 +107,10 @@ def knee(rows: pd.DataFrame, time: str = TIME, energy: str = ENERGY) -> Knee | N
         chosen = int(np.argmax(inside)) if inside.max() > 0 else len(positions) - 1
     elif len(positions) == 2:
         chosen = 1
-    row = lambda i: rows.iloc[int(positions[i])].to_dict()  # noqa: E731
+
+    def row(i: int) -> dict:
+        return rows.iloc[int(positions[i])].to_dict()
+
     return Knee(fastest=row(0), frugal=row(-1), knee=row(chosen),
                 energy_saved=float(1 - e[chosen] / e[0]), time_lost=float(t[chosen] / t[0] - 1),
                 points=len(positions))  # fmt: skip
