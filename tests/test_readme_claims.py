@@ -375,3 +375,32 @@ def test_the_kernel_tuner_examples_shares_are_the_benchmarks():
         shares = " / ".join(re.findall(r"\((\d+)%\)", line))
         assert f"`{strategy}`" in said and f"{shares} %" in said, (strategy, shares)
     assert "`benchmarks/results/search-held-out-kernel-tuner-examples.txt`" in said
+
+
+def test_the_candidate_climb_from_the_best_is_the_benchmarks():
+    """The ``ordinal_best`` bullet quotes its held-out runs: the mean differences
+    against the default, per table the RTX 2080 Ti's and the H200's 2^24 cells."""
+    said = " ".join(SEARCH[SEARCH.index("- **`ordinal_best`**") :].split("\n- ")[0].split())
+    small = (RESULTS / "search-held-out-best.txt").read_text()
+    fractions = (RESULTS / "search-held-out-best-fractions.txt").read_text()
+
+    def mean_differences(text: str) -> list[str]:
+        block = text[text.index("ordinal_best against ordinal_global:") :].split("\n\n")[0]
+        assert " 0 of " in block.splitlines()[0]  # no table lower beyond the interval
+        return re.findall(r"([+-][\d.]+) \[", block.splitlines()[1])
+
+    at50, at100 = re.findall(r"[+-][\d.]+ \[[+-][\d.]+, [+-][\d.]+\]", small[small.index("ordinal_best against ordinal_global:") :])[:2]
+    assert f"{at50} at 50 evaluations and {at100} at 100" in said
+    assert " / ".join(mean_differences(fractions)) in said
+
+    def cell(table: str, strategy: str, budget: int) -> str:
+        block = small[small.index("Per table:") :]
+        block = block[block.index(f"\n{table}\n") :]
+        line = next(row for row in block.splitlines()[1:] if row[4:].split()[0] == strategy)
+        return re.search(rf"{budget} evaluations: (-?[\d.]+)", line)[1]
+
+    rtx = "rtx2080ti/RTX2080Ti"
+    assert (f"{cell(rtx, 'ordinal_best', 50)} and {cell(rtx, 'ordinal_best', 100)} at 50 and 100, `ordinal_global` "
+            f"{cell(rtx, 'ordinal_global', 50)} and {cell(rtx, 'ordinal_global', 100)}") in said
+    h200 = "reduce_hard_2e24_h200"
+    assert f"{cell(h200, 'ordinal_best', 100)} at 100 against {cell(h200, 'ordinal_global', 100)}" in said

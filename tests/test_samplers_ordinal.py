@@ -191,7 +191,7 @@ def test_the_default_strategy_starts_with_a_parzen_phase_from_the_far_corner():
 
     assert DEFAULT_STRATEGY == "ordinal_global"
     default = make_sampler(DEFAULT_STRATEGY, 0)
-    assert (default.global_phase, default.start_phase, default.landmarks) == (30, 80, ("last",))
+    assert (default.global_phase, default.start_phase, default.landmarks, default.climb_from) == (30, 80, ("last",), "centre")
     ordinal = make_sampler("ordinal", 0)
     assert (ordinal.global_phase, ordinal.start_phase, ordinal.landmarks) == (0, 0, ("centre", "last", "first"))
     with pytest.raises(ValueError, match="landmarks must be of"):
@@ -831,9 +831,10 @@ def plateau(cfg: dict) -> float:
     return 1.0 - 0.003 * (abs(cfg["a"] - 9) + abs(cfg["b"] - 6)) - (0.0 if cfg["c"] == "x" else 0.001)
 
 
-def basin_study(seed: int, centre_climb: int, trials: int = 80, objective=two_basins) -> tuple[OrdinalSampler, list]:
+def basin_study(seed: int, start_climb: int, trials: int = 80, objective=two_basins,
+                climb_from: str = "centre") -> tuple[OrdinalSampler, list]:  # fmt: skip
     sampler = OrdinalSampler(seed=seed, global_phase=30, start_phase=80, landmarks=("last",), landmarks_first=True,
-                             centre_climb=centre_climb)  # fmt: skip
+                             start_climb=start_climb, climb_from=climb_from)  # fmt: skip
     sampler.bind(BASIN_DISTS, lambda cfg: True, None)
     plain = optuna.create_study(sampler=sampler, direction="maximize")
     verbosity = optuna.logging.get_verbosity()
@@ -847,37 +848,62 @@ def basin_study(seed: int, centre_climb: int, trials: int = 80, objective=two_ba
     return sampler, plain.trials
 
 
-def test_the_centre_climb_takes_every_other_start_phase_measurement_from_the_centre():
-    from tuner.search.samplers.ordinal_phases import CENTRE_EVERY
+def test_the_start_climb_takes_every_other_start_phase_measurement_from_the_centre():
+    from tuner.search.samplers.ordinal_phases import CLIMB_EVERY
 
     for seed in range(3):
-        sampler, trials = basin_study(seed, centre_climb=12, trials=60)
+        sampler, trials = basin_study(seed, start_climb=12, trials=60)
         keys = [config_key(t.params) for t in trials]
-        own = [i for i, key in enumerate(keys) if key in sampler._centre]
+        own = [i for i, key in enumerate(keys) if key in sampler._start_climb]
         # Its first proposal is the centre (each ordered parameter's middle value), at the first even count of
-        # measurements after the space-filling start; then one every CENTRE_EVERY measurements, 12 in all.
+        # measurements after the space-filling start; then one every CLIMB_EVERY measurements, 12 in all.
         assert trials[own[0]].params["a"] == trials[own[0]].params["b"] == 8
-        assert own == list(range(6, 6 + CENTRE_EVERY * 12, CENTRE_EVERY)), own
+        assert own == list(range(6, 6 + CLIMB_EVERY * 12, CLIMB_EVERY)), own
         # Each later one is a step from the best of the climb's measurements before it.
         for before, i in zip(own, own[1:]):
             climb = {keys[j]: (trials[j].params, trials[j].value) for j in own if j <= before}
             best_key, (best, _) = max(climb.items(), key=lambda item: item[1][1])
             assert keys[i] in {key for key, _ in sampler._neighbours(best_key, best)}, (seed, i)
-        off, _ = basin_study(seed, centre_climb=0, trials=30)
-        assert off._centre is None
+        off, _ = basin_study(seed, start_climb=0, trials=30)
+        assert off._start_climb is None
 
 
-def test_on_a_plateau_every_start_phase_measurement_is_the_centre_climbs_past_its_cap():
-    from tuner.search.samplers.ordinal_phases import CENTRE_EVERY, crowded
+def test_a_climb_from_the_best_goes_on_from_the_fastest_measurement_of_the_start():
+    from tuner.search.samplers.ordinal_phases import CLIMB_EVERY
+
+    capped = 0
+    for seed in range(3):
+        sampler, trials = basin_study(seed, start_climb=12, trials=60, climb_from="best")
+        keys = [config_key(t.params) for t in trials]
+        values = [t.value for t in trials]
+        own = [i for i, key in enumerate(keys) if key in sampler._start_climb]
+        # It begins at the first even count of measurements after the space-filling start (6), from the
+        # fastest of them, measured already; then one proposal every CLIMB_EVERY measurements, each a step
+        # from the climb's best so far, 11 at most (or fewer, once it falls behind the Parzen draws).
+        first = max(range(6), key=lambda i: values[i])
+        assert own[0] == first and own[1:] == list(range(6, 6 + CLIMB_EVERY * (len(own) - 1), CLIMB_EVERY)), own
+        capped += len(own) == 12
+        for before, i in zip(own[1:], own[2:]):
+            climb = {keys[j]: (trials[j].params, values[j]) for j in own if j <= before}
+            best_key, (best, _) = max(climb.items(), key=lambda item: item[1][1])
+            assert keys[i] in {key for key, _ in sampler._neighbours(best_key, best)}, (seed, i)
+        assert keys[6] in {key for key, _ in sampler._neighbours(keys[first], trials[first].params)}
+    assert capped  # the cap ends a climb that keeps up
+    with pytest.raises(ValueError, match="climb_from must be one of"):
+        OrdinalSampler(climb_from="middle")
+
+
+def test_on_a_plateau_every_start_phase_measurement_is_the_start_climbs_past_its_cap():
+    from tuner.search.samplers.ordinal_phases import CLIMB_EVERY, crowded
 
     for seed in range(3):
-        sampler, trials = basin_study(seed, centre_climb=4, trials=80, objective=plateau)
+        sampler, trials = basin_study(seed, start_climb=4, trials=80, objective=plateau)
         keys = [config_key(t.params) for t in trials]
-        own = [i for i, key in enumerate(keys) if key in sampler._centre]
+        own = [i for i, key in enumerate(keys) if key in sampler._start_climb]
         values = [t.value for t in trials]
         # The first ask once CROWD measurements lie within CROWD_SHARE of the best (after the climb's centre).
         crowd = next(n for n in range(own[0] + 1, len(trials)) if crowded(values[:n], max(values[:n])))
-        assert own[0] == 6 and all(i % CENTRE_EVERY == 0 for i in own if i < crowd), (seed, own, crowd)
+        assert own[0] == 6 and all(i % CLIMB_EVERY == 0 for i in own if i < crowd), (seed, own, crowd)
         assert len(own) > 4, own  # its cap of 4 lifted
         last = max(own)
         assert own[own.index(crowd):] == list(range(crowd, last + 1)), (seed, own, crowd)  # every measurement
@@ -887,24 +913,24 @@ def test_on_a_plateau_every_start_phase_measurement_is_the_centre_climbs_past_it
         reached = max(own, key=lambda i: (values[i], -i))
         left = {key for key, _ in sampler._neighbours(keys[reached], trials[reached].params)} - set(keys[: last + 1])
         assert len([i for i in own if i > reached]) == sampler.patience or not left, (seed, reached, last)
-        assert last < 79 and keys[last + 1] not in sampler._centre
+        assert last < 79 and keys[last + 1] not in sampler._start_climb
 
 
-def test_the_centre_climb_ranks_its_steps_by_its_own_measurements_not_the_draws_beside_it():
+def test_the_start_climb_ranks_its_steps_by_its_own_measurements_not_the_draws_beside_it():
     rng = __import__("random").Random(0)
-    sampler = OrdinalSampler(seed=0, centre_climb=100)
+    sampler = OrdinalSampler(seed=0, start_climb=100)
     sampler.bind(BASIN_DISTS, lambda cfg: True, None)
     start = [{"a": a, "b": b, "c": c} for a, b, c in ((15, 15, "x"), (0, 0, "y"), (15, 0, "z"), (0, 15, "x"), (4, 4, "y"))]
     measured = {config_key(cfg): (cfg, 50.0) for cfg in start}
-    centre = centre_step(sampler, measured, rng)
+    centre = start_climb_step(sampler, measured, rng)
     measured[config_key(centre)] = (centre, 100.0)
     step = {**centre, "a": 9}
-    sampler._centre.add(config_key(step))
+    sampler._start_climb.add(config_key(step))
     measured[config_key(step)] = (step, 105.0)  # the climb's best
     for a in range(8):  # the draws beside it: a broad region at b = 15, a little faster
         draw = {**centre, "a": a, "b": 15}
         measured[config_key(draw)] = (draw, 110.0)
-    proposal = centre_step(sampler, measured, rng)
+    proposal = start_climb_step(sampler, measured, rng)
     assert config_key(proposal) in {key for key, _ in sampler._neighbours(config_key(step), step)}
     assert proposal["b"] != 15, proposal  # not pulled into the draws' region
     # A model of every measurement would have taken it there.
@@ -912,51 +938,51 @@ def test_the_centre_climb_ranks_its_steps_by_its_own_measurements_not_the_draws_
     assert sampler._favourite(steps, measured, rng)["b"] == 15
 
 
-def centre_step(sampler: OrdinalSampler, measured: dict, rng) -> dict | None:
-    """The centre climb's proposal with every measured configuration visited."""
+def start_climb_step(sampler: OrdinalSampler, measured: dict, rng) -> dict | None:
+    """The start climb's proposal with every measured configuration visited."""
     top = max((value for _, value in measured.values()), default=0.0)
-    return sampler._centre_step(measured, set(measured), rng, top)
+    return sampler._start_climb_step(measured, set(measured), rng, top)
 
 
-def test_the_centre_climb_ends_after_its_patience_without_progress():
-    from tuner.search.samplers.ordinal_phases import CENTRE_PATIENCE
+def test_the_start_climb_ends_after_its_patience_without_progress():
+    from tuner.search.samplers.ordinal_phases import CLIMB_PATIENCE
 
-    sampler = OrdinalSampler(seed=0, centre_climb=100)
+    sampler = OrdinalSampler(seed=0, start_climb=100)
     sampler.bind(BASIN_DISTS, lambda cfg: True, None)
     rng = __import__("random").Random(0)
-    centre = centre_step(sampler, {}, rng)
+    centre = start_climb_step(sampler, {}, rng)
     measured = {config_key(centre): (centre, 100.0)}
-    for _ in range(CENTRE_PATIENCE):  # each no better than the centre: no progress
-        step = centre_step(sampler, measured, rng)
+    for _ in range(CLIMB_PATIENCE):  # each no better than the centre: no progress
+        step = start_climb_step(sampler, measured, rng)
         assert step is not None
         measured[config_key(step)] = (step, 99.0)
-    assert centre_step(sampler, measured, rng) is None
+    assert start_climb_step(sampler, measured, rng) is None
     measured[config_key(step)] = (step, 101.0)  # the last one gained after all: the climb goes on from it
-    follow = centre_step(sampler, measured, rng)
+    follow = start_climb_step(sampler, measured, rng)
     assert config_key(follow) in {key for key, _ in sampler._neighbours(config_key(step), step)}
-    with pytest.raises(ValueError, match="centre_climb must be >= 0, got -1"):
-        OrdinalSampler(centre_climb=-1)
+    with pytest.raises(ValueError, match="start_climb must be >= 0, got -1"):
+        OrdinalSampler(start_climb=-1)
 
 
-def test_the_centre_climb_ends_once_it_falls_behind_the_studys_best():
-    from tuner.search.samplers.ordinal_phases import CENTRE_BEHIND, CENTRE_GRACE
+def test_the_start_climb_ends_once_it_falls_behind_the_studys_best():
+    from tuner.search.samplers.ordinal_phases import CLIMB_BEHIND, CLIMB_GRACE
 
-    sampler = OrdinalSampler(seed=0, centre_climb=100)
+    sampler = OrdinalSampler(seed=0, start_climb=100)
     sampler.bind(BASIN_DISTS, lambda cfg: True, None)
     rng = __import__("random").Random(0)
     elsewhere = {"a": 0, "b": 15, "c": "x"}
     measured = {config_key(elsewhere): (elsewhere, 100.0)}  # the study's best, not the climb's
-    step = centre_step(sampler, measured, rng)
+    step = start_climb_step(sampler, measured, rng)
     value = 50.0
-    while len(sampler._centre) < CENTRE_GRACE:  # each a gain, and far behind
+    while len(sampler._start_climb) < CLIMB_GRACE:  # each a gain, and far behind
         measured[config_key(step)] = (step, value)
         value += 1.0
-        step = centre_step(sampler, measured, rng)
-        assert step is not None  # fewer than CENTRE_GRACE measured: not judged yet
+        step = start_climb_step(sampler, measured, rng)
+        assert step is not None  # fewer than CLIMB_GRACE measured: not judged yet
     measured[config_key(step)] = (step, value)
-    assert centre_step(sampler, measured, rng) is None  # 54 < 0.9 x 100
-    measured[config_key(step)] = (step, CENTRE_BEHIND * 100.0 + 1.0)  # its last one within reach after all
-    assert centre_step(sampler, measured, rng) is not None
+    assert start_climb_step(sampler, measured, rng) is None  # 54 < 0.9 x 100
+    measured[config_key(step)] = (step, CLIMB_BEHIND * 100.0 + 1.0)  # its last one within reach after all
+    assert start_climb_step(sampler, measured, rng) is not None
 
 
 def test_a_climb_from_the_centre_finds_a_narrow_peak_the_parzen_draws_pass_by():
@@ -965,16 +991,16 @@ def test_a_climb_from_the_centre_finds_a_narrow_peak_the_parzen_draws_pass_by():
     assert with_climb[5] < without[5] and with_climb[-1] <= 60, (with_climb, without)
 
 
-def first_two_basins_hit(seed: int, centre_climb: int) -> int:
-    _, trials = basin_study(seed, centre_climb)
+def first_two_basins_hit(seed: int, start_climb: int) -> int:
+    _, trials = basin_study(seed, start_climb)
     return next((i for i, t in enumerate(trials, 1) if t.value >= 0.99), 81)
 
 
 def test_the_default_strategy_climbs_from_the_centre_and_ordinal_does_not():
-    from tuner.search.samplers.ordinal import CENTRE_CLIMB
+    from tuner.search.samplers.ordinal import START_CLIMB
 
-    assert make_sampler("ordinal_global", 0).centre_climb == CENTRE_CLIMB == 20
-    assert make_sampler("ordinal", 0).centre_climb == 0
+    assert make_sampler("ordinal_global", 0).start_climb == START_CLIMB == 20
+    assert make_sampler("ordinal", 0).start_climb == 0
 
 
 class SparseFamily(Family):

@@ -16,8 +16,9 @@ between 960 and 1024. This one works on each ordered parameter's sorted values:
    from those chosen (maximin) among random feasible ones; a warm start's
    best configurations take their place. With ``start_phase``, proposals
    after it come from the Parzen model (4.) until that many measurements;
-   with ``centre_climb``, every other one of them is instead a step of a
-   climb from the grid's centre (``_centre_step``), so that a narrow peak in
+   with ``start_climb``, every other one of them is instead a step of a
+   climb from the grid's centre (or the best measured so far,
+   ``climb_from``; ``_start_climb_step``), so that a narrow peak in
    another basin than the Parzen draws' is also reached.
 2. **Steps around the best** of the current climb: one ordered parameter
    moved 1, 2, 4, ... positions or to an end (an optimum at the grid's edge),
@@ -101,7 +102,8 @@ SLICE_AFTER = 15  # measurements of a stalled climb before its best's slice is s
 RUGGED = 0.8  # the best stands alone where its measured neighbours' median is below this share of it
 SLICE_MAX = 4096  # configurations of a slice ranked in one ask at most (a random choice of a larger one)
 BOUND_EVERY = 3  # every this many measurements of a restart's global phase, one proposal is the model's upper bound's (ordinal_global)
-CENTRE_CLIMB = 20  # the centre climb's proposals at most (ordinal_global)
+START_CLIMB = 20  # the start phase's climb's proposals at most (ordinal_global)
+CLIMB_FROM = ("centre", "best")  # where the start phase's climb begins (``OrdinalSampler``'s climb_from)
 RUNNERS_UP = 4  # of a proposal's ranked candidates, the next best kept as the likely next proposals
 
 
@@ -148,17 +150,21 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
             under the step model with every value-pair column, among
             ``BOUND_POOL`` unvisited ones drawn at random (``_bound``); once
             a measurement count (a failed proposal leaves it where it was).
-        centre_climb: in the start phase (after the space-filling start),
-            every ``CENTRE_EVERY``-th measurement is a step of a climb from
-            the grid's centre (the centre value of each ordered parameter,
-            unordered ones drawn from ``seed``), for at most this many
-            proposals (0: none); ``CENTRE_PATIENCE`` of its own measurements
+        start_climb: in the start phase (after the space-filling start),
+            every ``CLIMB_EVERY``-th measurement is a step of a climb from
+            where ``climb_from`` says, for at most this many
+            proposals (0: none); ``CLIMB_PATIENCE`` of its own measurements
             without progress end it sooner, and so does its best falling under
-            ``CENTRE_BEHIND`` of the study's best once it has ``CENTRE_GRACE``
+            ``CLIMB_BEHIND`` of the study's best once it has ``CLIMB_GRACE``
             measurements. Its steps are ranked by a model of its own and the
             space-filling start's measurements. On a plateau (``crowded``)
             every measurement is its step, uncapped, until ``patience`` of its
-            own without progress (``_centre_step``).
+            own without progress (``_start_climb_step``).
+        climb_from: where that climb begins: ``"best"``, the fastest
+            configuration measured when it begins (the space-filling start's
+            best, as ``ordinal``'s first climb), not measured again; or
+            ``"centre"``, the grid's centre (the centre value of each ordered
+            parameter, unordered ones drawn from ``seed``), proposed first.
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
         phase_from: the first trial number this sampler proposes (the later
@@ -186,7 +192,8 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
         pairs: bool = False,
         wide_restarts: bool = False,
         bound_every: int = 0,
-        centre_climb: int = 0,
+        start_climb: int = 0,
+        climb_from: str = "centre",
         phase_from: int = 0,
     ) -> None:
         if n_startup < 1 or top_k < 1:
@@ -198,8 +205,10 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
                              f"got {global_phase}, {start_phase} and {slice_after}")  # fmt: skip
         if bound_every < 0:
             raise ValueError(f"bound_every must be >= 0, got {bound_every}")
-        if centre_climb < 0:
-            raise ValueError(f"centre_climb must be >= 0, got {centre_climb}")
+        if start_climb < 0:
+            raise ValueError(f"start_climb must be >= 0, got {start_climb}")
+        if climb_from not in CLIMB_FROM:
+            raise ValueError(f"climb_from must be one of {list(CLIMB_FROM)}, got {climb_from!r}")
         if phase_from < 0:
             raise ValueError(f"phase_from must be >= 0, got {phase_from}")
         if not set(landmarks) <= set(LANDMARKS):
@@ -211,7 +220,7 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
         self.ends, self.diagonals, self.patience = ends, diagonals, patience
         self.global_phase, self.start_phase, self.slice_after = global_phase, start_phase, slice_after
         self.pairs, self.wide_restarts, self.bound_every = pairs, wide_restarts, bound_every
-        self.centre_climb, self.phase_from = centre_climb, phase_from
+        self.start_climb, self.climb_from, self.phase_from = start_climb, climb_from, phase_from
         self._phases_begun = not phase_from  # whether the start phase's clock is set (``_begin_phases``)
         self.prior = sorted(((dict(cfg), float(value)) for cfg, value in prior if value > 0), key=lambda item: -item[1])
         self._rng = random.Random(seed)
@@ -226,7 +235,7 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
         self._exhausted: set[str] = set()  # measured keys whose every step was visited
         self._apart: dict[int, set[str]] = {}  # restart's start -> keys this sampler drew apart (wide_restarts)
         self._bounded: set[tuple[int, int]] = set()  # (restart's start, measurements) where the bound was proposed
-        self._centre: set[str] | None = None  # keys the centre climb proposed (None: its centre not yet proposed)
+        self._start_climb: set[str] | None = None  # keys of the start climb (None: not begun)
         self._prior: list[tuple[str, dict, float]] = []
         self._upcoming: list[dict] = []  # the last proposal's runners-up
 
@@ -597,7 +606,7 @@ def make(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
     return OrdinalSampler(seed=seed, prior=prior)
 
 
-def make_global(seed: int, prior: Prior, phase_from: int = 0) -> optuna.samplers.BaseSampler:
+def make_global(seed: int, prior: Prior, phase_from: int = 0, climb_from: str = "centre") -> optuna.samplers.BaseSampler:
     """The ``ordinal_global`` strategy's sampler (``registry.Strategy.make``);
     ``phase_from``: the trial its start phase begins at (a switch's later search)."""
     # Only the far corner as a landmark: the centre and the near corner of a
@@ -605,4 +614,11 @@ def make_global(seed: int, prior: Prior, phase_from: int = 0) -> optuna.samplers
     # times slower than a random one is what an anytime score punishes most.
     return OrdinalSampler(seed=seed, prior=prior, global_phase=GLOBAL_PHASE, start_phase=START_PHASE, landmarks=("last",),
                           landmarks_first=True, slice_after=SLICE_AFTER, pairs=True, wide_restarts=True,
-                          bound_every=BOUND_EVERY, centre_climb=CENTRE_CLIMB, phase_from=phase_from)  # fmt: skip
+                          bound_every=BOUND_EVERY, start_climb=START_CLIMB, climb_from=climb_from,
+                          phase_from=phase_from)  # fmt: skip
+
+
+def make_best(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
+    """The ``ordinal_best`` strategy's sampler: ``ordinal_global`` with the
+    start phase's climb from the start's best, not the grid's centre."""
+    return make_global(seed, prior, climb_from="best")

@@ -1,8 +1,8 @@
 """The global phases of ``OrdinalSampler`` (``tuner.search.samplers.ordinal``):
 the Parzen (TPE-like) draws of the start and after each restart (step 4 of the
 ordinal module's docstring), the restart's draws apart from what is measured,
-the climb from the grid's centre beside the start, and the plateau that turns
-them off.
+the climb beside the start (from the start's best or the grid's centre), and
+the plateau that turns them off.
 
 ``GlobalPhases`` is a part of ``OrdinalSampler``, not a sampler of its own: it
 reads the space the sampler binds and proposes through its choosing steps.
@@ -27,10 +27,10 @@ PARZEN_CANDIDATES = 24  # draws from the good model per global-phase ask
 PARZEN_NEIGHBOUR = 0.15  # of an ordered parameter's Parzen kernel, the share on the values nearest twice and half its own
 CROWD_SHARE = 0.97  # a measurement this close to the best is one of its crowd (a plateau)
 CROWD = 10  # a best with this many in its crowd has no restart drawn apart from it
-CENTRE_EVERY = 2  # of the start phase's measurements, every this many is the centre climb's (ordinal_global)
-CENTRE_PATIENCE = 10  # the centre climb's own measurements without progress that end it
-CENTRE_BEHIND = 0.9  # a centre climb whose best is below this share of the study's best ends (once it has CENTRE_GRACE)
-CENTRE_GRACE = 5  # the centre climb's own measurements before it can be found behind
+CLIMB_EVERY = 2  # of the start phase's measurements, every this many is the start climb's (ordinal_global)
+CLIMB_PATIENCE = 10  # the start climb's own measurements without progress that end it
+CLIMB_BEHIND = 0.9  # a start climb whose best is below this share of the study's best ends (once it has CLIMB_GRACE)
+CLIMB_GRACE = 5  # the start climb's own measurements before it can be found behind
 
 
 def crowded(values: Iterable[float], top: float) -> bool:
@@ -41,7 +41,7 @@ def crowded(values: Iterable[float], top: float) -> bool:
 
 
 class GlobalPhases:
-    """The Parzen phases, the draws apart and the centre climb of ``OrdinalSampler`` (a mixin of it)."""
+    """The Parzen phases, the draws apart and the start climb of ``OrdinalSampler`` (a mixin of it)."""
 
     def _parzen(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random) -> dict | None:
         """The global phase's proposal (a tree-structured Parzen estimator,
@@ -113,11 +113,11 @@ class GlobalPhases:
         them again from far-apart points."""
         state = self._climbs.read(measured)
         start = state["start"]
-        if self.centre_climb and start == 0 and len(measured) >= self.n_startup:
-            # On a plateau every measurement is the centre climb's (``_centre_step``).
-            plateau = self._centre is not None and crowded((value for _, value in measured.values()), state["top"])
-            if plateau or len(measured) % CENTRE_EVERY == 0:
-                cfg = self._centre_step(measured, visited, rng, state["top"], plateau)
+        if self.start_climb and start == 0 and len(measured) >= self.n_startup:
+            # On a plateau every measurement is the start climb's (``_start_climb_step``).
+            plateau = self._start_climb is not None and crowded((value for _, value in measured.values()), state["top"])
+            if plateau or len(measured) % CLIMB_EVERY == 0:
+                cfg = self._start_climb_step(measured, visited, rng, state["top"], plateau)
                 if cfg is not None:
                     return cfg
         slot = (start, len(measured))
@@ -140,25 +140,29 @@ class GlobalPhases:
             drawn.add(config_key(cfg))
         return cfg
 
-    def _centre_step(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random,
-                     top: float, plateau: bool = False) -> dict | None:  # fmt: skip
-        """The centre climb's next proposal: the grid's centre first, then the
-        step from the best of the climb's own measurements that a model of
-        those measurements and the space-filling start ranks first
-        (``_centre_favourite``; ``top``: the study's best, as the climbs' fold
-        keeps it).
+    def _start_climb_step(self, measured: dict[str, tuple[dict, float]], visited: set[str], rng: random.Random,
+                          top: float, plateau: bool = False) -> dict | None:  # fmt: skip
+        """The start climb's next proposal: the step from the best of the
+        climb's own measurements that a model of those measurements and the
+        space-filling start ranks first (``_start_climb_favourite``; ``top``:
+        the study's best, as the climbs' fold keeps it). Its first
+        measurement is the fastest of the study's when it begins
+        (``climb_from="best"``), or the grid's centre, proposed first
+        (``"centre"``).
 
-        The start phase's Parzen draws gather around the broadest good region,
-        and a narrow peak elsewhere (the H200's 2^24 table: the best at block
-        512 with 32 blocks per SM, a broad 97-98 % region around block 320) is
-        reached late, by a climb after the phase; a climb from the centre
-        alongside them, as ``ordinal`` starts, takes a second basin early, and
-        its measurements inform the Parzen model too.
+        The start phase's Parzen draws gather around the broadest good
+        region, and a narrow peak elsewhere (the H200's 2^24 table: the best
+        at block 512 with 32 blocks per SM, a broad 97-98 % region around
+        block 320) is reached late, by a climb after the phase; a climb from
+        the centre alongside them, as ``ordinal`` starts, takes a second
+        basin early, and its measurements inform the Parzen model too. From
+        the start's best it gains earlier where the start's best lies in the
+        best basin, and misses that second basin (``docs/search.md``, held out).
 
-        None once it has proposed ``centre_climb`` configurations, gone
-        ``CENTRE_PATIENCE`` of its measurements without progress, or, with
-        ``CENTRE_GRACE`` of them, has its best under ``CENTRE_BEHIND`` of the
-        study's: where the centre's basin is poor (the convolution tables) the
+        None once it has proposed ``start_climb`` configurations, gone
+        ``CLIMB_PATIENCE`` of its measurements without progress, or, with
+        ``CLIMB_GRACE`` of them, has its best under ``CLIMB_BEHIND`` of the
+        study's: where its basin is poor (the convolution tables) the
         Parzen draws are better spent, and every measurement taken from them
         early lowers an anytime score. On a ``plateau`` (``crowded``: many
         configurations nearly as fast as the best, as on the reduction tables;
@@ -168,38 +172,41 @@ class GlobalPhases:
         after the phase does. A centre that is infeasible or fails
         ends the climb (its own measurements stay none). The record is this
         sampler's own: a resumed study does not resume the climb, and of
-        several workers those that proposed the centre climb from it (one,
+        several workers those that proposed the start climb from it (one,
         unless two asked before either's claim was written: a claimed centre
         is not proposed again)."""
-        if self._centre is None:
-            self._centre = set()
+        if self._start_climb is None and self.climb_from == "best":
+            # Measured already: the climb's first measurement, from which its steps go.
+            self._start_climb = {max(measured, key=lambda key: measured[key][1])}
+        if self._start_climb is None:
+            self._start_climb = set()
             draw = random.Random(self.seed)  # the unordered values: the same centre for a seed, whatever was asked
             cfg = {name: LANDMARK_PICKS["centre"](values) if ordered else draw.choice(values)
                    for name, (ordered, values) in self._order.items()}  # fmt: skip
             if config_key(cfg) in visited or not self._feasible(cfg):
                 return None
-            self._centre.add(config_key(cfg))
+            self._start_climb.add(config_key(cfg))
             return cfg
-        if not plateau and len(self._centre) >= self.centre_climb:
+        if not plateau and len(self._start_climb) >= self.start_climb:
             return None
-        own = {key: measured[key] for key in measured if key in self._centre}  # in trial order
+        own = {key: measured[key] for key in measured if key in self._start_climb}  # in trial order
         if not own:
             return None
         best, since = 0.0, 0
         for _, value in own.values():
             best, since = (value, 0) if value > best * (1 + PROGRESS) else (best, since + 1)
-        if since >= (self.patience if plateau else CENTRE_PATIENCE):
+        if since >= (self.patience if plateau else CLIMB_PATIENCE):
             return None
-        if len(own) >= CENTRE_GRACE and max(value for _, value in own.values()) < CENTRE_BEHIND * top:
+        if len(own) >= CLIMB_GRACE and max(value for _, value in own.values()) < CLIMB_BEHIND * top:
             return None
-        cfg = self._centre_favourite(own, measured, visited, rng)
+        cfg = self._start_climb_favourite(own, measured, visited, rng)
         if cfg is not None:
-            self._centre.add(config_key(cfg))
+            self._start_climb.add(config_key(cfg))
         return cfg
 
-    def _centre_favourite(self, own: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]],
+    def _start_climb_favourite(self, own: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]],
                           visited: set[str], rng: random.Random) -> dict | None:  # fmt: skip
-        """The unvisited step from the best of the centre climb's ``own``
+        """The unvisited step from the best of the start climb's ``own``
         measurements that a ridge regression of log-bandwidth on the parameter
         values (main effects), fitted on those and the space-filling start
         alone, predicts fastest. The Parzen draws alongside crowd the broadest

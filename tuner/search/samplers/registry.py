@@ -74,6 +74,8 @@ STRATEGIES: dict[str, Strategy] = {
     "ordinal_global": Strategy("the project's own: a Parzen (TPE-like) phase first (a climb from the centre alongside, alone on a "
                                "plateau) and after each restart, steps ranked by a model of values and value pairs between, a "
                                "slice sweep on a lone peak", make="ordinal:make_global", uses_prior=True),  # fmt: skip
+    "ordinal_best": Strategy("ordinal_global with the climb beside its Parzen phase from the start's best, not the grid's "
+                             "centre", make="ordinal:make_best", uses_prior=True),  # fmt: skip
     "interactions": Strategy("ordinal steps alternated with Thompson draws from a model of parameter pairs",
                              make="interactions:make", uses_prior=True),  # fmt: skip
     "ordinal_switch": Strategy("ordinal for the first 100 trials, ordinal_global from there", make="switch:ordinal_switch", uses_prior=True),
