@@ -854,7 +854,7 @@ def test_the_start_climb_takes_every_other_start_phase_measurement_from_the_cent
     for seed in range(3):
         sampler, trials = basin_study(seed, start_climb=12, trials=60)
         keys = [config_key(t.params) for t in trials]
-        own = [i for i, key in enumerate(keys) if key in sampler._start_climb]
+        own = [i for i, key in enumerate(keys) if key in sampler._start_climb_keys]
         # Its first proposal is the centre (each ordered parameter's middle value), at the first even count of
         # measurements after the space-filling start; then one every CLIMB_EVERY measurements, 12 in all.
         assert trials[own[0]].params["a"] == trials[own[0]].params["b"] == 8
@@ -865,7 +865,7 @@ def test_the_start_climb_takes_every_other_start_phase_measurement_from_the_cent
             best_key, (best, _) = max(climb.items(), key=lambda item: item[1][1])
             assert keys[i] in {key for key, _ in sampler._neighbours(best_key, best)}, (seed, i)
         off, _ = basin_study(seed, start_climb=0, trials=30)
-        assert off._start_climb is None
+        assert off._start_climb_keys is None
 
 
 def test_a_climb_from_the_best_goes_on_from_the_fastest_measurement_of_the_start():
@@ -876,7 +876,7 @@ def test_a_climb_from_the_best_goes_on_from_the_fastest_measurement_of_the_start
         sampler, trials = basin_study(seed, start_climb=12, trials=60, climb_from="best")
         keys = [config_key(t.params) for t in trials]
         values = [t.value for t in trials]
-        own = [i for i, key in enumerate(keys) if key in sampler._start_climb]
+        own = [i for i, key in enumerate(keys) if key in sampler._start_climb_keys]
         # It begins at the first even count of measurements after the space-filling start (6), from the
         # fastest of them, measured already; then one proposal every CLIMB_EVERY measurements, each a step
         # from the climb's best so far, 11 at most (or fewer, once it falls behind the Parzen draws).
@@ -899,7 +899,7 @@ def test_on_a_plateau_every_start_phase_measurement_is_the_start_climbs_past_its
     for seed in range(3):
         sampler, trials = basin_study(seed, start_climb=4, trials=80, objective=plateau)
         keys = [config_key(t.params) for t in trials]
-        own = [i for i, key in enumerate(keys) if key in sampler._start_climb]
+        own = [i for i, key in enumerate(keys) if key in sampler._start_climb_keys]
         values = [t.value for t in trials]
         # The first ask once CROWD measurements lie within CROWD_SHARE of the best (after the climb's centre).
         crowd = next(n for n in range(own[0] + 1, len(trials)) if crowded(values[:n], max(values[:n])))
@@ -913,7 +913,7 @@ def test_on_a_plateau_every_start_phase_measurement_is_the_start_climbs_past_its
         reached = max(own, key=lambda i: (values[i], -i))
         left = {key for key, _ in sampler._neighbours(keys[reached], trials[reached].params)} - set(keys[: last + 1])
         assert len([i for i in own if i > reached]) == sampler.patience or not left, (seed, reached, last)
-        assert last < 79 and keys[last + 1] not in sampler._start_climb
+        assert last < 79 and keys[last + 1] not in sampler._start_climb_keys
 
 
 def test_the_start_climb_ranks_its_steps_by_its_own_measurements_not_the_draws_beside_it():
@@ -925,7 +925,7 @@ def test_the_start_climb_ranks_its_steps_by_its_own_measurements_not_the_draws_b
     centre = start_climb_step(sampler, measured, rng)
     measured[config_key(centre)] = (centre, 100.0)
     step = {**centre, "a": 9}
-    sampler._start_climb.add(config_key(step))
+    sampler._start_climb_keys.add(config_key(step))
     measured[config_key(step)] = (step, 105.0)  # the climb's best
     for a in range(8):  # the draws beside it: a broad region at b = 15, a little faster
         draw = {**centre, "a": a, "b": 15}
@@ -974,7 +974,7 @@ def test_the_start_climb_ends_once_it_falls_behind_the_studys_best():
     measured = {config_key(elsewhere): (elsewhere, 100.0)}  # the study's best, not the climb's
     step = start_climb_step(sampler, measured, rng)
     value = 50.0
-    while len(sampler._start_climb) < CLIMB_GRACE:  # each a gain, and far behind
+    while len(sampler._start_climb_keys) < CLIMB_GRACE:  # each a gain, and far behind
         measured[config_key(step)] = (step, value)
         value += 1.0
         step = start_climb_step(sampler, measured, rng)

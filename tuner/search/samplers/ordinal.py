@@ -235,7 +235,7 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
         self._exhausted: set[str] = set()  # measured keys whose every step was visited
         self._apart: dict[int, set[str]] = {}  # restart's start -> keys this sampler drew apart (wide_restarts)
         self._bounded: set[tuple[int, int]] = set()  # (restart's start, measurements) where the bound was proposed
-        self._start_climb: set[str] | None = None  # keys of the start climb (None: not begun)
+        self._start_climb_keys: set[str] | None = None  # keys of the start climb (None: not begun)
         self._prior: list[tuple[str, dict, float]] = []
         self._upcoming: list[dict] = []  # the last proposal's runners-up
 

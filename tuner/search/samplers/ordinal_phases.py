@@ -115,7 +115,7 @@ class GlobalPhases:
         start = state["start"]
         if self.start_climb and start == 0 and len(measured) >= self.n_startup:
             # On a plateau every measurement is the start climb's (``_start_climb_step``).
-            plateau = self._start_climb is not None and crowded((value for _, value in measured.values()), state["top"])
+            plateau = self._start_climb_keys is not None and crowded((value for _, value in measured.values()), state["top"])
             if plateau or len(measured) % CLIMB_EVERY == 0:
                 cfg = self._start_climb_step(measured, visited, rng, state["top"], plateau)
                 if cfg is not None:
@@ -175,21 +175,21 @@ class GlobalPhases:
         several workers those that proposed the start climb from it (one,
         unless two asked before either's claim was written: a claimed centre
         is not proposed again)."""
-        if self._start_climb is None and self.climb_from == "best":
+        if self._start_climb_keys is None and self.climb_from == "best":
             # Measured already: the climb's first measurement, from which its steps go.
-            self._start_climb = {max(measured, key=lambda key: measured[key][1])}
-        if self._start_climb is None:
-            self._start_climb = set()
+            self._start_climb_keys = {max(measured, key=lambda key: measured[key][1])}
+        if self._start_climb_keys is None:
+            self._start_climb_keys = set()
             draw = random.Random(self.seed)  # the unordered values: the same centre for a seed, whatever was asked
             cfg = {name: LANDMARK_PICKS["centre"](values) if ordered else draw.choice(values)
                    for name, (ordered, values) in self._order.items()}  # fmt: skip
             if config_key(cfg) in visited or not self._feasible(cfg):
                 return None
-            self._start_climb.add(config_key(cfg))
+            self._start_climb_keys.add(config_key(cfg))
             return cfg
-        if not plateau and len(self._start_climb) >= self.start_climb:
+        if not plateau and len(self._start_climb_keys) >= self.start_climb:
             return None
-        own = {key: measured[key] for key in measured if key in self._start_climb}  # in trial order
+        own = {key: measured[key] for key in measured if key in self._start_climb_keys}  # in trial order
         if not own:
             return None
         best, since = 0.0, 0
@@ -201,7 +201,7 @@ class GlobalPhases:
             return None
         cfg = self._start_climb_favourite(own, measured, visited, rng)
         if cfg is not None:
-            self._start_climb.add(config_key(cfg))
+            self._start_climb_keys.add(config_key(cfg))
         return cfg
 
     def _start_climb_favourite(self, own: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]],
