@@ -19,8 +19,8 @@ struct copy_copy_float32_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {16384, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3137.1;  // measured
-    struct energy_optimal {  // 33.9 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3148.9;  // measured
+    struct energy_optimal {  // 23.2 mJ per launch, measured
         static constexpr const char* variant = "copy";
         static constexpr int block_size = 256;
         static constexpr int vector_width = 4;
@@ -32,28 +32,30 @@ struct copy_copy_float32_n16777216 {
 };
 
 // Operation "read" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
-// 4 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of copy float32 (read) (2 of 2; 0.16% behind each size's best, geometric mean). The others:
-//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2688.7 GB/s
-//   variant=read, block_size=1024, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2681.8 GB/s
-//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2674.9 GB/s
+// 6 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 6 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.12% behind each size's best, geometric mean). The others:
+//   variant=read, block_size=256, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2720.0 GB/s (the winner)
+//   variant=read, block_size=256, vector_width=1, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2716.5 GB/s
+//   variant=read, block_size=1024, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2709.5 GB/s
+//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2706.0 GB/s
+//   variant=read, block_size=256, vector_width=4, unroll=1, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2699.0 GB/s
 struct copy_read_float32_n16777216 {
     static constexpr const char* variant = "read";
     static constexpr int block_size = 256;
-    static constexpr int vector_width = 2;
+    static constexpr int vector_width = 4;
     static constexpr int unroll = 4;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {8192, 1, 1};
+    static constexpr unsigned grid[3] = {4096, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 2695.6;  // measured
+    static constexpr double bandwidth_gbs = 2720.0;  // measured
 };
 
 // Operation "copy" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 2 tied configurations the one that ties at the most sizes of copy float32 (copy) (2 of 2; 0.10% behind each size's best, geometric mean). The others:
-//   variant=copy, block_size=1024, vector_width=4, unroll=1, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3051.4 GB/s (the winner)
+// exported: the winner, which ties at the most sizes of copy float32 (copy) (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=copy, block_size=1024, vector_width=4, unroll=1, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3053.7 GB/s
 struct copy_copy_float32_n268435456 {
     static constexpr const char* variant = "copy";
     static constexpr int block_size = 256;
@@ -64,27 +66,27 @@ struct copy_copy_float32_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {262144, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3045.4;  // measured
+    static constexpr double bandwidth_gbs = 3064.7;  // measured
 };
 
 // Operation "read" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
 // 4 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 4 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.16% behind each size's best, geometric mean). The others:
-//   variant=read, block_size=1024, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3181.7 GB/s (the winner)
-//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3164.8 GB/s
-//   variant=read, block_size=256, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3162.7 GB/s
+// exported: of its 4 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.12% behind each size's best, geometric mean). The others:
+//   variant=read, block_size=1024, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3208.0 GB/s (the winner)
+//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3206.0 GB/s
+//   variant=read, block_size=256, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3197.0 GB/s
 struct copy_read_float32_n268435456 {
     static constexpr const char* variant = "read";
     static constexpr int block_size = 256;
-    static constexpr int vector_width = 2;
+    static constexpr int vector_width = 4;
     static constexpr int unroll = 4;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr const char* cache_hint = "none";
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {131072, 1, 1};
+    static constexpr unsigned grid[3] = {65536, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3171.3;  // measured
-    struct energy_optimal {  // 231.2 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3200.1;  // measured
+    struct energy_optimal {  // 207.4 mJ per launch, measured
         static constexpr const char* variant = "read";
         static constexpr int block_size = 1024;
         static constexpr int vector_width = 2;
@@ -96,86 +98,83 @@ struct copy_read_float32_n268435456 {
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of layout float32 (2 of 2; 0.35% behind each size's best, geometric mean). The others:
-//   variant=soa, block_size=256: 3000.2 GB/s
+// exported: the winner, which ties at the most sizes of layout float32 (2 of 2; 0.36% behind each size's best, geometric mean). The others:
+//   variant=soa, block_size=256: 3013.1 GB/s
 struct layout_float32_n4194304 {
     static constexpr const char* variant = "aos";
     static constexpr int block_size = 256;
     static constexpr unsigned grid[3] = {16384, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3008.8;  // measured
-    struct energy_optimal {  // 16.4 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3021.8;  // measured
+    struct energy_optimal {  // 11.5 mJ per launch, measured
         static constexpr const char* variant = "aos";
         static constexpr int block_size = 256;
     };
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 2 tied configurations the one that ties at the most sizes of layout float32 (2 of 2; 0.35% behind each size's best, geometric mean). The others:
-//   variant=aos, block_size=128: 2967.8 GB/s (the winner)
+// exported: of its 2 tied configurations the one that ties at the most sizes of layout float32 (2 of 2; 0.36% behind each size's best, geometric mean). The others:
+//   variant=aos, block_size=128: 2969.3 GB/s (the winner)
 struct layout_float32_n67108864 {
     static constexpr const char* variant = "aos";
     static constexpr int block_size = 256;
     static constexpr unsigned grid[3] = {262144, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 2947.0;  // measured
-    struct energy_optimal {  // 241.0 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 2948.2;  // measured
+    struct energy_optimal {  // 177.6 mJ per launch, measured
         static constexpr const char* variant = "aos";
         static constexpr int block_size = 128;
     };
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 2 tied configurations the one that ties at the most sizes of matmul float32 (2 of 2; 0.02% behind each size's best, geometric mean). The others:
-//   variant=shared_ab, tile=32, pitched=0: 7754.8 GFLOP/s (the winner)
+// exported: the winner, which ties at the most sizes of matmul float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=shared_ab, tile=32, pitched=0: 7697.0 GFLOP/s
 struct matmul_float32_n1000 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 32;
     static constexpr int pitched = 1;
     static constexpr unsigned grid[3] = {32, 32, 1};
     static constexpr unsigned block[3] = {32, 32, 1};
-    struct energy_optimal {  // 108.9 mJ per launch, measured
-        static constexpr const char* variant = "shared_ab";
-        static constexpr int tile = 32;
-        static constexpr int pitched = 0;
-    };
-};
-
-// 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of matmul float32 (2 of 2; 0.02% behind each size's best, geometric mean). The others:
-//   variant=shared_ab, tile=32, pitched=0: 8293.2 GFLOP/s
-struct matmul_float32_n1024 {
-    static constexpr const char* variant = "shared_ab";
-    static constexpr int tile = 32;
-    static constexpr int pitched = 1;
-    static constexpr unsigned grid[3] = {32, 32, 1};
-    static constexpr unsigned block[3] = {32, 32, 1};
-    struct energy_optimal {  // 101.2 mJ per launch, measured
+    struct energy_optimal {  // 92.9 mJ per launch, measured
         static constexpr const char* variant = "shared_ab";
         static constexpr int tile = 32;
         static constexpr int pitched = 1;
     };
 };
 
-// 7 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of offset float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3139.4 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3139.4 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3139.4 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3139.4 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3139.4 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3133.2 GB/s
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of matmul float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=shared_ab, tile=32, pitched=0: 8229.7 GFLOP/s
+struct matmul_float32_n1024 {
+    static constexpr const char* variant = "shared_ab";
+    static constexpr int tile = 32;
+    static constexpr int pitched = 1;
+    static constexpr unsigned grid[3] = {32, 32, 1};
+    static constexpr unsigned block[3] = {32, 32, 1};
+    struct energy_optimal {  // 94.8 mJ per launch, measured
+        static constexpr const char* variant = "shared_ab";
+        static constexpr int tile = 32;
+        static constexpr int pitched = 1;
+    };
+};
+
+// 4 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 4 tied configurations the one that ties at the most sizes of offset float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
+//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3139.4 GB/s (the winner)
+//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3127.0 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3120.8 GB/s
 struct offset_float32_n4194304 {
     static constexpr const char* variant = "read_offset_unrolled";
-    static constexpr int offset = 0;
+    static constexpr int offset = 128;
     static constexpr int block_size = 512;
     static constexpr int unroll = 4;
     static constexpr const char* l1_cache = "ca";
     static constexpr int read_only = 0;
     static constexpr unsigned grid[3] = {2048, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3152.0;  // measured
-    struct energy_optimal {  // 12.3 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3139.4;  // measured
+    struct energy_optimal {  // 8.2 mJ per launch, measured
         static constexpr const char* variant = "read_offset_unrolled";
         static constexpr int offset = 0;
         static constexpr int block_size = 512;
@@ -185,40 +184,42 @@ struct offset_float32_n4194304 {
     };
 };
 
-// 20 configurations tie (95 % intervals of the median time overlap the winner's);
+// 22 configurations tie (95 % intervals of the median time overlap the winner's);
 // exported: the winner, which ties at the most sizes of offset float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3214.8 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3211.6 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3210.7 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3209.9 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3208.3 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3207.5 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3198.5 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3196.9 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3185.5 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=2, l1_cache=ca, read_only=0: 3185.5 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=2, l1_cache=ca, read_only=0: 3183.9 GB/s
-//   variant=read_offset_unrolled, offset=11, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3182.3 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3181.5 GB/s
-//   variant=read_offset_unrolled, offset=11, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3175.9 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3175.1 GB/s
-//   variant=read_offset_unrolled, offset=11, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3174.3 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=8, l1_cache=ca, read_only=0: 3173.5 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3173.5 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3168.7 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3236.3 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3233.0 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3229.7 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3228.0 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3228.0 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3226.4 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=8, l1_cache=ca, read_only=0: 3223.1 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3221.4 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3219.8 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3216.5 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3215.7 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3214.0 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=8, l1_cache=ca, read_only=0: 3211.6 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3211.6 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3210.7 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3208.3 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3207.5 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=8, l1_cache=ca, read_only=0: 3205.0 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3205.0 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=8, l1_cache=ca, read_only=0: 3201.8 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3197.7 GB/s
 struct offset_float32_n16777216 {
     static constexpr const char* variant = "read_offset_unrolled";
-    static constexpr int offset = 0;
+    static constexpr int offset = 128;
     static constexpr int block_size = 512;
     static constexpr int unroll = 4;
     static constexpr const char* l1_cache = "ca";
     static constexpr int read_only = 0;
     static constexpr unsigned grid[3] = {8192, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3216.5;  // measured
-    struct energy_optimal {  // 41.4 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3238.8;  // measured
+    struct energy_optimal {  // 34.2 mJ per launch, measured
         static constexpr const char* variant = "read_offset_unrolled";
-        static constexpr int offset = 0;
+        static constexpr int offset = 128;
         static constexpr int block_size = 512;
         static constexpr int unroll = 4;
         static constexpr const char* l1_cache = "ca";
@@ -228,9 +229,9 @@ struct offset_float32_n16777216 {
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
 // exported: the winner: no member of its tie set ties at another size (n = 268435456). The others:
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=host: 2681.8 GB/s
+//   variant=shared, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=host: 2690.4 GB/s
 struct reduce_float32_n16777216 {
-    static constexpr const char* variant = "shared";
+    static constexpr const char* variant = "shuffle";
     static constexpr int block_size = 1024;
     static constexpr int unroll = 8;
     static constexpr int vector_width = 1;
@@ -241,9 +242,9 @@ struct reduce_float32_n16777216 {
     static constexpr const char* finish = "host";
     static constexpr unsigned grid[3] = {2048, 1, 1};
     static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 2688.7;  // measured
-    struct energy_optimal {  // 16.7 mJ per launch, measured
-        static constexpr const char* variant = "shared";
+    static constexpr double bandwidth_gbs = 2706.0;  // measured
+    struct energy_optimal {  // 13.2 mJ per launch, measured
+        static constexpr const char* variant = "shuffle";
         static constexpr int block_size = 1024;
         static constexpr int unroll = 8;
         static constexpr int vector_width = 1;
@@ -255,11 +256,12 @@ struct reduce_float32_n16777216 {
     };
 };
 
-// 4 configurations tie (95 % intervals of the median time overlap the winner's);
+// 5 configurations tie (95 % intervals of the median time overlap the winner's);
 // exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
-//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3169.2 GB/s
-//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3149.0 GB/s
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3147.8 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3201.6 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3201.1 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3199.6 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0, finish=atomic: 3178.0 GB/s
 struct reduce_float32_n268435456 {
     static constexpr const char* variant = "shuffle";
     static constexpr int block_size = 512;
@@ -272,14 +274,11 @@ struct reduce_float32_n268435456 {
     static constexpr const char* finish = "atomic";
     static constexpr unsigned grid[3] = {32768, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3169.4;  // measured
+    static constexpr double bandwidth_gbs = 3203.4;  // measured
 };
 
-// 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner: no member of its tie set ties at another size (n = 268435456). The others:
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=host: 2681.8 GB/s
 struct reduce_int32_n16777216 {
-    static constexpr const char* variant = "shared";
+    static constexpr const char* variant = "shuffle";
     static constexpr int block_size = 1024;
     static constexpr int unroll = 8;
     static constexpr int vector_width = 1;
@@ -290,9 +289,9 @@ struct reduce_int32_n16777216 {
     static constexpr const char* finish = "host";
     static constexpr unsigned grid[3] = {2048, 1, 1};
     static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 2692.1;  // measured
-    struct energy_optimal {  // 15.7 mJ per launch, measured
-        static constexpr const char* variant = "shared";
+    static constexpr double bandwidth_gbs = 2713.0;  // measured
+    struct energy_optimal {  // 11.9 mJ per launch, measured
+        static constexpr const char* variant = "shuffle";
         static constexpr int block_size = 1024;
         static constexpr int unroll = 8;
         static constexpr int vector_width = 1;
@@ -304,14 +303,17 @@ struct reduce_int32_n16777216 {
     };
 };
 
-// 4 configurations tie (95 % intervals of the median time overlap the winner's);
+// 7 configurations tie (95 % intervals of the median time overlap the winner's);
 // exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
-//   variant=shuffle, block_size=512, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3164.9 GB/s
-//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3150.5 GB/s
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3148.3 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3200.7 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3200.4 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3199.8 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0, finish=atomic: 3178.4 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0, finish=atomic: 3173.9 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=0, finish=atomic: 3172.8 GB/s
 struct reduce_int32_n268435456 {
     static constexpr const char* variant = "shuffle";
-    static constexpr int block_size = 1024;
+    static constexpr int block_size = 512;
     static constexpr int unroll = 4;
     static constexpr int vector_width = 4;
     static constexpr int offset = 0;
@@ -319,14 +321,14 @@ struct reduce_int32_n268435456 {
     static constexpr const char* cache_hint = "none";
     static constexpr int min_blocks = 0;
     static constexpr const char* finish = "atomic";
-    static constexpr unsigned grid[3] = {16384, 1, 1};
-    static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 3165.4;  // measured
+    static constexpr unsigned grid[3] = {32768, 1, 1};
+    static constexpr unsigned block[3] = {512, 1, 1};
+    static constexpr double bandwidth_gbs = 3202.7;  // measured
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of vector_add float16 (2 of 2; 0.24% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=8, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3256.4 GB/s
+// exported: the winner, which ties at the most sizes of vector_add float16 (2 of 2; 0.07% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=8, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3263.2 GB/s
 struct vector_add_float16_n16777216 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 8;
@@ -336,8 +338,8 @@ struct vector_add_float16_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {4096, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3273.4;  // measured
-    struct energy_optimal {  // 19.5 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3276.8;  // measured
+    struct energy_optimal {  // 17.4 mJ per launch, measured
         static constexpr const char* variant = "add";
         static constexpr int vector_width = 8;
         static constexpr int unroll = 1;
@@ -347,10 +349,9 @@ struct vector_add_float16_n16777216 {
     };
 };
 
-// 3 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 3 tied configurations the one that ties at the most sizes of vector_add float16 (2 of 2; 0.24% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=8, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3107.4 GB/s (the winner)
-//   variant=add, vector_width=4, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3093.7 GB/s
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add float16 (2 of 2; 0.07% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=8, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3135.1 GB/s (the winner)
 struct vector_add_float16_n268435456 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 8;
@@ -360,8 +361,8 @@ struct vector_add_float16_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {65536, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3092.4;  // measured
-    struct energy_optimal {  // 356.7 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3131.0;  // measured
+    struct energy_optimal {  // 268.5 mJ per launch, measured
         static constexpr const char* variant = "add";
         static constexpr int vector_width = 8;
         static constexpr int unroll = 1;
@@ -371,44 +372,21 @@ struct vector_add_float16_n268435456 {
     };
 };
 
-// 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add float32 (2 of 2; 0.18% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=4, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3190.4 GB/s (the winner)
+// 3 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of vector_add float32 (2 of 2; 0.06% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=4, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3187.2 GB/s
+//   variant=add, vector_width=4, unroll=4, block_size=256, grid_blocks_per_sm=16, offset=0: 3163.1 GB/s
 struct vector_add_float32_n16777216 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;
     static constexpr int unroll = 1;
-    static constexpr int block_size = 1024;
+    static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {4096, 1, 1};
-    static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 3179.1;  // measured
-    struct energy_optimal {  // 41.3 mJ per launch, measured
-        static constexpr const char* variant = "add";
-        static constexpr int vector_width = 4;
-        static constexpr int unroll = 1;
-        static constexpr int block_size = 512;
-        static constexpr int grid_blocks_per_sm = 0;
-        static constexpr int offset = 0;
-    };
-};
-
-// 3 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of vector_add float32 (2 of 2; 0.18% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=2, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3080.3 GB/s
-//   variant=add, vector_width=4, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3080.2 GB/s
-struct vector_add_float32_n268435456 {
-    static constexpr const char* variant = "add";
-    static constexpr int vector_width = 4;
-    static constexpr int unroll = 1;
-    static constexpr int block_size = 1024;
-    static constexpr int grid_blocks_per_sm = 0;
-    static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {65536, 1, 1};
-    static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 3094.5;  // measured
-    struct energy_optimal {  // 673.3 mJ per launch, measured
+    static constexpr unsigned grid[3] = {8192, 1, 1};
+    static constexpr unsigned block[3] = {512, 1, 1};
+    static constexpr double bandwidth_gbs = 3198.5;  // measured
+    struct energy_optimal {  // 32.9 mJ per launch, measured
         static constexpr const char* variant = "add";
         static constexpr int vector_width = 4;
         static constexpr int unroll = 4;
@@ -419,19 +397,42 @@ struct vector_add_float32_n268435456 {
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add int32 (2 of 2; 0.09% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=4, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3182.3 GB/s (the winner)
+// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add float32 (2 of 2; 0.06% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=4, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3125.1 GB/s (the winner)
+struct vector_add_float32_n268435456 {
+    static constexpr const char* variant = "add";
+    static constexpr int vector_width = 4;
+    static constexpr int unroll = 1;
+    static constexpr int block_size = 512;
+    static constexpr int grid_blocks_per_sm = 0;
+    static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {131072, 1, 1};
+    static constexpr unsigned block[3] = {512, 1, 1};
+    static constexpr double bandwidth_gbs = 3121.5;  // measured
+    struct energy_optimal {  // 503.6 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 2;
+        static constexpr int block_size = 256;
+        static constexpr int grid_blocks_per_sm = 4;
+        static constexpr int offset = 0;
+    };
+};
+
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of vector_add int32 (2 of 2; 0.02% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=4, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3195.3 GB/s
 struct vector_add_int32_n16777216 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;
     static constexpr int unroll = 1;
-    static constexpr int block_size = 1024;
+    static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {4096, 1, 1};
-    static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 3176.7;  // measured
-    struct energy_optimal {  // 42.9 mJ per launch, measured
+    static constexpr unsigned grid[3] = {8192, 1, 1};
+    static constexpr unsigned block[3] = {512, 1, 1};
+    static constexpr double bandwidth_gbs = 3205.0;  // measured
+    struct energy_optimal {  // 34.8 mJ per launch, measured
         static constexpr const char* variant = "add";
         static constexpr int vector_width = 4;
         static constexpr int unroll = 1;
@@ -441,21 +442,20 @@ struct vector_add_int32_n16777216 {
     };
 };
 
-// 3 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of vector_add int32 (2 of 2; 0.09% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=2, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3080.1 GB/s
-//   variant=add, vector_width=4, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3079.8 GB/s
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add int32 (2 of 2; 0.02% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=4, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3124.3 GB/s (the winner)
 struct vector_add_int32_n268435456 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;
     static constexpr int unroll = 1;
-    static constexpr int block_size = 1024;
+    static constexpr int block_size = 512;
     static constexpr int grid_blocks_per_sm = 0;
     static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {65536, 1, 1};
-    static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 3090.6;  // measured
-    struct energy_optimal {  // 707.4 mJ per launch, measured
+    static constexpr unsigned grid[3] = {131072, 1, 1};
+    static constexpr unsigned block[3] = {512, 1, 1};
+    static constexpr double bandwidth_gbs = 3122.9;  // measured
+    struct energy_optimal {  // 555.7 mJ per launch, measured
         static constexpr const char* variant = "add";
         static constexpr int vector_width = 4;
         static constexpr int unroll = 1;
@@ -474,8 +474,8 @@ struct vector_add_int8_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {4096, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 2967.7;  // measured
-    struct energy_optimal {  // 13.9 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 2951.0;  // measured
+    struct energy_optimal {  // 9.6 mJ per launch, measured
         static constexpr const char* variant = "add";
         static constexpr int vector_width = 8;
         static constexpr int unroll = 1;
@@ -494,8 +494,8 @@ struct vector_add_int8_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {65536, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3074.1;  // measured
-    struct energy_optimal {  // 169.1 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3094.7;  // measured
+    struct energy_optimal {  // 152.9 mJ per launch, measured
         static constexpr const char* variant = "add";
         static constexpr int vector_width = 8;
         static constexpr int unroll = 1;
