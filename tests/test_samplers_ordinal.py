@@ -189,9 +189,10 @@ def test_a_climb_restarts_after_patience_steps_without_progress():
 def test_the_default_strategy_starts_with_a_parzen_phase_from_the_far_corner():
     from tuner.search.samplers.registry import DEFAULT_STRATEGY
 
-    assert DEFAULT_STRATEGY == "ordinal_global"
+    assert DEFAULT_STRATEGY == "ordinal_best"
     default = make_sampler(DEFAULT_STRATEGY, 0)
-    assert (default.global_phase, default.start_phase, default.landmarks, default.climb_from) == (30, 80, ("last",), "centre")
+    assert (default.global_phase, default.start_phase, default.landmarks, default.climb_from) == (30, 80, ("last",), "best")
+    assert make_sampler("ordinal_global", 0).climb_from == "centre"
     ordinal = make_sampler("ordinal", 0)
     assert (ordinal.global_phase, ordinal.start_phase, ordinal.landmarks) == (0, 0, ("centre", "last", "first"))
     with pytest.raises(ValueError, match="landmarks must be of"):

@@ -1,8 +1,9 @@
 """``OrdinalSampler``: the project's search, a model-guided neighbourhood search
 that treats ordered parameters as ordered, between phases of Parzen proposals.
-The default strategy, ``ordinal_global``, is this sampler with a start phase,
-a restart phase and only the far corner as a landmark; ``ordinal`` is it
-without the phases. ``docs/search.md`` says why each part is there and how
+The default strategy, ``ordinal_best``, is this sampler with a start phase
+(its climb from the start's best), a restart phase and only the far corner as
+a landmark; ``ordinal_global`` is the same with the start's climb from the
+grid's centre; ``ordinal`` is it without the phases. ``docs/search.md`` says why each part is there and how
 the strategies compare on tables measured exhaustively.
 
 Kernel spaces are grids of ordered values (block size, unroll, grid size)
@@ -12,14 +13,15 @@ categories (TPE, GP over one-hot choices) cannot tell that block 992 lies
 between 960 and 1024. This one works on each ordered parameter's sorted values:
 
 1. **Space-filling start**: landmarks (the grid's centre and extreme corners;
-   ``ordinal_global`` the far corner only), then each the candidate farthest
+   the phased strategies the far corner only), then each the candidate farthest
    from those chosen (maximin) among random feasible ones; a warm start's
    best configurations take their place. With ``start_phase``, proposals
    after it come from the Parzen model (4.) until that many measurements;
    with ``start_climb``, every other one of them is instead a step of a
-   climb from the grid's centre (or the best measured so far,
-   ``climb_from``; ``_start_climb_step``), so that a narrow peak in
-   another basin than the Parzen draws' is also reached.
+   climb from the best measured so far (or the grid's centre,
+   ``climb_from``; ``_start_climb_step``): the draws spread over the space
+   while the climb refines what the start found (the centre: a narrow peak
+   in another basin than the draws' is reached too).
 2. **Steps around the best** of the current climb: one ordered parameter
    moved 1, 2, 4, ... positions or to an end (an optimum at the grid's edge),
    one unordered parameter changed, or two ordered ones moved one position
@@ -96,13 +98,13 @@ DEFAULT_TOP_K = 1  # neighbourhoods of this many best configurations compete
 DEFAULT_PATIENCE = 30  # steps without progress before a climb restarts elsewhere
 CANDIDATES = 128  # random feasible candidates per space-filling choice
 UNSEEN = 200  # random draws where no enumerated space is bound
-GLOBAL_PHASE = 30  # measurements drawn from the Parzen model after a restart (strategy ordinal_global)
-START_PHASE = 80  # the study's first measurements, after the space-filling start, drawn from it (ordinal_global)
-SLICE_AFTER = 15  # measurements of a stalled climb before its best's slice is swept (strategy ordinal_global)
+GLOBAL_PHASE = 30  # measurements drawn from the Parzen model after a restart (ordinal_best, ordinal_global)
+START_PHASE = 80  # the study's first measurements, after the space-filling start, drawn from it (ordinal_best, ordinal_global)
+SLICE_AFTER = 15  # measurements of a stalled climb before its best's slice is swept (ordinal_best, ordinal_global)
 RUGGED = 0.8  # the best stands alone where its measured neighbours' median is below this share of it
 SLICE_MAX = 4096  # configurations of a slice ranked in one ask at most (a random choice of a larger one)
-BOUND_EVERY = 3  # every this many measurements of a restart's global phase, one proposal is the model's upper bound's (ordinal_global)
-START_CLIMB = 20  # the start phase's climb's proposals at most (ordinal_global)
+BOUND_EVERY = 3  # every this many measurements of a restart's global phase, one proposal is the model's upper bound's (ordinal_best, ordinal_global)
+START_CLIMB = 20  # the start phase's climb's proposals at most (ordinal_best, ordinal_global)
 CLIMB_FROM = ("centre", "best")  # where the start phase's climb begins (``OrdinalSampler``'s climb_from)
 RUNNERS_UP = 4  # of a proposal's ranked candidates, the next best kept as the likely next proposals
 
@@ -619,6 +621,6 @@ def make_global(seed: int, prior: Prior, phase_from: int = 0, climb_from: str = 
 
 
 def make_best(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
-    """The ``ordinal_best`` strategy's sampler: ``ordinal_global`` with the
-    start phase's climb from the start's best, not the grid's centre."""
+    """The ``ordinal_best`` strategy's sampler, the default: ``ordinal_global``
+    with the start phase's climb from the start's best, not the grid's centre."""
     return make_global(seed, prior, climb_from="best")
