@@ -926,7 +926,7 @@ def test_the_start_climb_ranks_its_steps_by_its_own_measurements_not_the_draws_b
     centre = start_climb_step(sampler, measured, rng)
     measured[config_key(centre)] = (centre, 100.0)
     step = {**centre, "a": 9}
-    sampler._start_climb_keys.add(config_key(step))
+    sampler._start_climbs["centre"].add(config_key(step))  # as if the climb had proposed it
     measured[config_key(step)] = (step, 105.0)  # the climb's best
     for a in range(8):  # the draws beside it: a broad region at b = 15, a little faster
         draw = {**centre, "a": a, "b": 15}

@@ -76,6 +76,8 @@ STRATEGIES: dict[str, Strategy] = {
                              "between, a slice sweep on a lone peak", make="ordinal:make_best", uses_prior=True),  # fmt: skip
     "ordinal_global": Strategy("ordinal_best with the climb beside its Parzen phase from the grid's centre (the default until "
                                "ordinal_best)", make="ordinal:make_global", uses_prior=True),  # fmt: skip
+    "ordinal_two_climbs": Strategy("ordinal_global with two climbs beside its Parzen phase, from the start's best and the "
+                                   "grid's centre, taking turns", make="ordinal:make_two_climbs", uses_prior=True),  # fmt: skip
     "interactions": Strategy("ordinal steps alternated with Thompson draws from a model of parameter pairs",
                              make="interactions:make", uses_prior=True),  # fmt: skip
     "ordinal_switch": Strategy("ordinal for the first 100 trials, ordinal_global from there", make="switch:ordinal_switch", uses_prior=True),
