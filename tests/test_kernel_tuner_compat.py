@@ -272,7 +272,7 @@ def test_constant_memory_arguments_are_constants_uploaded_by_their_symbol(tmp_pa
         ({"strategy": "nsga2"}, r"strategy: 'nsga2' searches several objectives, which have no counterpart here"),
         ({"strategy": "annealing"}, r"strategy: must be one of Kernel Tuner's \(.*\) or of this project's \(.*\), got 'annealing'"),
         ({"strategy": "genetic_algorithm", "strategy_options": {"max_fevals": 5, "popsize": 8}},
-         r"strategy_options\['popsize'\]: has no counterpart in this project's ordinal_best search"),
+         r"strategy_options\['popsize'\]: has no counterpart in this project's ordinal_adaptive search"),
         ({"strategy_options": {"max_fevals": 5}}, r"strategy_options: brute_force measures every configuration and takes none, got \['max_fevals'\]"),
         ({"arguments": [np.zeros(4, np.float32), 5]}, r"arguments\[1\]: must be a numpy array or a numpy scalar .*got int 5"),
         ({"arguments": [np.zeros(4, np.complex64)]}, r"arguments\[0\]: dtype must be one of \[.*\], got complex64"),
@@ -311,7 +311,7 @@ def test_strategies_map_to_their_counterparts_or_to_the_default_search(tmp_path)
     bayes = plan_of(tmp_path, **call, strategy="bayes_opt", strategy_options={"max_fevals": 7, "time_limit": 30})
     assert (bayes.sampler, bayes.budget, bayes.timeout_s) == ("gp", 7, 30.0)
     genetic = plan_of(tmp_path, **call, strategy="genetic_algorithm", strategy_options={"max_fevals": 50})
-    assert genetic.sampler == "ordinal_best" and genetic.budget == 20 and "no counterpart" in genetic.notes[0]
+    assert genetic.sampler == "ordinal_adaptive" and genetic.budget == 20 and "no counterpart" in genetic.notes[0]
     timed = plan_of(tmp_path, **call, strategy="ordinal_global", strategy_options={"time_limit": 5})
     assert (timed.budget, timed.timeout_s) == (20, 5.0)
     assert plan_of(tmp_path, **call, iterations=32).timing.min_samples == 32
@@ -364,7 +364,7 @@ def test_results_and_env_come_back_in_kernel_tuners_shape(tmp_path, monkeypatch,
     assert best["time"] == 3.0 and best["GB/s"] == 4.0 and best["twice"] == 6.0 and best["samples"] == 10
     assert env["best_config"]["block_size_x"] == 512 and env["best_config"]["time"] == 1.0
     assert env["device_name"] == "Fake GPU" and env["iterations"] == 11 and env["tie_set"] == [{"block_size_x": 512}]
-    assert seen[0]["timing"].min_samples == 11 and seen[0]["sampler"] == "ordinal_best" and seen[0]["budget"] is None
+    assert seen[0]["timing"].min_samples == 11 and seen[0]["sampler"] == "ordinal_adaptive" and seen[0]["budget"] is None
     json.dumps(results), json.dumps(env)  # a script json.dumps them
     out = capsys.readouterr().out
     assert "block_size_x=512, time=1.000, GB/s=12.000, twice=2.000" in out

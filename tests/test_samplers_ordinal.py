@@ -189,10 +189,10 @@ def test_a_climb_restarts_after_patience_steps_without_progress():
 def test_the_default_strategy_starts_with_a_parzen_phase_from_the_far_corner():
     from tuner.search.samplers.registry import DEFAULT_STRATEGY
 
-    assert DEFAULT_STRATEGY == "ordinal_best"
-    default = make_sampler(DEFAULT_STRATEGY, 0)
-    assert (default.global_phase, default.start_phase, default.landmarks, default.climb_from) == (30, 80, ("last",), "best")
-    assert make_sampler("ordinal_global", 0).climb_from == "centre"
+    assert DEFAULT_STRATEGY == "ordinal_adaptive"
+    small, large = make_sampler(DEFAULT_STRATEGY, 0).early, make_sampler(DEFAULT_STRATEGY, 0).late
+    for default, climb_from in ((small, "best"), (large, "centre")):
+        assert (default.global_phase, default.start_phase, default.landmarks, default.climb_from) == (30, 80, ("last",), climb_from)
     ordinal = make_sampler("ordinal", 0)
     assert (ordinal.global_phase, ordinal.start_phase, ordinal.landmarks) == (0, 0, ("centre", "last", "first"))
     with pytest.raises(ValueError, match="landmarks must be of"):
@@ -892,6 +892,25 @@ def test_a_climb_from_the_best_goes_on_from_the_fastest_measurement_of_the_start
     assert capped  # the cap ends a climb that keeps up
     with pytest.raises(ValueError, match="climb_from must be one of"):
         OrdinalSampler(climb_from="middle")
+
+
+def test_two_start_climbs_take_turns_from_the_starts_best_and_the_centre():
+    from tuner.search.samplers.ordinal_phases import CLIMB_EVERY
+
+    for seed in range(3):
+        sampler, trials = basin_study(seed, start_climb=6, trials=60, climb_from="both")
+        keys = [config_key(t.params) for t in trials]
+        best, centre = sampler._start_climbs["best"], sampler._start_climbs["centre"]
+        assert best and centre and not best & centre and best | centre == sampler._start_climb_keys
+        first = max(range(6), key=lambda i: trials[i].value)
+        assert keys[first] in best  # the best climb begins at the start's best, measured already
+        proposed = [i for i in range(6, 60) if keys[i] in best | centre]
+        # The climbs' proposals come every CLIMB_EVERY measurements from the 7th, the best's step first, then
+        # the centre (each ordered parameter's middle value), turn about while both go on.
+        assert proposed[:4] == list(range(6, 6 + 4 * CLIMB_EVERY, CLIMB_EVERY)), proposed
+        assert keys[proposed[0]] in best and keys[proposed[1]] in centre and trials[proposed[1]].params["a"] == 8
+        assert keys[proposed[2]] in best and keys[proposed[3]] in centre
+        assert len(best) <= 6 + 1 and len(centre) <= 6  # each capped on its own (the best's first is the start's)
 
 
 def test_on_a_plateau_every_start_phase_measurement_is_the_start_climbs_past_its_cap():

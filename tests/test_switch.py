@@ -109,16 +109,34 @@ def test_a_budget_is_small_at_most_100_trials_and_under_2_percent_of_the_space(b
     assert is_small_budget(budget, space) is small
 
 
-def test_ordinal_budget_runs_ordinal_on_a_small_budget_and_ordinal_global_otherwise():
+@pytest.mark.parametrize(("strategy", "on_small"), [("ordinal_budget", "ordinal")])
+def test_a_budget_switch_runs_its_small_search_on_a_small_budget_and_ordinal_global_otherwise(strategy, on_small):
     space = len(FAMILY.space(PROBLEM))
     small = max(1, int(SMALL_SHARE * space) - 1)  # under 2 % of the fake space
     assert is_small_budget(small, space) and not is_small_budget(small + 30, space)
-    assert _study("ordinal_budget", budget=small, seed=3) == _study("ordinal", budget=small, seed=3)
+    assert _study(strategy, budget=small, seed=3) == _study(on_small, budget=small, seed=3)
     large = small + 30
-    assert _study("ordinal_budget", budget=large, seed=3) == _study("ordinal_global", budget=large, seed=3)
+    assert _study(strategy, budget=large, seed=3) == _study("ordinal_global", budget=large, seed=3)
     # The two differ on these budgets, or the test could not tell which ran.
-    assert _study("ordinal", budget=small, seed=3) != _study("ordinal_global", budget=small, seed=3)
-    assert _study("ordinal", budget=large, seed=3) != _study("ordinal_global", budget=large, seed=3)
+    assert _study(on_small, budget=small, seed=3) != _study("ordinal_global", budget=small, seed=3)
+    assert _study(on_small, budget=large, seed=3) != _study("ordinal_global", budget=large, seed=3)
+
+
+def test_the_default_climbs_from_the_starts_best_on_a_small_budget_and_from_the_centre_otherwise():
+    from tuner.search.samplers.registry import DEFAULT_STRATEGY, STRATEGIES
+
+    assert DEFAULT_STRATEGY == "ordinal_adaptive" and STRATEGIES[DEFAULT_STRATEGY].sees_budget
+    for budget, space, climb_from in ((50, 4362, "best"), (100, 6768, "best"), (100, 4362, "centre"), (180, 7200, "centre"),
+                                      (None, 7200, "centre")):  # fmt: skip
+        sampler = make_sampler(DEFAULT_STRATEGY, 0)
+        sampler.plan(budget, space)
+        chosen = sampler._last  # the one sampler that proposes every trial of the study
+        assert chosen is (sampler.early if climb_from == "best" else sampler.late) and chosen.climb_from == climb_from
+        assert (chosen.start_phase, chosen.global_phase, chosen.landmarks) == (80, 30, ("last",))
+    # The branch a small budget takes runs as ordinal_best does, trial for trial.
+    space = len(FAMILY.space(PROBLEM))
+    large = int(SMALL_SHARE * space) + 30
+    assert _study(DEFAULT_STRATEGY, budget=large, seed=3) == _study("ordinal_global", budget=large, seed=3)
 
 
 def test_unplanned_ordinal_budget_runs_ordinal_global():

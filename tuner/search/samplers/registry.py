@@ -71,11 +71,11 @@ STRATEGIES: dict[str, Strategy] = {
     "brute_force": Strategy("every feasible configuration, in order", make="brute_force:make"),
     "ordinal": Strategy("space-filling, then model-ranked steps (the default until ordinal_global)",
                         make="ordinal:make", uses_prior=True),  # fmt: skip
-    "ordinal_best": Strategy("the project's own: a Parzen (TPE-like) phase first (a climb from the start's best alongside, "
-                             "alone on a plateau) and after each restart, steps ranked by a model of values and value pairs "
-                             "between, a slice sweep on a lone peak", make="ordinal:make_best", uses_prior=True),  # fmt: skip
-    "ordinal_global": Strategy("ordinal_best with the climb beside its Parzen phase from the grid's centre (the default until "
-                               "ordinal_best)", make="ordinal:make_global", uses_prior=True),  # fmt: skip
+    "ordinal_global": Strategy("the project's own: a Parzen (TPE-like) phase first (a climb from the centre alongside, alone on a "
+                               "plateau) and after each restart, steps ranked by a model of values and value pairs between, a "
+                               "slice sweep on a lone peak", make="ordinal:make_global", uses_prior=True),  # fmt: skip
+    "ordinal_best": Strategy("ordinal_global with the climb beside its Parzen phase from the start's best, not the grid's "
+                             "centre", make="ordinal:make_best", uses_prior=True),  # fmt: skip
     "ordinal_two_climbs": Strategy("ordinal_global with two climbs beside its Parzen phase, from the start's best and the "
                                    "grid's centre, taking turns", make="ordinal:make_two_climbs", uses_prior=True),  # fmt: skip
     "interactions": Strategy("ordinal steps alternated with Thompson draws from a model of parameter pairs",
@@ -83,6 +83,9 @@ STRATEGIES: dict[str, Strategy] = {
     "ordinal_switch": Strategy("ordinal for the first 100 trials, ordinal_global from there", make="switch:ordinal_switch", uses_prior=True),
     "ordinal_relay": Strategy("ordinal (the far corner first) for the first 100 trials, ordinal_global with its start phase "
                               "from there", make="switch:ordinal_relay", uses_prior=True),  # fmt: skip
+    "ordinal_adaptive": Strategy("the default: ordinal_best where the budget is at most 100 trials and under 2 % of the "
+                                 "space, ordinal_global otherwise", make="switch:ordinal_adaptive", uses_prior=True,
+                                 sees_budget=True),  # fmt: skip
     "ordinal_budget": Strategy("ordinal where the budget is at most 100 trials and under 2 % of the space, ordinal_global "
                                "otherwise", make="switch:ordinal_budget", uses_prior=True, sees_budget=True),  # fmt: skip
 }
@@ -90,7 +93,7 @@ STRATEGIES: dict[str, Strategy] = {
 SAMPLERS = tuple(name for name, strategy in STRATEGIES.items() if strategy.make)
 PARETO_SAMPLERS = tuple(name for name, strategy in STRATEGIES.items() if strategy.make_pareto)
 # The strategy a study uses unless told otherwise (the settings' default too), and the time-energy study's.
-DEFAULT_STRATEGY = "ordinal_best"
+DEFAULT_STRATEGY = "ordinal_adaptive"
 DEFAULT_PARETO_STRATEGY = "nsga2"
 
 

@@ -178,3 +178,14 @@ def ordinal_budget(seed: int, prior: Sequence[tuple[Mapping, float]] = ()) -> Bu
     from tuner.search.samplers.registry import make_sampler
 
     return BudgetSwitch(make_sampler("ordinal", seed, prior), make_sampler("ordinal_global", seed, prior))
+
+
+def ordinal_adaptive(seed: int, prior: Sequence[tuple[Mapping, float]] = ()) -> BudgetSwitch:
+    """``ordinal_best`` for a study whose budget is small beside its space, else
+    ``ordinal_global`` (``BudgetSwitch``); both seeded with ``seed`` and
+    learning from a warm start's ``prior``. With a few dozen trials the start
+    climb pays soonest from the start's best; with more, from the centre it
+    also reaches a second basin (``docs/search.md``)."""
+    from tuner.search.samplers.registry import make_sampler
+
+    return BudgetSwitch(make_sampler("ordinal_best", seed, prior), make_sampler("ordinal_global", seed, prior))

@@ -40,7 +40,7 @@ from tuner.families.base import Family, Problem
 from tuner.search.samplers.registry import STRATEGIES, checked_strategy
 from tuner.search.study.run import StudyOptions, run_study
 
-DEFAULT_SAMPLERS = ("ordinal_best", "ordinal", "tpe", "random")  # gp needs PyTorch
+DEFAULT_SAMPLERS = ("ordinal_adaptive", "ordinal", "tpe", "random")  # gp needs PyTorch
 DEFAULT_BUDGETS = (8, 16, 32, 64)
 DEFAULT_SEEDS = 10
 MAX_SEEDS = 10_000  # seeds of one command at most: each is a whole study (its list is made before any runs)
