@@ -110,7 +110,7 @@ DEFAULT_FRACTIONS = (0.025, 0.05, 0.10)  # of each space
 SEEDS = 50
 MAX_SEEDS = 10_000  # seeds of one command at most: each is a whole run per strategy, table and order
 # The default search, the project's others, and Optuna's TPE and GP samplers (run through the study loop).
-OURS = ("ordinal_global", "ordinal", "ordinal_best", "ordinal_two_climbs", "ordinal_adaptive", "ordinal_budget", "ordinal_switch", "ordinal_relay", "interactions", "tpe", "gp")
+OURS = ("ordinal_global", "ordinal", "ordinal_best", "ordinal_adaptive", "ordinal_budget", "ordinal_switch", "ordinal_relay", "interactions", "tpe", "gp")
 WARM_TOP = 5  # evaluations within which a warm start must land within 1 %
 # Model-based samplers slow with every trial (multivariate TPE and the GP sampler refit on every trial,
 # Kernel Tuner's bayes_opt its Gaussian process on every evaluation; the GP sampler took 2 to 5 minutes

@@ -894,25 +894,6 @@ def test_a_climb_from_the_best_goes_on_from_the_fastest_measurement_of_the_start
         OrdinalSampler(climb_from="middle")
 
 
-def test_two_start_climbs_take_turns_from_the_starts_best_and_the_centre():
-    from tuner.search.samplers.ordinal_phases import CLIMB_EVERY
-
-    for seed in range(3):
-        sampler, trials = basin_study(seed, start_climb=6, trials=60, climb_from="both")
-        keys = [config_key(t.params) for t in trials]
-        best, centre = sampler._start_climbs["best"], sampler._start_climbs["centre"]
-        assert best and centre and not best & centre and best | centre == sampler._start_climb_keys
-        first = max(range(6), key=lambda i: trials[i].value)
-        assert keys[first] in best  # the best climb begins at the start's best, measured already
-        proposed = [i for i in range(6, 60) if keys[i] in best | centre]
-        # The climbs' proposals come every CLIMB_EVERY measurements from the 7th, the best's step first, then
-        # the centre (each ordered parameter's middle value), turn about while both go on.
-        assert proposed[:4] == list(range(6, 6 + 4 * CLIMB_EVERY, CLIMB_EVERY)), proposed
-        assert keys[proposed[0]] in best and keys[proposed[1]] in centre and trials[proposed[1]].params["a"] == 8
-        assert keys[proposed[2]] in best and keys[proposed[3]] in centre
-        assert len(best) <= 6 + 1 and len(centre) <= 6  # each capped on its own (the best's first is the start's)
-
-
 def test_on_a_plateau_every_start_phase_measurement_is_the_start_climbs_past_its_cap():
     from tuner.search.samplers.ordinal_phases import CLIMB_EVERY, crowded
 
@@ -945,7 +926,7 @@ def test_the_start_climb_ranks_its_steps_by_its_own_measurements_not_the_draws_b
     centre = start_climb_step(sampler, measured, rng)
     measured[config_key(centre)] = (centre, 100.0)
     step = {**centre, "a": 9}
-    sampler._start_climbs["centre"].add(config_key(step))  # as if the climb had proposed it
+    sampler._start_climb_keys.add(config_key(step))
     measured[config_key(step)] = (step, 105.0)  # the climb's best
     for a in range(8):  # the draws beside it: a broad region at b = 15, a little faster
         draw = {**centre, "a": a, "b": 15}

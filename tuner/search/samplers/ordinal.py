@@ -105,7 +105,7 @@ RUGGED = 0.8  # the best stands alone where its measured neighbours' median is b
 SLICE_MAX = 4096  # configurations of a slice ranked in one ask at most (a random choice of a larger one)
 BOUND_EVERY = 3  # every this many measurements of a restart's global phase, one proposal is the model's upper bound's (ordinal_best, ordinal_global)
 START_CLIMB = 20  # the start phase's climb's proposals at most (ordinal_best, ordinal_global)
-CLIMB_FROM = ("centre", "best", "both")  # where the start phase's climb begins (``OrdinalSampler``'s climb_from)
+CLIMB_FROM = ("centre", "best")  # where the start phase's climb begins (``OrdinalSampler``'s climb_from)
 RUNNERS_UP = 4  # of a proposal's ranked candidates, the next best kept as the likely next proposals
 
 
@@ -166,9 +166,7 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
             configuration measured when it begins (the space-filling start's
             best, as ``ordinal``'s first climb), not measured again; or
             ``"centre"``, the grid's centre (the centre value of each ordered
-            parameter, unordered ones drawn from ``seed``), proposed first;
-            or ``"both"``: two climbs, from the best and from the centre,
-            taking turns, each capped and ended on its own.
+            parameter, unordered ones drawn from ``seed``), proposed first.
         prior: (configuration, bandwidth) pairs known before the study (warm
             start); used by the model, never taken for measured.
         phase_from: the first trial number this sampler proposes (the later
@@ -240,9 +238,6 @@ class OrdinalSampler(GlobalPhases, StepModel, optuna.samplers.BaseSampler):
         self._apart: dict[int, set[str]] = {}  # restart's start -> keys this sampler drew apart (wide_restarts)
         self._bounded: set[tuple[int, int]] = set()  # (restart's start, measurements) where the bound was proposed
         self._start_climb_keys: set[str] | None = None  # keys of the start climb (None: not begun)
-        # Each start climb's own keys by origin (None: not begun), and whose turn is next where there are two.
-        self._start_climbs: dict[str, set[str] | None] = dict.fromkeys(("best", "centre") if climb_from == "both" else (climb_from,))
-        self._start_climb_turn = 0
         self._prior: list[tuple[str, dict, float]] = []
         self._upcoming: list[dict] = []  # the last proposal's runners-up
 
@@ -629,9 +624,3 @@ def make_best(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
     """The ``ordinal_best`` strategy's sampler, the default: ``ordinal_global``
     with the start phase's climb from the start's best, not the grid's centre."""
     return make_global(seed, prior, climb_from="best")
-
-
-def make_two_climbs(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
-    """The ``ordinal_two_climbs`` strategy's sampler: ``ordinal_global`` with
-    two start climbs taking turns, from the start's best and the grid's centre."""
-    return make_global(seed, prior, climb_from="both")

@@ -175,40 +175,21 @@ class GlobalPhases:
         several workers those that proposed the start climb from it (one,
         unless two asked before either's claim was written: a claimed centre
         is not proposed again)."""
+        if self._start_climb_keys is None and self.climb_from == "best":
+            # Measured already: the climb's first measurement, from which its steps go.
+            self._start_climb_keys = {max(measured, key=lambda key: measured[key][1])}
         if self._start_climb_keys is None:
             self._start_climb_keys = set()
-        # With two origins the climbs take turns; one that is over leaves its turns to the other.
-        origins = list(self._start_climbs)
-        turn = self._start_climb_turn % len(origins)
-        for origin in origins[turn:] + origins[:turn]:
-            cfg = self._start_climb_from(origin, measured, visited, rng, top, plateau)
-            if cfg is not None:
-                self._start_climb_turn += 1
-                self._start_climb_keys.add(config_key(cfg))
-                return cfg
-        return None
-
-    def _start_climb_from(self, origin: str, measured: dict[str, tuple[dict, float]], visited: set[str],
-                          rng: random.Random, top: float, plateau: bool) -> dict | None:  # fmt: skip
-        """The next proposal of the start climb from ``origin`` (``"best"`` or
-        ``"centre"``), or None where it is over (``_start_climb_step``)."""
-        keys = self._start_climbs[origin]
-        if keys is None and origin == "best":
-            # Measured already: the climb's first measurement, from which its steps go.
-            keys = self._start_climbs[origin] = {max(measured, key=lambda key: measured[key][1])}
-            self._start_climb_keys |= keys
-        if keys is None:
-            keys = self._start_climbs[origin] = set()
             draw = random.Random(self.seed)  # the unordered values: the same centre for a seed, whatever was asked
             cfg = {name: LANDMARK_PICKS["centre"](values) if ordered else draw.choice(values)
                    for name, (ordered, values) in self._order.items()}  # fmt: skip
             if config_key(cfg) in visited or not self._feasible(cfg):
                 return None
-            keys.add(config_key(cfg))
+            self._start_climb_keys.add(config_key(cfg))
             return cfg
-        if not plateau and len(keys) >= self.start_climb:
+        if not plateau and len(self._start_climb_keys) >= self.start_climb:
             return None
-        own = {key: measured[key] for key in measured if key in keys}  # in trial order
+        own = {key: measured[key] for key in measured if key in self._start_climb_keys}  # in trial order
         if not own:
             return None
         best, since = 0.0, 0
@@ -220,7 +201,7 @@ class GlobalPhases:
             return None
         cfg = self._start_climb_favourite(own, measured, visited, rng)
         if cfg is not None:
-            keys.add(config_key(cfg))
+            self._start_climb_keys.add(config_key(cfg))
         return cfg
 
     def _start_climb_favourite(self, own: dict[str, tuple[dict, float]], measured: dict[str, tuple[dict, float]],

@@ -76,8 +76,6 @@ STRATEGIES: dict[str, Strategy] = {
                                "slice sweep on a lone peak", make="ordinal:make_global", uses_prior=True),  # fmt: skip
     "ordinal_best": Strategy("ordinal_global with the climb beside its Parzen phase from the start's best, not the grid's "
                              "centre", make="ordinal:make_best", uses_prior=True),  # fmt: skip
-    "ordinal_two_climbs": Strategy("ordinal_global with two climbs beside its Parzen phase, from the start's best and the "
-                                   "grid's centre, taking turns", make="ordinal:make_two_climbs", uses_prior=True),  # fmt: skip
     "interactions": Strategy("ordinal steps alternated with Thompson draws from a model of parameter pairs",
                              make="interactions:make", uses_prior=True),  # fmt: skip
     "ordinal_switch": Strategy("ordinal for the first 100 trials, ordinal_global from there", make="switch:ordinal_switch", uses_prior=True),
