@@ -93,9 +93,10 @@ SKIPPED = {
     "(tests/test_search_bench.py runs the benchmark on a few seeds)",
     "python benchmarks/search.py --tables reduce_space reduce_space_offset11 reduce_hard_h200 reduce_hard_h100 "
     "reduce_hard_2e24_h200 reduce_hard_2e24_h100 ../shared/benchmark_hub/convolution_milo ../shared/benchmark_hub/dedispersion_milo "
-    "--seeds 5 --strategies ordinal ordinal_global ordinal_relay ordinal_budget --fixed 50 100 --orders ascending --no-warm --held-out "
-    "--jobs 2 --out benchmarks/results --name search-held-out": "the benchmark hub's files lie outside the repository, and "
-    "the run takes over ten minutes on two cores (tests/test_search_bench.py runs --held-out on small tables)",
+    "/tmp/unseen/rtx2080ti --seeds 20 --strategies ordinal ordinal_global ordinal_best ordinal_adaptive --fixed 50 100 --fractions "
+    "--orders ascending --no-warm --held-out --jobs 2 --out benchmarks/results --name search-held-out-adaptive": "the benchmark "
+    "hub's files and the RTX 2080 Ti's table (from autotuning-methodology's sources) lie outside the repository, and the run "
+    "takes seven minutes on two cores (tests/test_search_bench.py runs --held-out on small tables)",
     "python benchmarks/space_scale.py --sizes 4 5 6 --strategies ordinal_global interactions --restricted": "builds "
     "spaces of up to 10^6 configurations, half a minute and a GB of memory (tests/test_space_scale.py runs it on small ones)",
     "python benchmarks/study_compiles.py": "two 50-trial studies with a 0.3 s nvcc stub, twenty seconds "
