@@ -421,3 +421,9 @@ def test_the_kernel_tuner_examples_shares_are_the_benchmarks():
     assert "`benchmarks/results/search-held-out-kernel-tuner-examples.txt`" in said
 
 
+
+
+def test_the_defaults_hub_figures_at_50_and_100_evaluations_are_the_benchmarks():
+    adaptive = aggregate("search-hub-adaptive.txt")["ordinal_adaptive"]
+    said = " ".join(SEARCH[SEARCH.index("### On the community's spaces") :].split())
+    assert f"{adaptive[0]} and {adaptive[1]} (`benchmarks/results/search-hub-adaptive.txt`)" in said
