@@ -16,6 +16,8 @@ workers switch together and a resumed study switches where it left off.
 ``ordinal_budget`` chooses between the two once, from the study's budget, before
 its first trial: ``ordinal`` where the budget is a few dozen measurements in a
 space many times larger, ``ordinal_global`` everywhere else (``BudgetSwitch``).
+The default, ``ordinal_adaptive``, chooses the same way between ``ordinal_best``
+and ``ordinal_global``.
 """
 
 from __future__ import annotations
@@ -32,10 +34,9 @@ from tuner.search.samplers.space_aware import Foreseeing, SpaceAware
 
 # Trials of the early search before the late one takes over (strategy ordinal_switch).
 SWITCH_AT = 100
-# ordinal_budget's rule: ordinal where the budget is at most SMALL_BUDGET trials and under
-# SMALL_SHARE of the space, where ordinal's climbs from the grid's landmarks were expected to lead;
-# ordinal_global's Parzen phases need a share of the space to pay off. On the held-out tables with 20
-# seeds ordinal_global led at 50 evaluations too, so this is not the default (docs/search.md).
+# The budget switches' rule: the small search where the budget is at most SMALL_BUDGET trials and
+# under SMALL_SHARE of the space; ordinal_global's climb from the centre, which reaches a second
+# basin, pays once the budget is a share of the space (docs/search.md, held out).
 SMALL_BUDGET = 100
 SMALL_SHARE = 0.02
 
