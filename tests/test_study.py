@@ -445,15 +445,16 @@ def test_random_sampler_exhausts_a_small_space_without_measuring_twice():
 # ---- resume and shared storage ---------------------------------------------------
 
 
+@pytest.mark.parametrize("sampler", ["tpe", "ordinal_adaptive"])  # the default chooses its search from the budget
 @pytest.mark.parametrize("kind", ["sqlite", "journal"])
-def test_resume_continues_to_the_budget_without_redoing_trials(tmp_path, kind):
+def test_resume_continues_to_the_budget_without_redoing_trials(tmp_path, kind, sampler):
     storage = f"sqlite:///{tmp_path / 'study.db'}" if kind == "sqlite" else str(tmp_path / "study.jsonl")
     first = Recorder()
-    a = study(first, storage=storage, study_name="resume", budget_trials=6, sampler="tpe", seed=0)
+    a = study(first, storage=storage, study_name="resume", budget_trials=6, sampler=sampler, seed=0)
     assert (a.measured, a.total_measured, len(first.calls)) == (6, 6, 6)
 
     second = Recorder()
-    b = study(second, storage=storage, study_name="resume", budget_trials=15, sampler="tpe", seed=0)
+    b = study(second, storage=storage, study_name="resume", budget_trials=15, sampler=sampler, seed=0)
     assert len(second.calls) == 15 - 6
     assert b.measured == 9
     assert b.total_measured == 15
