@@ -287,3 +287,24 @@ def test_a_sampler_that_sees_its_budget_is_replayed_once_per_budget(table):
     assert figures[("ordinal", 2)] != figures[("ordinal_global", 2)]  # or the test could not tell which ran
     assert figures[("ordinal_budget", 2)] == figures[("ordinal", 2)]
     assert figures[("ordinal_budget", 40)] == figures[("ordinal_global", 40)]
+
+
+def test_a_family_of_ones_own_replays_from_its_file_and_a_bad_file_is_one_line(capsys):
+    """``--family-path`` registers a config's family_paths file, as the tuner's commands take it."""
+    saxpy = Path(__file__).resolve().parents[1] / "examples" / "saxpy"
+    table = str(saxpy / "reference" / "nvidia-h100-80gb-hbm3" / "measurements.parquet")
+    problem = ["--family", "saxpy", "--dtype", "float32", "--n", str(1 << 26)]
+    from tuner.families import REGISTRY
+
+    if "saxpy" not in REGISTRY.names():  # unless another test of this process registered it already
+        with pytest.raises(SystemExit):
+            main([table, *problem])  # not a shipped family: refused without its file
+        assert "--family must be one of" in capsys.readouterr().err
+    assert main([table, *problem, "--family-path", str(saxpy / "saxpy.py"), "--samplers", "random", "--budgets", "5", "225",
+                 "--seeds", "2"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "sweep:saxpy_space" in out and "random" in out
+    with pytest.raises(SystemExit):
+        main([table, *problem, "--family-path", str(saxpy / "saxpy.cu")])
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--family-path: family_paths: must name Python files" in err, err

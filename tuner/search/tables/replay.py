@@ -354,6 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("table", help="Parquet file (or folder of them) in the results schema, "
                         "or a Kernel Tuner cache or T4 file (.json, .json.gz)")  # fmt: skip
     parser.add_argument("--family", help="family name, e.g. reduce (a Parquet table's)")
+    parser.add_argument("--family-path", action="append",
+                        help="a Python file declaring families of one's own, as a config's family_paths (repeatable)")  # fmt: skip
     parser.add_argument("--dtype", help="element type, e.g. int32 (a Parquet table's)")
     parser.add_argument("--n", type=int, help="problem size (a Parquet table's)")
     parser.add_argument("--t1", help="a cache's or T4 file's T1 space description (default: T1.json, t1.json or T1.json.gz beside it)")
@@ -385,6 +387,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Imported here: the registry pulls in every family, which replay's
     # library use (and its tests) do not need.
     families = importlib.import_module("tuner.families")
+    try:
+        families.load_family_paths(args.family_path or [])
+    except ValueError as exc:
+        parser.refuse(f"--family-path: {exc}")
     if args.family not in families.REGISTRY.names():
         parser.refuse(f"--family must be one of {families.REGISTRY.names()}, got {args.family!r}")
     family = families.REGISTRY[args.family]
