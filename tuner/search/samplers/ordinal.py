@@ -1,10 +1,12 @@
 """``OrdinalSampler``: the project's search, a model-guided neighbourhood search
 that treats ordered parameters as ordered, between phases of Parzen proposals.
-The default strategy, ``ordinal_best``, is this sampler with a start phase
-(its climb from the start's best), a restart phase and only the far corner as
-a landmark; ``ordinal_global`` is the same with the start's climb from the
-grid's centre; ``ordinal`` is it without the phases. ``docs/search.md`` says why each part is there and how
-the strategies compare on tables measured exhaustively.
+``ordinal_global`` is this sampler with a start phase, a restart phase and
+only the far corner as a landmark; ``ordinal_best`` is the same with the start
+phase's climb from the start's best, not the grid's centre (the default,
+``ordinal_adaptive``, runs one of the two, chosen from the study's budget:
+``tuner.search.samplers.switch``); ``ordinal`` is it without the phases.
+``docs/search.md`` says why each part is there and how the strategies compare
+on tables measured exhaustively.
 
 Kernel spaces are grids of ordered values (block size, unroll, grid size)
 with a few unordered ones (cache hint, variant), and the fast configurations
@@ -621,6 +623,7 @@ def make_global(seed: int, prior: Prior, phase_from: int = 0, climb_from: str = 
 
 
 def make_best(seed: int, prior: Prior) -> optuna.samplers.BaseSampler:
-    """The ``ordinal_best`` strategy's sampler, the default: ``ordinal_global``
-    with the start phase's climb from the start's best, not the grid's centre."""
+    """The ``ordinal_best`` strategy's sampler (the default's on a small
+    budget): ``ordinal_global`` with the start phase's climb from the start's
+    best, not the grid's centre."""
     return make_global(seed, prior, climb_from="best")

@@ -176,9 +176,7 @@ def ordinal_budget(seed: int, prior: Sequence[tuple[Mapping, float]] = ()) -> Bu
     """``ordinal`` for a study whose budget is small beside its space, else
     ``ordinal_global`` (``BudgetSwitch``); both seeded with ``seed`` and
     learning from a warm start's ``prior``."""
-    from tuner.search.samplers.registry import make_sampler
-
-    return BudgetSwitch(make_sampler("ordinal", seed, prior), make_sampler("ordinal_global", seed, prior))
+    return _budget_switch("ordinal", seed, prior)
 
 
 def ordinal_adaptive(seed: int, prior: Sequence[tuple[Mapping, float]] = ()) -> BudgetSwitch:
@@ -187,6 +185,11 @@ def ordinal_adaptive(seed: int, prior: Sequence[tuple[Mapping, float]] = ()) -> 
     learning from a warm start's ``prior``. With a few dozen trials the start
     climb pays soonest from the start's best; with more, from the centre it
     also reaches a second basin (``docs/search.md``)."""
+    return _budget_switch("ordinal_best", seed, prior)
+
+
+def _budget_switch(small: str, seed: int, prior: Sequence[tuple[Mapping, float]]) -> BudgetSwitch:
+    """The strategy ``small`` on a small budget, ``ordinal_global`` otherwise, made alike."""
     from tuner.search.samplers.registry import make_sampler
 
-    return BudgetSwitch(make_sampler("ordinal_best", seed, prior), make_sampler("ordinal_global", seed, prior))
+    return BudgetSwitch(make_sampler(small, seed, prior), make_sampler("ordinal_global", seed, prior))
