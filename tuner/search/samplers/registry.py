@@ -81,8 +81,8 @@ STRATEGIES: dict[str, Strategy] = {
     "ordinal_switch": Strategy("ordinal for the first 100 trials, ordinal_global from there", make="switch:ordinal_switch", uses_prior=True),
     "ordinal_relay": Strategy("ordinal (the far corner first) for the first 100 trials, ordinal_global with its start phase "
                               "from there", make="switch:ordinal_relay", uses_prior=True),  # fmt: skip
-    "ordinal_adaptive": Strategy("the default: ordinal_best where the budget is at most 100 trials and under 2 % of the "
-                                 "space, ordinal_global otherwise", make="switch:ordinal_adaptive", uses_prior=True,
+    "ordinal_adaptive": Strategy("ordinal_best where the budget is at most 100 trials and under 2 % of the space, "
+                                 "ordinal_global otherwise", make="switch:ordinal_adaptive", uses_prior=True,
                                  sees_budget=True),  # fmt: skip
     "ordinal_budget": Strategy("ordinal where the budget is at most 100 trials and under 2 % of the space, ordinal_global "
                                "otherwise", make="switch:ordinal_budget", uses_prior=True, sees_budget=True),  # fmt: skip
