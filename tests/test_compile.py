@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import threading
 
 import pytest
 
@@ -11,11 +12,13 @@ from tuner.families.base import KERNELS_DIR
 from tuner.measure.compile import (
     CompileError,
     compile_all,
+    compile_stage_running,
     compile_variant,
     kernel_parameters,
     module_key,
     nvcc_command,
     parse_ptxas_report,
+    wait_for_compile_stage,
 )
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -124,3 +127,28 @@ def test_an_include_folder_nvcc_would_split_or_quote_is_refused_in_one_line(tmp_
     source = tmp_path / folder / "k.cu"
     with pytest.raises(CompileError, match=r"include folder .*must hold none of ' or ,"):
         nvcc_command(source, {}, (), "sm_90", tmp_path / "k.cubin")
+
+
+def test_a_measuring_stage_waits_while_the_compile_stage_holds_the_cache(tmp_path):
+    """The compile stage runs beside the peaks: a sweep or study that starts meanwhile measures
+    nothing until the stage's nvcc processes are done; with no stage, it does not wait."""
+    assert wait_for_compile_stage(tmp_path / "cubins") == 0.0
+    holding, release = threading.Event(), threading.Event()
+
+    def compile_stage() -> None:
+        with compile_stage_running(tmp_path / "cubins"):
+            holding.set()
+            release.wait(10)
+
+    stage = threading.Thread(target=compile_stage)
+    stage.start()
+    assert holding.wait(10)
+    waiter = threading.Thread(target=wait_for_compile_stage, args=(tmp_path / "cubins",))
+    waiter.start()
+    waiter.join(0.3)
+    assert waiter.is_alive()  # blocked on the stage's lock
+    release.set()
+    waiter.join(10)
+    stage.join(10)
+    assert not waiter.is_alive()
+    assert wait_for_compile_stage(tmp_path / "cubins") < 1.0  # the lock file stays; nothing holds it

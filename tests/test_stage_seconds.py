@@ -62,6 +62,25 @@ def test_the_table_shows_energy_within_the_stages_and_what_no_job_accounts_for(t
     assert "80.0 s" in lines["wall"]
 
 
+def test_jobs_that_ran_beside_each_other_are_shown_and_not_taken_from_what_no_job_accounts_for(tmp_path):
+    """The compile stage beside the peaks: 10 s of compile, 12 s of peaks, 8 s of them together."""
+    started = time.time() - 100
+    write_job(tmp_path, "describe_device", 2.0, started + 2)
+    write_job(tmp_path, "compile", 10.0, started + 12)
+    write_job(tmp_path, "peaks", 12.0, started + 16)
+    write_job(tmp_path, "sweep-copy_widths", 4.0, started + 21)
+
+    table = seconds_table(tmp_path, started, wall=25.0)
+
+    lines = {line.split("  ")[1].strip(): line for line in table.splitlines()[1:]}
+    assert "8.0 s" in lines["(jobs beside each other)"]
+    assert "5.0 s" in lines["outside the jobs"]  # 25 s of wall, 20 s with a job running
+    write_job(tmp_path / "one-after-another", "compile", 10.0, started + 12)
+    write_job(tmp_path / "one-after-another", "peaks", 12.0, started + 24.5)
+    sequential = seconds_table(tmp_path / "one-after-another", started, wall=25.0)
+    assert "(jobs beside each other)" not in sequential and "3.0 s" in sequential.splitlines()[-2]  # outside the jobs
+
+
 def test_nothing_is_printed_for_a_folder_whose_jobs_all_ran_before(tmp_path, capsys):
     write_job(tmp_path / "nvidia-h100", "peaks", 4.0, time.time() - 1000)
 

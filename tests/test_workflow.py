@@ -223,6 +223,23 @@ def test_gpu_rules_ask_for_one_gpu_and_cpu_rules_for_none(small_dry_run):
     assert profile["executor"] == "slurm"
 
 
+@SHARES_THE_DRY_RUN
+def test_the_cpu_jobs_take_no_core_so_they_run_beside_the_gpu_jobs(small_dry_run):
+    """Under --cores 1 the compile stage (threads: 0) runs beside the peaks, and collect and export
+    beside the profile; the sweeps and studies do not take the compile table as input (an edit that
+    recompiles reruns no other sweep: the test above), they wait for the stage's lock instead."""
+    tmp_path, out = small_dry_run
+    threads, inputs = {}, {}
+    for job in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n)*)", out, re.M):
+        found = re.search(r"^    threads: (\d+)$", job.group(2), re.M)
+        threads[job.group(1)] = int(found.group(1)) if found else 1
+        listed = re.search(r"^    input: (.*)$", job.group(2), re.M)
+        inputs[job.group(1)] = listed.group(1).split(", ") if listed else []
+    assert {job for job, n in threads.items() if n == 0} == {"compile_variants", "collect", "export_best"}
+    compiled = f"{tmp_path}/results/test-gpu/compile.parquet"
+    assert [job for job, names in inputs.items() if compiled in names] == ["all"]
+
+
 def test_bad_config_fails_before_any_job_in_one_line(tmp_path):
     config = small_config(tmp_path)
     config["sweeps"]["one"]["params"]["vector_width"] = [4.0]

@@ -67,11 +67,17 @@ def open_bench(settings: Settings, device_json: Path | None, timing, device_inde
 
 def open_measuring_bench(settings: Settings, device_json: Path, timing, device_index: int, energy: bool = False):
     """The Bench of a stage's measuring process (``tuner.measure.remote``) on
-    GPU ``device_index``, with the peaks. Without a GPU, or with a damaged
+    GPU ``device_index``, with the peaks, once no compile stage is compiling
+    into its cubin cache (``tuner.measure.compile.wait_for_compile_stage``). Without a GPU, or with a damaged
     device.json or peaks.json, the refusal (``GpuUnavailable``,
     ``DamagedFile``) reaches the stage as its one line and exit status."""
+    from tuner.measure.compile import wait_for_compile_stage
+
     bench, _ = open_bench(settings, device_json, timing, device_index, energy=energy)
     load_peaks(bench, settings.run.folder.peaks_json)
+    waited = wait_for_compile_stage(bench.cache_dir)
+    if waited >= 0.1:
+        print(f"waited {waited:.1f} s for the compile stage, which ran beside the peaks", flush=True)
     return bench
 
 

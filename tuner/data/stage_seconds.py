@@ -7,7 +7,10 @@ Snakemake times every job of the pipeline itself: each rule names a
 job the run did not need (its outputs were current) is left out. The energy of
 each problem's fastest configuration is measured inside the sweeps and studies,
 so its seconds come from the rows this run measured (``energy_wall_s``): a part
-of those stages' seconds, shown beside them.
+of those stages' seconds, shown beside them. A CPU job that takes none of
+``--cores`` (the compile stage beside the peaks, collect and export beside the
+profile) overlaps another: the overlap is shown, and left out of what no job
+accounts for.
 """
 
 from __future__ import annotations
@@ -63,22 +66,35 @@ def energy_seconds(folder: Path, since: float) -> float:
     return float(rows.loc[pd.to_datetime(rows["timestamp"], utc=True) >= started, "energy_wall_s"].fillna(0.0).sum())
 
 
+def covered_seconds(stages: list[StageSeconds]) -> float:
+    """Seconds during which at least one of ``stages`` ran (each from its end back by its seconds)."""
+    covered, reach = 0.0, float("-inf")
+    for start, end in sorted((stage.finished - stage.seconds, stage.finished) for stage in stages):
+        covered += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    return covered
+
+
 def seconds_table(folder: Path, since: float, wall: float) -> str:
-    """The stages' seconds as a table, with the run's wall (``wall``) and what no job accounts for
-    (Snakemake's own planning, and the gaps between jobs); empty when no job of ``folder`` ran."""
+    """The stages' seconds as a table, with the run's wall (``wall``), the seconds jobs ran beside
+    each other (counted in each), and what no job accounts for (Snakemake's own planning, and
+    the gaps between jobs); empty when no job of ``folder`` ran."""
     stages = stage_seconds(folder, since)
     if not stages:
         return ""
     energy = energy_seconds(folder, since)
-    energy_label = "(energy, within the above)"
-    width = max([len(stage.stage) for stage in stages] + [len(energy_label)])
+    energy_label, overlap_label = "(energy, within the above)", "(jobs beside each other)"
+    width = max([len(stage.stage) for stage in stages] + [len(energy_label), len(overlap_label)])
     lines = [f"Seconds per stage ({folder}):"]
     for stage in stages:
         lines.append(f"  {stage.stage:<{width}} {stage.seconds:7.1f} s  {stage.seconds / wall:6.1%}")
-    jobs = sum(stage.seconds for stage in stages)
+    covered = covered_seconds(stages)
     if energy > 0:
         lines.append(f"  {energy_label:<{width}} {energy:7.1f} s  {energy / wall:6.1%}")
-    lines.append(f"  {'outside the jobs':<{width}} {max(wall - jobs, 0.0):7.1f} s  {max(wall - jobs, 0.0) / wall:6.1%}")
+    beside = sum(stage.seconds for stage in stages) - covered
+    if beside >= 0.05:
+        lines.append(f"  {overlap_label:<{width}} {beside:7.1f} s  {beside / wall:6.1%}")
+    lines.append(f"  {'outside the jobs':<{width}} {max(wall - covered, 0.0):7.1f} s  {max(wall - covered, 0.0) / wall:6.1%}")
     lines.append(f"  {'wall':<{width}} {wall:7.1f} s")
     return "\n".join(lines)
 

@@ -494,6 +494,47 @@ def study_compiled_whole(family: Family, problem: Problem, domains: Mapping[str,
     return listed
 
 
+# Held (an exclusive flock) by the compile stage while its nvcc processes run.
+COMPILE_STAGE_LOCK = "compile-stage.lock"
+
+
+@contextlib.contextmanager
+def compile_stage_running(cache_dir: str | os.PathLike) -> Iterator[None]:
+    """The compile stage's hold on the cubin cache: the pipeline runs it beside
+    the peaks (workflow/rules/compile.smk), and a sweep or study that starts
+    meanwhile waits for it (``wait_for_compile_stage``)."""
+    import fcntl
+
+    Path(cache_dir).mkdir(parents=True, exist_ok=True)
+    with open(Path(cache_dir) / COMPILE_STAGE_LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def wait_for_compile_stage(cache_dir: str | os.PathLike) -> float:
+    """Block while a compile stage holds the cubin cache, so that no
+    configuration is measured while its nvcc processes take the CPUs (and none
+    is compiled twice). Returns the seconds waited (0 where none ran, or the
+    file system has no locks: then the stage's modules are compiled as needed)."""
+    import fcntl
+    import time
+
+    path = Path(cache_dir) / COMPILE_STAGE_LOCK
+    if not path.exists():
+        return 0.0
+    started = time.perf_counter()
+    try:
+        with open(path) as handle:
+            fcntl.flock(handle, fcntl.LOCK_SH)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    except OSError:
+        return 0.0
+    return time.perf_counter() - started
+
+
 def compile_table(settings, arch: str):
     """Compile every variant the sweeps of ``settings`` need, and the whole
     space of each study where it is small beside its budget
@@ -526,9 +567,10 @@ def compile_table(settings, arch: str):
         else:
             add(family, study.problem, whole)
     total = sum(len(unique) for _, _, unique in variants)
-    jobs = settings.run.compile_jobs or None
+    # One CPU is left to the peaks, measured meanwhile (compile_stage_running).
+    jobs = settings.run.compile_jobs or max(1, usable_cpus() - 1)
     # One pool for every problem's modules, so no core idles while a problem's last nvcc finishes.
-    with Progress(f"compile for {arch}", total, unit="module") as progress, _nvcc_pool(jobs) as pool:
+    with compile_stage_running(cache), Progress(f"compile for {arch}", total, unit="module") as progress, _nvcc_pool(jobs) as pool:
         pending = [(family, problem, _submit_modules(pool, family, unique, problem, arch, cache, progress))
                    for family, problem, unique in variants]  # fmt: skip
         built = [(family, problem, {key: f.result() for key, f in futures.items()}) for family, problem, futures in pending]

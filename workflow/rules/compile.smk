@@ -1,9 +1,13 @@
 # Stage 2: compile every kernel variant the sweeps need, and a study's space
 # where it is small beside its budget (a larger study compiles what it measures
 # as it searches), in parallel, into the cubin cache; the table keeps ptxas's
-# report per module, and a variant that fails to compile fails the run. Sweeps
-# and studies do not wait for it (each compiles what it lacks, in parallel,
-# from the same cache), so recompiling after one sweep changed reruns no other sweep.
+# report per module, and a variant that fails to compile fails the run.
+#
+# It takes none of --cores (threads: 0), so it runs beside the peaks, a GPU
+# job, on its own nvcc processes (one per CPU but one). Sweeps and studies do
+# not take its table as input, so recompiling after one sweep changed reruns no
+# other sweep (each compiles what it lacks, from the same cache); one that
+# starts while it compiles waits for it before measuring (a lock in the cache).
 
 
 rule compile_variants:
@@ -17,6 +21,7 @@ rule compile_variants:
         GPU.seconds("compile")
     conda:
         "../envs/tuner.yaml"
+    threads: 0
     params:
         settings=SETTINGS.stage_json("compile"),
     shell:

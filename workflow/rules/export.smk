@@ -1,5 +1,6 @@
 # Stage 5b: the run's answer as files a program can load or include: the best
 # verified configuration per family and problem (best.json, best_configs.h).
+# Like collect, it takes none of --cores and runs beside the profile.
 
 
 rule export_best:
@@ -15,6 +16,7 @@ rule export_best:
         GPU.seconds("export_best")
     conda:
         "../envs/tuner.yaml"
+    threads: 0
     params:
         folder=lambda wildcards: str(RESULTS.gpu(wildcards.gpu).path),
         settings=SETTINGS.stage_json("best"),
