@@ -19,8 +19,8 @@ struct copy_copy_float32_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {16384, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3148.9;  // measured
-    struct energy_optimal {  // 23.2 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3153.6;  // measured
+    struct energy_optimal {  // 24.3 mJ per launch, measured
         static constexpr const char* variant = "copy";
         static constexpr int block_size = 256;
         static constexpr int vector_width = 4;
@@ -32,13 +32,12 @@ struct copy_copy_float32_n16777216 {
 };
 
 // Operation "read" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
-// 6 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 6 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.12% behind each size's best, geometric mean). The others:
-//   variant=read, block_size=256, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2720.0 GB/s (the winner)
+// 5 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of copy float32 (read) (2 of 2; 0.09% behind each size's best, geometric mean). The others:
+//   variant=read, block_size=256, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2720.0 GB/s
 //   variant=read, block_size=256, vector_width=1, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2716.5 GB/s
 //   variant=read, block_size=1024, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2709.5 GB/s
-//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2706.0 GB/s
-//   variant=read, block_size=256, vector_width=4, unroll=1, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2699.0 GB/s
+//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 2709.5 GB/s
 struct copy_read_float32_n16777216 {
     static constexpr const char* variant = "read";
     static constexpr int block_size = 256;
@@ -49,13 +48,13 @@ struct copy_read_float32_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {4096, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 2720.0;  // measured
+    static constexpr double bandwidth_gbs = 2730.7;  // measured
 };
 
 // Operation "copy" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
 // exported: the winner, which ties at the most sizes of copy float32 (copy) (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=copy, block_size=1024, vector_width=4, unroll=1, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3053.7 GB/s
+//   variant=copy, block_size=1024, vector_width=4, unroll=1, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3053.8 GB/s
 struct copy_copy_float32_n268435456 {
     static constexpr const char* variant = "copy";
     static constexpr int block_size = 256;
@@ -66,15 +65,15 @@ struct copy_copy_float32_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {262144, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3064.7;  // measured
+    static constexpr double bandwidth_gbs = 3063.6;  // measured
 };
 
 // Operation "read" of family "copy": chosen among the configurations that do this work; each operation has its own struct.
 // 4 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 4 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.12% behind each size's best, geometric mean). The others:
-//   variant=read, block_size=1024, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3208.0 GB/s (the winner)
-//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3206.0 GB/s
-//   variant=read, block_size=256, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3197.0 GB/s
+// exported: of its 4 tied configurations the one that ties at the most sizes of copy float32 (read) (2 of 2; 0.09% behind each size's best, geometric mean). The others:
+//   variant=read, block_size=1024, vector_width=4, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3207.4 GB/s (the winner)
+//   variant=read, block_size=1024, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3204.7 GB/s
+//   variant=read, block_size=256, vector_width=2, unroll=4, grid_blocks_per_sm=0, cache_hint=none, offset=0: 3195.4 GB/s
 struct copy_read_float32_n268435456 {
     static constexpr const char* variant = "read";
     static constexpr int block_size = 256;
@@ -85,11 +84,11 @@ struct copy_read_float32_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {65536, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3200.1;  // measured
-    struct energy_optimal {  // 207.4 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3201.6;  // measured
+    struct energy_optimal {  // 200.7 mJ per launch, measured
         static constexpr const char* variant = "read";
         static constexpr int block_size = 1024;
-        static constexpr int vector_width = 2;
+        static constexpr int vector_width = 4;
         static constexpr int unroll = 4;
         static constexpr int grid_blocks_per_sm = 0;
         static constexpr const char* cache_hint = "none";
@@ -98,30 +97,30 @@ struct copy_read_float32_n268435456 {
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of layout float32 (2 of 2; 0.36% behind each size's best, geometric mean). The others:
-//   variant=soa, block_size=256: 3013.1 GB/s
+// exported: the winner, which ties at the most sizes of layout float32 (2 of 2; 0.34% behind each size's best, geometric mean). The others:
+//   variant=soa, block_size=256: 3000.2 GB/s
 struct layout_float32_n4194304 {
     static constexpr const char* variant = "aos";
     static constexpr int block_size = 256;
     static constexpr unsigned grid[3] = {16384, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 3021.8;  // measured
-    struct energy_optimal {  // 11.5 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3004.5;  // measured
+    struct energy_optimal {  // 12.0 mJ per launch, measured
         static constexpr const char* variant = "aos";
         static constexpr int block_size = 256;
     };
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 2 tied configurations the one that ties at the most sizes of layout float32 (2 of 2; 0.36% behind each size's best, geometric mean). The others:
-//   variant=aos, block_size=128: 2969.3 GB/s (the winner)
+// exported: of its 2 tied configurations the one that ties at the most sizes of layout float32 (2 of 2; 0.34% behind each size's best, geometric mean). The others:
+//   variant=aos, block_size=128: 2969.6 GB/s (the winner)
 struct layout_float32_n67108864 {
     static constexpr const char* variant = "aos";
     static constexpr int block_size = 256;
     static constexpr unsigned grid[3] = {262144, 1, 1};
     static constexpr unsigned block[3] = {256, 1, 1};
-    static constexpr double bandwidth_gbs = 2948.2;  // measured
-    struct energy_optimal {  // 177.6 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 2949.3;  // measured
+    struct energy_optimal {  // 182.8 mJ per launch, measured
         static constexpr const char* variant = "aos";
         static constexpr int block_size = 128;
     };
@@ -129,41 +128,43 @@ struct layout_float32_n67108864 {
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
 // exported: the winner, which ties at the most sizes of matmul float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=shared_ab, tile=32, pitched=0: 7697.0 GFLOP/s
+//   variant=shared_ab, tile=32, pitched=1: 7713.7 GFLOP/s
 struct matmul_float32_n1000 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 32;
-    static constexpr int pitched = 1;
+    static constexpr int pitched = 0;
     static constexpr unsigned grid[3] = {32, 32, 1};
     static constexpr unsigned block[3] = {32, 32, 1};
-    struct energy_optimal {  // 92.9 mJ per launch, measured
+    struct energy_optimal {  // 98.1 mJ per launch, measured
         static constexpr const char* variant = "shared_ab";
         static constexpr int tile = 32;
-        static constexpr int pitched = 1;
+        static constexpr int pitched = 0;
     };
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
 // exported: the winner, which ties at the most sizes of matmul float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=shared_ab, tile=32, pitched=0: 8229.7 GFLOP/s
+//   variant=shared_ab, tile=32, pitched=1: 8265.7 GFLOP/s
 struct matmul_float32_n1024 {
     static constexpr const char* variant = "shared_ab";
     static constexpr int tile = 32;
-    static constexpr int pitched = 1;
+    static constexpr int pitched = 0;
     static constexpr unsigned grid[3] = {32, 32, 1};
     static constexpr unsigned block[3] = {32, 32, 1};
-    struct energy_optimal {  // 94.8 mJ per launch, measured
+    struct energy_optimal {  // 95.8 mJ per launch, measured
         static constexpr const char* variant = "shared_ab";
         static constexpr int tile = 32;
-        static constexpr int pitched = 1;
+        static constexpr int pitched = 0;
     };
 };
 
-// 4 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 4 tied configurations the one that ties at the most sizes of offset float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3139.4 GB/s (the winner)
-//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3127.0 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3120.8 GB/s
+// 6 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of offset float32 (2 of 2; 0.09% behind each size's best, geometric mean). The others:
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3164.7 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3164.7 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3164.7 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3152.0 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3152.0 GB/s
 struct offset_float32_n4194304 {
     static constexpr const char* variant = "read_offset_unrolled";
     static constexpr int offset = 128;
@@ -173,10 +174,10 @@ struct offset_float32_n4194304 {
     static constexpr int read_only = 0;
     static constexpr unsigned grid[3] = {2048, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3139.4;  // measured
-    struct energy_optimal {  // 8.2 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3171.1;  // measured
+    struct energy_optimal {  // 8.4 mJ per launch, measured
         static constexpr const char* variant = "read_offset_unrolled";
-        static constexpr int offset = 0;
+        static constexpr int offset = 128;
         static constexpr int block_size = 512;
         static constexpr int unroll = 4;
         static constexpr const char* l1_cache = "ca";
@@ -185,28 +186,28 @@ struct offset_float32_n4194304 {
 };
 
 // 22 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of offset float32 (2 of 2; 0.00% behind each size's best, geometric mean). The others:
-//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3236.3 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3233.0 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3229.7 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3228.0 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3228.0 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3226.4 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=8, l1_cache=ca, read_only=0: 3223.1 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3221.4 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3219.8 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3216.5 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3215.7 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3214.0 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=8, l1_cache=ca, read_only=0: 3211.6 GB/s
-//   variant=read_offset_unrolled, offset=11, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3211.6 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3210.7 GB/s
-//   variant=read_offset_unrolled, offset=11, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3208.3 GB/s
-//   variant=read_offset_unrolled, offset=11, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3207.5 GB/s
-//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=8, l1_cache=ca, read_only=0: 3205.0 GB/s
-//   variant=read_offset_unrolled, offset=11, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3205.0 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=8, l1_cache=ca, read_only=0: 3201.8 GB/s
-//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3197.7 GB/s
+// exported: of its 22 tied configurations the one that ties at the most sizes of offset float32 (2 of 2; 0.09% behind each size's best, geometric mean). The others:
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3243.0 GB/s (the winner)
+//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3238.0 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3237.2 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3234.7 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3233.0 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=4, l1_cache=ca, read_only=0: 3233.0 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3233.0 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3225.6 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3224.7 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3223.1 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=256, unroll=4, l1_cache=ca, read_only=0: 3221.4 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=128, unroll=8, l1_cache=ca, read_only=0: 3220.6 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=8, l1_cache=ca, read_only=0: 3219.8 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=128, unroll=2, l1_cache=ca, read_only=0: 3218.1 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=512, unroll=8, l1_cache=ca, read_only=0: 3218.1 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=8, l1_cache=ca, read_only=0: 3216.5 GB/s
+//   variant=read_offset_unrolled, offset=128, block_size=1024, unroll=8, l1_cache=ca, read_only=0: 3206.7 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=512, unroll=4, l1_cache=ca, read_only=0: 3205.0 GB/s
+//   variant=read_offset_unrolled, offset=11, block_size=1024, unroll=4, l1_cache=ca, read_only=0: 3204.2 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=1024, unroll=8, l1_cache=ca, read_only=0: 3201.8 GB/s
+//   variant=read_offset_unrolled, offset=0, block_size=256, unroll=2, l1_cache=ca, read_only=0: 3198.5 GB/s
 struct offset_float32_n16777216 {
     static constexpr const char* variant = "read_offset_unrolled";
     static constexpr int offset = 128;
@@ -216,11 +217,11 @@ struct offset_float32_n16777216 {
     static constexpr int read_only = 0;
     static constexpr unsigned grid[3] = {8192, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3238.8;  // measured
-    struct energy_optimal {  // 34.2 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3237.2;  // measured
+    struct energy_optimal {  // 34.7 mJ per launch, measured
         static constexpr const char* variant = "read_offset_unrolled";
-        static constexpr int offset = 128;
-        static constexpr int block_size = 512;
+        static constexpr int offset = 0;
+        static constexpr int block_size = 256;
         static constexpr int unroll = 4;
         static constexpr const char* l1_cache = "ca";
         static constexpr int read_only = 0;
@@ -242,55 +243,8 @@ struct reduce_float32_n16777216 {
     static constexpr const char* finish = "host";
     static constexpr unsigned grid[3] = {2048, 1, 1};
     static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 2706.0;  // measured
-    struct energy_optimal {  // 13.2 mJ per launch, measured
-        static constexpr const char* variant = "shuffle";
-        static constexpr int block_size = 1024;
-        static constexpr int unroll = 8;
-        static constexpr int vector_width = 1;
-        static constexpr int offset = 0;
-        static constexpr int grid_blocks_per_sm = 0;
-        static constexpr const char* cache_hint = "none";
-        static constexpr int min_blocks = 0;
-        static constexpr const char* finish = "host";
-    };
-};
-
-// 5 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
-//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3201.6 GB/s
-//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3201.1 GB/s
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3199.6 GB/s
-//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0, finish=atomic: 3178.0 GB/s
-struct reduce_float32_n268435456 {
-    static constexpr const char* variant = "shuffle";
-    static constexpr int block_size = 512;
-    static constexpr int unroll = 4;
-    static constexpr int vector_width = 4;
-    static constexpr int offset = 0;
-    static constexpr int grid_blocks_per_sm = 0;
-    static constexpr const char* cache_hint = "none";
-    static constexpr int min_blocks = 0;
-    static constexpr const char* finish = "atomic";
-    static constexpr unsigned grid[3] = {32768, 1, 1};
-    static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3203.4;  // measured
-};
-
-struct reduce_int32_n16777216 {
-    static constexpr const char* variant = "shuffle";
-    static constexpr int block_size = 1024;
-    static constexpr int unroll = 8;
-    static constexpr int vector_width = 1;
-    static constexpr int offset = 0;
-    static constexpr int grid_blocks_per_sm = 0;
-    static constexpr const char* cache_hint = "none";
-    static constexpr int min_blocks = 0;
-    static constexpr const char* finish = "host";
-    static constexpr unsigned grid[3] = {2048, 1, 1};
-    static constexpr unsigned block[3] = {1024, 1, 1};
-    static constexpr double bandwidth_gbs = 2713.0;  // measured
-    struct energy_optimal {  // 11.9 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 2709.5;  // measured
+    struct energy_optimal {  // 13.5 mJ per launch, measured
         static constexpr const char* variant = "shuffle";
         static constexpr int block_size = 1024;
         static constexpr int unroll = 8;
@@ -305,12 +259,63 @@ struct reduce_int32_n16777216 {
 
 // 7 configurations tie (95 % intervals of the median time overlap the winner's);
 // exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
-//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3200.7 GB/s
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3200.4 GB/s
-//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3199.8 GB/s
-//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0, finish=atomic: 3178.4 GB/s
-//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0, finish=atomic: 3173.9 GB/s
-//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=8, cache_hint=none, min_blocks=0, finish=atomic: 3172.8 GB/s
+//   variant=shuffle, block_size=512, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3202.7 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3201.0 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3198.1 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0, finish=atomic: 3179.5 GB/s
+//   variant=shuffle, block_size=512, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0, finish=atomic: 3176.8 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=last_block: 3176.3 GB/s
+struct reduce_float32_n268435456 {
+    static constexpr const char* variant = "shuffle";
+    static constexpr int block_size = 1024;
+    static constexpr int unroll = 4;
+    static constexpr int vector_width = 4;
+    static constexpr int offset = 0;
+    static constexpr int grid_blocks_per_sm = 0;
+    static constexpr const char* cache_hint = "none";
+    static constexpr int min_blocks = 0;
+    static constexpr const char* finish = "atomic";
+    static constexpr unsigned grid[3] = {16384, 1, 1};
+    static constexpr unsigned block[3] = {1024, 1, 1};
+    static constexpr double bandwidth_gbs = 3203.3;  // measured
+};
+
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner: no member of its tie set ties at another size (n = 268435456). The others:
+//   variant=shared, block_size=1024, unroll=8, vector_width=1, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=host: 2692.1 GB/s
+struct reduce_int32_n16777216 {
+    static constexpr const char* variant = "shuffle";
+    static constexpr int block_size = 1024;
+    static constexpr int unroll = 8;
+    static constexpr int vector_width = 1;
+    static constexpr int offset = 0;
+    static constexpr int grid_blocks_per_sm = 0;
+    static constexpr const char* cache_hint = "none";
+    static constexpr int min_blocks = 0;
+    static constexpr const char* finish = "host";
+    static constexpr unsigned grid[3] = {2048, 1, 1};
+    static constexpr unsigned block[3] = {1024, 1, 1};
+    static constexpr double bandwidth_gbs = 2702.5;  // measured
+    struct energy_optimal {  // 12.1 mJ per launch, measured
+        static constexpr const char* variant = "shuffle";
+        static constexpr int block_size = 1024;
+        static constexpr int unroll = 8;
+        static constexpr int vector_width = 1;
+        static constexpr int offset = 0;
+        static constexpr int grid_blocks_per_sm = 0;
+        static constexpr const char* cache_hint = "none";
+        static constexpr int min_blocks = 0;
+        static constexpr const char* finish = "host";
+    };
+};
+
+// 6 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner: no member of its tie set ties at another size (n = 16777216). The others:
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3202.7 GB/s
+//   variant=shuffle, block_size=1024, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3201.8 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=0, cache_hint=none, min_blocks=0, finish=atomic: 3199.5 GB/s
+//   variant=shuffle, block_size=1024, unroll=4, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0, finish=atomic: 3177.5 GB/s
+//   variant=shuffle, block_size=512, unroll=8, vector_width=4, offset=0, grid_blocks_per_sm=4, cache_hint=none, min_blocks=0, finish=atomic: 3173.1 GB/s
 struct reduce_int32_n268435456 {
     static constexpr const char* variant = "shuffle";
     static constexpr int block_size = 512;
@@ -323,12 +328,12 @@ struct reduce_int32_n268435456 {
     static constexpr const char* finish = "atomic";
     static constexpr unsigned grid[3] = {32768, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3202.7;  // measured
+    static constexpr double bandwidth_gbs = 3203.1;  // measured
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of vector_add float16 (2 of 2; 0.07% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=8, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3263.2 GB/s
+// exported: the winner, which ties at the most sizes of vector_add float16 (2 of 2; 0.06% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=8, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3266.6 GB/s
 struct vector_add_float16_n16777216 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 8;
@@ -338,8 +343,8 @@ struct vector_add_float16_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {4096, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3276.8;  // measured
-    struct energy_optimal {  // 17.4 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3283.6;  // measured
+    struct energy_optimal {  // 17.8 mJ per launch, measured
         static constexpr const char* variant = "add";
         static constexpr int vector_width = 8;
         static constexpr int unroll = 1;
@@ -350,8 +355,8 @@ struct vector_add_float16_n16777216 {
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add float16 (2 of 2; 0.07% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=8, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3135.1 GB/s (the winner)
+// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add float16 (2 of 2; 0.06% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=8, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3134.0 GB/s (the winner)
 struct vector_add_float16_n268435456 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 8;
@@ -361,8 +366,8 @@ struct vector_add_float16_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {65536, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3131.0;  // measured
-    struct energy_optimal {  // 268.5 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3130.5;  // measured
+    struct energy_optimal {  // 271.2 mJ per launch, measured
         static constexpr const char* variant = "add";
         static constexpr int vector_width = 8;
         static constexpr int unroll = 1;
@@ -372,10 +377,9 @@ struct vector_add_float16_n268435456 {
     };
 };
 
-// 3 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of vector_add float32 (2 of 2; 0.06% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=4, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3187.2 GB/s
-//   variant=add, vector_width=4, unroll=4, block_size=256, grid_blocks_per_sm=16, offset=0: 3163.1 GB/s
+// 2 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: the winner, which ties at the most sizes of vector_add float32 (2 of 2; 0.01% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=4, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3195.3 GB/s
 struct vector_add_float32_n16777216 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;
@@ -385,8 +389,32 @@ struct vector_add_float32_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {8192, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3198.5;  // measured
-    struct energy_optimal {  // 32.9 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3207.5;  // measured
+    struct energy_optimal {  // 33.7 mJ per launch, measured
+        static constexpr const char* variant = "add";
+        static constexpr int vector_width = 4;
+        static constexpr int unroll = 2;
+        static constexpr int block_size = 256;
+        static constexpr int grid_blocks_per_sm = 16;
+        static constexpr int offset = 0;
+    };
+};
+
+// 3 configurations tie (95 % intervals of the median time overlap the winner's);
+// exported: of its 3 tied configurations the one that ties at the most sizes of vector_add float32 (2 of 2; 0.01% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=4, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3122.4 GB/s (the winner)
+//   variant=add, vector_width=2, unroll=1, block_size=512, grid_blocks_per_sm=0, offset=0: 3095.3 GB/s
+struct vector_add_float32_n268435456 {
+    static constexpr const char* variant = "add";
+    static constexpr int vector_width = 4;
+    static constexpr int unroll = 1;
+    static constexpr int block_size = 512;
+    static constexpr int grid_blocks_per_sm = 0;
+    static constexpr int offset = 0;
+    static constexpr unsigned grid[3] = {131072, 1, 1};
+    static constexpr unsigned block[3] = {512, 1, 1};
+    static constexpr double bandwidth_gbs = 3121.7;  // measured
+    struct energy_optimal {  // 535.1 mJ per launch, measured
         static constexpr const char* variant = "add";
         static constexpr int vector_width = 4;
         static constexpr int unroll = 4;
@@ -397,31 +425,8 @@ struct vector_add_float32_n16777216 {
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add float32 (2 of 2; 0.06% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=4, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3125.1 GB/s (the winner)
-struct vector_add_float32_n268435456 {
-    static constexpr const char* variant = "add";
-    static constexpr int vector_width = 4;
-    static constexpr int unroll = 1;
-    static constexpr int block_size = 512;
-    static constexpr int grid_blocks_per_sm = 0;
-    static constexpr int offset = 0;
-    static constexpr unsigned grid[3] = {131072, 1, 1};
-    static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3121.5;  // measured
-    struct energy_optimal {  // 503.6 mJ per launch, measured
-        static constexpr const char* variant = "add";
-        static constexpr int vector_width = 4;
-        static constexpr int unroll = 2;
-        static constexpr int block_size = 256;
-        static constexpr int grid_blocks_per_sm = 4;
-        static constexpr int offset = 0;
-    };
-};
-
-// 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: the winner, which ties at the most sizes of vector_add int32 (2 of 2; 0.02% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=4, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3195.3 GB/s
+// exported: the winner, which ties at the most sizes of vector_add int32 (2 of 2; 0.05% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=4, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3200.1 GB/s
 struct vector_add_int32_n16777216 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;
@@ -431,8 +436,8 @@ struct vector_add_int32_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {8192, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3205.0;  // measured
-    struct energy_optimal {  // 34.8 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3211.6;  // measured
+    struct energy_optimal {  // 36.4 mJ per launch, measured
         static constexpr const char* variant = "add";
         static constexpr int vector_width = 4;
         static constexpr int unroll = 1;
@@ -443,8 +448,8 @@ struct vector_add_int32_n16777216 {
 };
 
 // 2 configurations tie (95 % intervals of the median time overlap the winner's);
-// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add int32 (2 of 2; 0.02% behind each size's best, geometric mean). The others:
-//   variant=add, vector_width=4, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3124.3 GB/s (the winner)
+// exported: of its 2 tied configurations the one that ties at the most sizes of vector_add int32 (2 of 2; 0.05% behind each size's best, geometric mean). The others:
+//   variant=add, vector_width=4, unroll=1, block_size=1024, grid_blocks_per_sm=0, offset=0: 3124.9 GB/s (the winner)
 struct vector_add_int32_n268435456 {
     static constexpr const char* variant = "add";
     static constexpr int vector_width = 4;
@@ -454,8 +459,8 @@ struct vector_add_int32_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {131072, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3122.9;  // measured
-    struct energy_optimal {  // 555.7 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3122.0;  // measured
+    struct energy_optimal {  // 570.6 mJ per launch, measured
         static constexpr const char* variant = "add";
         static constexpr int vector_width = 4;
         static constexpr int unroll = 1;
@@ -474,8 +479,8 @@ struct vector_add_int8_n16777216 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {4096, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 2951.0;  // measured
-    struct energy_optimal {  // 9.6 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 2962.1;  // measured
+    struct energy_optimal {  // 10.3 mJ per launch, measured
         static constexpr const char* variant = "add";
         static constexpr int vector_width = 8;
         static constexpr int unroll = 1;
@@ -494,8 +499,8 @@ struct vector_add_int8_n268435456 {
     static constexpr int offset = 0;
     static constexpr unsigned grid[3] = {65536, 1, 1};
     static constexpr unsigned block[3] = {512, 1, 1};
-    static constexpr double bandwidth_gbs = 3094.7;  // measured
-    struct energy_optimal {  // 152.9 mJ per launch, measured
+    static constexpr double bandwidth_gbs = 3096.0;  // measured
+    struct energy_optimal {  // 160.0 mJ per launch, measured
         static constexpr const char* variant = "add";
         static constexpr int vector_width = 8;
         static constexpr int unroll = 1;
