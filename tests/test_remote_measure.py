@@ -294,3 +294,17 @@ def test_the_tune_command_without_a_gpu_stops_with_one_line_before_touching_the_
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and ("PyCUDA" in lines[0] or "CUDA" in lines[0]), lines
     assert not (tmp_path / "store").exists()
+
+
+def test_a_measuring_process_starts_without_pandas():
+    """Each sweep and study starts one: what its side imports (the stage's module, the Bench, the
+    settings it reads) leaves pandas, pyarrow, matplotlib and Optuna out, so none is loaded at each start."""
+    code = (
+        "import sys; import tuner.stages.sweep, tuner.stages.tune, tuner.measure.bench; "
+        "from tuner.settings import Settings; "
+        "print(sorted(m for m in ('pandas', 'pyarrow', 'matplotlib', 'optuna') if m in sys.modules))"
+    )
+    import subprocess
+
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"

@@ -16,7 +16,6 @@ from typing import Any, Mapping
 import yaml
 
 from tuner.data.paths import GPU_FOLDER_NAMES, RESULTS_FOLDER_NAMES
-from tuner.data.results import family_columns_unfit
 from tuner.device.describe import DeviceFacts
 from tuner.families import REGISTRY, Problem, load_family_paths
 from tuner.families.base import MAX_ENUMERATED, nvcc_text_unfit
@@ -85,6 +84,9 @@ def parse(config: Mapping, *, device: DeviceFacts | None = None, nvcc_archs: tup
         loaded = load_family_paths(family_paths)
     except ValueError as error:  # a plug-in that does not import, or breaks a family's rules, is the user's config error
         raise ConfigError(str(error)) from None
+    if loaded:
+        # Here, not at the top: a measuring process reads its settings too, and never needs pandas.
+        from tuner.data.results import family_columns_unfit
     for name in loaded:  # a parameter is a column of the results: one named as another is refused here
         unfit = family_columns_unfit(REGISTRY[name])
         if unfit:
