@@ -24,6 +24,11 @@ def write_job(folder: Path, job: str, seconds: float, ended: float) -> None:
     os.utime(path, (ended, ended))
 
 
+def table_lines(table: str) -> dict[str, str]:
+    """Each row of a seconds table by its label."""
+    return {line.split("  ")[1].strip(): line for line in table.splitlines()[1:]}
+
+
 def test_this_runs_jobs_in_the_order_they_ended_with_sweeps_and_studies_named(tmp_path):
     started = time.time() - 100
     write_job(tmp_path, "peaks", 4.0, started + 10)
@@ -55,7 +60,7 @@ def test_the_table_shows_energy_within_the_stages_and_what_no_job_accounts_for(t
 
     table = seconds_table(tmp_path, started, wall=80.0)
 
-    lines = {line.split("  ")[1].strip(): line for line in table.splitlines()[1:]}
+    lines = table_lines(table)
     assert "60.0 s" in lines["sweep copy_widths"] and "75.0%" in lines["sweep copy_widths"]
     assert "1.5 s" in lines["(energy, within the above)"]
     assert "20.0 s" in lines["outside the jobs"]
@@ -72,13 +77,13 @@ def test_jobs_that_ran_beside_each_other_are_shown_and_not_taken_from_what_no_jo
 
     table = seconds_table(tmp_path, started, wall=25.0)
 
-    lines = {line.split("  ")[1].strip(): line for line in table.splitlines()[1:]}
+    lines = table_lines(table)
     assert "8.0 s" in lines["(jobs beside each other)"]
     assert "5.0 s" in lines["outside the jobs"]  # 25 s of wall, 20 s with a job running
     write_job(tmp_path / "one-after-another", "compile", 10.0, started + 12)
     write_job(tmp_path / "one-after-another", "peaks", 12.0, started + 24.5)
     sequential = seconds_table(tmp_path / "one-after-another", started, wall=25.0)
-    assert "(jobs beside each other)" not in sequential and "3.0 s" in sequential.splitlines()[-2]  # outside the jobs
+    assert "(jobs beside each other)" not in table_lines(sequential) and "3.0 s" in table_lines(sequential)["outside the jobs"]
 
 
 def test_nothing_is_printed_for_a_folder_whose_jobs_all_ran_before(tmp_path, capsys):

@@ -25,6 +25,13 @@ def usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
+def usable_cpus_but_one() -> int:
+    """``usable_cpus`` but one (at least 1), for nvcc processes that run while
+    something beside them measures: the peaks beside the compile stage, the
+    measuring thread beside a study's background compiles."""
+    return max(1, usable_cpus() - 1)
+
+
 def tolerant_console() -> None:
     """Print what the console's encoding lacks as an escape (``\\u2014``) rather
     than stop on it: a stage's lines hold a few characters beyond ASCII (a dash

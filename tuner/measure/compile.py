@@ -19,6 +19,7 @@ it is about to measure in background threads while the GPU measures
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import hashlib
 import json
@@ -27,6 +28,7 @@ import re
 import subprocess
 import tempfile
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -34,7 +36,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 from tuner.errors import Refusal
 from tuner.families.base import KERNELS_DIR, Config, Family, Problem, nvcc_text_unfit
-from tuner.host import usable_cpus
+from tuner.host import usable_cpus, usable_cpus_but_one
 from tuner.measure import symbols
 from tuner.progress import Progress
 
@@ -503,8 +505,6 @@ def compile_stage_running(cache_dir: str | os.PathLike) -> Iterator[None]:
     """The compile stage's hold on the cubin cache: the pipeline runs it beside
     the peaks (workflow/rules/compile.smk), and a sweep or study that starts
     meanwhile waits for it (``wait_for_compile_stage``)."""
-    import fcntl
-
     Path(cache_dir).mkdir(parents=True, exist_ok=True)
     with open(Path(cache_dir) / COMPILE_STAGE_LOCK, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -519,9 +519,6 @@ def wait_for_compile_stage(cache_dir: str | os.PathLike) -> float:
     configuration is measured while its nvcc processes take the CPUs (and none
     is compiled twice). Returns the seconds waited (0 where none ran, or the
     file system has no locks: then the stage's modules are compiled as needed)."""
-    import fcntl
-    import time
-
     path = Path(cache_dir) / COMPILE_STAGE_LOCK
     if not path.exists():
         return 0.0
@@ -568,7 +565,7 @@ def compile_table(settings, arch: str):
             add(family, study.problem, whole)
     total = sum(len(unique) for _, _, unique in variants)
     # One CPU is left to the peaks, measured meanwhile (compile_stage_running).
-    jobs = settings.run.compile_jobs or max(1, usable_cpus() - 1)
+    jobs = settings.run.compile_jobs or usable_cpus_but_one()
     # One pool for every problem's modules, so no core idles while a problem's last nvcc finishes.
     with compile_stage_running(cache), Progress(f"compile for {arch}", total, unit="module") as progress, _nvcc_pool(jobs) as pool:
         pending = [(family, problem, _submit_modules(pool, family, unique, problem, arch, cache, progress))

@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterable, Mapping, Sequence
 
 from tuner.families.base import Config, Family, Problem
-from tuner.host import usable_cpus
+from tuner.host import usable_cpus_but_one
 from tuner.measure.compile import CompiledKernel, compile_variant, module_key, study_compiled_whole, unique_modules
 
 # Claimed configurations compiled at once, each in a thread of its own: the
@@ -37,7 +37,7 @@ _LIKELY, _LISTED = 0, 1
 def background_jobs() -> int:
     """nvcc processes a study compiles ahead with by default: one per CPU it
     may use but one, which the measuring thread keeps (launches, its own compiles)."""
-    return max(1, usable_cpus() - 1)
+    return usable_cpus_but_one()
 
 
 class Precompiler:
