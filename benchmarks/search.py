@@ -672,7 +672,7 @@ def held_out_text(names: list[str], orders: tuple[str, ...], strategies: list[st
     checks = [(s, ref, differences(scores, units, s, ref, labels), mean_difference(scores, units, s, ref, labels))
               for s in strategies for ref in references
               if s != ref and ref in strategies and s in OURS]  # fmt: skip
-    summary = {"labels": labels, "choices": result["choices"],
+    summary = {"labels": labels, "choices": result["choices"], "choices_at": result["choices_at"],
                "aggregate": {name: {label: list(v) for label, v in entry.items()} for name, entry in result["aggregate"].items()},
                "per_table": [{"table": t, "strategy": s, **{label: list(v) for label, v in cells.items()}}
                              for (t, s), cells in result["per_table"].items()]}  # fmt: skip

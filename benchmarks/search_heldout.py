@@ -20,6 +20,7 @@ wholly below zero.
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,9 +104,11 @@ def held_out(table: dict[tuple[str, str], Scores], tables: list[str], strategies
     """The held-out figures of ``table`` ((table, strategy) -> ``Scores``).
 
     Returns:
-        ``aggregate``: strategy (and ``held-out choice``) -> label ->
+        ``aggregate``: strategy (and the two held-out choices) -> label ->
         (mean score over tables, interval, mean share within 1 %, interval);
         ``choices``: left-out table -> the strategy chosen on the others;
+        ``choices_at``: label -> left-out table -> the strategy best at that
+        budget on the others (the ``held-out choice per budget`` row);
         ``per_table``: (table, strategy) -> label -> (score, interval, share).
     """
     present = [s for s in strategies if all((t, s) in table for t in tables)]
@@ -120,9 +123,40 @@ def held_out(table: dict[tuple[str, str], Scores], tables: list[str], strategies
             return statistics.fmean(v for v in values if v is not None) if any(v is not None for v in values) else -np.inf
 
         choices[left] = max(candidates, key=rank) if candidates and others else None
+    choices_at = {label: _choices_at(table, tables, candidates, label) for label in labels}
     rows = {s: {t: table[(t, s)] for t in tables} for s in present}
     if all(choices.values()) and candidates:
         rows["held-out choice"] = {t: table[(t, choices[t])] for t in tables}
+    aggregate = _aggregate(rows, labels)
+    # A choice made per budget: each budget's cell of each table comes from the strategy best at that budget on
+    # the others, which is what a default that switches by budget could be worth on tables it never saw.
+    if candidates and all(all(chosen.values()) for chosen in choices_at.values()):
+        cells = {label: _aggregate({"": {t: table[(t, choices_at[label][t])] for t in tables}}, [label])[""] for label in labels}
+        aggregate["held-out choice per budget"] = {label: cell[label] for label, cell in cells.items() if label in cell}
+    per_table = {(t, s): {label: (sc.score.get(label), interval(sc.score_boot[label]) if sc.score_boot.get(label) is not None
+                                  else None, sc.share[label]) for label in labels if label in sc.share}
+                 for (t, s), sc in table.items()}  # fmt: skip
+    return {"aggregate": aggregate, "choices": choices, "choices_at": choices_at, "per_table": per_table,
+            "tables": len(tables)}  # fmt: skip
+
+
+def _choices_at(table: dict[tuple[str, str], Scores], tables: list[str], candidates: list[str], label: str) -> dict:
+    """Left-out table -> the candidate with the highest mean score at budget ``label`` on the other tables
+    (None where no other table scores it)."""
+    chosen = {}
+    for left in tables:
+        def rank(strategy: str, left: str = left) -> float:
+            values = [table[(t, strategy)].score.get(label) for t in tables if t != left]
+            values = [v for v in values if v is not None]
+            return statistics.fmean(values) if values else -np.inf
+
+        best = max(candidates, key=rank) if candidates and len(tables) > 1 else None
+        chosen[left] = best if best is not None and rank(best) > -np.inf else None
+    return chosen
+
+
+def _aggregate(rows: dict[str, dict[str, Scores]], labels: list[str]) -> dict:
+    """name -> label -> (mean score over tables, interval, mean share within 1 %, interval, tables scored)."""
     aggregate = {}
     for name, per in rows.items():
         entry = {}
@@ -140,10 +174,7 @@ def held_out(table: dict[tuple[str, str], Scores], tables: list[str], strategies
                 score, score_iv = None, None
             entry[label] = (score, score_iv, share, share_iv, len(with_score))
         aggregate[name] = entry
-    per_table = {(t, s): {label: (sc.score.get(label), interval(sc.score_boot[label]) if sc.score_boot.get(label) is not None
-                                  else None, sc.share[label]) for label in labels if label in sc.share}
-                 for (t, s), sc in table.items()}  # fmt: skip
-    return {"aggregate": aggregate, "choices": choices, "per_table": per_table, "tables": len(tables)}
+    return aggregate
 
 
 def differences(table: dict[tuple[str, str], Scores], tables: list[str], strategy: str, reference: str,
@@ -206,6 +237,12 @@ def format_held_out(result: dict, labels: list[str], loss_checks: list[tuple[str
     if unscored:
         lines.append("scores over fewer tables where the methodology cannot score a budget: "
                      + ", ".join(f"{label}: {n} left out" for label, n in unscored.items()))  # fmt: skip
+    if result.get("choices_at") and "held-out choice per budget" in aggregate:
+        lines.append("'held-out choice per budget': each budget's cell of each table from the strategy best at that budget "
+                     "on the others; chosen, over the tables left out:")  # fmt: skip
+        for label, chosen in result["choices_at"].items():
+            counts = Counter(chosen.values()).most_common()
+            lines.append(f"  {label}: " + ", ".join(f"{s} {n} of {len(chosen)}" for s, n in counts))
     lines += ["", "Per table: score [interval] (share within 1 %); * the strategy chosen with this table left out"]
     strategies = list(dict.fromkeys(s for _, s in result["per_table"]))
     for t, chosen in result["choices"].items():

@@ -959,6 +959,23 @@ def test_the_held_out_choice_for_a_table_is_the_best_on_the_others():
     assert mean_difference(table, ["t1", "t2", "t3"], "a", "b", ["y"]) == {}  # no table scores it
 
 
+def test_the_held_out_choice_per_budget_takes_each_budget_from_the_best_there_on_the_others():
+    from search_heldout import format_held_out, held_out
+
+    # a leads at the small budget on every table, b at the large one: chosen per budget, each cell is the leader's,
+    # while the one choice over both budgets (b: 0.50 + 0.80 beats a's 0.60 + 0.60) loses the small budget.
+    table = {(t, "a"): _scores({"small": 0.6, "large": 0.6}) for t in ("t1", "t2", "t3")}
+    table |= {(t, "b"): _scores({"small": 0.5, "large": 0.8}) for t in ("t1", "t2", "t3")}
+    result = held_out(table, ["t1", "t2", "t3"], ["a", "b"], ["small", "large"])
+    assert result["choices_at"] == {"small": {"t1": "a", "t2": "a", "t3": "a"}, "large": {"t1": "b", "t2": "b", "t3": "b"}}
+    assert set(result["choices"].values()) == {"b"}
+    per_budget = result["aggregate"]["held-out choice per budget"]
+    assert per_budget["small"][0] == pytest.approx(0.6) and per_budget["large"][0] == pytest.approx(0.8)
+    assert result["aggregate"]["held-out choice"]["small"][0] == pytest.approx(0.5)
+    text = format_held_out(result, ["small", "large"], [])
+    assert "  small: a 3 of 3" in text and "  large: b 3 of 3" in text
+
+
 def test_the_held_out_table_scores_every_table_given_by_path(tmp_path):
     pytest.importorskip("autotuning_methodology")
     first, second = _kt_grid(tmp_path / "one" / "GPU1.json", (6, 4)), _kt_grid(tmp_path / "two" / "GPU2.json", (8, 5))

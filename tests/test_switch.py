@@ -103,9 +103,10 @@ def test_a_negative_phase_start_is_refused():
 
 @pytest.mark.parametrize(
     ("budget", "space", "small"),
-    [(50, 5000, True), (100, 5001, True), (100, 5000, False), (101, 10**6, False), (50, None, True), (None, 10**6, False)],
+    [(50, 5000, True), (75, 3751, True), (75, 3750, False), (76, 10**6, False), (100, 10**6, False), (50, None, True),
+     (None, 10**6, False)],
 )
-def test_a_budget_is_small_at_most_100_trials_and_under_2_percent_of_the_space(budget, space, small):
+def test_a_budget_is_small_at_most_75_trials_and_under_2_percent_of_the_space(budget, space, small):
     assert is_small_budget(budget, space) is small
 
 
@@ -126,7 +127,7 @@ def test_the_default_climbs_from_the_starts_best_on_a_small_budget_and_from_the_
     from tuner.search.samplers.registry import DEFAULT_STRATEGY, STRATEGIES
 
     assert DEFAULT_STRATEGY == "ordinal_adaptive" and STRATEGIES[DEFAULT_STRATEGY].sees_budget
-    for budget, space, climb_from in ((50, 4362, "best"), (100, 6768, "best"), (100, 4362, "centre"), (180, 7200, "centre"),
+    for budget, space, climb_from in ((50, 4362, "best"), (75, 6768, "best"), (100, 6768, "centre"), (180, 7200, "centre"),
                                       (154, 1536, "centre"), (None, 7200, "centre")):  # fmt: skip  (154: the shipped study's budget)
         sampler = make_sampler(DEFAULT_STRATEGY, 0)
         sampler.plan(budget, space)
