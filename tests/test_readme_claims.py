@@ -390,14 +390,20 @@ def test_the_default_and_its_candidates_bullets_are_the_benchmarks():
     assert f"Against `ordinal`: {at50} at 50 evaluations and {at100} at 100" in said
     (at50, at100), lower = mean_difference(name, "ordinal_adaptive", "ordinal_global")
     assert f"`ordinal_global`: {at50} at 50 and {at100} at 100" in said
-    assert len(lower) == 1 and "reduce_hard_2e24_h200 at 100 evaluations" in lower[0]
-    assert f"in 1 of 26 cells: the H200's 2^24 table at 100 evaluations, {lower[0].split(': ')[1]}" in said
+    assert lower == [] and "lower beyond the interval in 0 of 26 cells" in said
+    _, lower = mean_difference(name, "ordinal_adaptive", "ordinal")
+    assert len(lower) == 1 and "reduce_hard_h200 at 100 evaluations" in lower[0]
+    assert f"in 1: the H200's 2^28 table at 100 evaluations, {lower[0].split(': ')[1]}" in said
     text = (RESULTS / name).read_text()
     rtx = text[text.index("\nrtx2080ti/RTX2080Ti\n") :].splitlines()[2:6]
     cell = {row[4:].split()[0]: re.findall(r"evaluations: (-?[\d.]+)", row) for row in rtx}
-    assert cell["ordinal_adaptive"] == cell["ordinal_best"]  # small beside its space: the default runs ordinal_best
-    assert (f"{' and '.join(cell['ordinal_best'])} at 50 and 100, `ordinal_global` {' and '.join(cell['ordinal_global'])}, "
+    # 50 trials are few beside its 6,768 configurations, 100 are not (tuner.search.samplers.switch.SMALL_BUDGET).
+    assert cell["ordinal_adaptive"] == [cell["ordinal_best"][0], cell["ordinal_global"][1]]
+    assert (f"runs `ordinal_best` at 50 and `ordinal_global` at 100: {' and '.join(cell['ordinal_adaptive'])}, where "
+            f"`ordinal_best` scores {cell['ordinal_best'][1]} at 100 (within the interval), "
             f"`ordinal` {' and '.join(cell['ordinal'])}") in said  # fmt: skip
+    _, best_lower = mean_difference(name, "ordinal_best", "ordinal_adaptive")
+    assert not any(row.startswith("rtx2080ti") for row in best_lower)
     # ordinal_best alone: lower beyond the interval on the H200's 2^24 table at every share.
     _, lower = mean_difference("search-held-out-best-fractions-20.txt", "ordinal_best", "ordinal_global")
     assert [row.split()[0] for row in lower] == ["reduce_hard_2e24_h200"] * 3
@@ -407,7 +413,25 @@ def test_the_default_and_its_candidates_bullets_are_the_benchmarks():
     plain = " ".join(SEARCH.split())
     row = {name: [cells[3].split()[0], cells[4].split()[0]] for name, cells in unseen.items()}
     assert (f"scores {row['ordinal_best'][0]} and {row['ordinal_best'][1]} (`ordinal` {row['ordinal'][0]} and {row['ordinal'][1]}, "
-            f"`ordinal_global` {row['ordinal_global'][0]} and {row['ordinal_global'][1]};") in plain  # fmt: skip
+            f"`ordinal_global` {row['ordinal_global'][0]} and {row['ordinal_global'][1]}; at 50 and 100 evaluations") in plain  # fmt: skip
+
+
+def test_the_small_budgets_bound_is_the_held_out_choice_per_budget():
+    from tuner.search.samplers.switch import SMALL_BUDGET
+
+    text = (RESULTS / "search-held-out-crossover.txt").read_text()
+    rows = markdown_rows(SEARCH, "| evaluations | 40 | 50 | 60 | 70 | 80 | 90 | 100 | 120 |\n")
+    measured = held_out_rows("search-held-out-crossover.txt")
+    for strategy in ("ordinal_best", "ordinal_global"):
+        assert rows[strategy] == [cell.split()[0] for cell in measured[strategy]], strategy
+    chosen = dict(re.findall(r"\n  (\d+) evaluations: (\w+ \d+ of 13)", text))
+    assert rows["chosen with a table left out"] == [f"`{chosen[b].split()[0]}` {' '.join(chosen[b].split()[1:])}"
+                                                    for b in ("40", "50", "60", "70", "80", "90", "100", "120")]  # fmt: skip
+    # The bound lies between the last budget most tables left out choose ordinal_best at and the first they do not.
+    small = [int(b) for b, c in chosen.items() if c.startswith("ordinal_best") and int(c.split()[1]) > 13 / 2]
+    large = [int(b) for b, c in chosen.items() if not c.startswith("ordinal_best")]
+    assert max(small) < SMALL_BUDGET < min(large)
+    assert f"at most {SMALL_BUDGET} trials and under 2 % of the space" in " ".join(SEARCH.split())
 
 
 def test_the_kernel_tuner_examples_shares_are_the_benchmarks():

@@ -12,7 +12,7 @@ import pytest
 from tuner.data.results import config_key
 from tuner.search.samplers.ordinal import OrdinalSampler
 from tuner.search.samplers.registry import make_sampler
-from tuner.search.samplers.switch import SMALL_SHARE, BudgetSwitch, SwitchSampler, is_small_budget
+from tuner.search.samplers.switch import SMALL_BUDGET, SMALL_SHARE, BudgetSwitch, SwitchSampler, is_small_budget
 from tuner.search.study.run import StudyOptions, run_study
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
@@ -152,3 +152,10 @@ def test_only_the_sampler_ordinal_budget_chose_learns_the_space():
     _study(sampler, budget=40)  # not small beside the fake space: ordinal_global
     assert not sampler.chose_small
     assert sampler.late._dists is not None and sampler.early._dists is None
+
+
+def test_the_registry_says_the_budget_switches_bound():
+    from tuner.search.samplers.registry import STRATEGIES
+
+    for name in ("ordinal_adaptive", "ordinal_budget"):
+        assert f"at most {SMALL_BUDGET} trials and under {SMALL_SHARE:.0%} of the space" in STRATEGIES[name].summary.replace(" %", "%")
