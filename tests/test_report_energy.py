@@ -55,12 +55,13 @@ def test_the_section_draws_the_front_and_renders_in_both_documents(tmp_path):
     )
 
 
-def test_the_report_carries_the_energy_section(tmp_path):
+@pytest.mark.parametrize("processes", [1, 2])  # 2: the section is made in the figures' worker processes
+def test_the_report_carries_the_energy_section(tmp_path, processes):
     data, device, peaks = make_dataset()
     # The study's rows and the energy rows: the section's place is beside the studies, whatever else was measured.
     studies = data[data["source"].str.startswith("study:")]
     data = results.to_frame(pd.concat([studies, dataset()], ignore_index=True))
-    outputs = build_report(data, device=device, peaks=peaks, out_dir=tmp_path)
+    outputs = build_report(data, device=device, peaks=peaks, out_dir=tmp_path, processes=processes)
     markdown = outputs.markdown.read_text()
     assert "## Energy beside time" in markdown and "ratio 4.00" in markdown and (tmp_path / f"{STEM}.png").exists()
     assert "\n## Studies\n" in markdown[markdown.index("## Energy beside time") :]  # just before the studies

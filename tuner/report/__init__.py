@@ -15,7 +15,7 @@ import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 
@@ -135,6 +135,14 @@ def figure_context(
     )
 
 
+def _beside(pool: ProcessPoolExecutor | None, work: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Any]:
+    """Start ``work`` in ``pool`` (without one, do it here); the returned call waits for its result."""
+    if pool is None:
+        done = work(*args, **kwargs)
+        return lambda: done
+    return pool.submit(work, *args, **kwargs).result
+
+
 def build_report(
     dataset: pd.DataFrame,
     *,
@@ -195,12 +203,15 @@ def _build(
 ) -> ReportOutputs:
     """``build_report`` with the figures written into ``figure_dir`` as ``chosen.figure_suffixes``."""
     suffixes = chosen.figure_suffixes
-    # One pool for the whole report: it starts while the blog tables are evaluated,
-    # and the counters section (the roofline) is made here while it draws the figures.
+    # One pool for the whole report: it starts while the blog tables are evaluated, makes the energy
+    # and ties sections beside the figures, and the counters section (the roofline) is made here meanwhile.
     with figure_pool(processes) as pool:
         ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=figure_dir, studies=studies, pool=pool,
                              figure_suffixes=suffixes)  # fmt: skip
         comparisons = list(ctx.comparisons.values())
+        energy = _beside(pool, energy_content, dataset, gpu=shown_name(ctx.device.get("name") or "unknown GPU"),
+                         out_dir=figure_dir, suffixes=suffixes)  # fmt: skip
+        ties = _beside(pool, ties_section, dataset)  # its own module and templates: tuner/report/ties.py
         drawn = drawing(ctx, pool)
         families_drawn = family_sections.drawing(ctx, pool)
         # Counters of the blog tables only where the table has rows of ours: a lesson not measured is left out.
@@ -209,6 +220,7 @@ def _build(
             gpu=shown_name(ctx.device.get("name") or "unknown GPU"), out_dir=figure_dir, suffixes=suffixes)  # fmt: skip
         figures = drawn()
         family_figures = families_drawn()
+        energy_section, ties_table = energy(), ties()
     families = family_sections.family_sections(ctx, dataset, family_figures, None if profiles is None else profiles[0])
     content = build_content(
         dataset=dataset,
@@ -222,9 +234,8 @@ def _build(
     )
     if counters is not None:
         content["profile"] = counters
-    content["ties"] = ties_section(dataset)  # its own module and templates: tuner/report/ties.py
-    content["energy"] = energy_content(dataset, gpu=shown_name(ctx.device.get("name") or "unknown GPU"), out_dir=figure_dir,
-                                       suffixes=suffixes)  # fmt: skip
+    content["ties"] = ties_table
+    content["energy"] = energy_section
     documents = write_documents(content, out_dir, chosen.documents)
     return ReportOutputs(
         out_dir=out_dir,
