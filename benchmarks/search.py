@@ -632,12 +632,19 @@ def _cell(column: str, row: dict) -> str:
     return str(value)
 
 
+def kernel_of(name: str) -> str:
+    """The kernel a table measures: a community table's folder (``convolution_milo``), the family of one of
+    the project's (``reduce``)."""
+    return name.split("/")[0] if name in HUB else _CASES[name].family.name
+
+
 def held_out_text(names: list[str], orders: tuple[str, ...], strategies: list[str], runs: dict, budgets_at: Budgets,
-                  reps: int) -> tuple[str, dict]:  # fmt: skip
+                  reps: int, by_kernel: bool = False) -> tuple[str, dict]:  # fmt: skip
     """The held-out table of this run's ``runs`` (``search_heldout``) over every
     (table, order), scored with the methodology's score on the project's tables
-    too, and a summary for the JSON file."""
-    scores, units = {}, []
+    too, and a summary for the JSON file; ``by_kernel``: each table's kernel is
+    left out whole (``kernel_of``), not the table alone."""
+    scores, units, groups = {}, [], {}
     for name in names:
         case = _CASES[name]
         stats = _SearchspaceStats(case)
@@ -646,6 +653,7 @@ def held_out_text(names: list[str], orders: tuple[str, ...], strategies: list[st
         for order in orders:
             unit = name if len(orders) == 1 else f"{name} ({order})"
             units.append(unit)
+            groups[unit] = kernel_of(name) if by_kernel else unit
             for strategy in strategies:
                 ran = sorted(b for (n, o, s, b) in runs if (n, o, s) == (name, order, strategy))
                 merged = None
@@ -666,13 +674,13 @@ def held_out_text(names: list[str], orders: tuple[str, ...], strategies: list[st
                 if merged is not None:
                     scores[(unit, strategy)] = merged
     labels = [f"{b} evaluations" for b in budgets_at.fixed] + [f"{f:.1%}" for f in budgets_at.fractions]
-    result = held_out(scores, units, strategies, labels)
+    result = held_out(scores, units, strategies, labels, groups)
     # Each of ours against the default and the two it was chosen between.
     references = dict.fromkeys((DEFAULT_STRATEGY, "ordinal_global", "ordinal"))
     checks = [(s, ref, differences(scores, units, s, ref, labels), mean_difference(scores, units, s, ref, labels))
               for s in strategies for ref in references
               if s != ref and ref in strategies and s in OURS]  # fmt: skip
-    summary = {"labels": labels, "choices": result["choices"], "choices_at": result["choices_at"],
+    summary = {"labels": labels, "choices": result["choices"], "choices_at": result["choices_at"], "groups": groups,
                "aggregate": {name: {label: list(v) for label, v in entry.items()} for name, entry in result["aggregate"].items()},
                "per_table": [{"table": t, "strategy": s, **{label: list(v) for label, v in cells.items()}}
                              for (t, s), cells in result["per_table"].items()]}  # fmt: skip
@@ -698,6 +706,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--held-out", action="store_true",
                         help="also the held-out table: every table (the project's too) scored with the methodology, with "
                              "95 %% intervals over seeds, and a default chosen leaving each table out")  # fmt: skip
+    parser.add_argument("--held-out-by", choices=("table", "kernel"), default="table",
+                        help="what the held-out choice leaves out at a time: one table, or every table of its kernel (a "
+                             "community table's folder, the family of one of the project's)")  # fmt: skip
     parser.add_argument("--bootstrap", type=int, default=BOOTSTRAP, help="resamples of the seeds behind each interval")
     parser.add_argument("--name", default="search-benchmark", help="the output files' name (NAME.txt, NAME.json)")
     parser.add_argument("--cap", nargs="*", default=[], metavar="STRATEGY=TRIALS",
@@ -722,6 +733,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.refuse(f"--bootstrap must be from 1 to {MAX_SEEDS}, got {args.bootstrap}")
     if args.held_out and args.merge:
         parser.refuse(f"--held-out needs every seed's run of this command, which --merge files do not hold, got --merge {args.merge}")
+    if args.held_out_by != "table" and not args.held_out:
+        parser.refuse(f"--held-out-by chooses what the held-out table leaves out, so it needs --held-out, got --held-out-by {args.held_out_by} alone")
     if any(b < 1 for b in args.fixed):
         parser.refuse(f"--fixed budgets must be >= 1, got {args.fixed}")
     if args.jobs is not None and args.jobs < 1:
@@ -806,7 +819,8 @@ def main(argv: list[str] | None = None) -> int:
     text = format_rows(rows) + ("\n\n" + format_aggregate(summary) if summary else "")
     held = None
     if args.held_out and names:
-        held_text, held = held_out_text(names, tuple(dict.fromkeys(args.orders)), strategies, runs, budgets_at, args.bootstrap)
+        held_text, held = held_out_text(names, tuple(dict.fromkeys(args.orders)), strategies, runs, budgets_at, args.bootstrap,
+                                        by_kernel=args.held_out_by == "kernel")  # fmt: skip
         text += "\n\n" + held_text
     text += "".join(f"\n\n{n}" for n in notes)
     command = " ".join(["python benchmarks/search.py", *(argv if argv is not None else sys.argv[1:])])

@@ -22,6 +22,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -100,8 +101,10 @@ def overall(scores: Scores, labels: list[str]) -> float | None:
 
 
 def held_out(table: dict[tuple[str, str], Scores], tables: list[str], strategies: list[str],
-             labels: list[str]) -> dict:  # fmt: skip
-    """The held-out figures of ``table`` ((table, strategy) -> ``Scores``).
+             labels: list[str], groups: dict[str, str] | None = None) -> dict:  # fmt: skip
+    """The held-out figures of ``table`` ((table, strategy) -> ``Scores``);
+    ``groups``: table -> its group (a kernel), left out whole with each of its
+    tables (None: each table is a group of its own).
 
     Returns:
         ``aggregate``: strategy (and the two held-out choices) -> label ->
@@ -114,16 +117,17 @@ def held_out(table: dict[tuple[str, str], Scores], tables: list[str], strategies
     present = [s for s in strategies if all((t, s) in table for t in tables)]
     # A default is chosen among the strategies with every budget (a capped sampler's mean would be over fewer).
     candidates = [s for s in present if all(set(labels) <= set(table[(t, s)].share) for t in tables)]
+    group = (groups or {}).get
     choices = {}
     for left in tables:
-        others = [t for t in tables if t != left]
+        others = [t for t in tables if group(t, t) != group(left, left)]
 
         def rank(strategy: str, others: list = others) -> float:
             values = [overall(table[(t, strategy)], labels) for t in others]
             return statistics.fmean(v for v in values if v is not None) if any(v is not None for v in values) else -np.inf
 
         choices[left] = max(candidates, key=rank) if candidates and others else None
-    choices_at = {label: _choices_at(table, tables, candidates, label) for label in labels}
+    choices_at = {label: _choices_at(table, tables, candidates, label, group) for label in labels}
     rows = {s: {t: table[(t, s)] for t in tables} for s in present}
     if all(choices.values()) and candidates:
         rows["held-out choice"] = {t: table[(t, choices[t])] for t in tables}
@@ -137,20 +141,23 @@ def held_out(table: dict[tuple[str, str], Scores], tables: list[str], strategies
                                   else None, sc.share[label]) for label in labels if label in sc.share}
                  for (t, s), sc in table.items()}  # fmt: skip
     return {"aggregate": aggregate, "choices": choices, "choices_at": choices_at, "per_table": per_table,
-            "tables": len(tables)}  # fmt: skip
+            "tables": len(tables), "groups": len({group(t, t) for t in tables})}  # fmt: skip
 
 
-def _choices_at(table: dict[tuple[str, str], Scores], tables: list[str], candidates: list[str], label: str) -> dict:
-    """Left-out table -> the candidate with the highest mean score at budget ``label`` on the other tables
-    (None where no other table scores it)."""
+def _choices_at(table: dict[tuple[str, str], Scores], tables: list[str], candidates: list[str], label: str,
+                group: Callable[[str, str], str]) -> dict:  # fmt: skip
+    """Left-out table -> the candidate with the highest mean score at budget ``label`` on the tables outside
+    its group (None where none of them scores it)."""
     chosen = {}
     for left in tables:
-        def rank(strategy: str, left: str = left) -> float:
-            values = [table[(t, strategy)].score.get(label) for t in tables if t != left]
+        others = [t for t in tables if group(t, t) != group(left, left)]
+
+        def rank(strategy: str, others: list = others) -> float:
+            values = [table[(t, strategy)].score.get(label) for t in others]
             values = [v for v in values if v is not None]
             return statistics.fmean(values) if values else -np.inf
 
-        best = max(candidates, key=rank) if candidates and len(tables) > 1 else None
+        best = max(candidates, key=rank) if candidates and others else None
         chosen[left] = best if best is not None and rank(best) > -np.inf else None
     return chosen
 
@@ -226,9 +233,11 @@ def format_held_out(result: dict, labels: list[str], loss_checks: list[tuple[str
     body = [[name, *(_cell(e[label][0], e[label][1], e[label][2]) if label in e else "-" for label in labels)]
             for name, e in aggregate.items()]  # fmt: skip
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
+    left_out = "the others" if result.get("groups", result["tables"]) == result["tables"] else \
+        f"the tables of the other kernels ({result['groups']} kernels, each left out whole)"
     lines = [f"Held out over {result['tables']} tables: mean methodology score [95 % interval over seeds] "
              "(mean share of seeds within 1 %) per budget; 'held-out choice': each table scored by the strategy "
-             "with the highest mean score on the others",
+             f"with the highest mean score on {left_out}",
              "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))),
              "  ".join("-" * w for w in widths)]  # fmt: skip
     lines += ["  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(b, widths))) for b in body]
@@ -239,7 +248,7 @@ def format_held_out(result: dict, labels: list[str], loss_checks: list[tuple[str
                      + ", ".join(f"{label}: {n} left out" for label, n in unscored.items()))  # fmt: skip
     if result.get("choices_at") and "held-out choice per budget" in aggregate:
         lines.append("'held-out choice per budget': each budget's cell of each table from the strategy best at that budget "
-                     "on the others; chosen, over the tables left out:")  # fmt: skip
+                     f"on {left_out}; chosen, over the tables left out:")  # fmt: skip
         for label, chosen in result["choices_at"].items():
             counts = Counter(chosen.values()).most_common()
             lines.append(f"  {label}: " + ", ".join(f"{s} {n} of {len(chosen)}" for s, n in counts))

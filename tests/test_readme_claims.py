@@ -425,8 +425,11 @@ def test_the_small_budgets_bound_is_the_held_out_choice_per_budget():
     for strategy in ("ordinal_best", "ordinal_global"):
         assert rows[strategy] == [cell.split()[0] for cell in measured[strategy]], strategy
     chosen = dict(re.findall(r"\n  (\d+) evaluations: (\w+ \d+ of 13)", text))
-    assert rows["chosen with a table left out"] == [f"`{chosen[b].split()[0]}` {' '.join(chosen[b].split()[1:])}"
-                                                    for b in ("40", "50", "60", "70", "80", "90", "100", "120")]  # fmt: skip
+    budgets = ("40", "50", "60", "70", "80", "90", "100", "120")
+    assert rows["chosen with a table left out"] == [f"`{chosen[b].split()[0]}` {' '.join(chosen[b].split()[1:])}" for b in budgets]
+    by_kernel = dict(re.findall(r"\n  (\d+) evaluations: (\w+ \d+ of 13)", (RESULTS / "search-held-out-crossover-kernel.txt").read_text()))
+    assert rows["chosen with a kernel left out"] == [f"`{by_kernel[b].split()[0]}` {' '.join(by_kernel[b].split()[1:])}" for b in budgets]
+    assert by_kernel["50"].startswith("ordinal_best") and by_kernel["100"].startswith("ordinal_global")  # "agrees at 50 and 100"
     # The bound lies between the last budget most tables left out choose ordinal_best at and the first they do not.
     small = [int(b) for b, c in chosen.items() if c.startswith("ordinal_best") and int(c.split()[1]) > 13 / 2]
     large = [int(b) for b, c in chosen.items() if not c.startswith("ordinal_best")]

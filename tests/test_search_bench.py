@@ -976,6 +976,31 @@ def test_the_held_out_choice_per_budget_takes_each_budget_from_the_best_there_on
     assert "  small: a 3 of 3" in text and "  large: b 3 of 3" in text
 
 
+def test_a_held_out_kernel_is_left_out_whole():
+    from search_heldout import format_held_out, held_out
+
+    # b wins both tables of kernel k and loses the lone table of kernel j. Left out a table at a time, k1 is
+    # scored by b (k2 is among the others); left out by kernel, k1's choice sees only j, where a wins.
+    table = {("k1", "a"): _scores({"x": 0.2}), ("k1", "b"): _scores({"x": 0.9}),
+             ("k2", "a"): _scores({"x": 0.2}), ("k2", "b"): _scores({"x": 0.9}),
+             ("j", "a"): _scores({"x": 0.6}), ("j", "b"): _scores({"x": 0.5})}  # fmt: skip
+    by_table = held_out(table, ["k1", "k2", "j"], ["a", "b"], ["x"])
+    by_kernel = held_out(table, ["k1", "k2", "j"], ["a", "b"], ["x"], {"k1": "k", "k2": "k", "j": "j"})
+    assert by_table["choices"] == {"k1": "b", "k2": "b", "j": "b"}
+    assert by_kernel["choices"] == {"k1": "a", "k2": "a", "j": "b"}
+    assert by_kernel["choices_at"] == {"x": by_kernel["choices"]}
+    assert by_kernel["aggregate"]["held-out choice"]["x"][0] == pytest.approx((0.2 + 0.2 + 0.5) / 3)
+    text = format_held_out(by_kernel, ["x"], [])
+    assert "score on the tables of the other kernels (2 kernels, each left out whole)" in text
+    assert "best at that budget on the tables of the other kernels (2 kernels" in text
+    assert "highest mean score on the others" in format_held_out(by_table, ["x"], [])
+
+
+def test_held_out_by_kernel_needs_the_held_out_table(tmp_path, capsys, monkeypatch):
+    line = _stops(capsys, monkeypatch, ["--tables", "reduce_space_offset11", "--held-out-by", "kernel", "--out", str(tmp_path / "o")])
+    assert "--held-out-by chooses what the held-out table leaves out, so it needs --held-out, got --held-out-by kernel alone" in line
+
+
 def test_the_held_out_table_scores_every_table_given_by_path(tmp_path):
     pytest.importorskip("autotuning_methodology")
     first, second = _kt_grid(tmp_path / "one" / "GPU1.json", (6, 4)), _kt_grid(tmp_path / "two" / "GPU2.json", (8, 5))
