@@ -39,7 +39,8 @@ zero, so a row at such a budget has no ``score_m``, which one line says.
 ``--held-out`` scores every table (the project's too) with the methodology, each figure
 with a 95 % interval over seeds (a bootstrap of the seeds), and chooses a default among the
 strategies leaving each table out in turn (``search_heldout``): the figures of a strategy on
-tables it was not chosen on. ``--tables`` takes community tables by path too, as ``--hub`` does.
+tables it was not chosen on, and the choice made per budget. ``--held-out-by kernel`` leaves
+every table of a kernel out at once. ``--tables`` takes community tables by path too, as ``--hub`` does.
 
     pip install -e '.[bench]'
     python benchmarks/search.py                       # every shipped table, 50 seeds
