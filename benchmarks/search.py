@@ -634,9 +634,12 @@ def _cell(column: str, row: dict) -> str:
 
 
 def kernel_of(name: str) -> str:
-    """The kernel a table measures: a community table's folder (``convolution_milo``), the family of one of
+    """The kernel a table measures: the one a community table's file names (Kernel Tuner's ``kernel_name``:
+    the hub's convolutions and the RTX 2080 Ti's are one kernel), else its folder; the family of one of
     the project's (``reduce``)."""
-    return name.split("/")[0] if name in HUB else _CASES[name].family.name
+    if name in HUB:
+        return load_table(HUB[name], name=name).kernel or name.split("/")[0]
+    return _CASES[name].family.name
 
 
 def held_out_text(names: list[str], orders: tuple[str, ...], strategies: list[str], runs: dict, budgets_at: Budgets,
@@ -654,7 +657,8 @@ def held_out_text(names: list[str], orders: tuple[str, ...], strategies: list[st
         for order in orders:
             unit = name if len(orders) == 1 else f"{name} ({order})"
             units.append(unit)
-            groups[unit] = kernel_of(name) if by_kernel else unit
+            # A table searched in another order is the same table: it is left out with it.
+            groups[unit] = kernel_of(name) if by_kernel else name
             for strategy in strategies:
                 ran = sorted(b for (n, o, s, b) in runs if (n, o, s) == (name, order, strategy))
                 merged = None
@@ -707,7 +711,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--held-out", action="store_true",
                         help="also the held-out table: every table (the project's too) scored with the methodology, with "
                              "95 %% intervals over seeds, and a default chosen leaving each table out")  # fmt: skip
-    parser.add_argument("--held-out-by", choices=("table", "kernel"), default="table",
+    parser.add_argument("--held-out-by", choices=("table", "kernel"), default=None,
                         help="what the held-out choice leaves out at a time: one table, or every table of its kernel (a "
                              "community table's folder, the family of one of the project's)")  # fmt: skip
     parser.add_argument("--bootstrap", type=int, default=BOOTSTRAP, help="resamples of the seeds behind each interval")
@@ -734,7 +738,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.refuse(f"--bootstrap must be from 1 to {MAX_SEEDS}, got {args.bootstrap}")
     if args.held_out and args.merge:
         parser.refuse(f"--held-out needs every seed's run of this command, which --merge files do not hold, got --merge {args.merge}")
-    if args.held_out_by != "table" and not args.held_out:
+    if args.held_out_by is not None and not args.held_out:
         parser.refuse(f"--held-out-by chooses what the held-out table leaves out, so it needs --held-out, got --held-out-by {args.held_out_by} alone")
     if any(b < 1 for b in args.fixed):
         parser.refuse(f"--fixed budgets must be >= 1, got {args.fixed}")
@@ -790,6 +794,9 @@ def main(argv: list[str] | None = None) -> int:
         if not budgets_at.of(_CASES[name]):
             parser.refuse(f"--fixed {args.fixed}: table {name} has {_CASES[name].size} configurations, fewer than every "
                          "budget, and --fractions gives none: it would have no budget")  # fmt: skip
+    if args.held_out_by == "kernel" and len(kernels := {kernel_of(name) for name in names}) < 2:
+        parser.refuse(f"--held-out-by kernel leaves each kernel's tables out to choose on the others', so the tables must "
+                      f"measure two kernels or more, got {sorted(kernels)}")  # fmt: skip
     notes = [note for name in HUB if (note := unscored_budgets(_CASES[name], budgets_at.of(_CASES[name])))]
     if any(strategy in KT_STRATEGIES for strategy in strategies):
         notes += [note for name in HUB if (note := kt_unrestricted_note(_CASES[name]))]

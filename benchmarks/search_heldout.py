@@ -108,58 +108,54 @@ def held_out(table: dict[tuple[str, str], Scores], tables: list[str], strategies
 
     Returns:
         ``aggregate``: strategy (and the two held-out choices) -> label ->
-        (mean score over tables, interval, mean share within 1 %, interval);
+        (mean score over tables, interval, mean share within 1 %, interval,
+        tables scored);
         ``choices``: left-out table -> the strategy chosen on the others;
         ``choices_at``: label -> left-out table -> the strategy best at that
-        budget on the others (the ``held-out choice per budget`` row);
-        ``per_table``: (table, strategy) -> label -> (score, interval, share).
+        budget on the others, None where none of them scores it (the
+        ``held-out choice per budget`` row);
+        ``per_table``: (table, strategy) -> label -> (score, interval, share);
+        ``tables`` and ``group_count``: how many of each.
     """
     present = [s for s in strategies if all((t, s) in table for t in tables)]
     # A default is chosen among the strategies with every budget (a capped sampler's mean would be over fewer).
     candidates = [s for s in present if all(set(labels) <= set(table[(t, s)].share) for t in tables)]
     group = (groups or {}).get
-    choices = {}
-    for left in tables:
-        others = [t for t in tables if group(t, t) != group(left, left)]
-
-        def rank(strategy: str, others: list = others) -> float:
-            values = [overall(table[(t, strategy)], labels) for t in others]
-            return statistics.fmean(v for v in values if v is not None) if any(v is not None for v in values) else -np.inf
-
-        choices[left] = max(candidates, key=rank) if candidates and others else None
-    choices_at = {label: _choices_at(table, tables, candidates, label, group) for label in labels}
+    chosen_on = {left: [t for t in tables if group(t, t) != group(left, left)] for left in tables}
+    choices = {left: _best(table, candidates, others, lambda scores: overall(scores, labels)) for left, others in chosen_on.items()}
+    choices_at = {label: {left: _best(table, candidates, others, lambda scores, label=label: scores.score.get(label))
+                          for left, others in chosen_on.items()} for label in labels}  # fmt: skip
     rows = {s: {t: table[(t, s)] for t in tables} for s in present}
     if all(choices.values()) and candidates:
         rows["held-out choice"] = {t: table[(t, choices[t])] for t in tables}
     aggregate = _aggregate(rows, labels)
     # A choice made per budget: each budget's cell of each table comes from the strategy best at that budget on
-    # the others, which is what a default that switches by budget could be worth on tables it never saw.
-    if candidates and all(all(chosen.values()) for chosen in choices_at.values()):
-        cells = {label: _aggregate({"": {t: table[(t, choices_at[label][t])] for t in tables}}, [label])[""] for label in labels}
-        aggregate["held-out choice per budget"] = {label: cell[label] for label, cell in cells.items() if label in cell}
+    # the others, which is what a default that switches by budget could be worth on tables it never saw. A
+    # budget with a table no choice was made for has no cell.
+    per_budget = {}
+    for label, chosen in choices_at.items():
+        if candidates and all(chosen.values()):
+            per_budget |= _aggregate({"": {t: table[(t, chosen[t])] for t in tables}}, [label])[""]
+    if per_budget:
+        aggregate["held-out choice per budget"] = per_budget
     per_table = {(t, s): {label: (sc.score.get(label), interval(sc.score_boot[label]) if sc.score_boot.get(label) is not None
                                   else None, sc.share[label]) for label in labels if label in sc.share}
                  for (t, s), sc in table.items()}  # fmt: skip
     return {"aggregate": aggregate, "choices": choices, "choices_at": choices_at, "per_table": per_table,
-            "tables": len(tables), "groups": len({group(t, t) for t in tables})}  # fmt: skip
+            "tables": len(tables), "group_count": len({group(t, t) for t in tables})}  # fmt: skip
 
 
-def _choices_at(table: dict[tuple[str, str], Scores], tables: list[str], candidates: list[str], label: str,
-                group: Callable[[str, str], str]) -> dict:  # fmt: skip
-    """Left-out table -> the candidate with the highest mean score at budget ``label`` on the tables outside
-    its group (None where none of them scores it)."""
-    chosen = {}
-    for left in tables:
-        others = [t for t in tables if group(t, t) != group(left, left)]
+def _best(table: dict[tuple[str, str], Scores], candidates: list[str], others: list[str],
+          score: Callable[[Scores], float | None]) -> str | None:  # fmt: skip
+    """The candidate with the highest mean ``score`` over the tables ``others`` (None where there is no
+    candidate, or no table of ``others`` has a score)."""
 
-        def rank(strategy: str, others: list = others) -> float:
-            values = [table[(t, strategy)].score.get(label) for t in others]
-            values = [v for v in values if v is not None]
-            return statistics.fmean(values) if values else -np.inf
+    def mean(strategy: str) -> float:
+        values = [v for t in others if (v := score(table[(t, strategy)])) is not None]
+        return statistics.fmean(values) if values else -np.inf
 
-        best = max(candidates, key=rank) if candidates and others else None
-        chosen[left] = best if best is not None and rank(best) > -np.inf else None
-    return chosen
+    best = max(candidates, key=mean) if candidates and others else None
+    return best if best is not None and mean(best) > -np.inf else None
 
 
 def _aggregate(rows: dict[str, dict[str, Scores]], labels: list[str]) -> dict:
@@ -233,11 +229,11 @@ def format_held_out(result: dict, labels: list[str], loss_checks: list[tuple[str
     body = [[name, *(_cell(e[label][0], e[label][1], e[label][2]) if label in e else "-" for label in labels)]
             for name, e in aggregate.items()]  # fmt: skip
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    left_out = "the others" if result.get("groups", result["tables"]) == result["tables"] else \
-        f"the tables of the other kernels ({result['groups']} kernels, each left out whole)"
+    chosen_on = "the others" if result.get("group_count", result["tables"]) == result["tables"] else \
+        f"the tables of the other kernels ({result['group_count']} kernels, each left out whole)"
     lines = [f"Held out over {result['tables']} tables: mean methodology score [95 % interval over seeds] "
              "(mean share of seeds within 1 %) per budget; 'held-out choice': each table scored by the strategy "
-             f"with the highest mean score on {left_out}",
+             f"with the highest mean score on {chosen_on}",
              "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))),
              "  ".join("-" * w for w in widths)]  # fmt: skip
     lines += ["  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(b, widths))) for b in body]
@@ -248,9 +244,9 @@ def format_held_out(result: dict, labels: list[str], loss_checks: list[tuple[str
                      + ", ".join(f"{label}: {n} left out" for label, n in unscored.items()))  # fmt: skip
     if result.get("choices_at") and "held-out choice per budget" in aggregate:
         lines.append("'held-out choice per budget': each budget's cell of each table from the strategy best at that budget "
-                     f"on {left_out}; chosen, over the tables left out:")  # fmt: skip
+                     f"on {chosen_on}; chosen, over the tables left out:")  # fmt: skip
         for label, chosen in result["choices_at"].items():
-            counts = Counter(chosen.values()).most_common()
+            counts = Counter(s or "no choice" for s in chosen.values()).most_common()
             lines.append(f"  {label}: " + ", ".join(f"{s} {n} of {len(chosen)}" for s, n in counts))
     lines += ["", "Per table: score [interval] (share within 1 %); * the strategy chosen with this table left out"]
     strategies = list(dict.fromkeys(s for _, s in result["per_table"]))

@@ -996,9 +996,57 @@ def test_a_held_out_kernel_is_left_out_whole():
     assert "highest mean score on the others" in format_held_out(by_table, ["x"], [])
 
 
+def test_a_budget_no_other_table_scores_leaves_only_its_own_cell_out_of_the_choice_per_budget():
+    from search_heldout import format_held_out, held_out
+
+    # Budget "b" is scored on t1 alone (the methodology cannot score it on t2 and t3): left out, t1 has no
+    # choice at b, so the row has no cell at b, and still has its cell at a.
+    table = {}
+    for t, strategy, a, b in [("t1", "x", 0.6, 0.7), ("t1", "y", 0.5, 0.4), ("t2", "x", 0.6, None), ("t2", "y", 0.5, None),
+                              ("t3", "x", 0.6, None), ("t3", "y", 0.5, None)]:  # fmt: skip
+        scores = _scores({"a": a, "b": b if b is not None else 0.0})
+        if b is None:
+            scores.score["b"], scores.score_boot["b"] = None, None
+        table[(t, strategy)] = scores
+    result = held_out(table, ["t1", "t2", "t3"], ["x", "y"], ["a", "b"])
+    assert result["choices_at"]["b"] == {"t1": None, "t2": "x", "t3": "x"}
+    assert set(result["aggregate"]["held-out choice per budget"]) == {"a"}
+    assert "  b: x 2 of 3, no choice 1 of 3" in format_held_out(result, ["a", "b"], [])
+
+
+def test_a_community_tables_kernel_is_the_one_its_file_names(tmp_path):
+    from tuner.search.tables.community import load_table
+
+    named = _kt_grid(tmp_path / "one" / "GPU1.json")
+    document = json.loads(named.read_text()) | {"kernel_name": "convolution_kernel"}
+    named.write_text(json.dumps(document))
+    assert load_table(named).kernel == "convolution_kernel"
+    assert load_table(_kt_grid(tmp_path / "two" / "GPU2.json")).kernel == ""  # a cache that names none
+
+
+def test_held_out_by_kernel_groups_the_tables_that_name_one_kernel(tmp_path, monkeypatch):
+    first, second = _kt_grid(tmp_path / "a" / "G1.json"), _kt_grid(tmp_path / "b" / "G2.json")
+    for path in (first, second):
+        path.write_text(json.dumps(json.loads(path.read_text()) | {"kernel_name": "convolution_kernel"}))
+    third = _kt_grid(tmp_path / "c" / "G3.json")  # names no kernel: its folder stands for it
+    monkeypatch.setattr(search, "HUB", search.hub_files([str(first), str(second), str(third)]))
+    monkeypatch.setitem(search._CASES, "reduce_space_offset11", search.load_case("reduce_space_offset11"))
+    assert {name: search.kernel_of(name) for name in search.HUB} == {"a/G1": "convolution_kernel", "b/G2": "convolution_kernel",
+                                                                      "c/G3": "c"}  # fmt: skip
+    assert search.kernel_of("reduce_space_offset11") == "reduce"
+
+
+def test_held_out_by_kernel_needs_two_kernels(tmp_path, capsys, monkeypatch):
+    line = _stops(capsys, monkeypatch, ["--tables", "reduce_space_offset11", "reduce_hard_h200", "--held-out", "--held-out-by",
+                                        "kernel", "--out", str(tmp_path / "o")])  # fmt: skip
+    assert "--held-out-by kernel leaves each kernel's tables out to choose on the others', so the tables must measure two " \
+           "kernels or more, got ['reduce']" in line  # fmt: skip
+
+
 def test_held_out_by_kernel_needs_the_held_out_table(tmp_path, capsys, monkeypatch):
-    line = _stops(capsys, monkeypatch, ["--tables", "reduce_space_offset11", "--held-out-by", "kernel", "--out", str(tmp_path / "o")])
-    assert "--held-out-by chooses what the held-out table leaves out, so it needs --held-out, got --held-out-by kernel alone" in line
+    for by in ("kernel", "table"):
+        line = _stops(capsys, monkeypatch, ["--tables", "reduce_space_offset11", "--held-out-by", by, "--out", str(tmp_path / "o")])
+        assert f"--held-out-by chooses what the held-out table leaves out, so it needs --held-out, got --held-out-by {by} alone" in line
 
 
 def test_the_held_out_table_scores_every_table_given_by_path(tmp_path):

@@ -89,6 +89,8 @@ class SpaceTable:
             status with None.
         objective: the file's objective (``time``), ``minimise`` its direction.
         problem_size: the file's problem size, where it names one.
+        kernel: the kernel the file names (a Kernel Tuner cache's
+            ``kernel_name``), "" where it names none.
     """
 
     name: str
@@ -98,6 +100,7 @@ class SpaceTable:
     objective: str = "time"
     minimise: bool = True
     problem_size: tuple[int, ...] = ()
+    kernel: str = ""
 
     @property
     def size(self) -> int:
@@ -248,8 +251,10 @@ def read_kernel_tuner_cache(
     if not isinstance(higher, bool):
         raise ValueError(f"{path}: objective_higher_is_better must be true or false, got {shown(higher)}")
     minimise = not higher
+    kernel = document.get("kernel_name")
     table = SpaceTable(name or table_label(path), params, objective=objective, minimise=minimise,
-                       problem_size=_problem_size(document.get("problem_size")))  # fmt: skip
+                       problem_size=_problem_size(document.get("problem_size")),
+                       kernel=kernel if isinstance(kernel, str) else "")  # fmt: skip
     # As the entries' keys compare (1 == 1.0), each to the tune_params value it stands for: a key
     # is written with that one, so a configuration reads the same from the table as from its values.
     allowed = {n: {v: v for v in values} for n, values in params.items()}
