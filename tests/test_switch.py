@@ -12,7 +12,7 @@ import pytest
 from tuner.data.results import config_key
 from tuner.search.samplers.ordinal import OrdinalSampler
 from tuner.search.samplers.registry import make_sampler
-from tuner.search.samplers.switch import SMALL_BUDGET, BudgetSwitch, SwitchSampler, is_small_budget
+from tuner.search.samplers.switch import SMALL_BUDGET, SMALL_SHARE, BudgetSwitch, SwitchSampler, is_small_budget
 from tuner.search.study.run import StudyOptions, run_study
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
@@ -101,16 +101,22 @@ def test_a_negative_phase_start_is_refused():
         OrdinalSampler(phase_from=-1)
 
 
-@pytest.mark.parametrize(("budget", "small"), [(1, True), (50, True), (75, True), (76, False), (100, False), (None, False)])
-def test_a_budget_is_small_at_most_75_trials(budget, small):
-    assert is_small_budget(budget) is small
+@pytest.mark.parametrize(
+    ("budget", "space", "small"),
+    [(50, 5000, True), (75, 3751, True), (75, 3750, False), (76, 10**6, False), (100, 10**6, False), (50, None, True),
+     (None, 10**6, False)],
+)
+def test_a_budget_is_small_at_most_75_trials_and_under_2_percent_of_the_space(budget, space, small):
+    assert is_small_budget(budget, space) is small
 
 
 @pytest.mark.parametrize(("strategy", "on_small"), [("ordinal_budget", "ordinal")])
 def test_a_budget_switch_runs_its_small_search_on_a_small_budget_and_ordinal_global_otherwise(strategy, on_small):
-    small, large = SMALL_BUDGET - 35, SMALL_BUDGET + 5  # both under the fake space's 156 configurations
-    assert is_small_budget(small) and not is_small_budget(large) and large < len(FAMILY.space(PROBLEM))
+    space = len(FAMILY.space(PROBLEM))
+    small = max(1, int(SMALL_SHARE * space) - 1)  # under 2 % of the fake space
+    assert is_small_budget(small, space) and not is_small_budget(small + 30, space)
     assert _study(strategy, budget=small, seed=3) == _study(on_small, budget=small, seed=3)
+    large = small + 30
     assert _study(strategy, budget=large, seed=3) == _study("ordinal_global", budget=large, seed=3)
     # The two differ on these budgets, or the test could not tell which ran.
     assert _study(on_small, budget=small, seed=3) != _study("ordinal_global", budget=small, seed=3)
@@ -121,17 +127,16 @@ def test_the_default_climbs_from_the_starts_best_on_a_small_budget_and_from_the_
     from tuner.search.samplers.registry import DEFAULT_STRATEGY, STRATEGIES
 
     assert DEFAULT_STRATEGY == "ordinal_adaptive" and STRATEGIES[DEFAULT_STRATEGY].sees_budget
-    # The space does not enter: a budget of 50 is small in a space of 768 (the default's small tables) or of 10.
-    for budget, space, climb_from in ((50, 4362, "best"), (50, 768, "best"), (50, 10, "best"), (75, 6768, "best"),
-                                      (100, 6768, "centre"), (180, 7200, "centre"), (154, 1536, "centre"),
-                                      (None, 7200, "centre")):  # fmt: skip  (154: the shipped study's budget)
+    for budget, space, climb_from in ((50, 4362, "best"), (75, 6768, "best"), (100, 6768, "centre"), (180, 7200, "centre"),
+                                      (154, 1536, "centre"), (None, 7200, "centre")):  # fmt: skip  (154: the shipped study's budget)
         sampler = make_sampler(DEFAULT_STRATEGY, 0)
         sampler.plan(budget, space)
         chosen = sampler._last  # the one sampler that proposes every trial of the study
         assert chosen is (sampler.early if climb_from == "best" else sampler.late) and chosen.climb_from == climb_from
         assert (chosen.start_phase, chosen.global_phase, chosen.landmarks) == (80, 30, ("last",))
     # The branch a large budget takes runs as ordinal_global does, trial for trial.
-    large = SMALL_BUDGET + 5
+    space = len(FAMILY.space(PROBLEM))
+    large = int(SMALL_SHARE * space) + 30
     assert _study(DEFAULT_STRATEGY, budget=large, seed=3) == _study("ordinal_global", budget=large, seed=3)
 
 
@@ -143,7 +148,8 @@ def test_unplanned_ordinal_budget_runs_ordinal_global():
 
 
 def test_only_the_sampler_ordinal_budget_chose_learns_the_space():
-    for budget, learns, idle in ((SMALL_BUDGET + 5, "late", "early"), (SMALL_BUDGET - 35, "early", "late")):
+    # 40 trials are not small beside the fake space's 156 configurations (ordinal_global), 2 are (ordinal).
+    for budget, learns, idle in ((40, "late", "early"), (2, "early", "late")):
         sampler = make_sampler("ordinal_budget", 0)
         _study(sampler, budget=budget)
         assert sampler.chose_small is (learns == "early")
@@ -154,4 +160,4 @@ def test_the_registry_says_the_budget_switches_bound():
     from tuner.search.samplers.registry import STRATEGIES
 
     for name in ("ordinal_adaptive", "ordinal_budget"):
-        assert f"where the budget is at most {SMALL_BUDGET} trials," in STRATEGIES[name].summary
+        assert f"at most {SMALL_BUDGET} trials and under {SMALL_SHARE:.0%} of the space" in STRATEGIES[name].summary.replace(" %", "%")

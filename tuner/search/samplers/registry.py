@@ -81,10 +81,10 @@ STRATEGIES: dict[str, Strategy] = {
     "ordinal_switch": Strategy("ordinal for the first 100 trials, ordinal_global from there", make="switch:ordinal_switch", uses_prior=True),
     "ordinal_relay": Strategy("ordinal (the far corner first) for the first 100 trials, ordinal_global with its start phase "
                               "from there", make="switch:ordinal_relay", uses_prior=True),  # fmt: skip
-    "ordinal_adaptive": Strategy("ordinal_best where the budget is at most 75 trials, "
+    "ordinal_adaptive": Strategy("ordinal_best where the budget is at most 75 trials and under 2 % of the space, "
                                  "ordinal_global otherwise", make="switch:ordinal_adaptive", uses_prior=True,
                                  sees_budget=True),  # fmt: skip
-    "ordinal_budget": Strategy("ordinal where the budget is at most 75 trials, ordinal_global "
+    "ordinal_budget": Strategy("ordinal where the budget is at most 75 trials and under 2 % of the space, ordinal_global "
                                "otherwise", make="switch:ordinal_budget", uses_prior=True, sees_budget=True),  # fmt: skip
 }
 # The strategies of a study of one objective (a config's ``sampler``), and of the time-energy study.

@@ -14,8 +14,8 @@ The switch is by trial number, which every worker of a study shares, so several
 workers switch together and a resumed study switches where it left off.
 
 ``ordinal_budget`` chooses between the two once, from the study's budget, before
-its first trial: ``ordinal`` where the budget is a few dozen measurements,
-``ordinal_global`` where it is more (``BudgetSwitch``).
+its first trial: ``ordinal`` where the budget is a few dozen measurements in a
+space many times larger, ``ordinal_global`` everywhere else (``BudgetSwitch``).
 The default, ``ordinal_adaptive``, chooses the same way between ``ordinal_best``
 and ``ordinal_global``.
 """
@@ -34,13 +34,14 @@ from tuner.search.samplers.space_aware import Foreseeing, SpaceAware
 
 # Trials of the early search before the late one takes over (strategy ordinal_switch).
 SWITCH_AT = 100
-# The budget switches' rule: the small search where the budget is at most SMALL_BUDGET trials;
-# ordinal_global's climb from the centre, which reaches a second basin, pays with more. Chosen
-# per budget on held-out tables (docs/search.md): with each table left out, the others choose
-# ordinal_best for most tables up to 70 trials and ordinal_global from 80 on; the bound lies
-# between. The size of the space does not enter: on the small tables ordinal_best leads at
-# every budget measured.
+# The budget switches' rule: the small search where the budget is at most SMALL_BUDGET trials and
+# under SMALL_SHARE of the space; ordinal_global's climb from the centre, which reaches a second
+# basin, pays with more trials, and on a small space, whose centre lies near everything (the
+# transpose example's 96 configurations). The bound is chosen per budget on held-out tables
+# (docs/search.md): with each table left out, the others choose ordinal_best for most tables up
+# to 70 trials and ordinal_global from 80 on; it lies between.
 SMALL_BUDGET = 75
+SMALL_SHARE = 0.02
 
 
 class SwitchSampler(optuna.samplers.BaseSampler):
@@ -134,7 +135,7 @@ def ordinal_relay(seed: int, prior: Sequence[tuple[Mapping, float]] = (), switch
 
 
 class BudgetSwitch(SwitchSampler):
-    """``small`` for the whole study where its budget is small
+    """``small`` for the whole study where its budget is small beside its space
     (``is_small_budget``), ``large`` otherwise, chosen once in ``plan``
     (``tuner.search.samplers.space_aware.BudgetAware``), which the study's
     ``DistinctSampler`` calls before the first trial. Unplanned (no study told
@@ -146,7 +147,7 @@ class BudgetSwitch(SwitchSampler):
         self.chose_small = False
 
     def plan(self, budget: int | None, space: int | None) -> None:
-        self.chose_small = is_small_budget(budget)
+        self.chose_small = is_small_budget(budget, space)
         # By trial number, as SwitchSampler switches: never, or from the first trial.
         self.switch_at = sys.maxsize if self.chose_small else 0
         self._last = self.early if self.chose_small else self.late
@@ -164,21 +165,25 @@ class BudgetSwitch(SwitchSampler):
             self._last.taken(keys)
 
 
-def is_small_budget(budget: int | None) -> bool:
-    """Whether ``budget`` trials are few: at most ``SMALL_BUDGET``. No budget
-    (a study bounded by time alone) is not small."""
-    return budget is not None and budget <= SMALL_BUDGET
+def is_small_budget(budget: int | None, space: int | None) -> bool:
+    """Whether ``budget`` trials are few for a space of ``space`` feasible
+    configurations (None: more than can be enumerated): at most
+    ``SMALL_BUDGET`` and under ``SMALL_SHARE`` of the space. No budget (a
+    study bounded by time alone) is not small."""
+    if budget is None:
+        return False
+    return budget <= SMALL_BUDGET and (space is None or budget < SMALL_SHARE * space)
 
 
 def ordinal_budget(seed: int, prior: Sequence[tuple[Mapping, float]] = ()) -> BudgetSwitch:
-    """``ordinal`` for a study whose budget is small, else
+    """``ordinal`` for a study whose budget is small beside its space, else
     ``ordinal_global`` (``BudgetSwitch``); both seeded with ``seed`` and
     learning from a warm start's ``prior``."""
     return _budget_switch("ordinal", seed, prior)
 
 
 def ordinal_adaptive(seed: int, prior: Sequence[tuple[Mapping, float]] = ()) -> BudgetSwitch:
-    """``ordinal_best`` for a study whose budget is small, else
+    """``ordinal_best`` for a study whose budget is small beside its space, else
     ``ordinal_global`` (``BudgetSwitch``); both seeded with ``seed`` and
     learning from a warm start's ``prior``. With a few dozen trials the start
     climb pays soonest from the start's best; with more, from the centre it
