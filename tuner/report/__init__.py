@@ -135,8 +135,8 @@ def figure_context(
     )
 
 
-def _beside(pool: ProcessPoolExecutor | None, work: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Any]:
-    """Start ``work`` in ``pool`` (without one, do it here); the returned call waits for its result."""
+def _started(pool: ProcessPoolExecutor | None, work: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Any]:
+    """``work`` started in ``pool`` (without one, done here at once): a call that waits for its result."""
     if pool is None:
         done = work(*args, **kwargs)
         return lambda: done
@@ -209,9 +209,9 @@ def _build(
         ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=figure_dir, studies=studies, pool=pool,
                              figure_suffixes=suffixes)  # fmt: skip
         comparisons = list(ctx.comparisons.values())
-        energy = _beside(pool, energy_content, dataset, gpu=shown_name(ctx.device.get("name") or "unknown GPU"),
+        energy = _started(pool, energy_content, dataset, gpu=shown_name(ctx.device.get("name") or "unknown GPU"),
                          out_dir=figure_dir, suffixes=suffixes)  # fmt: skip
-        ties = _beside(pool, ties_section, dataset)  # its own module and templates: tuner/report/ties.py
+        ties = _started(pool, ties_section, dataset)  # its own module and templates: tuner/report/ties.py
         drawn = drawing(ctx, pool)
         families_drawn = family_sections.drawing(ctx, pool)
         # Counters of the blog tables only where the table has rows of ours: a lesson not measured is left out.
