@@ -11,6 +11,16 @@ stage's steps (query metrics, harness under ncu, import report) and its
 harness's phases, and the whole run's wall time.
 With ``--parse LOG`` it only reads a log written earlier. Writes
 ``pipeline-timing.json`` into the results folder.
+
+``--against REV`` times another commit's tree first, on the same GPU and the
+same cold start (its own empty results folder, cubin cache and CuPy kernel
+cache), then this tree, and prints each job's seconds side by side::
+
+    python benchmarks/pipeline_timing.py --results /tmp/cold --against c716673
+
+The other tree is ``git archive REV`` of this checkout, under
+``RESULTS/<commit>/tree``; each run's results folder (with its Snakemake log,
+``snakemake.log``) is ``RESULTS/<commit>/results`` and ``RESULTS/this/results``.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -26,6 +37,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tuner.host import OneLineParser  # noqa: E402
+
 STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 STARTS = re.compile(r"^(?:local)?rule (\S+):$")
 JOBID = re.compile(r"^\s+jobid: (\d+)$")
@@ -78,19 +93,69 @@ def table(jobs: list[dict], phases: dict[str, dict[str, float]], wall_s: float |
     return "\n".join(lines)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def cold_run(tree: Path, results: Path, extra: list[str], env: dict[str, str]) -> tuple[int, float, str]:
+    """``snakemake --cores 1`` of ``tree`` from an empty ``results`` (which holds its cubin cache) and an
+    empty CuPy kernel cache: (exit status, wall seconds, Snakemake's output, also in ``results/snakemake.log``)."""
+    shutil.rmtree(results, ignore_errors=True)
+    results.mkdir(parents=True)
+    log = results / "snakemake.log"
+    command = ["snakemake", "--cores", "1", "--config", f"results_dir={results}", *extra]
+    env = {**env, "CUPY_CACHE_DIR": str(results / "cupy-cache")}
+    start = time.monotonic()
+    with log.open("w") as out:
+        code = subprocess.call(command, cwd=tree, stdout=out, stderr=subprocess.STDOUT, env=env)
+    return code, time.monotonic() - start, log.read_text()
+
+
+def resolve(rev: str) -> str | None:
+    """``rev``'s commit in this checkout, as 12 hex digits, or None where it names none."""
+    found = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "--short=12", f"{rev}^{{commit}}"], cwd=ROOT,
+                           capture_output=True, text=True)  # fmt: skip
+    return found.stdout.strip() if found.returncode == 0 and found.stdout.strip() else None
+
+
+def checkout(commit: str, dest: Path) -> None:
+    """``git archive`` of ``commit`` of this checkout into ``dest`` (emptied first)."""
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", "--format=tar", commit], cwd=ROOT, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+
+
+def side_by_side(runs: dict[str, tuple[list[dict], float]]) -> str:
+    """Each job's seconds in each run (label -> (jobs, wall)), a column per run, jobs in the first run's order."""
+    labels = list(runs)
+    seconds = {label: {} for label in labels}
+    for label, (jobs, _) in runs.items():
+        for job in jobs:
+            seconds[label][job["rule"]] = seconds[label].get(job["rule"], 0.0) + job["seconds"]
+    rules = list(dict.fromkeys(rule for label in labels for rule in seconds[label]))
+    lines = [f"{'job':<34}" + "".join(f" {label:>12}" for label in labels)]
+    for rule in rules:
+        lines.append(f"{rule:<34}" + "".join(f" {seconds[label][rule]:>12.0f}" if rule in seconds[label] else f" {'-':>12}"
+                                              for label in labels))  # fmt: skip
+    lines.append(f"{'sum of jobs':<34}" + "".join(f" {sum(seconds[label].values()):>12.0f}" for label in labels))
+    lines.append(f"{'wall (snakemake --cores 1)':<34}" + "".join(f" {runs[label][1]:>12.1f}" for label in labels))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(prog="python benchmarks/pipeline_timing.py", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=Path, help="results folder for the run (emptied first)")
     parser.add_argument("--log", type=Path, help="where to keep Snakemake's output (default: RESULTS/snakemake.log)")
     parser.add_argument("--parse", type=Path, help="only read this Snakemake output and print the table")
+    parser.add_argument("--against", metavar="REV", help="also time this commit's tree, first, on the same cold start")
     parser.add_argument("extra", nargs="*", help="more snakemake arguments (after --)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.parse:
         jobs, phases = parse(args.parse.read_text())
         print(table(jobs, phases, None))
         return 0
     if args.results is None:
         parser.error("--results is required unless --parse is given")
+    if args.against:
+        return compare(args.results, args.against, args.extra, parser)
     shutil.rmtree(args.results, ignore_errors=True)
     args.results.mkdir(parents=True)
     log = args.log or args.results / "snakemake.log"
@@ -106,6 +171,27 @@ def main() -> int:
     (args.results / "pipeline-timing.json").write_text(json.dumps(record, indent=2))
     (args.results / "pipeline-timing.txt").write_text(text + "\n")
     return code
+
+
+def compare(results: Path, rev: str, extra: list[str], parser: OneLineParser) -> int:
+    """``--against REV``: REV's tree cold, then this tree cold, on this GPU; their jobs side by side."""
+    commit = resolve(rev)
+    if commit is None:
+        parser.refuse(f"--against: must name a commit of this checkout ({ROOT}), got {rev!r}")
+    tree = results / commit / "tree"
+    checkout(commit, tree)
+    runs, codes = {}, {}
+    # The other tree's rows name its commit: it is no git checkout to ask.
+    for label, where, env in ((commit, tree, {**os.environ, "TUNER_GIT_COMMIT": commit}), ("this", ROOT, dict(os.environ))):
+        code, wall, log = cold_run(where, results / label / "results", extra, env)
+        runs[label], codes[label] = (parse(log)[0], wall), code
+        print(f"{label}: exit {code}, {wall:.1f} s", flush=True)
+    text = side_by_side(runs)
+    print(text)
+    (results / "pipeline-compare.txt").write_text(text + "\n")
+    record = {label: {"exit": codes[label], "wall_s": round(wall, 1), "jobs": jobs} for label, (jobs, wall) in runs.items()}
+    (results / "pipeline-compare.json").write_text(json.dumps(record, indent=2))
+    return max(codes.values())
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.util
+import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -85,3 +87,67 @@ def test_pipeline_timing_reads_jobs_and_phases_from_snakemakes_log():
     text = pipeline_timing.table(jobs, phases, 30.0)
     assert "time 10.2, verify 3.0" in text and "sum of jobs" in text
     assert "harness under ncu 5.5" in text
+
+
+FAKE_SNAKEMAKE = """#!/bin/sh
+# Records where it ran and what it was given, then prints a log of two jobs (the second absent from the older tree).
+for arg in "$@"; do case "$arg" in results_dir=*) results="${arg#results_dir=}";; esac; done
+printf '%s\\n%s\\n%s\\n' "$PWD" "${TUNER_GIT_COMMIT:-none}" "$CUPY_CACHE_DIR" > "$results/seen.txt"
+echo "[Sun Nov 22 06:15:16 2026]"
+echo "rule compile_variants:"
+echo "    jobid: 1"
+echo "[Sun Nov 22 06:15:20 2026]"
+echo "Finished jobid: 1 (Rule: compile_variants)"
+if [ -f "$PWD/NEW_STAGE" ]; then
+  echo "rule peaks:"
+  echo "    jobid: 2"
+  echo "[Sun Nov 22 06:15:27 2026]"
+  echo "Finished jobid: 2 (Rule: peaks)"
+fi
+"""
+
+
+def test_against_runs_the_other_commits_tree_first_then_this_one_each_cold(tmp_path, monkeypatch, capsys):
+    fake = tmp_path / "bin" / "snakemake"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_SNAKEMAKE)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("TUNER_GIT_COMMIT", raising=False)
+    head = pipeline_timing.resolve("HEAD")
+    if head is None:
+        pytest.skip("not a git checkout")
+    # This tree stands in for itself with a stage the older tree lacks.
+    monkeypatch.setattr(pipeline_timing, "ROOT", tmp_path / "this-tree")
+    (tmp_path / "this-tree").mkdir()
+    (tmp_path / "this-tree" / "NEW_STAGE").write_text("")
+    monkeypatch.setattr(pipeline_timing, "resolve", lambda rev: head if rev == "older" else None)
+    monkeypatch.setattr(pipeline_timing, "checkout", lambda commit, dest: dest.mkdir(parents=True))
+    results = tmp_path / "cold"
+    assert pipeline_timing.main(["--results", str(results), "--against", "older"]) == 0
+    out = capsys.readouterr().out
+    assert out.index(f"{head}: exit 0") < out.index("this: exit 0")  # the other commit first
+    older = (results / head / "results" / "seen.txt").read_text().splitlines()
+    this = (results / "this" / "results" / "seen.txt").read_text().splitlines()
+    assert older == [str(results / head / "tree"), head, str(results / head / "results" / "cupy-cache")]
+    assert this == [str(tmp_path / "this-tree"), "none", str(results / "this" / "results" / "cupy-cache")]
+    rows = {line.split()[0]: line.split()[1:] for line in (results / "pipeline-compare.txt").read_text().splitlines()[1:3]}
+    assert rows == {"compile_variants": ["4", "4"], "peaks": ["-", "7"]}
+    assert json.loads((results / "pipeline-compare.json").read_text())[head]["jobs"][0]["rule"] == "compile_variants"
+
+
+def test_against_refuses_a_name_that_is_no_commit_in_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        pipeline_timing.main(["--results", str(tmp_path / "cold"), "--against", "no-such-commit-here"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1
+    assert "--against: must name a commit of this checkout" in err and "'no-such-commit-here'" in err
+    assert not (tmp_path / "cold").exists()
+
+
+def test_checkout_writes_a_commits_tree(tmp_path):
+    head = pipeline_timing.resolve("HEAD")
+    if head is None:
+        pytest.skip("not a git checkout")
+    pipeline_timing.checkout(head, tmp_path / "tree")
+    assert (tmp_path / "tree" / "Snakefile").is_file() and (tmp_path / "tree" / "tuner" / "__init__.py").is_file()
