@@ -19,7 +19,9 @@ cache), then this tree, and prints each job's seconds side by side::
     python benchmarks/pipeline_timing.py --results /tmp/cold --against c716673
 
 The other tree is ``git archive REV`` of this checkout, under
-``RESULTS/<commit>/tree``; each run's results folder (with its Snakemake log,
+``RESULTS/<commit>/tree``, or, on a machine without the history, a folder that
+``git archive REV | tar -x -C FOLDER`` filled elsewhere (``--against FOLDER``,
+its name taken for the commit); each run's results folder (with its Snakemake log,
 ``snakemake.log``) is ``RESULTS/<commit>/results`` and ``RESULTS/this/results``.
 """
 
@@ -174,12 +176,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def compare(results: Path, rev: str, extra: list[str], parser: OneLineParser) -> int:
-    """``--against REV``: REV's tree cold, then this tree cold, on this GPU; their jobs side by side."""
-    commit = resolve(rev)
-    if commit is None:
-        parser.refuse(f"--against: must name a commit of this checkout ({ROOT}), got {rev!r}")
-    tree = results / commit / "tree"
-    checkout(commit, tree)
+    """``--against REV``: REV's tree cold, then this tree cold, on this GPU; their jobs side by side. REV is a
+    commit of this checkout, or a folder holding a tree (named by its commit) where there is no history."""
+    given = Path(rev)
+    if given.is_dir() and (given / "Snakefile").is_file():
+        commit, tree = given.resolve().name, given.resolve()
+    else:
+        commit = resolve(rev)
+        if commit is None:
+            parser.refuse(f"--against: must name a commit of this checkout ({ROOT}) or a folder holding a tree with its "
+                          f"Snakefile, got {rev!r}")  # fmt: skip
+        tree = results / commit / "tree"
+        checkout(commit, tree)
     runs, codes = {}, {}
     # The other tree's rows name its commit: it is no git checkout to ask.
     for label, where, env in ((commit, tree, {**os.environ, "TUNER_GIT_COMMIT": commit}), ("this", ROOT, dict(os.environ))):

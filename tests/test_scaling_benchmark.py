@@ -141,7 +141,8 @@ def test_against_refuses_a_name_that_is_no_commit_in_one_line(tmp_path, capsys):
         pipeline_timing.main(["--results", str(tmp_path / "cold"), "--against", "no-such-commit-here"])
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and err.count("\n") == 1
-    assert "--against: must name a commit of this checkout" in err and "'no-such-commit-here'" in err
+    assert "--against: must name a commit of this checkout" in err and "or a folder holding a tree with its Snakefile" in err
+    assert "'no-such-commit-here'" in err
     assert not (tmp_path / "cold").exists()
 
 
@@ -151,3 +152,20 @@ def test_checkout_writes_a_commits_tree(tmp_path):
         pytest.skip("not a git checkout")
     pipeline_timing.checkout(head, tmp_path / "tree")
     assert (tmp_path / "tree" / "Snakefile").is_file() and (tmp_path / "tree" / "tuner" / "__init__.py").is_file()
+
+
+def test_against_takes_a_folder_holding_another_tree_where_there_is_no_history(tmp_path, monkeypatch, capsys):
+    fake = tmp_path / "bin" / "snakemake"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_SNAKEMAKE)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(pipeline_timing, "resolve", lambda rev: pytest.fail("a folder needs no history"))
+    older = tmp_path / "c716673"
+    older.mkdir()
+    (older / "Snakefile").write_text("")
+    results = tmp_path / "cold"
+    assert pipeline_timing.main(["--results", str(results), "--against", str(older)]) == 0
+    seen = (results / "c716673" / "results" / "seen.txt").read_text().splitlines()
+    assert seen[:2] == [str(older), "c716673"]  # run in the folder, its rows named by the folder's commit
+    assert "c716673: exit 0" in capsys.readouterr().out
