@@ -95,18 +95,17 @@ def table(jobs: list[dict], phases: dict[str, dict[str, float]], wall_s: float |
     return "\n".join(lines)
 
 
-def cold_run(tree: Path, results: Path, extra: list[str], env: dict[str, str]) -> tuple[int, float, str]:
-    """``snakemake --cores 1`` of ``tree`` from an empty ``results`` (which holds its cubin cache) and an
-    empty CuPy kernel cache: (exit status, wall seconds, Snakemake's output, also in ``results/snakemake.log``)."""
+def cold_run(tree: Path, results: Path, extra: list[str], env: dict[str, str], log: Path | None = None) -> tuple[list[str], int, float, str]:
+    """``snakemake --cores 1`` of ``tree`` from an empty ``results`` (which holds its cubin cache): (its
+    command, exit status, wall seconds, Snakemake's output, kept in ``log``, default ``results/snakemake.log``)."""
     shutil.rmtree(results, ignore_errors=True)
     results.mkdir(parents=True)
-    log = results / "snakemake.log"
+    log = log or results / "snakemake.log"
     command = ["snakemake", "--cores", "1", "--config", f"results_dir={results}", *extra]
-    env = {**env, "CUPY_CACHE_DIR": str(results / "cupy-cache")}
     start = time.monotonic()
     with log.open("w") as out:
         code = subprocess.call(command, cwd=tree, stdout=out, stderr=subprocess.STDOUT, env=env)
-    return code, time.monotonic() - start, log.read_text()
+    return command, code, time.monotonic() - start, log.read_text()
 
 
 def resolve(rev: str) -> str | None:
@@ -158,15 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--results is required unless --parse is given")
     if args.against:
         return compare(args.results, args.against, args.extra, parser)
-    shutil.rmtree(args.results, ignore_errors=True)
-    args.results.mkdir(parents=True)
-    log = args.log or args.results / "snakemake.log"
-    command = ["snakemake", "--cores", "1", "--config", f"results_dir={args.results}", *args.extra]
-    start = time.monotonic()
-    with log.open("w") as out:
-        code = subprocess.call(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    wall = time.monotonic() - start
-    jobs, phases = parse(log.read_text())
+    command, code, wall, log = cold_run(ROOT, args.results, args.extra, dict(os.environ), args.log)
+    jobs, phases = parse(log)
     text = table(jobs, phases, wall)
     print(text)
     record = {"command": " ".join(command), "exit": code, "wall_s": round(wall, 1), "jobs": jobs, "phases": phases}
@@ -191,7 +183,9 @@ def compare(results: Path, rev: str, extra: list[str], parser: OneLineParser) ->
     runs, codes = {}, {}
     # The other tree's rows name its commit: it is no git checkout to ask.
     for label, where, env in ((commit, tree, {**os.environ, "TUNER_GIT_COMMIT": commit}), ("this", ROOT, dict(os.environ))):
-        code, wall, log = cold_run(where, results / label / "results", extra, env)
+        # Each run with its own empty CuPy kernel cache too: the CUB peak compiles its kernels cold in both.
+        env["CUPY_CACHE_DIR"] = str(results / label / "results" / "cupy-cache")
+        _, code, wall, log = cold_run(where, results / label / "results", extra, env)
         runs[label], codes[label] = (parse(log)[0], wall), code
         print(f"{label}: exit {code}, {wall:.1f} s", flush=True)
     text = side_by_side(runs)

@@ -634,12 +634,8 @@ def _cell(column: str, row: dict) -> str:
 
 
 def kernel_of(name: str) -> str:
-    """The kernel a table measures: the one a community table's file names (Kernel Tuner's ``kernel_name``:
-    the hub's convolutions and the RTX 2080 Ti's are one kernel), else its folder; the family of one of
-    the project's (``reduce``)."""
-    if name in HUB:
-        return load_table(HUB[name], name=name).kernel or name.split("/")[0]
-    return _CASES[name].family.name
+    """The kernel table ``name`` measures (``Case.kernel``: the hub's convolutions and the RTX 2080 Ti's are one)."""
+    return _CASES[name].kernel
 
 
 def held_out_text(names: list[str], orders: tuple[str, ...], strategies: list[str], runs: dict, budgets_at: Budgets,
@@ -712,8 +708,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also the held-out table: every table (the project's too) scored with the methodology, with "
                              "95 %% intervals over seeds, and a default chosen leaving each table out")  # fmt: skip
     parser.add_argument("--held-out-by", choices=("table", "kernel"), default=None,
-                        help="what the held-out choice leaves out at a time: one table, or every table of its kernel (a "
-                             "community table's folder, the family of one of the project's)")  # fmt: skip
+                        help="what the held-out choice leaves out at a time: one table, or every table of its kernel (the "
+                             "one a community table's file names, else its folder; the family of one of the project's)")  # fmt: skip
     parser.add_argument("--bootstrap", type=int, default=BOOTSTRAP, help="resamples of the seeds behind each interval")
     parser.add_argument("--name", default="search-benchmark", help="the output files' name (NAME.txt, NAME.json)")
     parser.add_argument("--cap", nargs="*", default=[], metavar="STRATEGY=TRIALS",

@@ -69,6 +69,9 @@ class Case:
     # maximise: 1000 / value where it is minimised).
     objective: str = "bandwidth_gbs"
     minimise: bool = False
+    # The kernel it measures (what --held-out-by kernel leaves out together): a community table's file names
+    # it (Kernel Tuner's kernel_name), else its folder stands for it; one of the project's, its family.
+    kernel: str = ""
 
     @classmethod
     def from_table(cls, name: str, table: pd.DataFrame, family: Family, problem: Problem) -> "Case":
@@ -87,7 +90,7 @@ class Case:
         missing = [cfg for cfg in feasible if config_key(cfg) not in lookup]
         if missing:
             raise ValueError(f"table {name} must hold every feasible configuration, {len(missing)} missing, e.g. {missing[0]}")
-        return cls(name, family, problem, rows, domains, lookup, outcomes=outcomes)
+        return cls(name, family, problem, rows, domains, lookup, outcomes=outcomes, kernel=family.name)
 
     @classmethod
     def from_space_table(cls, table: SpaceTable) -> "Case":
@@ -101,7 +104,8 @@ class Case:
             lookup[table_key(table, cfg)] = rate if status == "ok" else 0.0
             outcomes.append((cfg, status, time_ms))
         return cls(table.name, table_family(table), table_problem(table), pd.DataFrame(records), dict(table.params), lookup,
-                   space_measure(table), list(table.restrictions), outcomes, table.objective, table.minimise)  # fmt: skip
+                   space_measure(table), list(table.restrictions), outcomes, table.objective, table.minimise,
+                   table.kernel or table.name.split("/")[0])  # fmt: skip
 
     @property
     def size(self) -> int:

@@ -107,12 +107,18 @@ fi
 """
 
 
-def test_against_runs_the_other_commits_tree_first_then_this_one_each_cold(tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def fake_snakemake(tmp_path, monkeypatch):
+    """``FAKE_SNAKEMAKE`` first on PATH."""
     fake = tmp_path / "bin" / "snakemake"
     fake.parent.mkdir()
     fake.write_text(FAKE_SNAKEMAKE)
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    return fake
+
+
+def test_against_runs_the_other_commits_tree_first_then_this_one_each_cold(tmp_path, monkeypatch, capsys, fake_snakemake):
     monkeypatch.delenv("TUNER_GIT_COMMIT", raising=False)
     head = pipeline_timing.resolve("HEAD")
     if head is None:
@@ -154,12 +160,7 @@ def test_checkout_writes_a_commits_tree(tmp_path):
     assert (tmp_path / "tree" / "Snakefile").is_file() and (tmp_path / "tree" / "tuner" / "__init__.py").is_file()
 
 
-def test_against_takes_a_folder_holding_another_tree_where_there_is_no_history(tmp_path, monkeypatch, capsys):
-    fake = tmp_path / "bin" / "snakemake"
-    fake.parent.mkdir()
-    fake.write_text(FAKE_SNAKEMAKE)
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+def test_against_takes_a_folder_holding_another_tree_where_there_is_no_history(tmp_path, monkeypatch, capsys, fake_snakemake):
     monkeypatch.setattr(pipeline_timing, "resolve", lambda rev: pytest.fail("a folder needs no history"))
     older = tmp_path / "c716673"
     older.mkdir()

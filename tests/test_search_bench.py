@@ -1030,7 +1030,8 @@ def test_held_out_by_kernel_groups_the_tables_that_name_one_kernel(tmp_path, mon
         path.write_text(json.dumps(json.loads(path.read_text()) | {"kernel_name": "convolution_kernel"}))
     third = _kt_grid(tmp_path / "c" / "G3.json")  # names no kernel: its folder stands for it
     monkeypatch.setattr(search, "HUB", search.hub_files([str(first), str(second), str(third)]))
-    monkeypatch.setitem(search._CASES, "reduce_space_offset11", search.load_case("reduce_space_offset11"))
+    for name in [*search.HUB, "reduce_space_offset11"]:
+        monkeypatch.setitem(search._CASES, name, search.load_case(name))
     assert {name: search.kernel_of(name) for name in search.HUB} == {"a/G1": "convolution_kernel", "b/G2": "convolution_kernel",
                                                                       "c/G3": "c"}  # fmt: skip
     assert search.kernel_of("reduce_space_offset11") == "reduce"
