@@ -8,7 +8,8 @@ then prints each job's wall seconds from Snakemake's log (its clock has
 one-second resolution) with the measuring phases the sweep and study stages
 print (inputs, reference, upload, compile, load, verify, time), the profile
 stage's steps (query metrics, harness under ncu, import report) and its
-harness's phases, and the whole run's wall time.
+harness's phases, the report's steps (blog tables, waiting for its drawings,
+documents), and the whole run's wall time.
 With ``--parse LOG`` it only reads a log written earlier. Writes
 ``pipeline-timing.json`` into the results folder.
 
@@ -48,9 +49,10 @@ STARTS = re.compile(r"^(?:local)?rule (\S+):$")
 JOBID = re.compile(r"^\s+jobid: (\d+)$")
 FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\S+)\)$")
 # Lines the stages print, keyed by the job's rule: a sweep's or study's
-# measuring phases, and the profile stage's steps and its harness's phases.
-PHASES = re.compile(r"^(?:(sweep|study) (\S+) phases|(profile) steps|(profile)d harness phases): (.*)$")
+# measuring phases, the profile stage's steps and its harness's phases, and the report's steps.
+PHASES = re.compile(r"^(?:(?P<stage>sweep|study) (?P<name>\S+) phases|(?P<rule>profile|report) steps|profiled harness phases): (?P<parts>.*)$")
 RULE_PREFIX = {"sweep": "sweep_", "study": "tune_"}
+RULE_OF_STEPS = {"profile": "profile", "report": "plot_report", None: "profile"}  # None: the profiled harness
 PART = re.compile(r"^(.*) ([\d.]+) s$")
 
 
@@ -74,9 +76,9 @@ def parse(log: str) -> tuple[list[dict], dict[str, dict[str, float]]]:
             rule, start = started.pop(m.group(1), (m.group(2), now))
             jobs.append({"rule": rule, "start": start.isoformat(), "seconds": (now - start).total_seconds()})
         elif m := PHASES.match(line):
-            rule = RULE_PREFIX[m.group(1)] + m.group(2) if m.group(1) else "profile"
+            rule = RULE_PREFIX[m["stage"]] + m["name"] if m["stage"] else RULE_OF_STEPS[m["rule"]]
             seen = phases.setdefault(rule, {})
-            for part in m.group(5).split(";")[0].split(", "):  # after ";": notes, not phases
+            for part in m["parts"].split(";")[0].split(", "):  # after ";": notes, not phases
                 name, seconds = PART.match(part).groups()
                 seen[name] = round(seen.get(name, 0.0) + float(seconds), 2)
     return jobs, phases

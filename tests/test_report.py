@@ -245,7 +245,14 @@ def test_the_command_rebuilds_the_report_elsewhere_with_worker_processes_to_the_
     write_json_atomic(peaks, folder / "peaks.json")
     assert main(["--results", str(folder), "--out", str(folder / "report"), "--processes", "2"]) == 0
     drawn = len(EXPECTED_FIGURES) - len(report.skipped)
-    assert f"; {drawn} figures, {len(report.skipped)} skipped, 1 family figures" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert f"; {drawn} figures, {len(report.skipped)} skipped, 1 family figures" in printed
+    # Where its seconds went, as the pipeline's timing reads it: every step of its own process, largest first.
+    steps = re.fullmatch(r"report steps: (.*)", printed.splitlines()[-1])[1].split(", ")
+    seconds = {name: float(value) for name, value in (re.fullmatch(r"(.+) (\d+\.\d) s", step).groups() for step in steps)}
+    assert set(seconds) == {"read inputs", "start workers", "blog tables and studies", "start drawings", "wait for drawings",
+                            "stop workers", "sections", "documents"}  # fmt: skip
+    assert list(seconds.values()) == sorted(seconds.values(), reverse=True)
     files = sorted(p.name for p in report.out_dir.iterdir())
     assert files == sorted(p.name for p in (folder / "report").iterdir())
     assert {"report.md", "report.html", "offset_read_write.svg", "family_offset.png", "study_history.png"} <= set(files)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -22,6 +23,7 @@ import pandas as pd
 from tuner.data.paths import REPORT_HTML, REPORT_MARKDOWN
 from tuner.data.published import load_published
 from tuner.data.selection import best_per_family, study_frames, usable
+from tuner.measure.stopwatch import Phases
 from tuner.report import family_sections
 from tuner.report.comparisons import BLOG_TABLES, Comparison, evaluate_all
 from tuner.report.document import build_content, write_documents
@@ -68,6 +70,10 @@ class ReportOutputs:
             so every stem of ``EXPECTED_FIGURES`` exists as the format's files.
         notes: every missing-data line the report contains.
         comparisons: the evaluated blog tables.
+        steps: seconds of each step of the report's own process: starting the
+            workers, the blog tables and study summaries, starting the drawings
+            (without workers, drawing them), waiting for them, stopping the
+            workers, the sections' text and the documents.
     """
 
     out_dir: Path
@@ -79,6 +85,7 @@ class ReportOutputs:
     comparisons: tuple[Comparison, ...] = ()
     results: tuple[FigureResult, ...] = ()
     family_figures: tuple[FigureResult, ...] = ()
+    steps: Phases = field(default_factory=Phases)
 
     @property
     def markdown(self) -> Path:
@@ -203,40 +210,52 @@ def _build(
 ) -> ReportOutputs:
     """``build_report`` with the figures written into ``figure_dir`` as ``chosen.figure_suffixes``."""
     suffixes = chosen.figure_suffixes
-    # One pool for the whole report: it starts while the blog tables are evaluated, makes the energy
-    # and ties sections beside the figures, and the counters section (the roofline) is made here meanwhile.
-    with figure_pool(processes) as pool:
-        ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=figure_dir, studies=studies, pool=pool,
-                             figure_suffixes=suffixes)  # fmt: skip
+    # One pool for the whole report: it starts while the blog tables are evaluated, then makes every
+    # section's figures and tables side by side. The counters section goes first: its roofline is the
+    # longest single drawing, and the report waits for the last one to finish.
+    steps = Phases()
+    with ExitStack() as workers:
+        with steps("start workers"):
+            pool = workers.enter_context(figure_pool(processes))
+        with steps("blog tables and studies"):
+            ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=figure_dir, studies=studies, pool=pool,
+                                 figure_suffixes=suffixes)  # fmt: skip
         comparisons = list(ctx.comparisons.values())
-        energy = _started(pool, energy_content, dataset, gpu=shown_name(ctx.device.get("name") or "unknown GPU"),
-                         out_dir=figure_dir, suffixes=suffixes)  # fmt: skip
-        ties = _started(pool, ties_section, dataset)  # its own module and templates: tuner/report/ties.py
-        drawn = drawing(ctx, pool)
-        families_drawn = family_sections.drawing(ctx, pool)
-        # Counters of the blog tables only where the table has rows of ours: a lesson not measured is left out.
-        counters = None if profiles is None else profile_content(
-            [c for c in comparisons if c.has_data], profiles[0], profiles[1], published=ctx.published, peaks=ctx.peaks,
-            gpu=shown_name(ctx.device.get("name") or "unknown GPU"), out_dir=figure_dir, suffixes=suffixes)  # fmt: skip
-        figures = drawn()
-        family_figures = families_drawn()
-        energy_section, ties_table = energy(), ties()
-    families = family_sections.family_sections(ctx, dataset, family_figures, None if profiles is None else profiles[0])
-    content = build_content(
-        dataset=dataset,
-        device=ctx.device,
-        peaks=ctx.peaks,
-        comparisons=comparisons,
-        bests=best_per_family(dataset, ctx.peaks),
-        figures=figures,
-        studies=ctx.studies,
-        families=families,
-    )
-    if counters is not None:
-        content["profile"] = counters
+        gpu = shown_name(ctx.device.get("name") or "unknown GPU")
+        with steps("start drawings"):  # without workers, the drawing itself
+            # Counters of the blog tables only where the table has rows of ours: a lesson not measured is left out.
+            counters = None if profiles is None else _started(
+                pool, profile_content, [c for c in comparisons if c.has_data], profiles[0], profiles[1],
+                published=ctx.published, peaks=ctx.peaks, gpu=gpu, out_dir=figure_dir, suffixes=suffixes)  # fmt: skip
+            energy = _started(pool, energy_content, dataset, gpu=gpu, out_dir=figure_dir, suffixes=suffixes)
+            ties = _started(pool, ties_section, dataset)  # its own module and templates: tuner/report/ties.py
+            drawn = drawing(ctx, pool)
+            families_drawn = family_sections.drawing(ctx, pool)
+        with steps("wait for drawings"):
+            figures = drawn()
+            family_figures = families_drawn()
+            energy_section, ties_table = energy(), ties()
+            counters_section = None if counters is None else counters()
+        with steps("stop workers"):
+            workers.close()
+    with steps("sections"):
+        families = family_sections.family_sections(ctx, dataset, family_figures, None if profiles is None else profiles[0])
+        content = build_content(
+            dataset=dataset,
+            device=ctx.device,
+            peaks=ctx.peaks,
+            comparisons=comparisons,
+            bests=best_per_family(dataset, ctx.peaks),
+            figures=figures,
+            studies=ctx.studies,
+            families=families,
+        )
+    if counters_section is not None:
+        content["profile"] = counters_section
     content["ties"] = ties_table
     content["energy"] = energy_section
-    documents = write_documents(content, out_dir, chosen.documents)
+    with steps("documents"):
+        documents = write_documents(content, out_dir, chosen.documents)
     return ReportOutputs(
         out_dir=out_dir,
         figures=tuple(path for result in figures for path in result.paths),
@@ -247,4 +266,5 @@ def _build(
         comparisons=tuple(comparisons),
         results=tuple(figures),
         family_figures=tuple(f for f in family_figures.values() if f.drawn),
+        steps=steps,
     )

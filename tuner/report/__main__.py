@@ -59,23 +59,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tuner.data.readback import read_json
     from tuner.data.results import read
     from tuner.errors import DamagedFile
+    from tuner.measure.stopwatch import Phases
     from tuner.report import build_report
 
+    read_inputs = Phases()
     try:
-        dataset = read(folder.measurements)
-        device = read_json(folder.device_json)
-        peaks = read_json(folder.peaks_json, numbers=("_gbs",))
+        with read_inputs("read inputs"):
+            dataset = read(folder.measurements)
+            device = read_json(folder.device_json)
+            peaks = read_json(folder.peaks_json, numbers=("_gbs",))
+            profiles = read_profiles(args.results, log=_warn)
     except DamagedFile as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    outputs = build_report(dataset, device=device, peaks=peaks, out_dir=out,
-                           profiles=read_profiles(args.results, log=_warn), processes=max(1, args.processes),
-                           report_format=args.format)  # fmt: skip
+    outputs = build_report(dataset, device=device, peaks=peaks, out_dir=out, profiles=profiles,
+                           processes=max(1, args.processes), report_format=args.format)  # fmt: skip
     drawn = sum(result.drawn for result in outputs.results)
     print(f"report: {' and '.join(str(d) for d in outputs.documents)}; {drawn} figures, {len(outputs.skipped)} skipped, "
           f"{len(outputs.family_figures)} family figures")  # fmt: skip
     for stem, why in outputs.skipped.items():
         print(f"  skipped {stem}: {why}")
+    print(f"report steps: {Phases(read_inputs | outputs.steps)}", flush=True)  # where its seconds went, largest first
     return 0
 
 
