@@ -8,8 +8,8 @@ then prints each job's wall seconds from Snakemake's log (its clock has
 one-second resolution) with the measuring phases the sweep and study stages
 print (inputs, reference, upload, compile, load, verify, time), the profile
 stage's steps (query metrics, harness under ncu, import report) and its
-harness's phases, the report's steps (blog tables, waiting for its drawings,
-documents), and the whole run's wall time.
+harness's phases, the report's steps (its figures: blog tables, waiting for
+its drawings; then its counters and documents), and the whole run's wall time.
 With ``--parse LOG`` it only reads a log written earlier. Writes
 ``pipeline-timing.json`` into the results folder.
 
@@ -49,10 +49,11 @@ STARTS = re.compile(r"^(?:local)?rule (\S+):$")
 JOBID = re.compile(r"^\s+jobid: (\d+)$")
 FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\S+)\)$")
 # Lines the stages print, keyed by the job's rule: a sweep's or study's
-# measuring phases, the profile stage's steps and its harness's phases, and the report's steps.
-PHASES = re.compile(r"^(?:(?P<stage>sweep|study) (?P<name>\S+) phases|(?P<rule>profile|report) steps|profiled harness phases): (?P<parts>.*)$")
+# measuring phases, the profile stage's steps and its harness's phases, and the report's two jobs' steps.
+PHASES = re.compile(r"^(?:(?P<stage>sweep|study) (?P<name>\S+) phases|(?P<rule>profile|report|report draft) steps"
+                    r"|profiled harness phases): (?P<parts>.*)$")  # fmt: skip
 RULE_PREFIX = {"sweep": "sweep_", "study": "tune_"}
-RULE_OF_STEPS = {"profile": "profile", "report": "plot_report", None: "profile"}  # None: the profiled harness
+RULE_OF_STEPS = {"profile": "profile", "report draft": "draw_report", "report": "plot_report", None: "profile"}  # None: the profiled harness
 PART = re.compile(r"^(.*) ([\d.]+) s$")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -218,6 +219,7 @@ def test_profiling_a_sweep_without_the_setting_or_its_rows_is_a_config_error(tmp
 
 
 def test_dry_run_profiles_after_the_sweep_and_before_the_report(tmp_path):
+    """The report's documents wait for the profiles; its figures do not (they are drawn beside the profile)."""
     path = tmp_path / "mine.yaml"
     path.write_text(yaml.safe_dump(config(tmp_path, {"top": 2})))
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", str(path)], cwd=ROOT,
@@ -226,6 +228,9 @@ def test_dry_run_profiles_after_the_sweep_and_before_the_report(tmp_path):
     out = proc.stdout
     assert "rule profile:" in out
     assert out.index("rule sweep_layout_aos_soa:") < out.index("rule profile:") < out.index("rule plot_report:")
+    inputs = {job[1]: job[2] for job in re.findall(r"^(local)?rule (\w+):\n    input: (.*)$", out, re.M)}
+    profile = str(tmp_path / "results" / "test-gpu" / "profiles" / "layout_aos_soa.parquet")
+    assert profile in inputs["plot_report"].split(", ") and profile not in inputs["draw_report"]
 
 
 def test_ncu_is_found_on_path_or_beside_nvcc_or_not_at_all(tmp_path, monkeypatch):

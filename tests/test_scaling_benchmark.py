@@ -67,11 +67,17 @@ localrule collect:
     jobid: 1
 [Sun Nov 22 06:15:43 2026]
 Finished jobid: 1 (Rule: collect)
+[Sun Nov 22 06:15:43 2026]
+localrule draw_report:
+    jobid: 5
+report draft steps: wait for drawings 6.1 s, blog tables and studies 1.2 s
+[Sun Nov 22 06:15:50 2026]
+Finished jobid: 5 (Rule: draw_report)
 [Sun Nov 22 06:15:50 2026]
 localrule plot_report:
     jobid: 4
-report steps: wait for drawings 6.1 s, blog tables and studies 1.2 s, documents 0.3 s
-[Sun Nov 22 06:15:59 2026]
+report steps: counters 1.2 s, documents 0.3 s
+[Sun Nov 22 06:15:52 2026]
 Finished jobid: 4 (Rule: plot_report)
 """
 
@@ -79,7 +85,8 @@ Finished jobid: 4 (Rule: plot_report)
 def test_pipeline_timing_reads_jobs_and_phases_from_snakemakes_log():
     jobs, phases = pipeline_timing.parse(SNAKEMAKE_LOG)
     assert [(j["rule"], j["seconds"]) for j in jobs] == [
-        ("sweep_reduce_space", 24.0), ("profile", 10.0), ("collect", 3.0), ("plot_report", 9.0)]  # fmt: skip
+        ("sweep_reduce_space", 24.0), ("profile", 10.0), ("collect", 3.0), ("draw_report", 7.0),
+        ("plot_report", 2.0)]  # fmt: skip
     assert phases == {
         "sweep_reduce_space": {"sweep (all)": 20.5, "time": 10.2, "verify": 3.0},
         "profile": {
@@ -89,12 +96,13 @@ def test_pipeline_timing_reads_jobs_and_phases_from_snakemakes_log():
             "harness under ncu": 5.5,
             "import report": 0.8,
         },
-        "plot_report": {"wait for drawings": 6.1, "blog tables and studies": 1.2, "documents": 0.3},
+        "draw_report": {"wait for drawings": 6.1, "blog tables and studies": 1.2},
+        "plot_report": {"counters": 1.2, "documents": 0.3},
     }
     text = pipeline_timing.table(jobs, phases, 30.0)
     assert "time 10.2, verify 3.0" in text and "sum of jobs" in text
     assert "harness under ncu 5.5" in text
-    assert "wait for drawings 6.1, blog tables and studies 1.2, documents 0.3" in text
+    assert "wait for drawings 6.1, blog tables and studies 1.2" in text and "counters 1.2, documents 0.3" in text
 
 
 FAKE_SNAKEMAKE = """#!/bin/sh

@@ -112,7 +112,7 @@ def test_a_folder_of_ones_own_runs_from_the_installed_wheel(installed, tmp_path)
     proc = run([python, "-m", "snakemake", "-n", "--cores", "1"], cwd=folder, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for job in ("describe_device", "compile_variants", "sweep_saxpy_space", "tune_saxpy_search", "collect", "export_best",
-                "plot_report"):  # fmt: skip
+                "draw_report", "plot_report"):  # fmt: skip
         assert f"rule {job}:" in proc.stdout or f"{job} " in proc.stdout, job
 
     # The notebook call, from the folder: everything up to the GPU (none is visible to it here). It first

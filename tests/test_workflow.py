@@ -26,6 +26,7 @@ STAGES = [
     "sweep_reduce_space",
     "tune_reduce_int32",
     "collect",
+    "draw_report",
     "plot_report",
     "all",
 ]
@@ -124,7 +125,7 @@ def test_configfile_names_the_whole_config(small_dry_run):
     """Nothing of config.yaml comes back under --configfile: exactly its sweeps and studies run."""
     tmp_path, out = small_dry_run
     assert jobs(out) == {"all": 1, "collect": 1, "compile_variants": 1, "describe_device": 1, "export_best": 1, "peaks": 1,
-                         "plot_report": 1, "sweep_one": 1, "sweep_two": 1, "tune_search": 1}  # fmt: skip
+                         "draw_report": 1, "plot_report": 1, "sweep_one": 1, "sweep_two": 1, "tune_search": 1}  # fmt: skip
     assert f"{tmp_path}/results/test-gpu/sweeps/one.parquet" in out
     config = small_config(tmp_path)
     del config["studies"]  # a deleted key stays deleted
@@ -166,7 +167,7 @@ def planned_after(tmp_path: Path, config: dict, python: str = sys.executable) ->
     return {} if "Nothing to be done" in proc.stdout else jobs(proc.stdout)
 
 
-DOWNSTREAM = {"collect": 1, "export_best": 1, "plot_report": 1, "all": 1}
+DOWNSTREAM = {"collect": 1, "export_best": 1, "draw_report": 1, "plot_report": 1, "all": 1}
 
 
 def test_a_finished_run_replans_only_what_an_edit_touched(tmp_path):
@@ -218,16 +219,18 @@ def test_gpu_rules_ask_for_one_gpu_and_cpu_rules_for_none(small_dry_run):
         found = re.search(r"resources: .*\bgpu=(\d+)", job.group(2))
         gpus[job.group(1)] = int(found.group(1)) if found else 0
     assert gpus == {"describe_device": 1, "peaks": 1, "sweep_one": 1, "sweep_two": 1, "tune_search": 1,
-                    "compile_variants": 0, "collect": 0, "export_best": 0, "plot_report": 0, "all": 0}  # fmt: skip
+                    "compile_variants": 0, "collect": 0, "export_best": 0, "draw_report": 0, "plot_report": 0,
+                    "all": 0}  # fmt: skip
     profile = yaml.safe_load((ROOT / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
     assert profile["executor"] == "slurm"
 
 
 @SHARES_THE_DRY_RUN
 def test_the_cpu_jobs_take_no_core_so_they_run_beside_the_gpu_jobs(small_dry_run):
-    """Under --cores 1 the compile stage (threads: 0) runs beside the peaks, and collect and export
-    beside the profile; the sweeps and studies do not take the compile table as input (an edit that
-    recompiles reruns no other sweep: the test above), they wait for the stage's lock instead."""
+    """Under --cores 1 the compile stage (threads: 0) runs beside the peaks, and collect, export and
+    the report's figures beside the profile (which only the report's documents wait for); the sweeps
+    and studies do not take the compile table as input (an edit that recompiles reruns no other
+    sweep: the test above), they wait for the stage's lock instead."""
     tmp_path, out = small_dry_run
     threads, inputs = {}, {}
     for job in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n)*)", out, re.M):
@@ -235,9 +238,12 @@ def test_the_cpu_jobs_take_no_core_so_they_run_beside_the_gpu_jobs(small_dry_run
         threads[job.group(1)] = int(found.group(1)) if found else 1
         listed = re.search(r"^    input: (.*)$", job.group(2), re.M)
         inputs[job.group(1)] = listed.group(1).split(", ") if listed else []
-    assert {job for job, n in threads.items() if n == 0} == {"compile_variants", "collect", "export_best"}
+    assert {job for job, n in threads.items() if n == 0} == {"compile_variants", "collect", "export_best", "draw_report"}
     compiled = f"{tmp_path}/results/test-gpu/compile.parquet"
     assert [job for job, names in inputs.items() if compiled in names] == ["all"]
+    draft = f"{tmp_path}/results/test-gpu/store/report-draft.pickle"
+    assert [job for job, names in inputs.items() if draft in names] == ["plot_report"]
+    assert not any("/profiles/" in name for name in inputs["draw_report"])
 
 
 def test_bad_config_fails_before_any_job_in_one_line(tmp_path):

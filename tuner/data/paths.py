@@ -115,6 +115,11 @@ class GpuFolder:
         return self.store / "profiles"
 
     @property
+    def report_draft(self) -> Path:
+        """The report drawn but for its counters and documents (``tuner/report/draft.py``)."""
+        return self.store / "report-draft.pickle"
+
+    @property
     def report_markdown(self) -> Path:
         return self.report / REPORT_MARKDOWN
 

@@ -8,9 +8,9 @@ job the run did not need (its outputs were current) is left out. The energy of
 each problem's fastest configuration is measured inside the sweeps and studies,
 so its seconds come from the rows this run measured (``energy_wall_s``): a part
 of those stages' seconds, shown beside them. A CPU job that takes none of
-``--cores`` (the compile stage beside the peaks, collect and export beside the
-profile) overlaps another: the overlap is shown, and left out of what no job
-accounts for.
+``--cores`` (the compile stage beside the peaks; collect, export and the
+report's figures beside the profile) overlaps another: the overlap is shown,
+and left out of what no job accounts for.
 """
 
 from __future__ import annotations

@@ -41,11 +41,14 @@ __all__ = [
     "EXPECTED_FIGURES",
     "FIGURE_SPECS",
     "FORMATS",
+    "ReportDraft",
     "ReportFormat",
     "ReportOutputs",
     "best_per_family",
     "build_report",
+    "draw_report",
     "figure_context",
+    "finish_report",
     "load_published",
     "report_style",
 ]
@@ -94,6 +97,30 @@ class ReportOutputs:
     @property
     def html(self) -> Path:
         return self.out_dir / REPORT_HTML
+
+
+@dataclass(frozen=True)
+class ReportDraft:
+    """What a report's dataset alone decides, drawn (``draw_report``): all of
+    it but the counters section and the documents (``finish_report``).
+
+    Attributes:
+        ctx: what the figures were drawn from (the figures' folder is ``ctx.out_dir``).
+        figures: per figure of ``EXPECTED_FIGURES``, what was drawn.
+        family_figures: family -> the figure of its section.
+        energy: the energy section's content.
+        ties: the ties section's content (None: no ties to show).
+        documents: the documents its format writes.
+        steps: seconds of each step that drew it.
+    """
+
+    ctx: FigureContext
+    figures: list[FigureResult]
+    family_figures: dict[str, FigureResult]
+    energy: dict[str, Any]
+    ties: dict[str, Any] | None
+    documents: tuple[str, ...]
+    steps: Phases = field(default_factory=Phases)
 
 
 def with_run_environment(device: Mapping[str, Any], dataset: pd.DataFrame) -> dict[str, Any]:
@@ -209,37 +236,119 @@ def _build(
     chosen: ReportFormat,
 ) -> ReportOutputs:
     """``build_report`` with the figures written into ``figure_dir`` as ``chosen.figure_suffixes``."""
-    suffixes = chosen.figure_suffixes
-    # One pool for the whole report: it starts while the blog tables are evaluated, then makes every
-    # section's figures and tables side by side. The counters section goes first: its roofline is the
-    # longest single drawing, and the report waits for the last one to finish.
     steps = Phases()
     with ExitStack() as workers:
         with steps("start workers"):
             pool = workers.enter_context(figure_pool(processes))
-        with steps("blog tables and studies"):
-            ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=figure_dir, studies=studies, pool=pool,
-                                 figure_suffixes=suffixes)  # fmt: skip
-        comparisons = list(ctx.comparisons.values())
-        gpu = shown_name(ctx.device.get("name") or "unknown GPU")
-        with steps("start drawings"):  # without workers, the drawing itself
-            # Counters of the blog tables only where the table has rows of ours: a lesson not measured is left out.
-            counters = None if profiles is None else _started(
-                pool, profile_content, [c for c in comparisons if c.has_data], profiles[0], profiles[1],
-                published=ctx.published, peaks=ctx.peaks, gpu=gpu, out_dir=figure_dir, suffixes=suffixes)  # fmt: skip
-            energy = _started(pool, energy_content, dataset, gpu=gpu, out_dir=figure_dir, suffixes=suffixes)
-            ties = _started(pool, ties_section, dataset)  # its own module and templates: tuner/report/ties.py
-            drawn = drawing(ctx, pool)
-            families_drawn = family_sections.drawing(ctx, pool)
+        waiting = _drawing(dataset, device, peaks, figure_dir, studies, profiles, pool, chosen, steps)
         with steps("wait for drawings"):
-            figures = drawn()
-            family_figures = families_drawn()
-            energy_section, ties_table = energy(), ties()
-            counters_section = None if counters is None else counters()
+            draft, counters = waiting()
         with steps("stop workers"):
             workers.close()
+    return _documents(draft, dataset, profiles, counters, out_dir, steps)
+
+
+def draw_report(
+    dataset: pd.DataFrame,
+    *,
+    device: Mapping[str, Any],
+    peaks: Mapping[str, Any],
+    out_dir: Path,
+    studies: dict[str, pd.DataFrame] | None = None,
+    processes: int = 1,
+    report_format: str = DEFAULT_FORMAT,
+) -> ReportDraft:
+    """What ``build_report`` draws from the dataset alone (every figure into
+    ``out_dir``, the energy and ties sections), without the counters section
+    and the documents: ``finish_report`` adds them once the profiles are there.
+    The pipeline draws this beside the profile, a GPU job that leaves the CPUs
+    idle. Only for a format that writes its figures beside the documents."""
+    if report_format not in FORMATS or not FORMATS[report_format].figure_suffixes:
+        with_files = ", ".join(name for name, f in FORMATS.items() if f.figure_suffixes)
+        raise ValueError(f"report format of a draft: must be one of {with_files} (its figures are files), got {report_format!r}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    steps = Phases()
+    with ExitStack() as workers:
+        with steps("start workers"):
+            pool = workers.enter_context(figure_pool(processes))
+        waiting = _drawing(dataset, device, peaks, out_dir, studies, None, pool, FORMATS[report_format], steps)
+        with steps("wait for drawings"):
+            draft, _ = waiting()
+        with steps("stop workers"):
+            workers.close()
+    return replace(draft, steps=steps)
+
+
+def finish_report(
+    draft: ReportDraft,
+    dataset: pd.DataFrame,
+    *,
+    profiles: tuple[pd.DataFrame, list[str]] | None = None,
+) -> ReportOutputs:
+    """The report of ``draft`` (``draw_report`` of ``dataset``): the counters
+    section of ``profiles`` and the documents, in the folder of its figures."""
+    steps = Phases()
+    with steps("counters"):
+        counters = None if profiles is None else _counters(draft.ctx, profiles)
+    return _documents(draft, dataset, profiles, counters, draft.ctx.out_dir, steps)
+
+
+def _counters(ctx: FigureContext, profiles: tuple[pd.DataFrame, list[str]]) -> dict[str, Any]:
+    """The counters section, of the blog tables only where the table has rows of ours: a lesson not measured is left out."""
+    return profile_content([c for c in ctx.comparisons.values() if c.has_data], profiles[0], profiles[1],
+                           published=ctx.published, peaks=ctx.peaks, gpu=ctx.gpu, out_dir=ctx.out_dir,
+                           suffixes=ctx.figure_suffixes)  # fmt: skip
+
+
+def _drawing(
+    dataset: pd.DataFrame,
+    device: Mapping[str, Any],
+    peaks: Mapping[str, Any],
+    figure_dir: Path,
+    studies: dict[str, pd.DataFrame] | None,
+    profiles: tuple[pd.DataFrame, list[str]] | None,
+    pool: ProcessPoolExecutor | None,
+    chosen: ReportFormat,
+    steps: Phases,
+) -> Callable[[], tuple[ReportDraft, dict[str, Any] | None]]:
+    """Start drawing the report in ``pool`` (without one, draw it here): the
+    returned call waits for the draft and the counters section (None without ``profiles``)."""
+    # The pool starts while the blog tables are evaluated, then makes every section's figures and
+    # tables side by side. The counters section goes first: its roofline is the longest single
+    # drawing, and the report waits for the last one to finish.
+    with steps("blog tables and studies"):
+        ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=figure_dir, studies=studies, pool=pool,
+                             figure_suffixes=chosen.figure_suffixes)  # fmt: skip
+    with steps("start drawings"):  # without workers, the drawing itself
+        counters = None if profiles is None else _started(pool, _counters, ctx, profiles)
+        energy = _started(pool, energy_content, dataset, gpu=ctx.gpu, out_dir=figure_dir, suffixes=chosen.figure_suffixes)
+        ties = _started(pool, ties_section, dataset)  # its own module and templates: tuner/report/ties.py
+        drawn = drawing(ctx, pool)
+        families_drawn = family_sections.drawing(ctx, pool)
+
+    def wait() -> tuple[ReportDraft, dict[str, Any] | None]:
+        draft = ReportDraft(ctx=ctx, figures=drawn(), family_figures=families_drawn(), energy=energy(), ties=ties(),
+                            documents=chosen.documents)  # fmt: skip
+        return draft, None if counters is None else counters()
+
+    return wait
+
+
+def _documents(
+    draft: ReportDraft,
+    dataset: pd.DataFrame,
+    profiles: tuple[pd.DataFrame, list[str]] | None,
+    counters: dict[str, Any] | None,
+    out_dir: Path,
+    steps: Phases,
+) -> ReportOutputs:
+    """The sections' text and the documents of ``draft`` with its ``counters`` section."""
+    ctx, figures = draft.ctx, draft.figures
+    comparisons = list(ctx.comparisons.values())
     with steps("sections"):
-        families = family_sections.family_sections(ctx, dataset, family_figures, None if profiles is None else profiles[0])
+        families = family_sections.family_sections(ctx, dataset, draft.family_figures,
+                                                   None if profiles is None else profiles[0])  # fmt: skip
         content = build_content(
             dataset=dataset,
             device=ctx.device,
@@ -250,12 +359,12 @@ def _build(
             studies=ctx.studies,
             families=families,
         )
-    if counters_section is not None:
-        content["profile"] = counters_section
-    content["ties"] = ties_table
-    content["energy"] = energy_section
+    if counters is not None:
+        content["profile"] = counters
+    content["ties"] = draft.ties
+    content["energy"] = draft.energy
     with steps("documents"):
-        documents = write_documents(content, out_dir, chosen.documents)
+        documents = write_documents(content, out_dir, draft.documents)
     return ReportOutputs(
         out_dir=out_dir,
         figures=tuple(path for result in figures for path in result.paths),
@@ -265,6 +374,6 @@ def _build(
         notes=tuple(content["notes"]),
         comparisons=tuple(comparisons),
         results=tuple(figures),
-        family_figures=tuple(f for f in family_figures.values() if f.drawn),
+        family_figures=tuple(f for f in draft.family_figures.values() if f.drawn),
         steps=steps,
     )

@@ -7,6 +7,10 @@ studies), ``device.json`` and ``peaks.json``. Study rows are those whose source
 starts with ``study:``. ``--format markdown`` writes report.md with its figures
 as PNG, each stored once (the shipped reference reports); ``--format html`` one
 self-contained report.html.
+
+The pipeline draws a report in two steps (``tuner/report/draft.py``): ``--draft
+FILE`` draws every figure while the profile runs, and ``--from-draft FILE``
+adds the hardware counters and writes the documents once the profiles are there.
 """
 
 from __future__ import annotations
@@ -37,7 +41,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--format", choices=list(FORMATS), default=DEFAULT_FORMAT,
                         help="what the report folder gets: " + "; ".join(f"{f.name}: {f.help}" for f in FORMATS.values())
                         + " (default: %(default)s)")  # fmt: skip
+    drafting = parser.add_mutually_exclusive_group()
+    drafting.add_argument("--draft", type=Path, metavar="FILE",
+                          help="draw what the dataset alone decides (every figure; no counters section, no documents) "
+                               "into the report folder and keep it in FILE, for --from-draft")  # fmt: skip
+    drafting.add_argument("--from-draft", type=Path, metavar="FILE",
+                          help="finish the report FILE holds (--draft of the same inputs, folder and format): the "
+                               "counters section and the documents; where FILE cannot be used, the whole report is drawn")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.draft and not FORMATS[args.format].figure_suffixes:
+        with_files = ", ".join(name for name, f in FORMATS.items() if f.figure_suffixes)
+        parser.refuse(f"--draft: must be drawn in a format whose figures are files ({with_files}), got --format {args.format}")
 
     if not args.results.is_dir():
         print(f"error: results folder not found: {args.results}", file=sys.stderr)
@@ -60,20 +74,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tuner.data.results import read
     from tuner.errors import DamagedFile
     from tuner.measure.stopwatch import Phases
-    from tuner.report import build_report
+    from tuner.report import build_report, draw_report, finish_report
+    from tuner.report.draft import read_draft, write_draft
 
     read_inputs = Phases()
+    inputs = [folder.measurements, folder.device_json, folder.peaks_json]
     try:
         with read_inputs("read inputs"):
             dataset = read(folder.measurements)
             device = read_json(folder.device_json)
             peaks = read_json(folder.peaks_json, numbers=("_gbs",))
-            profiles = read_profiles(args.results, log=_warn)
+            profiles = None if args.draft else read_profiles(args.results, log=_warn)
     except DamagedFile as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    outputs = build_report(dataset, device=device, peaks=peaks, out_dir=out, profiles=profiles,
-                           processes=max(1, args.processes), report_format=args.format)  # fmt: skip
+    processes = max(1, args.processes)
+    if args.draft:
+        draft = draw_report(dataset, device=device, peaks=peaks, out_dir=out, processes=processes, report_format=args.format)
+        write_draft(draft, args.draft, inputs=inputs, report_format=args.format)
+        drawn = sum(result.drawn for result in draft.figures)
+        print(f"report draft: {args.draft}; {drawn} figures, {len(draft.figures) - drawn} skipped, "
+              f"{sum(f.drawn for f in draft.family_figures.values())} family figures in {out}")  # fmt: skip
+        print(f"report draft steps: {Phases(read_inputs | draft.steps)}", flush=True)
+        return 0
+    draft = None
+    if args.from_draft:
+        draft, why = read_draft(args.from_draft, inputs=inputs, report_format=args.format, out_dir=out)
+        if draft is None:
+            print(f"report: {why}: drawing the whole report", file=sys.stderr, flush=True)
+    if draft is not None:
+        outputs = finish_report(draft, dataset, profiles=profiles)
+    else:
+        outputs = build_report(dataset, device=device, peaks=peaks, out_dir=out, profiles=profiles, processes=processes,
+                               report_format=args.format)  # fmt: skip
     drawn = sum(result.drawn for result in outputs.results)
     print(f"report: {' and '.join(str(d) for d in outputs.documents)}; {drawn} figures, {len(outputs.skipped)} skipped, "
           f"{len(outputs.family_figures)} family figures")  # fmt: skip

@@ -1,6 +1,6 @@
 # Stage 5b: the run's answer as files a program can load or include: the best
 # verified configuration per family and problem (best.json, best_configs.h).
-# Like collect, it takes none of --cores and runs beside the profile.
+# Like collect and the report's figures, it takes none of --cores and runs beside the profile.
 
 
 rule export_best:

@@ -2,14 +2,42 @@
 # (no GPU needed). `snakemake --cores 1 report` rebuilds every finished folder
 # and the shipped reference reports (results/reference/<gpu>/report/, tracked:
 # report.md and its PNG figures, `--format markdown`, each figure stored once).
+#
+# A run's own report is drawn in two jobs (tuner/report/draft.py): draw_report
+# draws every figure from the dataset and takes none of --cores (threads: 0), so
+# it runs beside the profile, a GPU job that leaves the CPUs idle; plot_report
+# then adds the hardware counters and writes the documents.
 
 
 # Any folder with a dataset, by wildcard (this run's GPU folder among them).
 FOLDER = GpuFolder("{folder}")
 
 
+rule draw_report:
+    input:
+        measurements=FOLDER.measurements,
+        device=FOLDER.device_json,
+        peaks=FOLDER.peaks_json,
+    output:
+        draft=FOLDER.report_draft,
+        figures=report_figures(FOLDER),
+    log:
+        FOLDER.log("report_draft"),
+    benchmark:
+        FOLDER.seconds("figures")
+    conda:
+        "../envs/tuner.yaml"
+    threads: 0
+    params:
+        out=lambda wildcards: str(GpuFolder(wildcards.folder).report),
+    shell:
+        '"$PYTHON" -m tuner.report --results {wildcards.folder:q} --out {params.out:q} --draft {output.draft:q} 2>&1'
+        " | tee {log:q}"
+
+
 rule plot_report:
     input:
+        draft=FOLDER.report_draft,
         measurements=FOLDER.measurements,
         device=FOLDER.device_json,
         peaks=FOLDER.peaks_json,
@@ -17,7 +45,6 @@ rule plot_report:
     output:
         markdown=FOLDER.report_markdown,
         html=FOLDER.report_html,
-        figures=report_figures(FOLDER),
     log:
         FOLDER.log("report"),
     benchmark:
@@ -27,7 +54,8 @@ rule plot_report:
     params:
         out=lambda wildcards: str(GpuFolder(wildcards.folder).report),
     shell:
-        '"$PYTHON" -m tuner.report --results {wildcards.folder:q} --out {params.out:q} 2>&1 | tee {log:q}'
+        '"$PYTHON" -m tuner.report --results {wildcards.folder:q} --out {params.out:q} --from-draft {input.draft:q}'
+        " 2>&1 | tee {log:q}"
 
 
 # A shipped reference run's folder and a finished one's, by wildcard.
@@ -101,6 +129,7 @@ rule report_finished:
 
 
 ruleorder: plot_report > report_finished
+ruleorder: draw_report > report_finished
 
 
 rule report:
