@@ -277,7 +277,7 @@ def test_cli_sweep_writes_under_results_gpu(tmp_path, monkeypatch, capsys, measu
     from tuner import cli
     from tuner.data import results
     from tuner.families import REGISTRY
-    from tuner.measure.stopwatch import Phases
+    from tuner.progress import Phases
     from tuner.stages.sweep_store import RowStore, store_dir
 
     config = {"results_dir": str(tmp_path / "results"), "gpu": "test-gpu",

@@ -24,11 +24,11 @@ ALLOWED = {
     # checked at load as the stages read them: warm-start tables and storage servers (tuner.search)
     # and the results table's columns, which a plug-in's parameters must not be named as (data)
     "settings": {"data", "device", "errors", "families", "measure", "resources", "search"},
-    "report": {"data", "errors", "families", "host", "resources"},
+    "report": {"data", "errors", "families", "host", "progress", "resources"},  # progress: its steps' seconds
     # it runs the measuring harness (and settings imports measure); `profile: report` profiles the rows the report
     # shows, chosen in data (tuner.data.blog_rows), never by the report itself; it hands its profiled child the
     # file a refusal of the child's is written to (processes)
-    "profile": {"data", "families", "measure", "processes", "settings"},
+    "profile": {"data", "families", "measure", "processes", "progress", "settings"},
     "harness": {"data", "device", "errors", "measure", "settings"},
     # sweep and tune: choose and record in the stage's process, measure in a measuring process per GPU
     "stages": {"data", "errors", "families", "harness", "measure", "progress", "search", "settings"},

@@ -23,7 +23,7 @@ from tuner.families.base import Problem
 from tuner.measure import compile as compiling
 from tuner.measure.compile import CompiledKernel, CompileError, compile_variant, module_key
 from tuner.measure.precompile import Precompiler, study_modules
-from tuner.measure.stopwatch import Phases
+from tuner.progress import Phases
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 

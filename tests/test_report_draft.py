@@ -47,7 +47,8 @@ def test_drawn_then_finished_is_the_report_drawn_at_once(offset_folder, tmp_path
     dataset, device, peaks = inputs_of(offset_folder)
     profiles = counters.read_profiles(offset_folder)
     assert not profiles[0].empty  # the counters section is there to be added
-    at_once = build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path / "at-once", profiles=profiles)
+    # At once with workers: the counters section (the roofline) drawn in one, against drawn in this process below.
+    at_once = build_report(dataset, device=device, peaks=peaks, out_dir=tmp_path / "at-once", profiles=profiles, processes=2)
     draft = draw_report(dataset, device=device, peaks=peaks, out_dir=tmp_path / "in-two", processes=2)
     assert not (tmp_path / "in-two" / "report.md").exists() and not (tmp_path / "in-two" / "roofline.png").exists()
     assert (tmp_path / "in-two" / "offset_read_write.png").exists()  # the figures are drawn in the first step
@@ -101,7 +102,9 @@ def test_a_draft_that_does_not_fit_says_why(offset_folder, tmp_path, monkeypatch
     dataset, device, peaks = inputs_of(offset_folder)
     out, path = tmp_path / "out", tmp_path / "draft.pickle"
     inputs = [offset_folder / "measurements.parquet", offset_folder / "device.json", offset_folder / "peaks.json"]
-    drafts.write_draft(draw_report(dataset, device=device, peaks=peaks, out_dir=out), path, inputs=inputs, report_format="all")
+    drafted = draw_report(dataset, device=device, peaks=peaks, out_dir=out)
+    drafts.write_draft(drafted, path, inputs=drafts.inputs_key(inputs), report_format="all")
+    kept = path.read_bytes()
 
     def why(**asked) -> str:
         found, reason = drafts.read_draft(path, **({"inputs": inputs, "report_format": "all", "out_dir": out} | asked))
@@ -116,10 +119,18 @@ def test_a_draft_that_does_not_fit_says_why(offset_folder, tmp_path, monkeypatch
     monkeypatch.setattr(drafts, "report_code_digest", lambda: "another")
     assert why() == f"the report code changed since {path} was drawn"
     monkeypatch.undo()
-    path.write_bytes(b"\x80\x05not a pickle")
+    (out / "family_offset.png").rename(tmp_path / "moved.png")  # a figure no rule makes, deleted by hand
+    assert why() == f"{path} was drawn with {out / 'family_offset.png'}, which is gone"
+    (tmp_path / "moved.png").rename(out / "family_offset.png")
+    assert why() == ""
+    header = kept[: kept.index(b"\n") + 1]
+    path.write_bytes(header + b"\x80\x05not a pickle")  # the line fits, the draft after it is damaged
     assert why() == f"{path} cannot be read (UnpicklingError)"
-    path.write_bytes(b"")
+    path.write_bytes(header)
     assert why() == f"{path} cannot be read (EOFError)"
+    for other in (b"\x80\x05not json\n", b"", b'{"version": 0}\n', b"[1]\n"):
+        path.write_bytes(other + kept[len(header) :])
+        assert why() == f"{path} is not a report draft of this version", other
     path.unlink()
     assert why() == f"no draft at {path}"
 

@@ -18,7 +18,7 @@ from tuner.data import results
 from tuner.errors import FatalDeviceError
 from tuner.families import REGISTRY
 from tuner.measure import remote
-from tuner.measure.stopwatch import Phases
+from tuner.progress import Phases
 from tuner.settings import parse
 
 PARAMS = {"variant": ["copy"], "block_size": [128, 256, 512], "vector_width": [1, 4], "unroll": [1],

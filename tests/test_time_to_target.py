@@ -14,7 +14,8 @@ import pytest
 from tuner.data import results
 from tuner.data.time_to_target import reach, seconds_text, timeline, to_final_best
 from tuner.errors import FatalDeviceError
-from tuner.measure.stopwatch import Phases, Stopwatch
+from tuner.measure.stopwatch import Stopwatch
+from tuner.progress import Phases
 from tuner.report.document import study_items
 from tuner.report.studies import summarise_study
 

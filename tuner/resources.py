@@ -70,6 +70,13 @@ def figure_list_file() -> Path:
     return root() / "workflow" / "report" / "figures.yaml"
 
 
+def report_code_files() -> list[Path]:
+    """The files a report is drawn by: its code, its templates and the figure list. An edit of
+    one rebuilds the shipped reference reports and makes a report's draft (tuner/report/draft.py) stale."""
+    code = [p for p in (package_dir() / "report").rglob("*") if p.suffix in (".py", ".j2", ".css")]
+    return sorted([*code, figure_list_file()])
+
+
 def lessons_config() -> Path:
     """The lessons' config: every sweep and study of the lessons."""
     return root() / "config.yaml"

@@ -24,7 +24,7 @@ import pandas as pd
 from tuner.data.paths import GpuFolder
 
 # A job's file is named after its rule; a sweep's and a study's carry their name after a dash.
-_STAGE_KINDS = {"tune": "study", "describe_device": "describe", "export_best": "export"}
+_STAGE_KINDS = {"tune": "study", "describe_device": "describe", "export_best": "export", "draw_report": "report figures"}
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from tuner.families.base import Config, Family, Problem, amount_unfit, config_ke
 from tuner.families.limits import DeviceLimits, launch_violations, resource_violations
 from tuner.measure.compile import CompileError, compile_variant, nvcc_version
 from tuner.measure.energy import EnergyOptions, EnergyUnavailable, measure_energy
-from tuner.measure.stopwatch import Phases
 from tuner.measure.timing import ClockMonitor, NoClocks, TimingOptions, TimingResult, is_throttled, time_kernel
+from tuner.progress import Phases
 from tuner.resources import checkout_root
 
 

@@ -13,29 +13,11 @@ run's start with its rows.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import time
 from typing import Callable
 
 from tuner.errors import FatalDeviceError
-
-
-class Phases(dict):
-    """Seconds per named phase of a stage, summed over its entries: where a
-    sweep's, a study's or a profile's time goes (``with phases("verify"): ...``)."""
-
-    @contextlib.contextmanager
-    def __call__(self, name: str):
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self[name] = self.get(name, 0.0) + time.perf_counter() - start
-
-    def __str__(self) -> str:
-        """Largest first: ``verify 1.2 s, inputs 0.3 s``."""
-        return ", ".join(f"{name} {seconds:.1f} s" for name, seconds in sorted(self.items(), key=lambda item: -item[1]))
 
 
 class Stopwatch:

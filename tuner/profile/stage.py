@@ -28,9 +28,9 @@ import pandas as pd
 from tuner.data import counters as schema
 from tuner.data.results import plain_value, read, write_text_atomic
 from tuner.families import REGISTRY, Family
-from tuner.measure.stopwatch import Phases
 from tuner.processes import REFUSAL_FILE, read_refusal
 from tuner.profile import ncu
+from tuner.progress import Phases
 from tuner.settings import ConfigError
 
 TOOL_FAILURE = "not profiled"

@@ -23,7 +23,7 @@ import pandas as pd
 from tuner.data.paths import REPORT_HTML, REPORT_MARKDOWN
 from tuner.data.published import load_published
 from tuner.data.selection import best_per_family, study_frames, usable
-from tuner.measure.stopwatch import Phases
+from tuner.progress import Phases
 from tuner.report import family_sections
 from tuner.report.comparisons import BLOG_TABLES, Comparison, evaluate_all
 from tuner.report.document import build_content, write_documents
@@ -76,7 +76,9 @@ class ReportOutputs:
         steps: seconds of each step of the report's own process: starting the
             workers, the blog tables and study summaries, starting the drawings
             (without workers, drawing them), waiting for them, stopping the
-            workers, the sections' text and the documents.
+            workers, the sections' text and the documents; from a draft
+            (``finish_report``), the counters section, the sections' text and
+            the documents.
     """
 
     out_dir: Path
@@ -266,7 +268,7 @@ def draw_report(
     if report_format not in FORMATS or not FORMATS[report_format].figure_suffixes:
         with_files = ", ".join(name for name, f in FORMATS.items() if f.figure_suffixes)
         raise ValueError(f"report format of a draft: must be one of {with_files} (its figures are files), got {report_format!r}")
-    out_dir = Path(out_dir)
+    out_dir = Path(out_dir).absolute()  # where finish_report writes and reads the figures, from whichever folder it runs
     out_dir.mkdir(parents=True, exist_ok=True)
     steps = Phases()
     with ExitStack() as workers:

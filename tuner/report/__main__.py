@@ -73,12 +73,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tuner.data.readback import read_json
     from tuner.data.results import read
     from tuner.errors import DamagedFile
-    from tuner.measure.stopwatch import Phases
+    from tuner.progress import Phases
     from tuner.report import build_report, draw_report, finish_report
-    from tuner.report.draft import read_draft, write_draft
+    from tuner.report.draft import inputs_key, read_draft, write_draft
 
     read_inputs = Phases()
     inputs = [folder.measurements, folder.device_json, folder.peaks_json]
+    drawn_from = inputs_key(inputs) if args.draft else None  # before they are read: a change meanwhile makes the draft stale
     try:
         with read_inputs("read inputs"):
             dataset = read(folder.measurements)
@@ -91,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     processes = max(1, args.processes)
     if args.draft:
         draft = draw_report(dataset, device=device, peaks=peaks, out_dir=out, processes=processes, report_format=args.format)
-        write_draft(draft, args.draft, inputs=inputs, report_format=args.format)
+        write_draft(draft, args.draft, inputs=drawn_from, report_format=args.format)
         drawn = sum(result.drawn for result in draft.figures)
         print(f"report draft: {args.draft}; {drawn} figures, {len(draft.figures) - drawn} skipped, "
               f"{sum(f.drawn for f in draft.family_figures.values())} family figures in {out}")  # fmt: skip

@@ -18,7 +18,7 @@ from typing import Iterator
 from tuner import harness
 from tuner.families import REGISTRY, Problem
 from tuner.measure.remote import MeasuringProcess, restarting
-from tuner.measure.stopwatch import Phases
+from tuner.progress import Phases
 from tuner.settings import Settings
 from tuner.stages.sweep_store import measure_sweep, store_dir, sweep_rows
 

@@ -32,7 +32,7 @@ from tuner import harness
 from tuner.errors import Refusal, Refused
 from tuner.families import REGISTRY
 from tuner.measure.remote import MeasuringProcess, restarting
-from tuner.measure.stopwatch import Phases
+from tuner.progress import Phases
 from tuner.settings import Settings
 
 

@@ -206,6 +206,4 @@ def report_code_digest():
 def report_code():
     """The files a report is drawn by (its code and the figure list): editing
     one rebuilds the reference reports."""
-    package = tuner_resources.package_dir() / "report"
-    code = [p for p in package.rglob("*") if p.suffix in (".py", ".j2", ".css")]
-    return sorted(str(p) for p in [*code, tuner_resources.figure_list_file()])
+    return [str(p) for p in tuner_resources.report_code_files()]

@@ -22,9 +22,9 @@ rule draw_report:
         draft=FOLDER.report_draft,
         figures=report_figures(FOLDER),
     log:
-        FOLDER.log("report_draft"),
+        FOLDER.log("draw_report"),
     benchmark:
-        FOLDER.seconds("figures")
+        FOLDER.seconds("draw_report")
     conda:
         "../envs/tuner.yaml"
     threads: 0
@@ -98,8 +98,8 @@ FINISHED = RESULTS.gpu("{finished}")
 
 
 # A finished folder's report, for the report target: drawn from the files the
-# folder holds, with no input another rule makes. Through plot_report its
-# measurements would be collect's output, so a folder copied from another run
+# folder holds, with no input another rule makes. Through draw_report and
+# plot_report its measurements would be collect's output, so a folder copied from another run
 # (without this config's sweeps, or a peaks.parquet) planned the GPU stages, and
 # a failed one's outputs (peaks.json, measurements.parquet) were deleted. Its
 # files' sizes and times are a param, so an edit of one draws it again.
