@@ -238,16 +238,8 @@ def _build(
     chosen: ReportFormat,
 ) -> ReportOutputs:
     """``build_report`` with the figures written into ``figure_dir`` as ``chosen.figure_suffixes``."""
-    steps = Phases()
-    with ExitStack() as workers:
-        with steps("start workers"):
-            pool = workers.enter_context(figure_pool(processes))
-        waiting = _drawing(dataset, device, peaks, figure_dir, studies, profiles, pool, chosen, steps)
-        with steps("wait for drawings"):
-            draft, counters = waiting()
-        with steps("stop workers"):
-            workers.close()
-    return _documents(draft, dataset, profiles, counters, out_dir, steps)
+    draft, counters = _draw(dataset, device, peaks, figure_dir, studies, profiles, processes, chosen)
+    return _documents(draft, dataset, profiles, counters, out_dir, Phases(draft.steps))
 
 
 def draw_report(
@@ -270,16 +262,8 @@ def draw_report(
         raise ValueError(f"report format of a draft: must be one of {with_files} (its figures are files), got {report_format!r}")
     out_dir = Path(out_dir).absolute()  # where finish_report writes and reads the figures, from whichever folder it runs
     out_dir.mkdir(parents=True, exist_ok=True)
-    steps = Phases()
-    with ExitStack() as workers:
-        with steps("start workers"):
-            pool = workers.enter_context(figure_pool(processes))
-        waiting = _drawing(dataset, device, peaks, out_dir, studies, None, pool, FORMATS[report_format], steps)
-        with steps("wait for drawings"):
-            draft, _ = waiting()
-        with steps("stop workers"):
-            workers.close()
-    return replace(draft, steps=steps)
+    draft, _ = _draw(dataset, device, peaks, out_dir, studies, None, processes, FORMATS[report_format])
+    return draft
 
 
 def finish_report(
@@ -303,38 +287,41 @@ def _counters(ctx: FigureContext, profiles: tuple[pd.DataFrame, list[str]]) -> d
                            suffixes=ctx.figure_suffixes)  # fmt: skip
 
 
-def _drawing(
+def _draw(
     dataset: pd.DataFrame,
     device: Mapping[str, Any],
     peaks: Mapping[str, Any],
     figure_dir: Path,
     studies: dict[str, pd.DataFrame] | None,
     profiles: tuple[pd.DataFrame, list[str]] | None,
-    pool: ProcessPoolExecutor | None,
+    processes: int,
     chosen: ReportFormat,
-    steps: Phases,
-) -> Callable[[], tuple[ReportDraft, dict[str, Any] | None]]:
-    """Start drawing the report in ``pool`` (without one, draw it here): the
-    returned call waits for the draft and the counters section (None without ``profiles``)."""
-    # The pool starts while the blog tables are evaluated, then makes every section's figures and
-    # tables side by side. The counters section goes first: its roofline is the longest single
-    # drawing, and the report waits for the last one to finish.
-    with steps("blog tables and studies"):
-        ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=figure_dir, studies=studies, pool=pool,
-                             figure_suffixes=chosen.figure_suffixes)  # fmt: skip
-    with steps("start drawings"):  # without workers, the drawing itself
-        counters = None if profiles is None else _started(pool, _counters, ctx, profiles)
-        energy = _started(pool, energy_content, dataset, gpu=ctx.gpu, out_dir=figure_dir, suffixes=chosen.figure_suffixes)
-        ties = _started(pool, ties_section, dataset)  # its own module and templates: tuner/report/ties.py
-        drawn = drawing(ctx, pool)
-        families_drawn = family_sections.drawing(ctx, pool)
-
-    def wait() -> tuple[ReportDraft, dict[str, Any] | None]:
-        draft = ReportDraft(ctx=ctx, figures=drawn(), family_figures=families_drawn(), energy=energy(), ties=ties(),
-                            documents=chosen.documents)  # fmt: skip
-        return draft, None if counters is None else counters()
-
-    return wait
+) -> tuple[ReportDraft, dict[str, Any] | None]:
+    """Draw the report with ``processes`` worker processes (1: here): its draft, with
+    the seconds of each step, and the counters section (None without ``profiles``)."""
+    steps = Phases()
+    with ExitStack() as workers:
+        with steps("start workers"):
+            pool = workers.enter_context(figure_pool(processes))
+        # The pool starts while the blog tables are evaluated, then makes every section's figures and
+        # tables side by side. The counters section goes first: its roofline is the longest single
+        # drawing, and the report waits for the last one to finish.
+        with steps("blog tables and studies"):
+            ctx = figure_context(dataset, device=device, peaks=peaks, out_dir=figure_dir, studies=studies, pool=pool,
+                                 figure_suffixes=chosen.figure_suffixes)  # fmt: skip
+        with steps("start drawings"):  # without workers, the drawing itself
+            counters = None if profiles is None else _started(pool, _counters, ctx, profiles)
+            energy = _started(pool, energy_content, dataset, gpu=ctx.gpu, out_dir=figure_dir, suffixes=chosen.figure_suffixes)
+            ties = _started(pool, ties_section, dataset)  # its own module and templates: tuner/report/ties.py
+            drawn = drawing(ctx, pool)
+            families_drawn = family_sections.drawing(ctx, pool)
+        with steps("wait for drawings"):
+            draft = ReportDraft(ctx=ctx, figures=drawn(), family_figures=families_drawn(), energy=energy(), ties=ties(),
+                                documents=chosen.documents, steps=steps)  # fmt: skip
+            counters_section = None if counters is None else counters()
+        with steps("stop workers"):
+            workers.close()
+    return draft, counters_section
 
 
 def _documents(
