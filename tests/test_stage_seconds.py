@@ -47,6 +47,14 @@ def test_this_runs_jobs_in_the_order_they_ended_with_sweeps_and_studies_named(tm
     ]
 
 
+def test_the_reports_two_jobs_are_named_for_what_they_do(tmp_path):
+    """draw_report (the figures, beside the profile) and plot_report (whose seconds file is the report's)."""
+    started = time.time() - 100
+    write_job(tmp_path, "draw_report", 9.0, started + 60)
+    write_job(tmp_path, "report", 2.0, started + 90)
+    assert [(s.stage, s.seconds) for s in stage_seconds(tmp_path, started)] == [("report figures", 9.0), ("report", 2.0)]
+
+
 def test_the_table_shows_energy_within_the_stages_and_what_no_job_accounts_for(tmp_path):
     started = time.time() - 100
     write_job(tmp_path, "sweep-copy_widths", 60.0, started + 60)
