@@ -3,7 +3,9 @@
     python benchmarks/pipeline_timing.py --results /tmp/cold [--log run.log] [-- extra snakemake args]
 
 Runs the pipeline from an empty results folder (``results_dir`` set to
-``--results``, which holds the cubin cache too: nvcc compiles everything),
+``RESULTS/results``, which holds the cubin cache too: nvcc compiles everything;
+the pipeline refuses a results folder holding files it did not write, so its
+log and this script's tables are kept beside it, in ``RESULTS``),
 then prints each job's wall seconds from Snakemake's log (its clock has
 one-second resolution) with the measuring phases the sweep and study stages
 print (inputs, reference, upload, compile, load, verify, time), the profile
@@ -11,7 +13,7 @@ stage's steps (query metrics, harness under ncu, import report) and its
 harness's phases, the report's steps (its figures: blog tables, waiting for
 its drawings; then its counters and documents), and the whole run's wall time.
 With ``--parse LOG`` it only reads a log written earlier. Writes
-``pipeline-timing.json`` into the results folder.
+``RESULTS/snakemake.log``, ``RESULTS/pipeline-timing.json`` and ``.txt``.
 
 ``--against REV`` times another commit's tree first, on the same GPU and the
 same cold start (its own empty results folder, cubin cache and CuPy kernel
@@ -20,10 +22,11 @@ cache), then this tree, and prints each job's seconds side by side::
     python benchmarks/pipeline_timing.py --results /tmp/cold --against c716673
 
 The other tree is ``git archive REV`` of this checkout, under
-``RESULTS/<commit>/tree``, or, on a machine without the history, a folder that
+``RESULTS/tree-<commit>``, or, on a machine without the history, a folder that
 ``git archive REV | tar -x -C FOLDER`` filled elsewhere (``--against FOLDER``,
-its name taken for the commit); each run's results folder (with its Snakemake log,
-``snakemake.log``) is ``RESULTS/<commit>/results`` and ``RESULTS/this/results``.
+its name taken for the commit); each run's folder (its results folder ``results``, its
+Snakemake log ``snakemake.log`` and its CuPy kernel cache ``cupy-cache``) is
+``RESULTS/<commit>`` and ``RESULTS/this``.
 """
 
 from __future__ import annotations
@@ -98,12 +101,14 @@ def table(jobs: list[dict], phases: dict[str, dict[str, float]], wall_s: float |
     return "\n".join(lines)
 
 
-def cold_run(tree: Path, results: Path, extra: list[str], env: dict[str, str], log: Path | None = None) -> tuple[list[str], int, float, str]:
-    """``snakemake --cores 1`` of ``tree`` from an empty ``results`` (which holds its cubin cache): (its
-    command, exit status, wall seconds, Snakemake's output, kept in ``log``, default ``results/snakemake.log``)."""
-    shutil.rmtree(results, ignore_errors=True)
+def cold_run(tree: Path, work: Path, extra: list[str], env: dict[str, str], log: Path | None = None) -> tuple[list[str], int, float, str]:
+    """``snakemake --cores 1`` of ``tree`` from an empty ``work`` (emptied first), its results folder ``work/results``
+    (which holds its cubin cache): (its command, exit status, wall seconds, Snakemake's output, kept in ``log``,
+    default ``work/snakemake.log``: beside the results folder, which the pipeline keeps for its own files)."""
+    shutil.rmtree(work, ignore_errors=True)
+    results = work / "results"
     results.mkdir(parents=True)
-    log = log or results / "snakemake.log"
+    log = log or work / "snakemake.log"
     command = ["snakemake", "--cores", "1", "--config", f"results_dir={results}", *extra]
     start = time.monotonic()
     with log.open("w") as out:
@@ -146,7 +151,8 @@ def side_by_side(runs: dict[str, tuple[list[dict], float]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python benchmarks/pipeline_timing.py", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--results", type=Path, help="results folder for the run (emptied first)")
+    parser.add_argument("--results", type=Path, help="folder for the run (emptied first): its results folder RESULTS/results, "
+                                                     "its log and the timing tables")
     parser.add_argument("--log", type=Path, help="where to keep Snakemake's output (default: RESULTS/snakemake.log)")
     parser.add_argument("--parse", type=Path, help="only read this Snakemake output and print the table")
     parser.add_argument("--against", metavar="REV", help="also time this commit's tree, first, on the same cold start")
@@ -181,14 +187,14 @@ def compare(results: Path, rev: str, extra: list[str], parser: OneLineParser) ->
         if commit is None:
             parser.refuse(f"--against: must name a commit of this checkout ({ROOT}) or a folder holding a tree with its "
                           f"Snakefile, got {rev!r}")  # fmt: skip
-        tree = results / commit / "tree"
+        tree = results / f"tree-{commit}"  # beside its run's folder, which each run empties
         checkout(commit, tree)
     runs, codes = {}, {}
     # The other tree's rows name its commit: it is no git checkout to ask.
     for label, where, env in ((commit, tree, {**os.environ, "TUNER_GIT_COMMIT": commit}), ("this", ROOT, dict(os.environ))):
         # Each run with its own empty CuPy kernel cache too: the CUB peak compiles its kernels cold in both.
-        env["CUPY_CACHE_DIR"] = str(results / label / "results" / "cupy-cache")
-        _, code, wall, log = cold_run(where, results / label / "results", extra, env)
+        env["CUPY_CACHE_DIR"] = str(results / label / "cupy-cache")
+        _, code, wall, log = cold_run(where, results / label, extra, env)
         runs[label], codes[label] = (parse(log)[0], wall), code
         print(f"{label}: exit {code}, {wall:.1f} s", flush=True)
     text = side_by_side(runs)

@@ -106,8 +106,10 @@ def test_pipeline_timing_reads_jobs_and_phases_from_snakemakes_log():
 
 
 FAKE_SNAKEMAKE = """#!/bin/sh
-# Records where it ran and what it was given, then prints a log of two jobs (the second absent from the older tree).
+# Refuses a results folder holding anything, as the pipeline refuses one holding files it did not write; records
+# where it ran and what it was given, then prints a log of two jobs (the second absent from the older tree).
 for arg in "$@"; do case "$arg" in results_dir=*) results="${arg#results_dir=}";; esac; done
+if [ -n "$(ls -A "$results")" ]; then echo "config error: results_dir: must be a new or empty folder"; exit 2; fi
 printf '%s\\n%s\\n%s\\n' "$PWD" "${TUNER_GIT_COMMIT:-none}" "$CUPY_CACHE_DIR" > "$results/seen.txt"
 echo "[Sun Nov 22 06:15:16 2026]"
 echo "rule compile_variants:"
@@ -151,8 +153,9 @@ def test_against_runs_the_other_commits_tree_first_then_this_one_each_cold(tmp_p
     assert out.index(f"{head}: exit 0") < out.index("this: exit 0")  # the other commit first
     older = (results / head / "results" / "seen.txt").read_text().splitlines()
     this = (results / "this" / "results" / "seen.txt").read_text().splitlines()
-    assert older == [str(results / head / "tree"), head, str(results / head / "results" / "cupy-cache")]
-    assert this == [str(tmp_path / "this-tree"), "none", str(results / "this" / "results" / "cupy-cache")]
+    assert older == [str(results / f"tree-{head}"), head, str(results / head / "cupy-cache")]
+    assert this == [str(tmp_path / "this-tree"), "none", str(results / "this" / "cupy-cache")]
+    assert "Finished jobid: 1" in (results / head / "snakemake.log").read_text()  # beside the results folder
     rows = {line.split()[0]: line.split()[1:] for line in (results / "pipeline-compare.txt").read_text().splitlines()[1:3]}
     assert rows == {"compile_variants": ["4", "4"], "peaks": ["-", "7"]}
     assert json.loads((results / "pipeline-compare.json").read_text())[head]["jobs"][0]["rule"] == "compile_variants"
@@ -186,3 +189,16 @@ def test_against_takes_a_folder_holding_another_tree_where_there_is_no_history(t
     seen = (results / "c716673" / "results" / "seen.txt").read_text().splitlines()
     assert seen[:2] == [str(older), "c716673"]  # run in the folder, its rows named by the folder's commit
     assert "c716673: exit 0" in capsys.readouterr().out
+
+
+def test_a_plain_run_keeps_its_log_and_tables_beside_the_results_folder_it_gives_the_pipeline(tmp_path, monkeypatch, capsys, fake_snakemake):
+    monkeypatch.setattr(pipeline_timing, "ROOT", tmp_path / "tree")
+    (tmp_path / "tree").mkdir()
+    work = tmp_path / "cold"
+    (work / "results").mkdir(parents=True)
+    (work / "results" / "left-from-before.txt").write_text("")  # emptied first: the run is cold
+    assert pipeline_timing.main(["--results", str(work)]) == 0
+    assert sorted(p.name for p in (work / "results").iterdir()) == ["seen.txt"]
+    assert "Finished jobid: 1" in (work / "snakemake.log").read_text()
+    assert json.loads((work / "pipeline-timing.json").read_text())["jobs"][0]["rule"] == "compile_variants"
+    assert "compile_variants" in (work / "pipeline-timing.txt").read_text() and "compile_variants" in capsys.readouterr().out
